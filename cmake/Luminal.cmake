@@ -1,0 +1,41 @@
+# Shared build helpers: third-party libraries found once, and one way to declare a test.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+pkg_check_modules(JANSSON IMPORTED_TARGET jansson)
+find_package(mimalloc CONFIG QUIET)
+if(LUMINAL_TESTS)
+  pkg_check_modules(CHECK REQUIRED IMPORTED_TARGET check)
+endif()
+
+# The folder that holds egglog's conformance programs, beside the repository.
+set(LUMINAL_SHARED_DIR "${CMAKE_SOURCE_DIR}/../shared" CACHE PATH
+    "Shared material (conformance programs); tests that need it skip when absent")
+
+# lm_add_check_test(NAME LABELS l1 [l2...] SOURCES f1.c [...] LIBS lib1 [...])
+# Builds a Check test program and registers it with ctest under the given labels.
+function(lm_add_check_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "LABELS;SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} PkgConfig::CHECK m)
+  target_compile_definitions(${name} PRIVATE
+    LUMINAL_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+    LUMINAL_SHARED_DIR="${LUMINAL_SHARED_DIR}")
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}"
+    ENVIRONMENT "CK_DEFAULT_TIMEOUT=120;CK_FORK=yes")
+  if(T_TIMEOUT)
+    set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT})
+  endif()
+endfunction()
+
+# lm_add_subdirs(): add every direct subfolder that has a CMakeLists.txt, in name order.
+function(lm_add_subdirs)
+  file(GLOB children RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  list(SORT children)
+  foreach(child ${children})
+    if(IS_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/${child}
+       AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${child}/CMakeLists.txt)
+      add_subdirectory(${child})
+    endif()
+  endforeach()
+endfunction()
