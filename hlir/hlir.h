@@ -233,8 +233,9 @@ bool hl_e_has_var(const hl_expr_pool *p, hl_expr e);
  * operands): <0, 0 or >0. Independent of ids, so it orders the same in every pool. */
 int hl_expr_cmp(const hl_expr_pool *p, hl_expr a, hl_expr b);
 
-/* Replaces z in e by r and simplifies. z_bound, when > 0, promises 0 <= r < z_bound, and
- * the simplifier uses it (x/c = 0 and x%c = x when 0 <= x < c). HL_NONE on OOM. */
+/* Replaces z in e by r and simplifies. z_bound, when > 0, promises that the z of the
+ * result (the z occurring in r) lies in [0, z_bound), and the simplifier uses it
+ * (x/c = 0 and x%c = x when 0 <= x < c). HL_NONE on OOM. */
 hl_expr hl_e_subst_z(hl_expr_pool *p, hl_expr e, hl_expr r, int64_t z_bound);
 
 /* Values of dynamic dims for evaluation: values[var] for var < n, indexed by the pool's
@@ -663,6 +664,54 @@ void hl_tensor_set(hl_tensor *t, size_t i, double v);
  * node and reason, and outputs hold nothing to free. */
 hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *inputs,
                  hl_tensor *outputs, hl_error *err);
+
+/* ---- JSON graph format ---- */
+/* The reader and writer of the JSON graph format, version 1 (docs/graph-json.md), and a
+ * seeded generator of random valid graphs (for fuzzing and round-trip tests). Owned by
+ * hlir/json_*.c and hlir/gen.c. */
+
+/* Reads a graph from the JSON text text[0..len) (need not be NUL-terminated). source
+ * names the text in messages (a file name; NULL gives "<json>"). Validates everything and
+ * builds the graph through the builder: high-level ops are lowered to primitives, view
+ * ops change views, primitives with explicit views are added as written. Returns a new
+ * graph (free with hl_graph_free), or NULL with err set: HL_ERR_PARSE with
+ * "source:line:col" for malformed JSON and for every schema violation (unknown op or
+ * field, wrong arity or type, dangling reference, cycle), HL_ERR_DIM for an unknown dim,
+ * the builder's code (HL_ERR_SHAPE, HL_ERR_DTYPE, ...) for a rejected op; every message
+ * names the node (nodes[i] 'name'), the field and the reason. Never crashes on any input;
+ * HL_ERR_NOMEM when memory runs out. */
+hl_graph *hl_graph_read_json(const char *text, size_t len, const char *source,
+                             hl_error *err);
+/* As hl_graph_read_json on the contents of the file at path (HL_ERR_IO when it cannot be
+ * read; messages use path as the source). */
+hl_graph *hl_graph_load_json(const char *path, hl_error *err);
+
+/* Writes g in the canonical form (primitives only, every input view explicit, nodes
+ * numbered inputs first; see docs/graph-json.md) as a NUL-terminated string that the
+ * caller frees with free(). Deterministic: the same graph gives the same bytes, and
+ * reading them back gives a graph that writes the same bytes. NULL with err set
+ * (HL_ERR_NOMEM, or HL_ERR_ARG when g holds a builder error or is invalid). */
+char *hl_graph_write_json(const hl_graph *g, hl_error *err);
+/* As hl_graph_write_json, to the stream f (HL_ERR_IO when writing fails). */
+hl_status hl_graph_fwrite_json(const hl_graph *g, FILE *f, hl_error *err);
+
+/* Options of the random graph generator. Zero-initialised options are valid and mean
+ * the defaults in brackets. */
+typedef struct hl_gen_opts {
+  uint32_t n_ops;    /* high-level ops to try to add [12] */
+  uint32_t max_dim;  /* largest static size [6] */
+  bool dynamic;      /* also declare a dynamic dim and use it in some shapes */
+} hl_gen_opts;
+
+/* Builds a random valid graph from seed: float inputs of random small shapes, then
+ * n_ops ops drawn from elementwise unary and binary ops (with broadcasting), reductions,
+ * softmax and norms, views (permute, reshape, expand, slice), matmuls and gathers (whose
+ * indexes come from iota expressions, so every index is in range), and one or more
+ * outputs. The same seed and options give the same graph. opts may be NULL. Returns the
+ * graph or NULL with err set (HL_ERR_NOMEM). Every graph it returns passes
+ * hl_graph_check and runs on the reference runtime at any dim value in range. */
+hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, hl_error *err);
+/* ---- end of JSON graph format ---- */
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,45 @@
+/* hl_int.h - internals shared between the hlir module's files (not public).
+ *
+ * Memory goes through one door: hl__alloc and friends, which check sizes for overflow
+ * and return NULL on failure (callers turn NULL into HL_ERR_NOMEM and leave their
+ * structures as they were). */
+#ifndef LUMINAL_HL_INT_H
+#define LUMINAL_HL_INT_H
+
+#include "hlir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* n * size bytes, NULL on overflow or failure. Never returns NULL for n == 0. */
+void *hl__alloc(size_t n, size_t size);
+/* As hl__alloc, zero-filled. */
+void *hl__zalloc(size_t n, size_t size);
+/* Resizes p to n * size bytes; on failure returns NULL and p is untouched. */
+void *hl__realloc(void *p, size_t n, size_t size);
+void hl__free(void *p);
+char *hl__strdup(const char *s);
+
+/* Grows *arr (elements of size) so it holds at least need elements; *cap is updated.
+ * Returns 0, or -1 on failure with *arr and *cap untouched. */
+int hl__grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
+
+/* Normalises axis (negative counts from the end) against ndim; -1 when out of range. */
+static inline int hl__axis(int axis, uint32_t ndim) {
+  int n = (int)ndim;
+  if (axis < 0) axis += n;
+  return (axis < 0 || axis >= n) ? -1 : axis;
+}
+
+/* Prints dims as "[a, b]" to f. */
+void hl__dims_fprint(const hl_expr_pool *p, uint32_t ndim, const hl_expr *dims, FILE *f);
+/* Writes dims as "[a, b]" into buf (cap bytes, always NUL-terminated). */
+void hl__dims_str(const hl_expr_pool *p, uint32_t ndim, const hl_expr *dims, char *buf,
+                  size_t cap);
+
+/* Graph internals used by the builder. */
+hl_error *hl__graph_err(hl_graph *g);
+/* Removes nodes with id >= n (used to undo a failed builder call). */
+void hl__graph_truncate(hl_graph *g, uint32_t n);
+
+#endif /* LUMINAL_HL_INT_H */
