@@ -1,0 +1,1326 @@
+/* eg_compile.c: the type checker and compiler of rule queries and actions.
+ *
+ * A query (the left side of a rule, a check, an :until) is flattened into atoms over
+ * tables and primitive calls over variables: nested terms get fresh variables, `(= a b)`
+ * merges the variables of a and b, literals and globals become constant variables. The
+ * checker then infers a sort for every variable (from table columns, literals and the
+ * chosen primitive overloads), refuses any variable not grounded by a table atom, and
+ * builds join plans (eg__query_plan). Actions are compiled to expression trees over the
+ * query's variables plus the action's own `let` variables.
+ *
+ * Errors are raised with eg__throw; everything being built lives in the compile scratch
+ * (e->cc), which the command boundary frees if the command fails. */
+#include "eg_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NOSORT UINT32_MAX
+
+typedef struct cc {
+  query q;
+  uint32_t capvars, capatoms, capprims;
+  uint32_t *alias;
+  const sx **var_at;
+  action *acts;
+  uint32_t nacts, capacts;
+  /* slots after compaction: query vars then action lets */
+  char **slot_name;
+  uint32_t *slot_sort;
+  uint32_t nslots, capslots;
+  aexpr *tmp_expr; /* an expression being built outside an action */
+  char **an;       /* names of variables merged into another (aliases) */
+  uint32_t *av;
+  uint32_t nan, capan;
+} cc;
+
+static void cc_free(cc *c) {
+  if (!c) return;
+  eg__query_free(&c->q);
+  eg__free(c->alias);
+  eg__free(c->var_at);
+  eg__actions_free(c->acts, c->nacts);
+  for (uint32_t i = 0; i < c->nslots; i++) eg__free(c->slot_name[i]);
+  eg__free(c->slot_name);
+  eg__free(c->slot_sort);
+  eg__aexpr_free(c->tmp_expr);
+  for (uint32_t i = 0; i < c->nan; i++) eg__free(c->an[i]);
+  eg__free(c->an);
+  eg__free(c->av);
+  eg__free(c);
+}
+
+static cc *cc_new(eg_engine *e) {
+  cc *c = eg__calloc(1, sizeof *c);
+  e->cc = c;
+  return c;
+}
+
+static void cc_done(eg_engine *e) {
+  cc_free(e->cc);
+  e->cc = NULL;
+}
+
+void eg__cc_abort(eg_engine *e);
+void eg__cc_abort(eg_engine *e) { cc_done(e); }
+
+void eg__query_free(query *q) {
+  for (uint32_t i = 0; i < q->nvars; i++) eg__free(q->var_name ? q->var_name[i] : NULL);
+  eg__free(q->var_name);
+  eg__free(q->var_sort);
+  eg__free(q->is_const);
+  eg__free(q->const_val);
+  eg__free(q->const_global);
+  for (uint32_t i = 0; i < q->natoms; i++) eg__free(q->atoms[i].var);
+  eg__free(q->atoms);
+  for (uint32_t i = 0; i < q->nprims; i++) eg__free(q->prims[i].args);
+  eg__free(q->prims);
+  for (uint32_t p = 0; p < q->nplans; p++) {
+    for (uint32_t s = 0; s < q->plans[p].nsteps; s++) {
+      q_step *st = &q->plans[p].steps[s];
+      eg__free(st->bind_col);
+      eg__free(st->chk_col);
+      eg__free(st->chk_var);
+    }
+    eg__free(q->plans[p].steps);
+  }
+  eg__free(q->plans);
+  memset(q, 0, sizeof *q);
+}
+
+void eg__aexpr_free(aexpr *a) {
+  if (!a) return;
+  for (uint32_t i = 0; i < a->nargs; i++) eg__aexpr_free(a->args[i]);
+  eg__free(a->args);
+  eg__free(a);
+}
+
+void eg__actions_free(action *acts, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    action *a = &acts[i];
+    for (uint32_t k = 0; k < a->nargs; k++) eg__aexpr_free(a->args[k]);
+    eg__free(a->args);
+    eg__aexpr_free(a->a);
+    eg__aexpr_free(a->b);
+    eg__free(a->msg);
+  }
+  eg__free(acts);
+}
+
+static const char *sort_name(eg_engine *e, uint32_t s) {
+  return s == NOSORT ? "?" : e->sorts[s].name;
+}
+
+static const char *head(const sx *s) {
+  return (s->kind == SX_LIST && s->n > 0 && s->items[0]->kind == SX_SYM) ? s->items[0]->text
+                                                                          : NULL;
+}
+
+/* ====================================================================================
+ * Query variables
+ * ==================================================================================== */
+
+static uint32_t new_var(cc *c, const char *name, uint32_t sort, const sx *at) {
+  query *q = &c->q;
+  if (q->nvars + 1 > c->capvars) {
+    uint32_t n = c->capvars ? c->capvars * 2 : 16;
+    q->var_name = eg__array(q->var_name, n, sizeof(char *));
+    q->var_sort = eg__array(q->var_sort, n, sizeof(uint32_t));
+    q->is_const = eg__array(q->is_const, n, sizeof(bool));
+    q->const_val = eg__array(q->const_val, n, sizeof(eg_value));
+    q->const_global = eg__array(q->const_global, n, sizeof(int32_t));
+    c->alias = eg__array(c->alias, n, sizeof(uint32_t));
+    c->var_at = eg__array(c->var_at, n, sizeof(sx *));
+    c->capvars = n;
+  }
+  uint32_t v = q->nvars++;
+  q->var_name[v] = name ? eg__strdup(name) : NULL;
+  q->var_sort[v] = sort;
+  q->is_const[v] = false;
+  q->const_val[v] = 0;
+  q->const_global[v] = -1;
+  c->alias[v] = v;
+  c->var_at[v] = at;
+  return v;
+}
+
+static uint32_t vfind(cc *c, uint32_t v) {
+  while (c->alias[v] != v) v = c->alias[v] = c->alias[c->alias[v]];
+  return v;
+}
+
+static void set_sort(eg_engine *e, cc *c, uint32_t v, uint32_t sort, const sx *at) {
+  v = vfind(c, v);
+  uint32_t *s = &c->q.var_sort[v];
+  if (*s == NOSORT) *s = sort;
+  else if (sort != NOSORT && *s != sort) {
+    e->err->code = EG_ERR_TYPE;
+    if (c->q.var_name[v])
+      eg__throw(e, at, "type mismatch: variable %s has sort %s here but %s elsewhere",
+                c->q.var_name[v], sort_name(e, sort), sort_name(e, *s));
+    eg__throw(e, at, "type mismatch: expected %s, got %s", sort_name(e, *s),
+              sort_name(e, sort));
+  }
+}
+
+static void unify(eg_engine *e, cc *c, uint32_t a, uint32_t b, const sx *at) {
+  a = vfind(c, a);
+  b = vfind(c, b);
+  if (a == b) return;
+  query *q = &c->q;
+  set_sort(e, c, a, q->var_sort[b], at);
+  if (a > b) {
+    uint32_t t = a;
+    a = b;
+    b = t;
+  }
+  /* keep a, merge b into it */
+  if (q->is_const[b]) {
+    if (q->is_const[a]) {
+      if (q->const_val[a] != q->const_val[b] || q->const_global[a] != q->const_global[b]) {
+        if (q->const_global[a] >= 0 || q->const_global[b] >= 0) {
+          /* compare two globals at run time: keep both, add an equality prim is overkill;
+           * globals are rare in this position, so refuse clearly */
+          e->err->code = EG_ERR_TYPE;
+          eg__throw(e, at, "cannot equate two constants in a query; compare them with a check");
+        }
+        q->never = true;
+      }
+    } else {
+      q->is_const[a] = true;
+      q->const_val[a] = q->const_val[b];
+      q->const_global[a] = q->const_global[b];
+    }
+  }
+  if (!q->var_name[a] && q->var_name[b]) {
+    q->var_name[a] = q->var_name[b];
+    q->var_name[b] = NULL;
+  } else if (q->var_name[b]) {
+    EG_GROW(c->an, c->capan, c->nan + 1);
+    c->av = eg__array(c->av, c->capan, sizeof(uint32_t));
+    c->an[c->nan] = eg__strdup(q->var_name[b]);
+    c->av[c->nan++] = b;
+  }
+  c->alias[b] = a;
+}
+
+static int32_t var_by_name(cc *c, const char *name) {
+  for (uint32_t v = 0; v < c->q.nvars; v++)
+    if (c->q.var_name[v] && strcmp(c->q.var_name[v], name) == 0) return (int32_t)v;
+  for (uint32_t i = 0; i < c->nan; i++)
+    if (strcmp(c->an[i], name) == 0) return (int32_t)c->av[i];
+  return -1;
+}
+
+static uint32_t const_var(eg_engine *e, cc *c, uint32_t sort, eg_value val, const sx *at) {
+  uint32_t v = new_var(c, NULL, sort, at);
+  c->q.is_const[v] = true;
+  c->q.const_val[v] = val;
+  (void)e;
+  return v;
+}
+
+static bool literal(eg_engine *e, const sx *s, uint32_t *sort, eg_value *val) {
+  switch (s->kind) {
+  case SX_INT: *sort = SORT_I64; *val = (eg_value)s->i; return true;
+  case SX_FLOAT: {
+    double d = s->f;
+    if (d == 0) d = 0.0;
+    memcpy(val, &d, sizeof d);
+    *sort = SORT_F64;
+    return true;
+  }
+  case SX_STR: *sort = SORT_STRING; *val = eg__intern(e, s->text, strlen(s->text)); return true;
+  case SX_SYM:
+    if (strcmp(s->text, "true") == 0 || strcmp(s->text, "false") == 0) {
+      *sort = SORT_BOOL;
+      *val = s->text[0] == 't';
+      return true;
+    }
+    return false;
+  case SX_LIST:
+    if (s->n == 0) {
+      *sort = SORT_UNIT;
+      *val = 0;
+      return true;
+    }
+    return false;
+  }
+  return false;
+}
+
+/* ====================================================================================
+ * Query terms and facts
+ * ==================================================================================== */
+
+static uint32_t add_atom(cc *c, uint32_t table, uint32_t ncols) {
+  query *q = &c->q;
+  EG_GROW(q->atoms, c->capatoms, q->natoms + 1);
+  q_atom *a = &q->atoms[q->natoms++];
+  a->table = table;
+  a->ncols = ncols;
+  a->var = eg__calloc(ncols + 1, sizeof(uint32_t));
+  return q->natoms - 1;
+}
+
+static uint32_t q_term(eg_engine *e, cc *c, const sx *s);
+
+static void check_arity(eg_engine *e, const sx *s, const char *what, uint32_t want,
+                        uint32_t got) {
+  if (want != got) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "wrong number of arguments: %s takes %u, got %u", what, want, got);
+  }
+}
+
+static uint32_t q_call(eg_engine *e, cc *c, const sx *s, bool as_fact) {
+  const char *h = head(s);
+  if (!h) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "expected a call (name args...) in a query");
+  }
+  uint32_t nargs = s->n - 1;
+  int32_t ti = eg__table_find(e, h);
+  if (ti >= 0) {
+    eg_table *t = &e->tables[ti];
+    check_arity(e, s, t->name, t->n_in, nargs);
+    uint32_t argv[32];
+    if (nargs > 31) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s, "too many arguments (at most 31)");
+    }
+    for (uint32_t i = 0; i < nargs; i++) {
+      argv[i] = q_term(e, c, s->items[i + 1]);
+      set_sort(e, c, argv[i], t->in_sort[i], s->items[i + 1]);
+    }
+    uint32_t out = NOSORT;
+    if (t->has_out) {
+      out = new_var(c, NULL, t->out_sort, s);
+    }
+    uint32_t ai = add_atom(c, (uint32_t)ti, t->ncols);
+    for (uint32_t i = 0; i < nargs; i++) c->q.atoms[ai].var[i] = argv[i];
+    if (t->has_out) c->q.atoms[ai].var[nargs] = out;
+    if (!t->has_out) {
+      if (as_fact) return NOSORT;
+      return const_var(e, c, SORT_UNIT, 0, s);
+    }
+    return out;
+  }
+  /* primitive */
+  query *q = &c->q;
+  uint32_t *args = eg__calloc(nargs + 1, sizeof(uint32_t));
+  EG_GROW(q->prims, c->capprims, q->nprims + 1);
+  q_prim *p = &q->prims[q->nprims++];
+  p->prim = NULL;
+  p->args = args;
+  p->nargs = nargs;
+  p->res = NOSORT;
+  uint32_t pi = q->nprims - 1;
+  bool known = false;
+  uint32_t dummy[1];
+  eg__prim_find(h, dummy, 0, &known);
+  if (!known) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "unknown function or primitive '%s'", h);
+  }
+  for (uint32_t i = 0; i < nargs; i++) {
+    uint32_t v = q_term(e, c, s->items[i + 1]);
+    q->prims[pi].args[i] = v;
+  }
+  uint32_t res = new_var(c, NULL, NOSORT, s);
+  q->prims[pi].res = res;
+  q->prims[pi].at = s; /* resolved in finish_query */
+  return res;
+}
+
+static uint32_t q_term(eg_engine *e, cc *c, const sx *s) {
+  uint32_t sort;
+  eg_value val;
+  if (literal(e, s, &sort, &val)) return const_var(e, c, sort, val, s);
+  if (s->kind == SX_SYM) {
+    if (strcmp(s->text, "_") == 0) return new_var(c, NULL, NOSORT, s);
+    int32_t v = var_by_name(c, s->text);
+    if (v >= 0) return vfind(c, (uint32_t)v);
+    int32_t g = eg__global_find(e, s->text);
+    if (g >= 0) {
+      uint32_t cv = const_var(e, c, e->globals[g].sort, 0, s);
+      c->q.const_global[cv] = g;
+      return cv;
+    }
+    int32_t ti = eg__table_find(e, s->text);
+    if (ti >= 0 && e->tables[ti].n_in == 0) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s, "'%s' is a table: write (%s) to use its value", s->text, s->text);
+    }
+    return new_var(c, s->text, NOSORT, s);
+  }
+  if (s->kind == SX_LIST) return q_call(e, c, s, false);
+  e->err->code = EG_ERR_TYPE;
+  eg__throw(e, s, "unexpected term in a query");
+}
+
+static void q_fact(eg_engine *e, cc *c, const sx *f) {
+  const char *h = head(f);
+  if (!h) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, f, "a fact must be a call or (= a b)");
+  }
+  if (strcmp(h, "=") == 0) {
+    if (f->n < 3) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, f, "(= a b) needs at least two terms");
+    }
+    uint32_t a = q_term(e, c, f->items[1]);
+    for (uint32_t i = 2; i < f->n; i++) {
+      uint32_t b = q_term(e, c, f->items[i]);
+      unify(e, c, a, b, f);
+    }
+    return;
+  }
+  q_call(e, c, f, true);
+}
+
+/* Resolves primitive overloads, checks sorts and grounding, compacts variables. */
+static void finish_query(eg_engine *e, cc *c) {
+  query *q = &c->q;
+  /* resolve primitives to a fixpoint on known argument sorts */
+  bool progress = true;
+  uint32_t unresolved = q->nprims;
+  bool *done = eg__calloc(q->nprims + 1, sizeof(bool));
+  const sx **src = eg__calloc(q->nprims + 1, sizeof(sx *));
+  for (uint32_t i = 0; i < q->nprims; i++) src[i] = q->prims[i].at;
+  while (progress && unresolved) {
+    progress = false;
+    for (uint32_t i = 0; i < q->nprims; i++) {
+      if (done[i]) continue;
+      q_prim *p = &q->prims[i];
+      uint32_t sorts[32];
+      bool all = true;
+      for (uint32_t a = 0; a < p->nargs && a < 32; a++) {
+        sorts[a] = q->var_sort[vfind(c, p->args[a])];
+        if (sorts[a] == NOSORT) all = false;
+      }
+      if (!all) continue;
+      bool known;
+      const eg_prim *pr = eg__prim_find(src[i]->items[0]->text, sorts, p->nargs, &known);
+      if (!pr) {
+        char buf[256];
+        size_t o = 0;
+        for (uint32_t a = 0; a < p->nargs && o < sizeof buf - 40; a++)
+          o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", a ? " " : "",
+                                sort_name(e, sorts[a]));
+        buf[o] = 0;
+        eg__free(done);
+        const sx *at = src[i];
+        eg__free(src);
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, at, "no primitive '%s' takes (%s) (wrong arity or argument sorts)",
+                  at->items[0]->text, buf);
+      }
+      p->prim = pr;
+      set_sort(e, c, p->res, pr->ret, src[i]);
+      done[i] = true;
+      unresolved--;
+      progress = true;
+    }
+  }
+  if (unresolved) {
+    const sx *at = NULL;
+    for (uint32_t i = 0; i < q->nprims; i++)
+      if (!done[i]) {
+        at = src[i];
+        break;
+      }
+    eg__free(done);
+    eg__free(src);
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, at,
+              "cannot infer the sorts of this primitive call: its variables are not bound by "
+              "any table atom (ungrounded)");
+  }
+  eg__free(done);
+  /* grounding: const, in an atom, or result of a prim over grounded args */
+  uint32_t nv = q->nvars;
+  bool *gr = eg__calloc(nv + 1, sizeof(bool));
+  for (uint32_t v = 0; v < nv; v++)
+    if (q->is_const[vfind(c, v)]) gr[vfind(c, v)] = true;
+  for (uint32_t a = 0; a < q->natoms; a++)
+    for (uint32_t k = 0; k < q->atoms[a].ncols; k++) gr[vfind(c, q->atoms[a].var[k])] = true;
+  progress = true;
+  while (progress) {
+    progress = false;
+    for (uint32_t i = 0; i < q->nprims; i++) {
+      q_prim *p = &q->prims[i];
+      uint32_t r = vfind(c, p->res);
+      if (gr[r]) continue;
+      bool all = true;
+      for (uint32_t a = 0; a < p->nargs; a++)
+        if (!gr[vfind(c, p->args[a])]) all = false;
+      if (all) {
+        gr[r] = true;
+        progress = true;
+      }
+    }
+  }
+  for (uint32_t v = 0; v < nv; v++) {
+    uint32_t r = vfind(c, v);
+    if (!gr[r]) {
+      const char *nm = q->var_name[r] ? q->var_name[r] : (q->var_name[v] ? q->var_name[v] : NULL);
+      const sx *at = c->var_at[v];
+      eg__free(gr);
+      eg__free(src);
+      e->err->code = EG_ERR_TYPE;
+      if (nm)
+        eg__throw(e, at,
+                  "variable %s is ungrounded: it must appear as an argument or result of a "
+                  "table in the query",
+                  nm);
+      eg__throw(e, at, "ungrounded term: it must be bound by a table in the query");
+    }
+    if (q->var_sort[r] == NOSORT) {
+      eg__free(gr);
+      eg__free(src);
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, c->var_at[v], "cannot infer the sort of variable %s",
+                q->var_name[r] ? q->var_name[r] : "_");
+    }
+  }
+  eg__free(gr);
+  eg__free(src);
+  /* compact: representatives in increasing order get dense new ids */
+  uint32_t *map = eg__array(NULL, nv + 1, sizeof(uint32_t));
+  uint32_t n = 0;
+  for (uint32_t v = 0; v < nv; v++)
+    if (vfind(c, v) == v) map[v] = n++;
+  for (uint32_t v = 0; v < nv; v++) map[v] = map[vfind(c, v)];
+  char **nn = eg__calloc(n + 1, sizeof(char *));
+  uint32_t *ns = eg__calloc(n + 1, sizeof(uint32_t));
+  bool *nc = eg__calloc(n + 1, sizeof(bool));
+  eg_value *ncv = eg__calloc(n + 1, sizeof(eg_value));
+  int32_t *ng = eg__calloc(n + 1, sizeof(int32_t));
+  for (uint32_t v = 0; v < nv; v++) {
+    uint32_t r = vfind(c, v);
+    if (r != v) {
+      /* a merged variable's name stays visible as an alias name */
+      continue;
+    }
+    uint32_t m = map[v];
+    nn[m] = q->var_name[v];
+    q->var_name[v] = NULL;
+    ns[m] = q->var_sort[v];
+    nc[m] = q->is_const[v];
+    ncv[m] = q->const_val[v];
+    ng[m] = q->const_global[v];
+  }
+  /* names of merged variables: keep them reachable through slot names */
+  c->capslots = n + 8;
+  c->slot_name = eg__calloc(c->capslots, sizeof(char *));
+  c->slot_sort = eg__calloc(c->capslots, sizeof(uint32_t));
+  for (uint32_t v = 0; v < n; v++) {
+    c->slot_name[v] = nn[v] ? eg__strdup(nn[v]) : NULL;
+    c->slot_sort[v] = ns[v];
+  }
+  c->nslots = n;
+  for (uint32_t v = 0; v < nv; v++) eg__free(q->var_name[v]);
+  eg__free(q->var_name);
+  eg__free(q->var_sort);
+  eg__free(q->is_const);
+  eg__free(q->const_val);
+  eg__free(q->const_global);
+  q->var_name = nn;
+  q->var_sort = ns;
+  q->is_const = nc;
+  q->const_val = ncv;
+  q->const_global = ng;
+  q->nvars = n;
+  c->capvars = n;
+  for (uint32_t a = 0; a < q->natoms; a++)
+    for (uint32_t k = 0; k < q->atoms[a].ncols; k++) q->atoms[a].var[k] = map[q->atoms[a].var[k]];
+  for (uint32_t i = 0; i < q->nprims; i++) {
+    for (uint32_t a = 0; a < q->prims[i].nargs; a++)
+      q->prims[i].args[a] = map[q->prims[i].args[a]];
+    q->prims[i].res = map[q->prims[i].res];
+  }
+  for (uint32_t i = 0; i < c->nan; i++) c->av[i] = map[c->av[i]];
+  eg__free(map);
+  for (uint32_t v = 0; v < n; v++) c->alias[v] = v;
+  eg__query_plan(e, q);
+}
+
+/* Variables that appear in the facts but were merged into another keep their names
+ * only through the representative: look names up through this helper. */
+static void compile_query(eg_engine *e, cc *c, const sx *const *facts, uint32_t nfacts) {
+  for (uint32_t i = 0; i < nfacts; i++) q_fact(e, c, facts[i]);
+}
+
+/* ====================================================================================
+ * Join plans
+ * ==================================================================================== */
+
+static void plan_build(eg_engine *e, query *q, int delta, q_plan *plan) {
+  uint32_t nv = q->nvars;
+  bool *bound = eg__calloc(nv + 1, sizeof(bool));
+  bool *adone = eg__calloc(q->natoms + 1, sizeof(bool));
+  bool *pdone = eg__calloc(q->nprims + 1, sizeof(bool));
+  for (uint32_t v = 0; v < nv; v++) bound[v] = q->is_const[v];
+  uint32_t cap = q->natoms + q->nprims + 1;
+  plan->steps = eg__calloc(cap, sizeof(q_step));
+  plan->nsteps = 0;
+  uint32_t left = q->natoms;
+  int next = delta;
+  for (;;) {
+    /* every primitive whose arguments are bound runs as early as possible */
+    bool more = true;
+    while (more) {
+      more = false;
+      for (uint32_t i = 0; i < q->nprims; i++) {
+        if (pdone[i]) continue;
+        q_prim *p = &q->prims[i];
+        bool all = true;
+        for (uint32_t a = 0; a < p->nargs; a++)
+          if (!bound[p->args[a]]) all = false;
+        if (!all) continue;
+        q_step *st = &plan->steps[plan->nsteps++];
+        st->kind = ST_PRIM;
+        st->idx = i;
+        st->mode = bound[p->res] ? 1 : 0;
+        bound[p->res] = true;
+        pdone[i] = true;
+        more = true;
+      }
+    }
+    if (!left) break;
+    int pick = -1;
+    if (next >= 0) {
+      pick = next;
+      next = -1;
+    } else {
+      int best = -1;
+      uint64_t bestsz = 0;
+      for (uint32_t a = 0; a < q->natoms; a++) {
+        if (adone[a]) continue;
+        int score = 0;
+        for (uint32_t k = 0; k < q->atoms[a].ncols; k++)
+          if (bound[q->atoms[a].var[k]]) score++;
+        uint64_t sz = e->tables[q->atoms[a].table].nlive;
+        if (pick < 0 || score > best || (score == best && sz < bestsz)) {
+          pick = (int)a;
+          best = score;
+          bestsz = sz;
+        }
+      }
+    }
+    q_atom *at = &q->atoms[pick];
+    q_step *st = &plan->steps[plan->nsteps++];
+    st->kind = ST_ATOM;
+    st->idx = (uint32_t)pick;
+    st->mode = delta < 0 ? 0 : (pick < delta ? 1 : (pick == delta ? 2 : 0));
+    st->mask = 0;
+    st->bind_col = eg__calloc(at->ncols + 1, sizeof(uint32_t));
+    st->chk_col = eg__calloc(at->ncols + 1, sizeof(uint32_t));
+    st->chk_var = eg__calloc(at->ncols + 1, sizeof(uint32_t));
+    for (uint32_t k = 0; k < at->ncols; k++) {
+      uint32_t v = at->var[k];
+      if (bound[v]) {
+        bool first_here = false;
+        for (uint32_t j = 0; j < st->nbind; j++)
+          if (at->var[st->bind_col[j]] == v) first_here = true;
+        if (first_here) {
+          st->chk_col[st->nchk] = k;
+          st->chk_var[st->nchk++] = v;
+        } else {
+          st->mask |= 1u << k;
+        }
+      } else {
+        st->bind_col[st->nbind++] = k;
+        bound[v] = true;
+      }
+    }
+    adone[pick] = true;
+    left--;
+  }
+  eg__free(bound);
+  eg__free(adone);
+  eg__free(pdone);
+}
+
+void eg__query_plan(eg_engine *e, query *q) {
+  for (uint32_t p = 0; p < q->nplans; p++) {
+    for (uint32_t s = 0; s < q->plans[p].nsteps; s++) {
+      eg__free(q->plans[p].steps[s].bind_col);
+      eg__free(q->plans[p].steps[s].chk_col);
+      eg__free(q->plans[p].steps[s].chk_var);
+    }
+    eg__free(q->plans[p].steps);
+  }
+  eg__free(q->plans);
+  q->nplans = 1 + q->natoms;
+  q->plans = eg__calloc(q->nplans, sizeof(q_plan));
+  plan_build(e, q, -1, &q->plans[0]);
+  for (uint32_t a = 0; a < q->natoms; a++) plan_build(e, q, (int)a, &q->plans[1 + a]);
+}
+
+/* ====================================================================================
+ * Action expressions
+ * ==================================================================================== */
+
+static aexpr *mk_expr(aexpr_kind k, uint32_t sort, const sx *at) {
+  aexpr *a = eg__calloc(1, sizeof *a);
+  a->kind = k;
+  a->sort = sort;
+  a->at = at;
+  return a;
+}
+
+static int32_t slot_by_name(cc *c, const char *name) {
+  for (uint32_t i = c->nslots; i-- > 0;)
+    if (c->slot_name[i] && strcmp(c->slot_name[i], name) == 0) return (int32_t)i;
+  for (uint32_t i = 0; i < c->nan; i++)
+    if (strcmp(c->an[i], name) == 0) return (int32_t)c->av[i];
+  return -1;
+}
+
+static uint32_t add_slot(cc *c, const char *name, uint32_t sort) {
+  EG_GROW(c->slot_name, c->capslots, c->nslots + 1);
+  c->slot_sort = eg__array(c->slot_sort, c->capslots, sizeof(uint32_t));
+  c->slot_name[c->nslots] = name ? eg__strdup(name) : NULL;
+  c->slot_sort[c->nslots] = sort;
+  return c->nslots++;
+}
+
+/* Builds an expression; *holder receives it as soon as it exists so a throw frees it. */
+static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder);
+
+static void expect_sort(eg_engine *e, const sx *at, uint32_t want, uint32_t got) {
+  if (want != NOSORT && got != want) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, at, "type mismatch: expected %s, got %s", sort_name(e, want),
+              sort_name(e, got));
+  }
+}
+
+static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder) {
+  uint32_t sort;
+  eg_value val;
+  if (literal(e, s, &sort, &val)) {
+    aexpr *a = mk_expr(AE_CONST, sort, s);
+    a->c = val;
+    *holder = a;
+    expect_sort(e, s, want, sort);
+    return a;
+  }
+  if (s->kind == SX_SYM) {
+    int32_t v = slot_by_name(c, s->text);
+    if (v >= 0) {
+      aexpr *a = mk_expr(AE_VAR, c->slot_sort[v], s);
+      a->var = (uint32_t)v;
+      *holder = a;
+      expect_sort(e, s, want, a->sort);
+      return a;
+    }
+    int32_t g = eg__global_find(e, s->text);
+    if (g >= 0) {
+      aexpr *a = mk_expr(AE_GLOBAL, e->globals[g].sort, s);
+      a->global = (uint32_t)g;
+      *holder = a;
+      expect_sort(e, s, want, a->sort);
+      return a;
+    }
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "unbound variable '%s' (not bound by the query, a let, or a global)",
+              s->text);
+  }
+  const char *h = head(s);
+  if (!h) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "expected an expression");
+  }
+  uint32_t nargs = s->n - 1;
+  int32_t ti = eg__table_find(e, h);
+  if (ti >= 0) {
+    eg_table *t = &e->tables[ti];
+    check_arity(e, s, t->name, t->n_in, nargs);
+    aexpr *a = mk_expr(AE_TABLE, t->has_out ? t->out_sort : SORT_UNIT, s);
+    *holder = a;
+    a->table = (uint32_t)ti;
+    a->args = eg__calloc(nargs + 1, sizeof(aexpr *));
+    for (uint32_t i = 0; i < nargs; i++) {
+      a_expr(e, c, s->items[i + 1], e->tables[ti].in_sort[i], &a->args[i]);
+      a->nargs = i + 1;
+    }
+    expect_sort(e, s, want, a->sort);
+    return a;
+  }
+  bool known = false;
+  uint32_t dummy[1];
+  eg__prim_find(h, dummy, 0, &known);
+  if (!known) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "unknown function or primitive '%s'", h);
+  }
+  aexpr *a = mk_expr(AE_PRIM, NOSORT, s);
+  *holder = a;
+  a->args = eg__calloc(nargs + 1, sizeof(aexpr *));
+  uint32_t sorts[32];
+  if (nargs > 31) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "too many arguments (at most 31)");
+  }
+  for (uint32_t i = 0; i < nargs; i++) {
+    a_expr(e, c, s->items[i + 1], NOSORT, &a->args[i]);
+    a->nargs = i + 1;
+    sorts[i] = a->args[i]->sort;
+  }
+  const eg_prim *p = eg__prim_find(h, sorts, nargs, &known);
+  if (!p) {
+    char buf[256];
+    size_t o = 0;
+    for (uint32_t i = 0; i < nargs && o < sizeof buf - 40; i++)
+      o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "", sort_name(e, sorts[i]));
+    buf[o] = 0;
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "no primitive '%s' takes (%s) (wrong arity or argument sorts)", h, buf);
+  }
+  a->prim = p;
+  a->sort = p->ret;
+  expect_sort(e, s, want, a->sort);
+  return a;
+}
+
+/* ====================================================================================
+ * Actions
+ * ==================================================================================== */
+
+static action *new_action(cc *c, action_kind k, const sx *at) {
+  EG_GROW(c->acts, c->capacts, c->nacts + 1);
+  action *a = &c->acts[c->nacts++];
+  memset(a, 0, sizeof *a);
+  a->kind = k;
+  a->at = at;
+  return a;
+}
+
+static eg_table *table_call(eg_engine *e, const sx *s, int32_t *ti_out) {
+  const char *h = head(s);
+  int32_t ti = h ? eg__table_find(e, h) : -1;
+  if (ti < 0) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "expected a call of a function, constructor or relation%s%s%s",
+              h ? " (unknown name '" : "", h ? h : "", h ? "')" : "");
+  }
+  *ti_out = ti;
+  check_arity(e, s, e->tables[ti].name, e->tables[ti].n_in, s->n - 1);
+  return &e->tables[ti];
+}
+
+static void table_args(eg_engine *e, cc *c, action *a, const sx *call, eg_table *t) {
+  a->args = eg__calloc(call->n, sizeof(aexpr *));
+  for (uint32_t i = 0; i + 1 < call->n; i++) {
+    a_expr(e, c, call->items[i + 1], t->in_sort[i], &a->args[i]);
+    a->nargs = i + 1;
+  }
+}
+
+static void compile_action(eg_engine *e, cc *c, const sx *s) {
+  const char *h = head(s);
+  if (!h) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "expected an action");
+  }
+  if (strcmp(h, "let") == 0) {
+    if (s->n != 3 || s->items[1]->kind != SX_SYM) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s, "(let name expr) expected");
+    }
+    const char *name = s->items[1]->text;
+    if (slot_by_name(c, name) >= 0) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s->items[1], "variable %s is already bound; let cannot rebind it", name);
+    }
+    action *a = new_action(c, AC_LET, s);
+    a_expr(e, c, s->items[2], NOSORT, &a->a);
+    a = &c->acts[c->nacts - 1];
+    a->var = add_slot(c, name, a->a->sort);
+    return;
+  }
+  if (strcmp(h, "set") == 0) {
+    if (s->n != 3) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s, "(set (f args...) value) expected");
+    }
+    int32_t ti;
+    eg_table *t = table_call(e, s->items[1], &ti);
+    if (t->kind != TK_FUNCTION) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s, "cannot set %s: it is a %s; use union (or call it) instead", t->name,
+                t->kind == TK_RELATION ? "relation" : "constructor");
+    }
+    action *a = new_action(c, AC_SET, s);
+    a->table = (uint32_t)ti;
+    table_args(e, c, a, s->items[1], t);
+    a_expr(e, c, s->items[2], t->out_sort, &c->acts[c->nacts - 1].b);
+    return;
+  }
+  if (strcmp(h, "delete") == 0 || strcmp(h, "subsume") == 0) {
+    if (s->n != 2) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s, "(%s (f args...)) expected", h);
+    }
+    int32_t ti;
+    eg_table *t = table_call(e, s->items[1], &ti);
+    bool sub = h[0] == 's';
+    if (sub && t->kind == TK_FUNCTION) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s, "cannot subsume %s: only constructors and relations can be subsumed",
+                t->name);
+    }
+    action *a = new_action(c, sub ? AC_SUBSUME : AC_DELETE, s);
+    a->table = (uint32_t)ti;
+    table_args(e, c, a, s->items[1], t);
+    return;
+  }
+  if (strcmp(h, "union") == 0) {
+    if (s->n != 3) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s, "(union a b) expected");
+    }
+    action *a = new_action(c, AC_UNION, s);
+    a_expr(e, c, s->items[1], NOSORT, &a->a);
+    a = &c->acts[c->nacts - 1];
+    if (!eg__is_eq(e, a->a->sort)) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s->items[1], "cannot union values of sort %s: only user sorts (e-classes) "
+                "can be unioned", sort_name(e, a->a->sort));
+    }
+    a_expr(e, c, s->items[2], a->a->sort, &a->b);
+    return;
+  }
+  if (strcmp(h, "panic") == 0) {
+    action *a = new_action(c, AC_PANIC, s);
+    a->msg = eg__strdup(s->n > 1 && s->items[1]->kind == SX_STR ? s->items[1]->text : "panic");
+    return;
+  }
+  action *a = new_action(c, AC_EXPR, s);
+  a_expr(e, c, s, NOSORT, &a->a);
+}
+
+/* ====================================================================================
+ * Declarations
+ * ==================================================================================== */
+
+static uint32_t sort_of(eg_engine *e, const sx *s) {
+  if (s->kind != SX_SYM) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "expected a sort name");
+  }
+  int32_t i = eg__sort_find(e, s->text);
+  if (i < 0) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "unknown sort '%s'", s->text);
+  }
+  return (uint32_t)i;
+}
+
+static void check_fresh_name(eg_engine *e, const sx *at, const char *name) {
+  if (eg__table_find(e, name) >= 0 || eg__sort_find(e, name) >= 0) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, at, "'%s' is already defined", name);
+  }
+}
+
+static uint32_t add_sort(eg_engine *e, const sx *at, const char *name) {
+  check_fresh_name(e, at, name);
+  EG_GROW(e->sorts, e->capsorts, e->nsorts + 1);
+  e->sorts[e->nsorts].name = eg__strdup(name);
+  e->sorts[e->nsorts].kind = SK_EQ;
+  return e->nsorts++;
+}
+
+static eg_table *add_table(eg_engine *e, const sx *at, const char *name, table_kind k,
+                           const sx *const *in, uint32_t n_in, uint32_t out) {
+  check_fresh_name(e, at, name);
+  if (n_in > 30) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, at, "'%s' has %u columns; at most 30 are supported", name, n_in);
+  }
+  uint32_t *ins = eg__calloc(n_in + 1, sizeof(uint32_t));
+  for (uint32_t i = 0; i < n_in; i++) {
+    if (in[i]->kind != SX_SYM || eg__sort_find(e, in[i]->text) < 0) {
+      eg__free(ins);
+      sort_of(e, in[i]);
+    }
+    ins[i] = (uint32_t)eg__sort_find(e, in[i]->text);
+  }
+  EG_GROW(e->tables, e->captables, e->ntables + 1);
+  eg_table *t = &e->tables[e->ntables];
+  memset(t, 0, sizeof *t);
+  eg__table_init(t);
+  t->hi = UINT32_MAX;
+  t->name = eg__strdup(name);
+  t->id = e->ntables++;
+  t->kind = k;
+  t->n_in = n_in;
+  t->in_sort = ins;
+  t->has_out = k != TK_RELATION && out != SORT_UNIT;
+  t->out_sort = k == TK_RELATION ? SORT_UNIT : out;
+  t->ncols = n_in + (t->has_out ? 1 : 0);
+  t->merge = k == TK_CONSTRUCTOR ? MG_UNION : MG_NONE;
+  t->cost = 1;
+  for (uint32_t i = 0; i < n_in; i++)
+    if (eg__is_eq(e, ins[i])) t->has_eq = true;
+  if (t->has_out && eg__is_eq(e, t->out_sort)) t->has_eq = true;
+  return t;
+}
+
+static uint32_t list_len(eg_engine *e, const sx *s, const char *what) {
+  if (s->kind != SX_LIST) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "expected a list of %s", what);
+  }
+  return s->n;
+}
+
+/* (Name sorts... [:cost N] [:unextractable] [:internal-hidden]) as a constructor of sort */
+static void variant(eg_engine *e, const sx *v, uint32_t sort) {
+  if (v->kind != SX_LIST || v->n < 1 || v->items[0]->kind != SX_SYM) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, v, "expected a constructor (Name sorts...)");
+  }
+  uint32_t n = 1;
+  while (n < v->n && !(v->items[n]->kind == SX_SYM && v->items[n]->text[0] == ':')) n++;
+  eg_table *t = add_table(e, v, v->items[0]->text, TK_CONSTRUCTOR,
+                          (const sx *const *)v->items + 1, n - 1, sort);
+  for (uint32_t i = n; i < v->n; i++) {
+    if (eg__sx_is(v->items[i], ":cost") && i + 1 < v->n && v->items[i + 1]->kind == SX_INT) {
+      t->cost = (uint64_t)v->items[++i]->i;
+    } else if (eg__sx_is(v->items[i], ":unextractable")) {
+      t->unextractable = true;
+    } else if (eg__sx_is(v->items[i], ":internal-hidden")) {
+      t->hidden = true;
+    }
+  }
+}
+
+static void decl_function(eg_engine *e, const sx *s, table_kind k) {
+  /* (constructor name (sorts) out opts...) (function name (sorts) out opts...) */
+  if (s->n < 4 || s->items[1]->kind != SX_SYM) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "(%s name (input sorts...) output-sort ...) expected", head(s));
+  }
+  list_len(e, s->items[2], "input sorts");
+  uint32_t out = sort_of(e, s->items[3]);
+  if (k == TK_CONSTRUCTOR && !eg__is_eq(e, out)) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s->items[3],
+              "constructor %s must return a user sort (declared with sort or datatype), not %s",
+              s->items[1]->text, e->sorts[out].name);
+  }
+  eg_table *t = add_table(e, s, s->items[1]->text, k, (const sx *const *)s->items[2]->items,
+                          s->items[2]->n, out);
+  uint32_t ti = t->id;
+  if (k == TK_FUNCTION) t->merge = eg__is_eq(e, out) ? MG_UNION : MG_NONE;
+  for (uint32_t i = 4; i < s->n; i++) {
+    const sx *o = s->items[i];
+    if (eg__sx_is(o, ":cost") && i + 1 < s->n && s->items[i + 1]->kind == SX_INT) {
+      e->tables[ti].cost = (uint64_t)s->items[++i]->i;
+    } else if (eg__sx_is(o, ":no-merge")) {
+      e->tables[ti].merge = MG_NONE;
+    } else if (eg__sx_is(o, ":merge") && i + 1 < s->n) {
+      const sx *m = s->items[++i];
+      cc *c = cc_new(e);
+      add_slot(c, "old", out);
+      add_slot(c, "new", out);
+      aexpr *ex = NULL;
+      a_expr(e, c, m, out, &c->tmp_expr);
+      ex = c->tmp_expr;
+      c->tmp_expr = NULL;
+      cc_done(e);
+      e->tables[ti].merge = MG_EXPR;
+      e->tables[ti].merge_expr = ex;
+      e->tables[ti].merge_nvars = 2;
+    } else if (eg__sx_is(o, ":unextractable")) {
+      e->tables[ti].unextractable = true;
+    } else if (eg__sx_is(o, ":internal-hidden")) {
+      e->tables[ti].hidden = true;
+    } else if (o->kind == SX_SYM && o->text[0] == ':') {
+      if (i + 1 < s->n && !(s->items[i + 1]->kind == SX_SYM && s->items[i + 1]->text[0] == ':'))
+        i++;
+    } else {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, o, "unexpected option in %s declaration", head(s));
+    }
+  }
+}
+
+static void decl_datatype(eg_engine *e, const sx *s) {
+  if (s->n < 2 || s->items[1]->kind != SX_SYM) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "(datatype Name variants...) expected");
+  }
+  uint32_t sort = add_sort(e, s->items[1], s->items[1]->text);
+  for (uint32_t i = 2; i < s->n; i++) variant(e, s->items[i], sort);
+}
+
+static void decl_datatype_star(eg_engine *e, const sx *s) {
+  /* first declare every sort, then the variants (mutual recursion) */
+  for (uint32_t i = 1; i < s->n; i++) {
+    const sx *d = s->items[i];
+    if (d->kind != SX_LIST || d->n < 1 || d->items[0]->kind != SX_SYM) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, d, "(Name variants...) expected in datatype*");
+    }
+    if (eg__sx_is(d->items[0], "sort")) continue;
+    add_sort(e, d->items[0], d->items[0]->text);
+  }
+  for (uint32_t i = 1; i < s->n; i++) {
+    const sx *d = s->items[i];
+    if (eg__sx_is(d->items[0], "sort")) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, d, "container sorts are not supported in datatype*");
+    }
+    uint32_t sort = (uint32_t)eg__sort_find(e, d->items[0]->text);
+    for (uint32_t k = 1; k < d->n; k++) variant(e, d->items[k], sort);
+  }
+}
+
+/* ====================================================================================
+ * Rules
+ * ==================================================================================== */
+
+static uint32_t rule_ruleset(eg_engine *e, const sx *s, uint32_t from) {
+  for (uint32_t i = from; i + 1 < s->n; i++)
+    if (eg__sx_is(s->items[i], ":ruleset")) {
+      const sx *n = s->items[i + 1];
+      int32_t r = n->kind == SX_SYM ? eg__ruleset_find(e, n->text) : -1;
+      if (r < 0) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, n, "unknown ruleset '%s' (declare it with (ruleset name))",
+                  n->kind == SX_SYM ? n->text : "?");
+      }
+      return (uint32_t)r;
+    }
+  return 0;
+}
+
+static const char *rule_name(const sx *s, uint32_t from) {
+  for (uint32_t i = from; i + 1 < s->n; i++)
+    if (eg__sx_is(s->items[i], ":name") && s->items[i + 1]->kind == SX_STR)
+      return s->items[i + 1]->text;
+  return NULL;
+}
+
+static bool has_flag(const sx *s, uint32_t from, const char *flag) {
+  for (uint32_t i = from; i < s->n; i++)
+    if (eg__sx_is(s->items[i], flag)) return true;
+  return false;
+}
+
+/* Moves the compiled scratch into a new rule of ruleset rs. */
+static void install_rule(eg_engine *e, cc *c, uint32_t rs, const char *name, bool naive,
+                         const sx *at) {
+  EG_GROW(e->rules, e->caprules, e->nrules + 1);
+  rule *r = &e->rules[e->nrules];
+  memset(r, 0, sizeof *r);
+  r->q = c->q;
+  memset(&c->q, 0, sizeof c->q);
+  r->acts = c->acts;
+  r->nacts = c->nacts;
+  c->acts = NULL;
+  c->nacts = 0;
+  r->nslots = c->nslots;
+  r->ruleset = rs;
+  r->naive = naive;
+  r->seen = 0;
+  r->at = at;
+  char buf[64];
+  if (!name) {
+    snprintf(buf, sizeof buf, "%s:%u:%u", at->file ? at->file : "<input>", at->line, at->col);
+    name = buf;
+  }
+  r->name = eg__strdup(name);
+  ruleset *R = &e->rulesets[rs];
+  EG_GROW(R->rules, R->caprules, R->nrules + 1);
+  R->rules[R->nrules++] = e->nrules;
+  e->nrules++;
+}
+
+static void cmd_rule(eg_engine *e, const sx *s) {
+  if (s->n < 3 || s->items[1]->kind != SX_LIST || s->items[2]->kind != SX_LIST) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "(rule (facts...) (actions...) [:ruleset r] [:name n]) expected");
+  }
+  uint32_t rs = rule_ruleset(e, s, 3);
+  cc *c = cc_new(e);
+  compile_query(e, c, (const sx *const *)s->items[1]->items, s->items[1]->n);
+  finish_query(e, c);
+  for (uint32_t i = 0; i < s->items[2]->n; i++) compile_action(e, c, s->items[2]->items[i]);
+  install_rule(e, c, rs, rule_name(s, 3),
+               has_flag(s, 3, ":naive"), s);
+  cc_done(e);
+}
+
+static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
+                        const sx *when, bool subsume, uint32_t rs, const char *name) {
+  cc *c = cc_new(e);
+  uint32_t root = q_term(e, c, lhs);
+  if (when) {
+    if (when->kind != SX_LIST) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, when, ":when expects a list of facts");
+    }
+    compile_query(e, c, (const sx *const *)when->items, when->n);
+  }
+  /* name the root so the actions can refer to it */
+  uint32_t r = vfind(c, root);
+  const char *rootname = "__rw_root";
+  if (c->q.var_name[r]) {
+    rootname = NULL;
+  } else {
+    c->q.var_name[r] = eg__strdup(rootname);
+  }
+  char *keep = eg__strdup(c->q.var_name[r]);
+  finish_query(e, c);
+  int32_t slot = slot_by_name(c, keep);
+  eg__free(keep);
+  if (slot < 0) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, lhs, "the left side of a rewrite must be a term");
+  }
+  uint32_t rsort = c->slot_sort[slot];
+  action *a = new_action(c, eg__is_eq(e, rsort) ? AC_UNION : AC_EXPR, s);
+  if (a->kind == AC_UNION) {
+    a->a = mk_expr(AE_VAR, rsort, lhs);
+    a->a->var = (uint32_t)slot;
+    a_expr(e, c, rhs, rsort, &c->acts[c->nacts - 1].b);
+  } else {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, lhs, "rewrite of a %s value: the left side must be a term of a user sort",
+              sort_name(e, rsort));
+  }
+  if (subsume) {
+    int32_t ti;
+    eg_table *t = table_call(e, lhs, &ti);
+    action *sa = new_action(c, AC_SUBSUME, s);
+    sa->table = (uint32_t)ti;
+    table_args(e, c, sa, lhs, t);
+  }
+  install_rule(e, c, rs, name, false, s);
+  cc_done(e);
+}
+
+static void cmd_rewrite(eg_engine *e, const sx *s, bool bi) {
+  if (s->n < 3) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "(%s lhs rhs [:when (facts)] [:ruleset r]) expected", head(s));
+  }
+  const sx *when = NULL;
+  for (uint32_t i = 3; i + 1 < s->n; i++)
+    if (eg__sx_is(s->items[i], ":when")) when = s->items[i + 1];
+  bool subsume = has_flag(s, 3, ":subsume");
+  uint32_t rs = rule_ruleset(e, s, 3);
+  const char *name = rule_name(s, 3);
+  rewrite_one(e, s, s->items[1], s->items[2], when, subsume, rs, name);
+  if (bi) rewrite_one(e, s, s->items[2], s->items[1], when, subsume, rs, name);
+}
+
+/* ====================================================================================
+ * Queries for check / until, actions at top level
+ * ==================================================================================== */
+
+query *eg__compile_facts(eg_engine *e, const sx *const *facts, uint32_t n);
+query *eg__compile_facts(eg_engine *e, const sx *const *facts, uint32_t n) {
+  cc *c = cc_new(e);
+  compile_query(e, c, facts, n);
+  finish_query(e, c);
+  query *q = eg__calloc(1, sizeof *q);
+  *q = c->q;
+  memset(&c->q, 0, sizeof c->q);
+  cc_done(e);
+  return q;
+}
+
+/* Compiles top-level actions; returns them with their slot count. */
+action *eg__compile_actions(eg_engine *e, const sx *const *acts, uint32_t n, uint32_t *nacts,
+                            uint32_t *nslots);
+action *eg__compile_actions(eg_engine *e, const sx *const *acts, uint32_t n, uint32_t *nacts,
+                            uint32_t *nslots) {
+  cc *c = cc_new(e);
+  for (uint32_t i = 0; i < n; i++) compile_action(e, c, acts[i]);
+  action *a = c->acts;
+  *nacts = c->nacts;
+  *nslots = c->nslots;
+  c->acts = NULL;
+  c->nacts = 0;
+  cc_done(e);
+  return a;
+}
+
+/* Compiles one expression with no variables (globals allowed). */
+aexpr *eg__compile_expr(eg_engine *e, const sx *s);
+aexpr *eg__compile_expr(eg_engine *e, const sx *s) {
+  cc *c = cc_new(e);
+  a_expr(e, c, s, NOSORT, &c->tmp_expr);
+  aexpr *a = c->tmp_expr;
+  c->tmp_expr = NULL;
+  cc_done(e);
+  return a;
+}
+
+/* ====================================================================================
+ * Declaration commands (called from eg_cmd.c)
+ * ==================================================================================== */
+
+bool eg__declare(eg_engine *e, const sx *s);
+bool eg__declare(eg_engine *e, const sx *s) {
+  const char *h = head(s);
+  if (!h) return false;
+  if (strcmp(h, "datatype") == 0) {
+    decl_datatype(e, s);
+  } else if (strcmp(h, "datatype*") == 0) {
+    decl_datatype_star(e, s);
+  } else if (strcmp(h, "sort") == 0) {
+    if (s->n < 2 || s->items[1]->kind != SX_SYM) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s, "(sort Name) expected");
+    }
+    if (s->n >= 3 && s->items[2]->kind == SX_LIST) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s->items[2], "container sorts (%s) are not supported",
+                head(s->items[2]) ? head(s->items[2]) : "?");
+    }
+    add_sort(e, s->items[1], s->items[1]->text);
+  } else if (strcmp(h, "constructor") == 0) {
+    decl_function(e, s, TK_CONSTRUCTOR);
+  } else if (strcmp(h, "function") == 0) {
+    decl_function(e, s, TK_FUNCTION);
+  } else if (strcmp(h, "relation") == 0) {
+    if (s->n != 3 || s->items[1]->kind != SX_SYM) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s, "(relation name (sorts...)) expected");
+    }
+    list_len(e, s->items[2], "sorts");
+    add_table(e, s, s->items[1]->text, TK_RELATION, (const sx *const *)s->items[2]->items,
+              s->items[2]->n, SORT_UNIT);
+  } else if (strcmp(h, "ruleset") == 0) {
+    if (s->n != 2 || s->items[1]->kind != SX_SYM) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s, "(ruleset name) expected");
+    }
+    if (eg__ruleset_find(e, s->items[1]->text) >= 0) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s, "ruleset '%s' is already defined", s->items[1]->text);
+    }
+    EG_GROW(e->rulesets, e->caprulesets, e->nrulesets + 1);
+    memset(&e->rulesets[e->nrulesets], 0, sizeof(ruleset));
+    e->rulesets[e->nrulesets++].name = eg__strdup(s->items[1]->text);
+  } else if (strcmp(h, "rule") == 0) {
+    cmd_rule(e, s);
+  } else if (strcmp(h, "rewrite") == 0) {
+    cmd_rewrite(e, s, false);
+  } else if (strcmp(h, "birewrite") == 0) {
+    cmd_rewrite(e, s, true);
+  } else {
+    return false;
+  }
+  return true;
+}

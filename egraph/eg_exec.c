@@ -1,0 +1,558 @@
+/* eg_exec.c: running the database: joins, actions, merges, rebuilding, iterations.
+ *
+ * One iteration of a ruleset (egglog's semantics):
+ *   1. search: every rule of the ruleset is matched against the same database state
+ *      (rows [0, hi) of each table, fixed when the iteration starts); the actions of each
+ *      match run at once, but what they write cannot be seen by this iteration's
+ *      matching: new rows are appended past hi, and `set`, `delete` and `subsume` are
+ *      queued in the pending buffer;
+ *   2. apply: the pending buffer is applied in order, merging values per :merge;
+ *   3. rebuild: rows holding non-canonical ids are re-inserted canonically, which may
+ *      merge rows (congruence) and cause more unions, until nothing changes.
+ *
+ * Semi-naive evaluation: every row carries the timestamp of the iteration that made it.
+ * A rule remembers `seen`, the first timestamp it has not matched yet; a query with atoms
+ * A1..An is evaluated as n joins, where in join i atom Ai ranges over new rows (ts >=
+ * seen), atoms before it over old rows and atoms after it over all rows, so every match
+ * that involves a new row is found exactly once.
+ *
+ * The join is a worst-case-optimal-style index nested-loop join over hash indexes built
+ * per search phase (eg__table_six): variables are bound atom by atom, each atom probed on
+ * all its already-bound columns, primitives evaluated as soon as their inputs are bound. */
+#include "eg_internal.h"
+
+#include <string.h>
+
+void eg__fmt_f64(double d, char *buf, size_t n);
+
+eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v) {
+  return eg__is_eq(e, sort) ? eg__find(e, (uint32_t)v) : v;
+}
+
+/* ====================================================================================
+ * Joins
+ * ==================================================================================== */
+
+typedef struct {
+  eg_engine *e;
+  query *q;
+  q_plan *plan;
+  uint32_t seen;
+  bool subsumed_ok;
+  eg_value *vals;
+  match_fn fn;
+  void *ctx;
+  bool stop;
+  eg_value key[32];
+} jctx;
+
+static uint32_t vis_hi(const eg_table *t) { return t->hi == UINT32_MAX ? t->nrows : t->hi; }
+
+static void step(jctx *j, uint32_t si);
+
+static inline void try_row(jctx *j, uint32_t si, const q_step *st, const q_atom *a,
+                           const eg_table *t, uint32_t r) {
+  if (t->flags[r] & RF_DEAD) return;
+  if (!j->subsumed_ok && (t->flags[r] & RF_SUBSUMED)) return;
+  if (st->mode == 1 && t->ts[r] >= j->seen) return;
+  const eg_value *row = t->cols + (size_t)r * t->ncols;
+  eg_value *vals = j->vals;
+  for (uint32_t k = 0; k < st->nbind; k++) vals[a->var[st->bind_col[k]]] = row[st->bind_col[k]];
+  for (uint32_t k = 0; k < st->nchk; k++)
+    if (row[st->chk_col[k]] != vals[st->chk_var[k]]) return;
+  step(j, si + 1);
+}
+
+static void step(jctx *j, uint32_t si) {
+  if (j->stop) return;
+  if (si == j->plan->nsteps) {
+    if (!j->fn(j->e, j->ctx, j->vals)) j->stop = true;
+    return;
+  }
+  const q_step *st = &j->plan->steps[si];
+  eg_engine *e = j->e;
+  if (st->kind == ST_PRIM) {
+    const q_prim *p = &j->q->prims[st->idx];
+    eg_value args[32], out;
+    for (uint32_t i = 0; i < p->nargs; i++) args[i] = j->vals[p->args[i]];
+    const char *why;
+    if (eg__prim_call(e, p->prim, args, p->nargs, &out, &why) != PR_OK) return;
+    if (st->mode == 1) {
+      if (j->vals[p->res] != out) return;
+      step(j, si + 1);
+    } else {
+      j->vals[p->res] = out;
+      step(j, si + 1);
+    }
+    return;
+  }
+  const q_atom *a = &j->q->atoms[st->idx];
+  eg_table *t = &e->tables[a->table];
+  uint32_t hi = vis_hi(t);
+  if (st->mode == 2) {
+    uint32_t lo = eg__table_first_ts(t, j->seen);
+    if (st->mask == 0) {
+      for (uint32_t r = lo; r < hi && !j->stop; r++) try_row(j, si, st, a, t, r);
+    } else {
+      for (uint32_t r = lo; r < hi && !j->stop; r++) {
+        const eg_value *row = t->cols + (size_t)r * t->ncols;
+        bool ok = true;
+        for (uint32_t c = 0; c < a->ncols && ok; c++)
+          if ((st->mask >> c & 1) && row[c] != j->vals[a->var[c]]) ok = false;
+        if (ok) try_row(j, si, st, a, t, r);
+      }
+    }
+    return;
+  }
+  if (st->mask == 0) {
+    for (uint32_t r = 0; r < hi && !j->stop; r++) try_row(j, si, st, a, t, r);
+    return;
+  }
+  uint32_t inmask = (1u << t->n_in) - 1;
+  if ((st->mask & inmask) == inmask) {
+    eg_value key[32];
+    for (uint32_t c = 0; c < t->n_in; c++) key[c] = j->vals[a->var[c]];
+    int64_t r = eg__table_lookup(t, key, eg__key_hash(key, t->n_in));
+    if (r < 0 || (uint32_t)r >= hi) return;
+    if (t->has_out && (st->mask >> t->n_in & 1) &&
+        t->cols[(size_t)r * t->ncols + t->n_in] != j->vals[a->var[t->n_in]])
+      return;
+    try_row(j, si, st, a, t, (uint32_t)r);
+    return;
+  }
+  const sindex *ix = eg__table_six(t, st->mask, hi);
+  eg_value byc[32];
+  for (uint32_t c = 0; c < a->ncols; c++)
+    if (st->mask >> c & 1) byc[c] = j->vals[a->var[c]];
+  int64_t g = eg__six_lookup(t, ix, byc);
+  if (g < 0) return;
+  for (uint32_t k = ix->gstart[g]; k < ix->gstart[g + 1] && !j->stop; k++)
+    try_row(j, si, st, a, t, ix->rows[k]);
+}
+
+void eg__query_run(eg_engine *e, query *q, bool naive, uint32_t seen, bool subsumed_ok,
+                   eg_value *vals, match_fn fn, void *ctx) {
+  if (q->never) return;
+  for (uint32_t v = 0; v < q->nvars; v++) {
+    if (!q->is_const[v]) continue;
+    if (q->const_global[v] >= 0) {
+      global *g = &e->globals[q->const_global[v]];
+      vals[v] = eg__canon(e, g->sort, g->val);
+    } else {
+      vals[v] = q->const_val[v];
+    }
+  }
+  jctx j = {e, q, NULL, seen, subsumed_ok, vals, fn, ctx, false, {0}};
+  if (naive || q->natoms == 0) {
+    j.plan = &q->plans[0];
+    step(&j, 0);
+    return;
+  }
+  for (uint32_t i = 0; i < q->natoms && !j.stop; i++) {
+    eg_table *t = &e->tables[q->atoms[i].table];
+    uint32_t hi = vis_hi(t);
+    if (eg__table_first_ts(t, seen) >= hi) continue; /* nothing new in this atom */
+    j.plan = &q->plans[1 + i];
+    step(&j, 0);
+  }
+}
+
+/* ====================================================================================
+ * Inserting with merge semantics
+ * ==================================================================================== */
+
+static void canon_row(eg_engine *e, const eg_table *t, eg_value *row) {
+  for (uint32_t c = 0; c < t->n_in; c++)
+    if (eg__is_eq(e, t->in_sort[c])) row[c] = eg__find(e, (uint32_t)row[c]);
+  if (t->has_out && eg__is_eq(e, t->out_sort))
+    row[t->n_in] = eg__find(e, (uint32_t)row[t->n_in]);
+}
+
+static void print_key(eg_engine *e, const eg_table *t, const eg_value *row, char *buf,
+                      size_t n) {
+  size_t o = (size_t)snprintf(buf, n, "(%s", t->name);
+  for (uint32_t c = 0; c < t->n_in && o < n - 32; c++) {
+    uint32_t s = t->in_sort[c];
+    if (s == SORT_I64)
+      o += (size_t)snprintf(buf + o, n - o, " %lld", (long long)(int64_t)row[c]);
+    else if (s == SORT_STRING)
+      o += (size_t)snprintf(buf + o, n - o, " \"%s\"", eg__str(e, (uint32_t)row[c]));
+    else
+      o += (size_t)snprintf(buf + o, n - o, " #%llu", (unsigned long long)row[c]);
+  }
+  snprintf(buf + o, n - o, ")");
+}
+
+static eg_value merge_values(eg_engine *e, eg_table *t, const eg_value *row, eg_value old,
+                             eg_value nw) {
+  switch (t->merge) {
+  case MG_UNION:
+    eg__union(e, (uint32_t)old, (uint32_t)nw);
+    return eg__find(e, (uint32_t)old);
+  case MG_NONE: {
+    if (old == nw) return old;
+    char buf[256];
+    print_key(e, t, row, buf, sizeof buf);
+    e->err->code = EG_ERR_RUNTIME;
+    eg__throw(e, NULL,
+              "function %s has no :merge and was given two different values for %s; add a "
+              ":merge to the declaration",
+              t->name, buf);
+  }
+  case MG_EXPR: {
+    eg_value vals[64];
+    vals[0] = old;
+    vals[1] = nw;
+    eg_value m = eg__eval(e, t->merge_expr, vals);
+    return eg__canon(e, t->out_sort, m);
+  }
+  }
+  return old;
+}
+
+void eg__insert(eg_engine *e, eg_table *t, const eg_value *row_in, bool subsumed) {
+  eg_value row[32];
+  memcpy(row, row_in, t->ncols * sizeof(eg_value));
+  canon_row(e, t, row);
+  uint64_t h = eg__key_hash(row, t->n_in);
+  int64_t r = eg__table_lookup(t, row, h);
+  if (r < 0) {
+    eg__table_append(e, t, row, h, subsumed ? RF_SUBSUMED : 0);
+    e->changed = true;
+    return;
+  }
+  uint32_t ri = (uint32_t)r;
+  uint8_t fl = t->flags[ri];
+  if (!t->has_out) {
+    if (subsumed && !(fl & RF_SUBSUMED)) {
+      t->flags[ri] |= RF_SUBSUMED;
+      e->changed = true;
+    }
+    return;
+  }
+  eg_value old = t->cols[(size_t)ri * t->ncols + t->n_in];
+  eg_value m = merge_values(e, t, row, old, row[t->n_in]);
+  /* the merge may have grown the table: re-find the row */
+  r = eg__table_lookup(t, row, h);
+  if (r < 0) return;
+  ri = (uint32_t)r;
+  old = t->cols[(size_t)ri * t->ncols + t->n_in];
+  if (t->merge == MG_UNION) {
+    if (subsumed && !(t->flags[ri] & RF_SUBSUMED)) {
+      t->flags[ri] |= RF_SUBSUMED;
+      e->changed = true;
+    }
+    return;
+  }
+  bool sub = subsumed || (t->flags[ri] & RF_SUBSUMED);
+  if (m == old && sub == !!(t->flags[ri] & RF_SUBSUMED)) return;
+  if (m == old) {
+    t->flags[ri] |= RF_SUBSUMED;
+    e->changed = true;
+    return;
+  }
+  eg__table_kill(t, ri);
+  row[t->n_in] = m;
+  eg__table_append(e, t, row, h, sub ? RF_SUBSUMED : 0);
+  e->changed = true;
+}
+
+eg_value eg__lookup_or_insert(eg_engine *e, eg_table *t, eg_value *key) {
+  for (uint32_t c = 0; c < t->n_in; c++)
+    if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
+  uint64_t h = eg__key_hash(key, t->n_in);
+  int64_t r = eg__table_lookup(t, key, h);
+  if (r >= 0) {
+    if (!t->has_out) return 0;
+    return eg__canon(e, t->out_sort, t->cols[(size_t)r * t->ncols + t->n_in]);
+  }
+  eg_value row[32];
+  memcpy(row, key, t->n_in * sizeof(eg_value));
+  eg_value out = 0;
+  if (t->has_out) {
+    out = eg__new_id(e);
+    row[t->n_in] = out;
+  }
+  eg__table_append(e, t, row, h, 0);
+  e->changed = true;
+  return out;
+}
+
+/* ====================================================================================
+ * Actions
+ * ==================================================================================== */
+
+eg_value eg__eval(eg_engine *e, const aexpr *a, eg_value *vals) {
+  switch (a->kind) {
+  case AE_VAR: return eg__canon(e, a->sort, vals[a->var]);
+  case AE_CONST: return a->c;
+  case AE_GLOBAL: {
+    global *g = &e->globals[a->global];
+    return eg__canon(e, g->sort, g->val);
+  }
+  case AE_PRIM: {
+    eg_value args[32], out;
+    for (uint32_t i = 0; i < a->nargs; i++) args[i] = eg__eval(e, a->args[i], vals);
+    const char *why;
+    if (eg__prim_call(e, a->prim, args, a->nargs, &out, &why) != PR_OK) {
+      e->err->code = EG_ERR_RUNTIME;
+      eg__throw(e, a->at, "primitive %s failed%s%s", a->prim->name, why ? ": " : "",
+                why ? why : "");
+    }
+    return out;
+  }
+  case AE_TABLE: {
+    eg_table *t = &e->tables[a->table];
+    eg_value key[32];
+    for (uint32_t i = 0; i < a->nargs; i++) key[i] = eg__eval(e, a->args[i], vals);
+    if (t->kind == TK_FUNCTION) {
+      for (uint32_t c = 0; c < t->n_in; c++)
+        if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
+      int64_t r = eg__table_lookup(t, key, eg__key_hash(key, t->n_in));
+      if (r < 0) {
+        char buf[256];
+        print_key(e, t, key, buf, sizeof buf);
+        e->err->code = EG_ERR_RUNTIME;
+        eg__throw(e, a->at, "lookup of %s failed: the function has no value there", buf);
+      }
+      return t->has_out ? eg__canon(e, t->out_sort, t->cols[(size_t)r * t->ncols + t->n_in]) : 0;
+    }
+    return eg__lookup_or_insert(e, t, key);
+  }
+  }
+  return 0;
+}
+
+static void pend(eg_engine *e, uint32_t table, const eg_value *row, uint32_t n, uint8_t op) {
+  EG_GROW(e->pend, e->cappend, e->npend + 1);
+  pending_op *p = &e->pend[e->npend++];
+  p->table = table;
+  p->op = op;
+  p->row = eg__alloc((n + 1) * sizeof(eg_value));
+  memcpy(p->row, row, n * sizeof(eg_value));
+}
+
+void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *vals) {
+  for (uint32_t i = 0; i < n; i++) {
+    const action *a = &acts[i];
+    switch (a->kind) {
+    case AC_LET: vals[a->var] = eg__eval(e, a->a, vals); break;
+    case AC_SET: {
+      eg_table *t = &e->tables[a->table];
+      eg_value row[32];
+      for (uint32_t k = 0; k < a->nargs; k++) row[k] = eg__eval(e, a->args[k], vals);
+      row[t->n_in] = eg__eval(e, a->b, vals);
+      if (e->in_search) pend(e, a->table, row, t->ncols, 0);
+      else eg__insert(e, t, row, false);
+      break;
+    }
+    case AC_DELETE:
+    case AC_SUBSUME: {
+      eg_table *t = &e->tables[a->table];
+      eg_value row[32];
+      for (uint32_t k = 0; k < a->nargs; k++) row[k] = eg__eval(e, a->args[k], vals);
+      pend(e, a->table, row, t->n_in, a->kind == AC_DELETE ? 1 : 2);
+      if (!e->in_search) eg__flush_pending(e);
+      break;
+    }
+    case AC_UNION: {
+      eg_value x = eg__eval(e, a->a, vals), y = eg__eval(e, a->b, vals);
+      eg__union(e, (uint32_t)x, (uint32_t)y);
+      break;
+    }
+    case AC_PANIC:
+      e->err->code = EG_ERR_RUNTIME;
+      eg__throw(e, a->at, "panic: %s", a->msg);
+    case AC_EXPR: {
+      const aexpr *x = a->a;
+      if (x->kind == AE_TABLE && e->tables[x->table].kind == TK_RELATION) {
+        eg_table *t = &e->tables[x->table];
+        eg_value row[32];
+        for (uint32_t k = 0; k < x->nargs; k++) row[k] = eg__eval(e, x->args[k], vals);
+        eg__lookup_or_insert(e, t, row);
+      } else {
+        (void)eg__eval(e, x, vals);
+      }
+      break;
+    }
+    }
+  }
+}
+
+void eg__flush_pending(eg_engine *e) {
+  for (uint32_t i = 0; i < e->npend; i++) {
+    pending_op *p = &e->pend[i];
+    eg_table *t = &e->tables[p->table];
+    if (p->op == 0) {
+      eg__insert(e, t, p->row, false);
+    } else {
+      eg_value key[32];
+      memcpy(key, p->row, t->n_in * sizeof(eg_value));
+      for (uint32_t c = 0; c < t->n_in; c++)
+        if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
+      uint64_t h = eg__key_hash(key, t->n_in);
+      int64_t r = eg__table_lookup(t, key, h);
+      if (p->op == 1) {
+        if (r >= 0) {
+          eg__table_kill(t, (uint32_t)r);
+          e->changed = true;
+        }
+      } else {
+        if (r < 0) {
+          eg__lookup_or_insert(e, t, key);
+          r = eg__table_lookup(t, key, h);
+        }
+        if (r >= 0 && !(t->flags[r] & RF_SUBSUMED)) {
+          t->flags[r] |= RF_SUBSUMED;
+          e->changed = true;
+        }
+      }
+    }
+    eg__free(p->row);
+    p->row = NULL;
+  }
+  e->npend = 0;
+}
+
+/* ====================================================================================
+ * Rebuilding
+ * ==================================================================================== */
+
+static bool row_stale(eg_engine *e, const eg_table *t, const eg_value *row) {
+  const uint32_t *uf = e->uf;
+  for (uint32_t c = 0; c < t->n_in; c++)
+    if (e->sorts[t->in_sort[c]].kind == SK_EQ && uf[row[c]] != row[c]) return true;
+  if (t->has_out && e->sorts[t->out_sort].kind == SK_EQ && uf[row[t->n_in]] != row[t->n_in])
+    return true;
+  return false;
+}
+
+void eg__rebuild(eg_engine *e) {
+  static const uint64_t none = UINT64_MAX;
+  uint64_t done = none;
+  for (;;) {
+    eg__flush_pending(e);
+    if (e->unions == done) break;
+    done = e->unions;
+    /* compress every path once so stale checks are one load */
+    for (uint32_t i = 0; i < e->nids; i++) e->uf[i] = e->uf[e->uf[i]];
+    for (uint32_t ti = 0; ti < e->ntables; ti++) {
+      eg_table *t = &e->tables[ti];
+      if (!t->has_eq) continue;
+      uint32_t n = t->nrows;
+      for (uint32_t r = 0; r < n; r++) {
+        if (t->flags[r] & RF_DEAD) continue;
+        const eg_value *row = t->cols + (size_t)r * t->ncols;
+        if (!row_stale(e, t, row)) continue;
+        eg_value tmp[32];
+        memcpy(tmp, row, t->ncols * sizeof(eg_value));
+        bool sub = t->flags[r] & RF_SUBSUMED;
+        eg__table_kill(t, r);
+        eg__insert(e, t, tmp, sub);
+        t = &e->tables[ti];
+      }
+    }
+    if (e->unions != done) {
+      /* more unions happened: paths changed, so the loop runs again */
+    }
+  }
+  for (uint32_t ti = 0; ti < e->ntables; ti++) {
+    eg_table *t = &e->tables[ti];
+    if (t->nrows - t->nlive > t->nrows / 2 && t->nrows > 64) eg__table_compact(t);
+  }
+}
+
+/* ====================================================================================
+ * Iterations
+ * ==================================================================================== */
+
+typedef struct {
+  rule *r;
+} mctx;
+
+static bool on_match(eg_engine *e, void *ctx, eg_value *vals) {
+  rule *r = ((mctx *)ctx)->r;
+  r->matches++;
+  eg__exec_actions(e, r->acts, r->nacts, vals);
+  return true;
+}
+
+static bool on_until(eg_engine *e, void *ctx, eg_value *vals) {
+  (void)e;
+  (void)vals;
+  *(bool *)ctx = true;
+  return false;
+}
+
+uint64_t eg_node_count(const eg_engine *e) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < e->ntables; i++) n += e->tables[i].nlive;
+  return n;
+}
+
+static bool until_holds(eg_engine *e, query *until) {
+  bool hit = false;
+  eg_value *vals = eg__calloc(until->nvars + 1, sizeof(eg_value));
+  eg__query_run(e, until, true, 0, true, vals, on_until, &hit);
+  eg__free(vals);
+  return hit;
+}
+
+/* One iteration of ruleset rs; returns whether the database changed. */
+static bool iteration(eg_engine *e, uint32_t rs) {
+  ruleset *R = &e->rulesets[rs];
+  double t0 = eg__now();
+  uint32_t cur = e->ts;
+  e->ts = cur + 1;
+  e->changed = false;
+  for (uint32_t ti = 0; ti < e->ntables; ti++) e->tables[ti].hi = e->tables[ti].nrows;
+  e->in_search = true;
+  uint32_t maxslots = 1;
+  for (uint32_t k = 0; k < R->nrules; k++)
+    if (e->rules[R->rules[k]].nslots > maxslots) maxslots = e->rules[R->rules[k]].nslots;
+  eg_value *vals = eg__calloc(maxslots + 1, sizeof(eg_value));
+  for (uint32_t k = 0; k < R->nrules; k++) {
+    rule *r = &e->rules[R->rules[k]];
+    double r0 = eg__now();
+    uint64_t m0 = r->matches;
+    mctx mc = {r};
+    bool naive = r->naive || e->opt.naive;
+    eg__query_run(e, &r->q, naive, r->seen, false, vals, on_match, &mc);
+    r->seen = cur + 1;
+    double dt = eg__now() - r0;
+    r->time_s += dt;
+    R->matches += r->matches - m0;
+  }
+  eg__free(vals);
+  e->in_search = false;
+  for (uint32_t ti = 0; ti < e->ntables; ti++) e->tables[ti].hi = UINT32_MAX;
+  double t1 = eg__now();
+  e->search_s += t1 - t0;
+  eg__rebuild(e);
+  double t2 = eg__now();
+  e->rebuild_s += t2 - t1;
+  R->time_s += t2 - t0;
+  R->iterations++;
+  e->iterations++;
+  return e->changed;
+}
+
+eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *until,
+                               bool *changed) {
+  eg__rebuild(e);
+  *changed = false;
+  double start = eg__now();
+  for (uint64_t i = 0; i < n; i++) {
+    if (until && until_holds(e, until)) return e->last_stop = EG_STOP_UNTIL;
+    if (e->opt.iter_limit && e->iterations >= e->opt.iter_limit)
+      return e->last_stop = EG_STOP_ITER_LIMIT;
+    if (e->opt.node_limit && eg_node_count(e) >= e->opt.node_limit)
+      return e->last_stop = EG_STOP_NODE_LIMIT;
+    if (e->opt.time_limit_s > 0 && eg__now() - start > e->opt.time_limit_s)
+      return e->last_stop = EG_STOP_TIME_LIMIT;
+    bool c = iteration(e, rs);
+    if (!c) return e->last_stop = EG_STOP_SATURATED;
+    *changed = true;
+  }
+  return e->last_stop = EG_STOP_ITERATIONS;
+}
