@@ -32,7 +32,7 @@ int eg_run_text(eg_engine *e, const char *text, const char *filename, eg_error *
   }
   eg__free(forms);
   e->err = er;
-  int rc = eg__run_program(e, e->progs + first, n);
+  int rc = eg__run_program(e, first, n);
   e->err = NULL;
   return rc;
 }

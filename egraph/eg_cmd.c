@@ -73,9 +73,9 @@ static int guarded(eg_engine *e, const sx *s) {
 
 int eg__command(eg_engine *e, const sx *form) { return guarded(e, form); }
 
-int eg__run_program(eg_engine *e, sx **forms, uint32_t n) {
+int eg__run_program(eg_engine *e, uint32_t first, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
-    int rc = guarded(e, forms[i]);
+    int rc = guarded(e, e->progs[first + i]);
     if (rc) return rc;
   }
   return 0;

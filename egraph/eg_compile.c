@@ -175,22 +175,28 @@ static void unify(eg_engine *e, cc *c, uint32_t a, uint32_t b, const sx *at) {
     b = t;
   }
   /* keep a, merge b into it */
-  if (q->is_const[b]) {
-    if (q->is_const[a]) {
-      if (q->const_val[a] != q->const_val[b] || q->const_global[a] != q->const_global[b]) {
-        if (q->const_global[a] >= 0 || q->const_global[b] >= 0) {
-          /* compare two globals at run time: keep both, add an equality prim is overkill;
-           * globals are rare in this position, so refuse clearly */
-          e->err->code = EG_ERR_TYPE;
-          eg__throw(e, at, "cannot equate two constants in a query; compare them with a check");
-        }
-        q->never = true;
-      }
+  if (q->is_const[a] && q->is_const[b] &&
+      (q->const_global[a] >= 0 || q->const_global[b] >= 0 || q->const_val[a] != q->const_val[b])) {
+    if (q->const_global[a] < 0 && q->const_global[b] < 0) {
+      q->never = true; /* two different literals */
     } else {
-      q->is_const[a] = true;
-      q->const_val[a] = q->const_val[b];
-      q->const_global[a] = q->const_global[b];
+      /* compared at run time, when the globals' canonical values are known */
+      EG_GROW(q->prims, c->capprims, q->nprims + 1);
+      q_prim *p = &q->prims[q->nprims++];
+      p->prim = eg__prim_eq();
+      p->args = eg__calloc(3, sizeof(uint32_t));
+      p->args[0] = a;
+      p->args[1] = b;
+      p->nargs = 2;
+      p->at = at;
+      p->res = new_var(c, NULL, SORT_UNIT, at);
     }
+    return;
+  }
+  if (q->is_const[b] && !q->is_const[a]) {
+    q->is_const[a] = true;
+    q->const_val[a] = q->const_val[b];
+    q->const_global[a] = q->const_global[b];
   }
   if (!q->var_name[a] && q->var_name[b]) {
     q->var_name[a] = q->var_name[b];
@@ -394,6 +400,13 @@ static void finish_query(eg_engine *e, cc *c) {
     for (uint32_t i = 0; i < q->nprims; i++) {
       if (done[i]) continue;
       q_prim *p = &q->prims[i];
+      if (p->prim) { /* internal, already resolved */
+        set_sort(e, c, p->res, p->prim->ret, src[i]);
+        done[i] = true;
+        unresolved--;
+        progress = true;
+        continue;
+      }
       uint32_t sorts[32];
       bool all = true;
       for (uint32_t a = 0; a < p->nargs && a < 32; a++) {

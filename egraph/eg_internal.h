@@ -143,6 +143,7 @@ typedef struct {
 
 const eg_prim *eg__prim_find(const char *name, const uint32_t *arg_sorts, uint32_t nargs,
                              bool *name_known);
+const eg_prim *eg__prim_eq(void);
 struct eg_engine;
 prim_status eg__prim_call(struct eg_engine *e, const eg_prim *p, const eg_value *args,
                           uint32_t nargs, eg_value *out, const char **why);
@@ -389,7 +390,7 @@ void eg__insert(struct eg_engine *e, eg_table *t, const eg_value *row, bool subs
 eg_value eg__lookup_or_insert(struct eg_engine *e, eg_table *t, eg_value *key);
 
 /* ---- compile (eg_compile.c) ---- */
-int eg__run_program(struct eg_engine *e, sx **forms, uint32_t n);
+int eg__run_program(struct eg_engine *e, uint32_t first, uint32_t n);
 int eg__command(struct eg_engine *e, const sx *form);
 void eg__query_free(query *q);
 void eg__aexpr_free(aexpr *a);

@@ -18,7 +18,7 @@ enum {
   OP_FCEIL, OP_FROUND,
   OP_SCAT, OP_SCOUNT, OP_SREPL, OP_SLT, OP_SGT,
   OP_BAND, OP_BOR, OP_BNOT, OP_BXOR, OP_BIMP,
-  OP_NE_I, OP_NE_F, OP_NE_S, OP_NE_B, OP_NE_U
+  OP_NE_I, OP_NE_F, OP_NE_S, OP_NE_B, OP_NE_U, OP_EQ
 };
 
 #define I SORT_I64
@@ -72,6 +72,10 @@ static const eg_prim prims[] = {
 
 /* != on user sorts compares e-class ids; it is the one primitive over every sort. */
 static const eg_prim prim_ne_eq = {"!=", 2, UINT32_MAX, UINT32_MAX, SORT_UNIT, OP_NE_U};
+
+/* Internal: equality of two query constants (e.g. two globals in a check). */
+static const eg_prim prim_eq = {"=", 2, UINT32_MAX, UINT32_MAX, SORT_UNIT, OP_EQ};
+const eg_prim *eg__prim_eq(void) { return &prim_eq; }
 
 const eg_prim *eg__prim_find(const char *name, const uint32_t *arg_sorts, uint32_t nargs,
                              bool *name_known) {
@@ -304,6 +308,7 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
   case OP_NE_S:
   case OP_NE_B:
   case OP_NE_U: return pred(a[0] != a[1], out);
+  case OP_EQ: return pred(a[0] == a[1], out);
   default: *why = "unknown primitive"; return PR_FAIL;
   }
 }
