@@ -13,7 +13,11 @@ set(LUMINAL_SHARED_DIR "${CMAKE_SOURCE_DIR}/../shared" CACHE PATH
 
 # lm_add_check_test(NAME LABELS l1 [l2...] SOURCES f1.c [...] LIBS lib1 [...])
 # Builds a Check test program and registers it with ctest under the given labels.
+# Does nothing when LUMINAL_TESTS is OFF (the fuzz build), so test folders can hold both.
 function(lm_add_check_test name)
+  if(NOT LUMINAL_TESTS)
+    return()
+  endif()
   cmake_parse_arguments(T "" "TIMEOUT" "LABELS;SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} PkgConfig::CHECK m)
