@@ -4,8 +4,8 @@
  * tables and primitive calls over variables: nested terms get fresh variables, `(= a b)`
  * merges the variables of a and b, literals and globals become constant variables. The
  * checker then infers a sort for every variable (from table columns, literals and the
- * chosen primitive overloads), refuses any variable not grounded by a table atom, and
- * builds join plans (eg__query_plan). Actions are compiled to expression trees over the
+ * chosen primitive overloads), refuses any variable not grounded by a table atom. Join order
+ * is chosen at run time (eg_exec.c). Actions are compiled to expression trees over the
  * query's variables plus the action's own `let` variables.
  *
  * Errors are raised with eg__throw; everything being built lives in the compile scratch
@@ -75,16 +75,6 @@ void eg__query_free(query *q) {
   eg__free(q->atoms);
   for (uint32_t i = 0; i < q->nprims; i++) eg__free(q->prims[i].args);
   eg__free(q->prims);
-  for (uint32_t p = 0; p < q->nplans; p++) {
-    for (uint32_t s = 0; s < q->plans[p].nsteps; s++) {
-      q_step *st = &q->plans[p].steps[s];
-      eg__free(st->bind_col);
-      eg__free(st->chk_col);
-      eg__free(st->chk_var);
-    }
-    eg__free(q->plans[p].steps);
-  }
-  eg__free(q->plans);
   memset(q, 0, sizeof *q);
 }
 
@@ -557,120 +547,12 @@ static void finish_query(eg_engine *e, cc *c) {
   for (uint32_t i = 0; i < c->nan; i++) c->av[i] = map[c->av[i]];
   eg__free(map);
   for (uint32_t v = 0; v < n; v++) c->alias[v] = v;
-  eg__query_plan(e, q);
 }
 
 /* Variables that appear in the facts but were merged into another keep their names
  * only through the representative: look names up through this helper. */
 static void compile_query(eg_engine *e, cc *c, const sx *const *facts, uint32_t nfacts) {
   for (uint32_t i = 0; i < nfacts; i++) q_fact(e, c, facts[i]);
-}
-
-/* ====================================================================================
- * Join plans
- * ==================================================================================== */
-
-static void plan_build(eg_engine *e, query *q, int delta, q_plan *plan) {
-  uint32_t nv = q->nvars;
-  bool *bound = eg__calloc(nv + 1, sizeof(bool));
-  bool *adone = eg__calloc(q->natoms + 1, sizeof(bool));
-  bool *pdone = eg__calloc(q->nprims + 1, sizeof(bool));
-  for (uint32_t v = 0; v < nv; v++) bound[v] = q->is_const[v];
-  uint32_t cap = q->natoms + q->nprims + 1;
-  plan->steps = eg__calloc(cap, sizeof(q_step));
-  plan->nsteps = 0;
-  uint32_t left = q->natoms;
-  int next = delta;
-  for (;;) {
-    /* every primitive whose arguments are bound runs as early as possible */
-    bool more = true;
-    while (more) {
-      more = false;
-      for (uint32_t i = 0; i < q->nprims; i++) {
-        if (pdone[i]) continue;
-        q_prim *p = &q->prims[i];
-        bool all = true;
-        for (uint32_t a = 0; a < p->nargs; a++)
-          if (!bound[p->args[a]]) all = false;
-        if (!all) continue;
-        q_step *st = &plan->steps[plan->nsteps++];
-        st->kind = ST_PRIM;
-        st->idx = i;
-        st->mode = bound[p->res] ? 1 : 0;
-        bound[p->res] = true;
-        pdone[i] = true;
-        more = true;
-      }
-    }
-    if (!left) break;
-    int pick = -1;
-    if (next >= 0) {
-      pick = next;
-      next = -1;
-    } else {
-      int best = -1;
-      uint64_t bestsz = 0;
-      for (uint32_t a = 0; a < q->natoms; a++) {
-        if (adone[a]) continue;
-        int score = 0;
-        for (uint32_t k = 0; k < q->atoms[a].ncols; k++)
-          if (bound[q->atoms[a].var[k]]) score++;
-        uint64_t sz = e->tables[q->atoms[a].table].nlive;
-        if (pick < 0 || score > best || (score == best && sz < bestsz)) {
-          pick = (int)a;
-          best = score;
-          bestsz = sz;
-        }
-      }
-    }
-    q_atom *at = &q->atoms[pick];
-    q_step *st = &plan->steps[plan->nsteps++];
-    st->kind = ST_ATOM;
-    st->idx = (uint32_t)pick;
-    st->mode = delta < 0 ? 0 : (pick < delta ? 1 : (pick == delta ? 2 : 0));
-    st->mask = 0;
-    st->bind_col = eg__calloc(at->ncols + 1, sizeof(uint32_t));
-    st->chk_col = eg__calloc(at->ncols + 1, sizeof(uint32_t));
-    st->chk_var = eg__calloc(at->ncols + 1, sizeof(uint32_t));
-    for (uint32_t k = 0; k < at->ncols; k++) {
-      uint32_t v = at->var[k];
-      if (bound[v]) {
-        bool first_here = false;
-        for (uint32_t j = 0; j < st->nbind; j++)
-          if (at->var[st->bind_col[j]] == v) first_here = true;
-        if (first_here) {
-          st->chk_col[st->nchk] = k;
-          st->chk_var[st->nchk++] = v;
-        } else {
-          st->mask |= 1u << k;
-        }
-      } else {
-        st->bind_col[st->nbind++] = k;
-        bound[v] = true;
-      }
-    }
-    adone[pick] = true;
-    left--;
-  }
-  eg__free(bound);
-  eg__free(adone);
-  eg__free(pdone);
-}
-
-void eg__query_plan(eg_engine *e, query *q) {
-  for (uint32_t p = 0; p < q->nplans; p++) {
-    for (uint32_t s = 0; s < q->plans[p].nsteps; s++) {
-      eg__free(q->plans[p].steps[s].bind_col);
-      eg__free(q->plans[p].steps[s].chk_col);
-      eg__free(q->plans[p].steps[s].chk_var);
-    }
-    eg__free(q->plans[p].steps);
-  }
-  eg__free(q->plans);
-  q->nplans = 1 + q->natoms;
-  q->plans = eg__calloc(q->nplans, sizeof(q_plan));
-  plan_build(e, q, -1, &q->plans[0]);
-  for (uint32_t a = 0; a < q->natoms; a++) plan_build(e, q, (int)a, &q->plans[1 + a]);
 }
 
 /* ====================================================================================

@@ -16,9 +16,13 @@
  * seen), atoms before it over old rows and atoms after it over all rows, so every match
  * that involves a new row is found exactly once.
  *
- * The join is a worst-case-optimal-style index nested-loop join over hash indexes built
- * per search phase (eg__table_six): variables are bound atom by atom, each atom probed on
- * all its already-bound columns, primitives evaluated as soon as their inputs are bound. */
+ * The join is adaptive (in the manner of generic join / free join): at every level it
+ * runs the primitives whose inputs are bound, then measures, for every atom not yet
+ * expanded, how many rows match its bound columns (hash indexes built once per search
+ * phase by eg__table_six, or the primary key index), stops the branch if any atom has
+ * none, and otherwise expands the atom with the fewest candidates, binding its columns.
+ * The order is thus chosen per partial binding, never fixed in advance, so a
+ * large intermediate result is avoided whenever some atom already constrains it. */
 #include "eg_internal.h"
 
 #include <string.h>
@@ -33,107 +37,215 @@ eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v) {
  * Joins
  * ==================================================================================== */
 
+/* Join state. Atom modes: 0 all rows, 1 old rows (ts < seen), 2 new rows (ts >= seen). */
 typedef struct {
   eg_engine *e;
   query *q;
-  q_plan *plan;
   uint32_t seen;
   bool subsumed_ok;
   eg_value *vals;
   match_fn fn;
   void *ctx;
   bool stop;
-  eg_value key[32];
+  uint8_t *bound;  /* per variable */
+  uint8_t *adone;  /* per atom */
+  uint8_t *pdone;  /* per primitive */
+  uint8_t *mode;   /* per atom */
+  uint32_t *split; /* per atom: first row with ts >= seen (within visible rows) */
+  uint32_t *vhi;   /* per atom: visible rows [0, vhi) */
+  uint32_t *undo;  /* variables bound, as a stack */
+  uint32_t nundo;
+  uint32_t *pundo; /* primitives run, as a stack */
+  uint32_t npundo;
 } jctx;
 
 static uint32_t vis_hi(const eg_table *t) { return t->hi == UINT32_MAX ? t->nrows : t->hi; }
 
-static void step(jctx *j, uint32_t si);
+/* Where an atom's candidate rows come from, given the bound variables. */
+typedef struct {
+  int kind; /* 0 range [lo, hi), 1 index group, 2 single row */
+  uint32_t lo, hi;
+  const uint32_t *rows;
+  uint32_t mask;
+} source;
 
-static inline void try_row(jctx *j, uint32_t si, const q_step *st, const q_atom *a,
-                           const eg_table *t, uint32_t r) {
-  if (t->flags[r] & RF_DEAD) return;
-  if (!j->subsumed_ok && (t->flags[r] & RF_SUBSUMED)) return;
-  if (st->mode == 1 && t->ts[r] >= j->seen) return;
-  const eg_value *row = t->cols + (size_t)r * t->ncols;
-  eg_value *vals = j->vals;
-  for (uint32_t k = 0; k < st->nbind; k++) vals[a->var[st->bind_col[k]]] = row[st->bind_col[k]];
-  for (uint32_t k = 0; k < st->nchk; k++)
-    if (row[st->chk_col[k]] != vals[st->chk_var[k]]) return;
-  step(j, si + 1);
+static uint32_t atom_mask(const jctx *j, const q_atom *a) {
+  uint32_t m = 0;
+  for (uint32_t c = 0; c < a->ncols; c++)
+    if (j->bound[a->var[c]]) m |= 1u << c;
+  return m;
 }
 
-static void step(jctx *j, uint32_t si) {
-  if (j->stop) return;
-  if (si == j->plan->nsteps) {
-    if (!j->fn(j->e, j->ctx, j->vals)) j->stop = true;
-    return;
+/* Fills src for atom ai and returns an upper bound of its candidate rows. */
+static uint32_t atom_source(jctx *j, uint32_t ai, source *src) {
+  const q_atom *a = &j->q->atoms[ai];
+  eg_table *t = &j->e->tables[a->table];
+  uint32_t hi = j->vhi[ai];
+  uint32_t mask = atom_mask(j, a);
+  src->mask = mask;
+  if (mask == 0) {
+    src->kind = 0;
+    src->lo = j->mode[ai] == 2 ? j->split[ai] : 0;
+    src->hi = j->mode[ai] == 1 ? j->split[ai] : hi;
+    return src->hi - src->lo;
   }
-  const q_step *st = &j->plan->steps[si];
-  eg_engine *e = j->e;
-  if (st->kind == ST_PRIM) {
-    const q_prim *p = &j->q->prims[st->idx];
-    eg_value args[32], out;
-    for (uint32_t i = 0; i < p->nargs; i++) args[i] = j->vals[p->args[i]];
-    const char *why;
-    if (eg__prim_call(e, p->prim, args, p->nargs, &out, &why) != PR_OK) return;
-    if (st->mode == 1) {
-      if (j->vals[p->res] != out) return;
-      step(j, si + 1);
-    } else {
-      j->vals[p->res] = out;
-      step(j, si + 1);
-    }
-    return;
-  }
-  const q_atom *a = &j->q->atoms[st->idx];
-  eg_table *t = &e->tables[a->table];
-  uint32_t hi = vis_hi(t);
-  if (st->mode == 2) {
-    uint32_t lo = eg__table_first_ts(t, j->seen);
-    if (st->mask == 0) {
-      for (uint32_t r = lo; r < hi && !j->stop; r++) try_row(j, si, st, a, t, r);
-    } else {
-      for (uint32_t r = lo; r < hi && !j->stop; r++) {
-        const eg_value *row = t->cols + (size_t)r * t->ncols;
-        bool ok = true;
-        for (uint32_t c = 0; c < a->ncols && ok; c++)
-          if ((st->mask >> c & 1) && row[c] != j->vals[a->var[c]]) ok = false;
-        if (ok) try_row(j, si, st, a, t, r);
-      }
-    }
-    return;
-  }
-  if (st->mask == 0) {
-    for (uint32_t r = 0; r < hi && !j->stop; r++) try_row(j, si, st, a, t, r);
-    return;
-  }
-  uint32_t inmask = (1u << t->n_in) - 1;
-  if ((st->mask & inmask) == inmask) {
+  uint32_t inmask = t->n_in >= 32 ? UINT32_MAX : (1u << t->n_in) - 1;
+  if ((mask & inmask) == inmask) {
     eg_value key[32];
     for (uint32_t c = 0; c < t->n_in; c++) key[c] = j->vals[a->var[c]];
     int64_t r = eg__table_lookup(t, key, eg__key_hash(key, t->n_in));
-    if (r < 0 || (uint32_t)r >= hi) return;
-    if (t->has_out && (st->mask >> t->n_in & 1) &&
-        t->cols[(size_t)r * t->ncols + t->n_in] != j->vals[a->var[t->n_in]])
-      return;
-    try_row(j, si, st, a, t, (uint32_t)r);
-    return;
+    src->kind = 2;
+    if (r < 0 || (uint32_t)r >= hi) return 0;
+    src->lo = (uint32_t)r;
+    return 1;
   }
-  const sindex *ix = eg__table_six(t, st->mask, hi);
+  const sindex *ix = eg__table_six(t, mask, hi);
   eg_value byc[32];
   for (uint32_t c = 0; c < a->ncols; c++)
-    if (st->mask >> c & 1) byc[c] = j->vals[a->var[c]];
+    if (mask >> c & 1) byc[c] = j->vals[a->var[c]];
   int64_t g = eg__six_lookup(t, ix, byc);
-  if (g < 0) return;
-  for (uint32_t k = ix->gstart[g]; k < ix->gstart[g + 1] && !j->stop; k++)
-    try_row(j, si, st, a, t, ix->rows[k]);
+  src->kind = 1;
+  if (g < 0) return 0;
+  src->rows = ix->rows + ix->gstart[g];
+  src->lo = 0;
+  src->hi = ix->gstart[g + 1] - ix->gstart[g];
+  return src->hi;
+}
+
+static void join(jctx *j, uint32_t ndone);
+
+/* Tries row r of atom ai: filters, binds its unbound variables, recurses. */
+static void try_row(jctx *j, uint32_t ai, const source *src, uint32_t r, uint32_t ndone) {
+  const q_atom *a = &j->q->atoms[ai];
+  const eg_table *t = &j->e->tables[a->table];
+  uint8_t fl = t->flags[r];
+  if (fl & RF_DEAD) return;
+  if (!j->subsumed_ok && (fl & RF_SUBSUMED)) return;
+  if (j->mode[ai] == 1 && t->ts[r] >= j->seen) return;
+  if (j->mode[ai] == 2 && t->ts[r] < j->seen) return;
+  const eg_value *row = t->cols + (size_t)r * t->ncols;
+  eg_value *vals = j->vals;
+  if (src->kind != 1) {
+    for (uint32_t c = 0; c < a->ncols; c++)
+      if ((src->mask >> c & 1) && row[c] != vals[a->var[c]]) return;
+  }
+  uint32_t mark = j->nundo;
+  bool ok = true;
+  for (uint32_t c = 0; c < a->ncols; c++) {
+    if (src->mask >> c & 1) continue;
+    uint32_t v = a->var[c];
+    if (j->bound[v]) { /* repeated variable within the atom */
+      if (vals[v] != row[c]) {
+        ok = false;
+        break;
+      }
+      continue;
+    }
+    vals[v] = row[c];
+    j->bound[v] = 1;
+    j->undo[j->nundo++] = v;
+  }
+  if (ok) join(j, ndone + 1);
+  while (j->nundo > mark) j->bound[j->undo[--j->nundo]] = 0;
+}
+
+/* One level of the join: run every primitive whose inputs are bound, then expand the
+ * remaining atom with the fewest candidate rows (an empty one ends this branch). */
+static void join(jctx *j, uint32_t ndone) {
+  if (j->stop) return;
+  query *q = j->q;
+  eg_engine *e = j->e;
+  uint32_t mark = j->nundo, pmark = j->npundo;
+  bool ok = true;
+  bool more = true;
+  while (more && ok) {
+    more = false;
+    for (uint32_t i = 0; i < q->nprims && ok; i++) {
+      if (j->pdone[i]) continue;
+      const q_prim *p = &q->prims[i];
+      bool ready = true;
+      for (uint32_t k = 0; k < p->nargs; k++)
+        if (!j->bound[p->args[k]]) ready = false;
+      if (!ready) continue;
+      eg_value args[32], out;
+      for (uint32_t k = 0; k < p->nargs; k++) args[k] = j->vals[p->args[k]];
+      const char *why;
+      if (eg__prim_call(e, p->prim, args, p->nargs, &out, &why) != PR_OK) {
+        ok = false;
+        break;
+      }
+      if (j->bound[p->res]) {
+        if (j->vals[p->res] != out) {
+          ok = false;
+          break;
+        }
+      } else {
+        j->vals[p->res] = out;
+        j->bound[p->res] = 1;
+        j->undo[j->nundo++] = p->res;
+      }
+      j->pdone[i] = 1;
+      j->pundo[j->npundo++] = i;
+      more = true;
+    }
+  }
+  if (ok) {
+    if (ndone == q->natoms) {
+      if (!j->fn(e, j->ctx, j->vals)) j->stop = true;
+    } else {
+      int best = -1;
+      uint32_t bestsz = UINT32_MAX;
+      source bsrc = {0}, src;
+      for (uint32_t ai = 0; ai < q->natoms; ai++) {
+        if (j->adone[ai]) continue;
+        uint32_t sz = atom_source(j, ai, &src);
+        if (sz == 0) {
+          best = -1;
+          bestsz = 0;
+          break;
+        }
+        if (sz < bestsz) {
+          best = (int)ai;
+          bestsz = sz;
+          bsrc = src;
+        }
+      }
+      if (best >= 0) {
+        uint32_t ai = (uint32_t)best;
+        j->adone[ai] = 1;
+        if (bsrc.kind == 0) {
+          for (uint32_t r = bsrc.lo; r < bsrc.hi && !j->stop; r++) try_row(j, ai, &bsrc, r, ndone);
+        } else if (bsrc.kind == 2) {
+          try_row(j, ai, &bsrc, bsrc.lo, ndone);
+        } else {
+          for (uint32_t k = 0; k < bsrc.hi && !j->stop; k++)
+            try_row(j, ai, &bsrc, bsrc.rows[k], ndone);
+        }
+        j->adone[ai] = 0;
+      }
+    }
+  }
+  while (j->npundo > pmark) j->pdone[j->pundo[--j->npundo]] = 0;
+  while (j->nundo > mark) j->bound[j->undo[--j->nundo]] = 0;
 }
 
 void eg__query_run(eg_engine *e, query *q, bool naive, uint32_t seen, bool subsumed_ok,
                    eg_value *vals, match_fn fn, void *ctx) {
   if (q->never) return;
-  for (uint32_t v = 0; v < q->nvars; v++) {
+  uint32_t nv = q->nvars, na = q->natoms;
+  jctx j = {e, q, seen, subsumed_ok, vals, fn, ctx, false, NULL, NULL, NULL, NULL, NULL, NULL,
+            NULL, 0, NULL, 0};
+  uint8_t *bytes = eg__calloc((size_t)nv + 3 * (size_t)na + q->nprims + 4, 1);
+  uint32_t *words = eg__calloc((size_t)nv + 2 * (size_t)na + q->nprims + 4, sizeof(uint32_t));
+  j.bound = bytes;
+  j.adone = bytes + nv;
+  j.mode = bytes + nv + na;
+  j.pdone = bytes + nv + 2 * na;
+  j.undo = words;
+  j.split = words + nv;
+  j.vhi = words + nv + na;
+  j.pundo = words + nv + 2 * na;
+  for (uint32_t v = 0; v < nv; v++) {
     if (!q->is_const[v]) continue;
     if (q->const_global[v] >= 0) {
       global *g = &e->globals[q->const_global[v]];
@@ -141,20 +253,25 @@ void eg__query_run(eg_engine *e, query *q, bool naive, uint32_t seen, bool subsu
     } else {
       vals[v] = q->const_val[v];
     }
+    j.bound[v] = 1;
   }
-  jctx j = {e, q, NULL, seen, subsumed_ok, vals, fn, ctx, false, {0}};
-  if (naive || q->natoms == 0) {
-    j.plan = &q->plans[0];
-    step(&j, 0);
-    return;
-  }
-  for (uint32_t i = 0; i < q->natoms && !j.stop; i++) {
+  for (uint32_t i = 0; i < na; i++) {
     eg_table *t = &e->tables[q->atoms[i].table];
-    uint32_t hi = vis_hi(t);
-    if (eg__table_first_ts(t, seen) >= hi) continue; /* nothing new in this atom */
-    j.plan = &q->plans[1 + i];
-    step(&j, 0);
+    j.vhi[i] = vis_hi(t);
+    uint32_t sp = eg__table_first_ts(t, seen);
+    j.split[i] = sp < j.vhi[i] ? sp : j.vhi[i];
   }
+  if (naive || na == 0) {
+    join(&j, 0);
+  } else {
+    for (uint32_t i = 0; i < na && !j.stop; i++) {
+      if (j.split[i] >= j.vhi[i]) continue; /* nothing new in this atom */
+      for (uint32_t k = 0; k < na; k++) j.mode[k] = k < i ? 1 : (k == i ? 2 : 0);
+      join(&j, 0);
+    }
+  }
+  eg__free(bytes);
+  eg__free(words);
 }
 
 /* ====================================================================================

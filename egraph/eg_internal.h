@@ -192,25 +192,6 @@ typedef struct {
   const sx *at; /* the call, for messages */
 } q_prim;
 
-typedef enum { ST_ATOM, ST_PRIM, ST_PROBE } step_kind;
-
-typedef struct {
-  step_kind kind;
-  uint32_t idx;       /* atom or prim index */
-  int mode;           /* ST_ATOM: 0 all, 1 old (ts < seen), 2 delta (rows >= seen, first) */
-  uint32_t mask;      /* bound columns (ST_ATOM, ST_PROBE) */
-  uint32_t *bind_col; /* columns that bind a fresh variable */
-  uint32_t nbind;
-  uint32_t *chk_col;  /* columns equal to a variable bound earlier in the same atom */
-  uint32_t *chk_var;
-  uint32_t nchk;
-} q_step;
-
-typedef struct {
-  q_step *steps;
-  uint32_t nsteps;
-} q_plan;
-
 typedef struct {
   uint32_t nvars;
   uint32_t *var_sort;
@@ -222,9 +203,6 @@ typedef struct {
   uint32_t natoms;
   q_prim *prims;
   uint32_t nprims;
-  /* plans: [0] naive (all atoms full); [1 + i] semi-naive with atom i the delta */
-  q_plan *plans;
-  uint32_t nplans;
   bool never; /* contradictory constants: no match */
 } query;
 
@@ -395,11 +373,11 @@ int eg__command(struct eg_engine *e, const sx *form);
 void eg__query_free(query *q);
 void eg__aexpr_free(aexpr *a);
 void eg__actions_free(action *acts, uint32_t n);
-void eg__query_plan(struct eg_engine *e, query *q);
 
 /* ---- execution (eg_exec.c) ---- */
 typedef bool (*match_fn)(struct eg_engine *e, void *ctx, eg_value *vals);
-/* Runs q over the current database. plan 0 naive; seen used by semi-naive plans. */
+/* Runs q over the visible rows; naive: one join over all rows, else one semi-naive join
+ * per atom (that atom over rows with ts >= seen). fn returns false to stop. */
 void eg__query_run(struct eg_engine *e, query *q, bool naive, uint32_t seen, bool subsumed_ok,
                    eg_value *vals, match_fn fn, void *ctx);
 eg_value eg__eval(struct eg_engine *e, const aexpr *a, eg_value *vals);
