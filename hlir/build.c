@@ -60,6 +60,20 @@ hl_t hl__out(hl_graph *g, uint32_t id) {
   return t;
 }
 
+hl_t hl_node_tensor(hl_graph *g, uint32_t id) {
+  if (id == HL_NONE || id >= hl_graph_node_count(g) ||
+      hl_graph_node(g, id)->op == HL_OP_OUTPUT)
+    return hl__bad();
+  hl_error tmp;
+  hl_error_clear(&tmp);
+  const hl_node *nd = hl_graph_node(g, id);
+  hl_t t = hl__bad();
+  t.node = id;
+  t.dtype = nd->dtype;
+  if (hl_view_contiguous(hl_graph_exprs(g), nd->ndim, nd->shape, &t.view, &tmp)) return hl__bad();
+  return t;
+}
+
 static hl_t add_node(hl_graph *g, hl_node *spec) { return hl__out(g, hl_graph_add(g, spec)); }
 
 static hl_node spec_of(hl_op op, uint32_t n_in, const hl_t *ins) {

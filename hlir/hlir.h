@@ -507,6 +507,9 @@ typedef struct hl_t {
 
 /* Expression helpers on the graph's pool. */
 hl_expr hl_n(hl_graph *g, int64_t v);
+/* The handle that reads node id's output contiguously (for a node made by hl_graph_add);
+ * the invalid tensor if id is not a node of g or is an Output. Sets no error. */
+hl_t hl_node_tensor(hl_graph *g, uint32_t id);
 
 /* --- sources and sinks --- */
 /* A graph input named name (unique) with dims[0..ndim). */
@@ -618,7 +621,8 @@ hl_t hl_embedding(hl_graph *g, hl_t table, hl_t ids);
 
 /* --- attention --- */
 /* An n x n tensor of dtype with 0 on and below the diagonal and -1e30 above (-inf once
- * rounded to f16 / bf16 storage), to add to attention scores. */
+ * rounded to f16 storage; the most negative finite value in the saturating FP8 formats),
+ * to add to attention scores. */
 hl_t hl_causal_mask(hl_graph *g, hl_expr n, hl_dtype dtype);
 /* softmax(q k^T * scale [+ causal mask]) v over the last two dims: q[..., s, d],
  * k[..., t, d], v[..., t, e] -> [..., s, e]. scale <= 0 means 1/sqrt(d). */
