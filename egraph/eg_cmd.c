@@ -459,7 +459,7 @@ void eg__push(eg_engine *e) {
   for (uint32_t i = 0; i < e->ntables; i++) eg__table_copy(&f->tables[i], &e->tables[i]);
   f->nids = e->nids;
   f->uf = eg__array(NULL, e->nids + 1, sizeof(uint32_t));
-  memcpy(f->uf, e->uf, e->nids * sizeof(uint32_t));
+  if (e->nids) memcpy(f->uf, e->uf, e->nids * sizeof(uint32_t));
   f->nglobals = e->nglobals;
   f->globals = eg__calloc(e->nglobals + 1, sizeof(global));
   for (uint32_t i = 0; i < e->nglobals; i++) {

@@ -32,6 +32,7 @@ typedef struct cc {
   char **an;       /* names of variables merged into another (aliases) */
   uint32_t *av;
   uint32_t nan, capan;
+  char *root_name; /* rewrite: the name of the left side's variable */
 } cc;
 
 static void cc_free(cc *c) {
@@ -47,6 +48,7 @@ static void cc_free(cc *c) {
   for (uint32_t i = 0; i < c->nan; i++) eg__free(c->an[i]);
   eg__free(c->an);
   eg__free(c->av);
+  eg__free(c->root_name);
   eg__free(c);
 }
 
@@ -1073,10 +1075,9 @@ static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
   } else {
     c->q.var_name[r] = eg__strdup(rootname);
   }
-  char *keep = eg__strdup(c->q.var_name[r]);
+  c->root_name = eg__strdup(c->q.var_name[r]);
   finish_query(e, c);
-  int32_t slot = slot_by_name(c, keep);
-  eg__free(keep);
+  int32_t slot = slot_by_name(c, c->root_name);
   if (slot < 0) {
     e->err->code = EG_ERR_TYPE;
     eg__throw(e, lhs, "the left side of a rewrite must be a term");

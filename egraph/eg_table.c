@@ -57,15 +57,18 @@ void eg__table_copy(eg_table *dst, const eg_table *src) {
   size_t nc = (size_t)src->ncols;
   dst->cap = src->nrows;
   dst->cols = eg__array(NULL, (size_t)src->nrows * nc + 1, sizeof(eg_value));
-  memcpy(dst->cols, src->cols, (size_t)src->nrows * nc * sizeof(eg_value));
   dst->ts = eg__array(NULL, src->nrows + 1, sizeof(uint32_t));
-  memcpy(dst->ts, src->ts, src->nrows * sizeof(uint32_t));
   dst->flags = eg__array(NULL, src->nrows + 1, 1);
-  memcpy(dst->flags, src->flags, src->nrows);
   dst->khash = eg__array(NULL, src->nrows + 1, sizeof(uint64_t));
-  memcpy(dst->khash, src->khash, src->nrows * sizeof(uint64_t));
   dst->slots = eg__array(NULL, src->nslots + 1, sizeof(uint32_t));
-  memcpy(dst->slots, src->slots, src->nslots * sizeof(uint32_t));
+  if (src->nrows) {
+    memcpy(dst->cols, src->cols, (size_t)src->nrows * nc * sizeof(eg_value));
+    memcpy(dst->ts, src->ts, src->nrows * sizeof(uint32_t));
+    memcpy(dst->flags, src->flags, src->nrows);
+    memcpy(dst->khash, src->khash, src->nrows * sizeof(uint64_t));
+  }
+  if (src->nslots) memcpy(dst->slots, src->slots, src->nslots * sizeof(uint32_t));
+
   dst->six = NULL;
   dst->nsix = dst->capsix = 0;
 }
