@@ -382,3 +382,10 @@ int rt_matmul_workspace_plan(const uint64_t *sizes, uint32_t n, const rt_arena_p
   rt__free(pairs);
   return rc;
 }
+
+int rt_blas_info(rt_ctx *ctx, char *path, size_t path_size, size_t *version, rt_err *err) {
+  if (rt__ctx_usable(ctx, err) || rt__ctx_blas(ctx, err)) return err->code;
+  if (path && path_size) snprintf(path, path_size, "%s", ctx->blaslib.lib);
+  if (version) *version = ctx->blaslib.version;
+  return 0;
+}

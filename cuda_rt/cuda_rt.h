@@ -466,6 +466,9 @@ typedef struct rt_matmul_args {
  * synchronizes, so it can be captured. */
 int rt_matmul_enqueue(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, rt_err *err);
 
+/* Loads cuBLASLt if needed and reports the file it came from and cublasLtGetVersion(). */
+int rt_blas_info(rt_ctx *ctx, char *path, size_t path_size, size_t *version, rt_err *err);
+
 typedef struct rt_blas_stats {
   uint64_t heuristic_calls;   /* cublasLtMatmulAlgoGetHeuristic calls */
   uint64_t heuristic_hits;    /* algorithm found in the cache */

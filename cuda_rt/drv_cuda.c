@@ -7,6 +7,7 @@
  * major version). The tables' entries are thin wrappers that drop `self`; the sibling
  * file drv_mock.c fills the same tables with the mock.
  */
+#define _GNU_SOURCE /* dladdr, to report which library file was loaded */
 #include "rt_int.h"
 
 #include <dlfcn.h>
@@ -33,9 +34,12 @@ static void *try_open(const char *dir, const char *name, char *tried, size_t tri
     snprintf(path, sizeof path, "%s/%s", dir, name);
   else
     snprintf(path, sizeof path, "%s", name);
+  /* append "path" (", path" after the first) to tried, cut at its end */
   size_t used = strlen(tried);
-  if (used + 2 < tried_size)
-    snprintf(tried + used, tried_size - used, "%s%s", used ? ", " : "", path);
+  const char *parts[2] = {used ? ", " : "", path};
+  for (int i = 0; i < 2; i++)
+    for (const char *c = parts[i]; *c && used + 1 < tried_size; c++) tried[used++] = *c;
+  tried[used] = '\0';
   return dlopen(path, RTLD_NOW | RTLD_LOCAL);
 }
 
@@ -536,6 +540,10 @@ int rt__blaslib_load(const char *lib_dir, rt_blaslib *b, void **dl_out, rt_err *
   b->self = r;
   snprintf(b->lib, sizeof b->lib, "cublasLt");
   b->version = r->get_version();
+  Dl_info info;
+  void *sym = dlsym(dl, "cublasLtCreate");
+  if (sym && dladdr(sym, &info) && info.dli_fname)
+    snprintf(b->lib, sizeof b->lib, "%s", info.dli_fname);
   b->create = l_create;
   b->destroy = l_destroy;
   b->desc_create = l_desc_create;

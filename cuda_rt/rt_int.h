@@ -87,7 +87,7 @@ typedef struct rt_drv {
 
 typedef struct rt_blaslib {
   void *self;
-  char lib[64];
+  char lib[512];     /* the file loaded, or "mock" */
   size_t version;
   cublasStatus_t (*create)(void *s, cublasLtHandle_t *h);
   cublasStatus_t (*destroy)(void *s, cublasLtHandle_t h);

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# gpu.sh: the cuda_rt GPU suite and measurements in one go, for a machine with a GPU.
+#
+#   scripts/gpu.sh prepare   on a build machine (Check, xxHash installed): builds the GPU
+#                            test and rt_bench (Release) into .gpu/bin with the shared
+#                            libraries they need in .gpu/lib (.gpu/ is git-ignored), so a
+#                            GPU machine without those packages can run them
+#   scripts/gpu.sh run       on the GPU machine: runs the gpu-labelled tests, the
+#                            torch.matmul anchor and rt_bench, writes logs to $OUT (or
+#                            .gpu/out) and prints a short summary table last. Uses .gpu/bin
+#                            when present, else builds build-gpu/ here first.
+#   scripts/gpu.sh           prepare, then run (a machine with both the packages and a GPU)
+#
+# With the device tool of this workplace (repository root, .gpu carried):
+#   scripts/gpu.sh prepare        (here)
+#   run(command="scripts/gpu.sh run", carry=[".gpu"])
+# LUMINAL_SRC overrides the source folder that prepare configures (default: this repo).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+mode=${1:-all}
+
+prepare() {
+  local src=${LUMINAL_SRC:-$root}
+  cmake -S "$src" -B .gpu/build -DCMAKE_BUILD_TYPE=Release -DLUMINAL_WERROR=ON >/dev/null || return 1
+  cmake --build .gpu/build -j "$(nproc)" --target test_cuda_rt_gpu rt_bench >/dev/null || return 1
+  mkdir -p .gpu/bin .gpu/lib
+  cp .gpu/build/tests/cuda_rt/test_cuda_rt_gpu .gpu/build/bench/cuda_rt/rt_bench .gpu/bin/
+  # the shared libraries that are not glibc's travel along
+  for b in .gpu/bin/*; do
+    ldd "$b" | awk '/=> \// {print $3}' | grep -v -E '/lib(c|m|dl|rt|pthread|gcc_s)\.so' |
+      xargs -r -I{} cp -L {} .gpu/lib/
+  done
+  echo "gpu.sh: prepared $(ls .gpu/bin | tr '\n' ' ')in .gpu/bin, libs: $(ls .gpu/lib | tr '\n' ' ')"
+}
+
+run() {
+  local out=${OUT:-$root/.gpu/out}
+  mkdir -p "$out"
+  local bin
+  if [ -x .gpu/bin/test_cuda_rt_gpu ] && [ -x .gpu/bin/rt_bench ]; then
+    bin=.gpu/bin
+    export LD_LIBRARY_PATH="$root/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  else
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+      cmake --build build-gpu -j "$(nproc)" --target test_cuda_rt_gpu rt_bench >/dev/null || {
+        echo "gpu.sh: build failed (Check and xxHash headers are needed; or run prepare elsewhere)"
+        return 1
+      }
+    mkdir -p build-gpu/bin
+    cp build-gpu/tests/cuda_rt/test_cuda_rt_gpu build-gpu/bench/cuda_rt/rt_bench build-gpu/bin/
+    bin=build-gpu/bin
+  fi
+  echo "== $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -n)"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu \
+    --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+  CK_FORK=yes CK_DEFAULT_TIMEOUT=300 "$bin/test_cuda_rt_gpu" >"$out/gpu_tests.log" 2>&1
+  local trc=$?
+  grep -E "^(device|capture|fault|axpy)|Checks|:(F|E):" "$out/gpu_tests.log" | head -40
+  PYTHONUNBUFFERED=1 python3 bench/cuda_rt/torch_matmul.py "$out/torch_matmul.txt" \
+    >"$out/torch.log" 2>&1
+  local prc=$?
+  cat "$out/torch.log" | tail -5
+  "$bin/rt_bench" --torch "$out/torch_matmul.txt" >"$out/bench.log" 2>&1
+  local brc=$?
+  sed -n '1,/^== cuda_rt measurements/p' "$out/bench.log" | grep -v '^== cuda_rt'
+  echo
+  echo "gpu tests: exit $trc ($(grep -o '[0-9]*%: Checks: [0-9]*, Failures: [0-9]*, Errors: [0-9]*' "$out/gpu_tests.log" | tail -1))"
+  echo "torch anchor: exit $prc; rt_bench: exit $brc"
+  sed -n '/^== cuda_rt measurements/,$p' "$out/bench.log"
+  [ "$trc" = 0 ] && [ "$brc" = 0 ]
+}
+
+case "$mode" in
+  prepare) prepare ;;
+  run) run ;;
+  all) prepare && run ;;
+  *) echo "usage: scripts/gpu.sh [prepare|run]" >&2; exit 2 ;;
+esac
