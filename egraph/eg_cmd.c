@@ -535,7 +535,10 @@ int eg__pop(eg_engine *e) {
       if (R->rules[k] < e->nrules) R->rules[w++] = R->rules[k];
     R->nrules = w;
   }
-  for (uint32_t i = f->nsorts; i < e->nsorts; i++) eg__free(e->sorts[i].name);
+  for (uint32_t i = f->nsorts; i < e->nsorts; i++) {
+    eg__free(e->sorts[i].name);
+    eg__free(e->sorts[i].pair_prims);
+  }
   e->nsorts = f->nsorts;
   eg__free(f->rule_seen);
   memset(f, 0, sizeof *f);

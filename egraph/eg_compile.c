@@ -306,6 +306,10 @@ static uint32_t q_call(eg_engine *e, cc *c, const sx *s, bool as_fact) {
   }
   /* primitive */
   query *q = &c->q;
+  if (nargs > 31) {
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "too many arguments (at most 31)");
+  }
   uint32_t *args = eg__calloc(nargs + 1, sizeof(uint32_t));
   EG_GROW(q->prims, c->capprims, q->nprims + 1);
   q_prim *p = &q->prims[q->nprims++];
@@ -316,7 +320,7 @@ static uint32_t q_call(eg_engine *e, cc *c, const sx *s, bool as_fact) {
   uint32_t pi = q->nprims - 1;
   bool known = false;
   uint32_t dummy[1];
-  eg__prim_find(h, dummy, 0, &known);
+  eg__prim_resolve(e, h, dummy, 0, &known);
   if (!known) {
     e->err->code = EG_ERR_TYPE;
     eg__throw(e, s, "unknown function or primitive '%s'", h);
@@ -407,7 +411,7 @@ static void finish_query(eg_engine *e, cc *c) {
       }
       if (!all) continue;
       bool known;
-      const eg_prim *pr = eg__prim_find(src[i]->items[0]->text, sorts, p->nargs, &known);
+      const eg_prim *pr = eg__prim_resolve(e, src[i]->items[0]->text, sorts, p->nargs, &known);
       if (!pr) {
         char buf[256];
         size_t o = 0;
@@ -650,7 +654,7 @@ static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **ho
   }
   bool known = false;
   uint32_t dummy[1];
-  eg__prim_find(h, dummy, 0, &known);
+  eg__prim_resolve(e, h, dummy, 0, &known);
   if (!known) {
     e->err->code = EG_ERR_TYPE;
     eg__throw(e, s, "unknown function or primitive '%s'", h);
@@ -668,7 +672,7 @@ static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **ho
     a->nargs = i + 1;
     sorts[i] = a->args[i]->sort;
   }
-  const eg_prim *p = eg__prim_find(h, sorts, nargs, &known);
+  const eg_prim *p = eg__prim_resolve(e, h, sorts, nargs, &known);
   if (!p) {
     char buf[256];
     size_t o = 0;
@@ -830,6 +834,7 @@ static uint32_t add_sort(eg_engine *e, const sx *at, const char *name) {
   EG_GROW(e->sorts, e->capsorts, e->nsorts + 1);
   e->sorts[e->nsorts].name = eg__strdup(name);
   e->sorts[e->nsorts].kind = SK_EQ;
+  e->sorts[e->nsorts].pair_prims = NULL;
   return e->nsorts++;
 }
 
@@ -1180,9 +1185,19 @@ bool eg__declare(eg_engine *e, const sx *s) {
       eg__throw(e, s, "(sort Name) expected");
     }
     if (s->n >= 3 && s->items[2]->kind == SX_LIST) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s->items[2], "container sorts (%s) are not supported",
-                head(s->items[2]) ? head(s->items[2]) : "?");
+      const sx *c = s->items[2];
+      if (!eg__sx_is(c->items[0], "Pair") || c->n != 3) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, c, "container sort (%s) is not supported; only (Pair A B) is",
+                  head(c) ? head(c) : "?");
+      }
+      uint32_t a = sort_of(e, c->items[1]), b = sort_of(e, c->items[2]);
+      uint32_t id = add_sort(e, s->items[1], s->items[1]->text);
+      e->sorts[id].kind = SK_PAIR;
+      e->sorts[id].elem[0] = a;
+      e->sorts[id].elem[1] = b;
+      eg__pair_prims_init(&e->sorts[id], id);
+      return true;
     }
     add_sort(e, s->items[1], s->items[1]->text);
   } else if (strcmp(h, "constructor") == 0) {

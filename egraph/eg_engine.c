@@ -21,6 +21,7 @@ static void add_sort(eg_engine *e, const char *name, sort_kind k) {
   EG_GROW(e->sorts, e->capsorts, e->nsorts + 1);
   e->sorts[e->nsorts].name = eg__strdup(name);
   e->sorts[e->nsorts].kind = k;
+  e->sorts[e->nsorts].pair_prims = NULL;
   e->nsorts++;
 }
 
@@ -60,8 +61,14 @@ static void rule_fini(rule *r) {
 
 void eg_engine_free(eg_engine *e) {
   if (!e) return;
-  for (uint32_t i = 0; i < e->nsorts; i++) eg__free(e->sorts[i].name);
+  for (uint32_t i = 0; i < e->nsorts; i++) {
+    eg__free(e->sorts[i].name);
+    eg__free(e->sorts[i].pair_prims);
+  }
   eg__free(e->sorts);
+  eg__free(e->pairs);
+  eg__free(e->pair_hash);
+  eg__free(e->pair_slots);
   for (uint32_t i = 0; i < e->ntables; i++) {
     eg__table_fini(&e->tables[i]);
     eg__free(e->tables[i].name);

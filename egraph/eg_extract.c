@@ -79,6 +79,15 @@ void eg__print_value(eg_engine *e, FILE *f, uint32_t sort, eg_value v) {
     break;
   }
   case SK_EQ: fprintf(f, "%s-%u", e->sorts[sort].name, eg__find(e, (uint32_t)v)); break;
+  case SK_PAIR:
+    if (v < e->npairs) {
+      fputs("(pair ", f);
+      eg__print_value(e, f, e->sorts[sort].elem[0], e->pairs[2 * v]);
+      fputc(' ', f);
+      eg__print_value(e, f, e->sorts[sort].elem[1], e->pairs[2 * v + 1]);
+      fputc(')', f);
+    }
+    break;
   }
 }
 

@@ -68,11 +68,16 @@ void eg__sx_free(sx *s);
 bool eg__sx_is(const sx *s, const char *sym);
 
 /* ---- sorts ---- */
-typedef enum { SK_UNIT, SK_BOOL, SK_I64, SK_F64, SK_STRING, SK_EQ } sort_kind;
+typedef enum { SK_UNIT, SK_BOOL, SK_I64, SK_F64, SK_STRING, SK_EQ, SK_PAIR } sort_kind;
+
+typedef struct eg_prim eg_prim;
 
 typedef struct {
   char *name;
   sort_kind kind;
+  /* SK_PAIR: element sorts and the sort's own primitives (pair, pair-first, pair-second) */
+  uint32_t elem[2];
+  eg_prim *pair_prims; /* owned, 3 entries */
 } eg_sort;
 
 enum { SORT_UNIT = 0, SORT_BOOL, SORT_I64, SORT_F64, SORT_STRING, SORT_NBUILTIN };
@@ -132,18 +137,24 @@ typedef struct eg_table {
 /* ---- primitives (eg_prim.c) ---- */
 typedef enum { PR_OK = 0, PR_FAIL = 1 } prim_status;
 
-typedef struct {
+struct eg_prim {
   const char *name;
   int nargs;     /* -1: variadic (>= 1) */
   uint32_t arg;  /* sort of every argument (builtin sorts) */
   uint32_t arg2; /* sort of second argument when different, else same as arg */
   uint32_t ret;
   int op;
-} eg_prim;
+};
 
 const eg_prim *eg__prim_find(const char *name, const uint32_t *arg_sorts, uint32_t nargs,
                              bool *name_known);
 const eg_prim *eg__prim_eq(void);
+/* Resolves a primitive by name and argument sorts, including the primitives of pair
+ * sorts declared in engine e. */
+const eg_prim *eg__prim_resolve(const struct eg_engine *e, const char *name,
+                                const uint32_t *arg_sorts, uint32_t nargs, bool *name_known);
+void eg__pair_prims_init(eg_sort *s, uint32_t self);
+enum { EG_OP_PAIR = 1000, EG_OP_PAIR_FIRST, EG_OP_PAIR_SECOND };
 struct eg_engine;
 prim_status eg__prim_call(struct eg_engine *e, const eg_prim *p, const eg_value *args,
                           uint32_t nargs, eg_value *out, const char **why);
@@ -274,6 +285,12 @@ struct eg_engine {
   uint32_t nstrs, capstrs;
   uint32_t *str_slots;
   uint32_t str_nslots;
+  /* interned pair values: id -> (first, second) */
+  eg_value *pairs;
+  uint64_t *pair_hash;
+  uint32_t npairs, cappairs;
+  uint32_t *pair_slots;
+  uint32_t pair_nslots;
   /* union-find over e-class ids */
   uint32_t *uf;
   uint32_t nids, capids;

@@ -6,6 +6,7 @@
 #include "eg_internal.h"
 
 #include <math.h>
+#include <xxhash.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -76,6 +77,65 @@ static const eg_prim prim_ne_eq = {"!=", 2, UINT32_MAX, UINT32_MAX, SORT_UNIT, O
 /* Internal: equality of two query constants (e.g. two globals in a check). */
 static const eg_prim prim_eq = {"=", 2, UINT32_MAX, UINT32_MAX, SORT_UNIT, OP_EQ};
 const eg_prim *eg__prim_eq(void) { return &prim_eq; }
+
+void eg__pair_prims_init(eg_sort *s, uint32_t self) {
+  eg_prim *p = eg__calloc(3, sizeof(eg_prim));
+  p[0] = (eg_prim){"pair", 2, s->elem[0], s->elem[1], self, EG_OP_PAIR};
+  p[1] = (eg_prim){"pair-first", 1, self, self, s->elem[0], EG_OP_PAIR_FIRST};
+  p[2] = (eg_prim){"pair-second", 1, self, self, s->elem[1], EG_OP_PAIR_SECOND};
+  s->pair_prims = p;
+}
+
+const eg_prim *eg__prim_resolve(const eg_engine *e, const char *name, const uint32_t *arg_sorts,
+                                uint32_t nargs, bool *name_known) {
+  for (uint32_t i = 0; i < e->nsorts; i++) {
+    const eg_prim *p = e->sorts[i].pair_prims;
+    if (!p) continue;
+    for (int k = 0; k < 3; k++) {
+      if (strcmp(p[k].name, name) != 0) continue;
+      *name_known = true;
+      if ((uint32_t)p[k].nargs != nargs) continue;
+      if (nargs >= 1 && arg_sorts[0] != p[k].arg) continue;
+      if (nargs >= 2 && arg_sorts[1] != p[k].arg2) continue;
+      return &p[k];
+    }
+  }
+  bool known = false;
+  const eg_prim *p = eg__prim_find(name, arg_sorts, nargs, &known);
+  if (known) *name_known = true;
+  else if (!*name_known) *name_known = false;
+  return p;
+}
+
+static eg_value pair_intern(eg_engine *e, eg_value a, eg_value b) {
+  eg_value k[2] = {a, b};
+  uint64_t h = XXH3_64bits(k, sizeof k);
+  if (e->pair_nslots == 0 || (e->npairs + 1) * 2 > e->pair_nslots) {
+    uint32_t ns = e->pair_nslots ? e->pair_nslots * 2 : 64;
+    uint32_t *sl = eg__calloc(ns, sizeof *sl);
+    for (uint32_t i = 0; i < e->npairs; i++) {
+      uint32_t j = (uint32_t)e->pair_hash[i] & (ns - 1);
+      while (sl[j]) j = (j + 1) & (ns - 1);
+      sl[j] = i + 1;
+    }
+    eg__free(e->pair_slots);
+    e->pair_slots = sl;
+    e->pair_nslots = ns;
+  }
+  uint32_t j = (uint32_t)h & (e->pair_nslots - 1);
+  while (e->pair_slots[j]) {
+    uint32_t id = e->pair_slots[j] - 1;
+    if (e->pairs[2 * id] == a && e->pairs[2 * id + 1] == b) return id;
+    j = (j + 1) & (e->pair_nslots - 1);
+  }
+  EG_GROW(e->pair_hash, e->cappairs, e->npairs + 1);
+  e->pairs = eg__array(e->pairs, 2 * (size_t)e->cappairs, sizeof(eg_value));
+  e->pairs[2 * e->npairs] = a;
+  e->pairs[2 * e->npairs + 1] = b;
+  e->pair_hash[e->npairs] = h;
+  e->pair_slots[j] = e->npairs + 1;
+  return e->npairs++;
+}
 
 const eg_prim *eg__prim_find(const char *name, const uint32_t *arg_sorts, uint32_t nargs,
                              bool *name_known) {
@@ -309,6 +369,16 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
   case OP_NE_B:
   case OP_NE_U: return pred(a[0] != a[1], out);
   case OP_EQ: return pred(a[0] == a[1], out);
+  case EG_OP_PAIR: *out = pair_intern(e, a[0], a[1]); return PR_OK;
+  case EG_OP_PAIR_FIRST:
+  case EG_OP_PAIR_SECOND:
+    if (a[0] >= e->npairs) {
+      *why = "not a pair value";
+      return PR_FAIL;
+    }
+    *out = e->pairs[2 * a[0] + (p->op == EG_OP_PAIR_SECOND)];
+    if (e->sorts[p->ret].kind == SK_EQ) *out = eg__find(e, (uint32_t)*out);
+    return PR_OK;
   default: *why = "unknown primitive"; return PR_FAIL;
   }
 }
