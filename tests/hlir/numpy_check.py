@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Checks the hlir reference runtime against numpy on random inputs.
+
+Runs hlir_numpy_driver (argv[1]) into a fresh folder (argv[2]), then recomputes every
+case's outputs from its inputs with numpy and compares. Exits 0 when all agree, 1 on a
+mismatch, 77 (ctest's skip code) when numpy cannot be imported, saying why.
+"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+try:
+    import numpy as np
+except ImportError as e:  # pragma: no cover - CI has numpy
+    print(f"SKIPPED: numpy cannot be imported ({e}); install it with pip install numpy")
+    sys.exit(77)
+
+f32 = np.float32
+
+
+def erf(x):
+    return np.vectorize(math.erf)(x.astype(np.float64))
+
+
+def softmax(x, axis):
+    m = x.max(axis=axis, keepdims=True)
+    e = np.exp(x - m)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def log_softmax(x, axis):
+    c = x - x.max(axis=axis, keepdims=True)
+    return c - np.log(np.exp(c).sum(axis=axis, keepdims=True))
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def rope(x, offset, base):
+    d = x.shape[-1]
+    half = d // 2
+    inv = base ** (-2.0 * np.arange(half) / d)
+    pos = np.arange(x.shape[-2]) + offset
+    ang = pos[:, None] * inv[None, :]
+    c, s = np.cos(ang), np.sin(ang)
+    x1, x2 = x[..., :half], x[..., half:]
+    return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
+
+
+def attention(q, k, v, causal):
+    d = q.shape[-1]
+    sc = q @ np.swapaxes(k, -1, -2) / math.sqrt(d)
+    if causal:
+        s, t = sc.shape[-2], sc.shape[-1]
+        mask = np.arange(t)[None, :] > np.arange(s)[:, None] + (t - s)
+        sc = np.where(mask, -np.inf, sc)
+    return softmax(sc, -1) @ v
+
+
+def layer_norm(x, w, b, eps):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def rms_norm(x, w, eps):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+
+def halves(x):
+    """What the driver does before eq/ne/le/ge: round 2x toward zero, halve (in f32)."""
+    return np.trunc(x.astype(f32) * f32(2)).astype(f32) * f32(0.5)
+
+
+def f16_round(x):
+    return x.astype(f32).astype(np.float16).astype(np.float64)
+
+
+UNARY = {
+    "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "sigmoid": sigmoid,
+    "silu": lambda x: x * sigmoid(x), "tanh": np.tanh,
+    "gelu": lambda x: 0.5 * x * (1 + erf(x / math.sqrt(2))),
+    "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
+    "relu": lambda x: np.maximum(x, 0), "neg": lambda x: -x, "sqrt": np.sqrt,
+    "recip": lambda x: 1 / x, "exp2": np.exp2, "log2": np.log2,
+}
+
+BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+    "maximum": np.maximum, "minimum": np.minimum, "lt": np.less, "gt": np.greater,
+    "le": lambda a, b: np.less_equal(halves(a), halves(b)),
+    "ge": lambda a, b: np.greater_equal(halves(a), halves(b)),
+    "eq": lambda a, b: np.equal(halves(a), halves(b)),
+    "ne": lambda a, b: np.not_equal(halves(a), halves(b)),
+}
+
+
+def expected(name, ins):
+    """numpy's outputs for a case, and the tolerance (rtol=atol) to compare with."""
+    if name.startswith("unary_"):
+        return [UNARY[name[6:]](ins[0])], 2e-6
+    if name.startswith("binary_"):
+        return [BINARY[name[7:]](ins[0], ins[1]).astype(np.float64)], 2e-6
+    if name == "where":
+        a, b = ins
+        return [np.where(a < 0, b, a)], 0
+    if name == "reduce":
+        x = ins[0]
+        return [x.sum((0, 2)), x.max((0, 2), keepdims=True), x.mean(1)], 2e-6
+    if name == "softmax":
+        return [softmax(ins[0], 1), log_softmax(ins[0], -1)], 2e-6
+    if name == "norms":
+        x, w, b = ins
+        return [layer_norm(x, w, b, 1e-5), rms_norm(x, w, 1e-6)], 1e-5
+    if name in ("matmul_batched", "matmul_2d"):
+        return [ins[0] @ ins[1]], 1e-5
+    if name == "attention_causal":
+        return [attention(*ins, causal=True)], 1e-5
+    if name == "rope":
+        return [rope(ins[0], 3, 10000.0)], 1e-5
+    if name == "embedding":
+        table, ids = ins
+        return [table[ids.astype(np.int64)]], 0
+    if name == "movement":
+        x = ins[0]
+        pad = np.pad(x, ((0, 0), (0, 0), (2, 1)), constant_values=0.5)
+        return [x[:, 1:3, :], pad, np.concatenate([x, x[:, :, 1:3]], axis=2)], 0
+    if name == "permute_reshape":
+        return [np.transpose(ins[0], (2, 0, 1)).reshape(8, 3)], 0
+    if name == "cast_f16":
+        return None, 0  # checked bit-exactly from the driver's own 'src' output below
+    raise KeyError(f"no numpy reference for case '{name}'")
+
+
+def load(outdir, t):
+    a = np.fromfile(os.path.join(outdir, t["file"]), dtype="<f8")
+    return a.reshape(t["shape"])
+
+
+def main():
+    driver, outdir = sys.argv[1], sys.argv[2]
+    shutil.rmtree(outdir, ignore_errors=True)
+    os.makedirs(outdir)
+    subprocess.run([driver, outdir], check=True)
+    with open(os.path.join(outdir, "manifest.json")) as f:
+        cases = json.load(f)["cases"]
+    failures, checked = 0, 0
+    for case in cases:
+        name = case["name"]
+        ins = [load(outdir, t) for t in case["inputs"]]
+        outs = [load(outdir, t) for t in case["outputs"]]
+        want, tol = expected(name, ins)
+        if name == "cast_f16":
+            src = outs[0]
+            want = [src, f16_round(src), f16_round(src * np.float64(f32(1e-9)))]
+            # the 'tiny' output multiplies in f32 first, as the runtime does
+            want[2] = f16_round((src.astype(f32) * f32(1e-9)).astype(np.float64))
+            tol = 0
+        for i, (got, exp) in enumerate(zip(outs, want)):
+            exp = np.asarray(exp, dtype=np.float64)
+            checked += 1
+            if got.shape != exp.shape:
+                print(f"FAIL {name} output {i}: shape {got.shape}, numpy {exp.shape}")
+                failures += 1
+                continue
+            ok = np.isclose(got, exp, rtol=tol, atol=tol, equal_nan=True) | (got == exp)
+            if not ok.all():
+                bad = np.argwhere(~ok)[0]
+                idx = tuple(int(j) for j in bad)
+                print(f"FAIL {name} output {i} at {idx}: runtime {got[idx]!r}, numpy {exp[idx]!r}")
+                failures += 1
+    print(f"{checked} outputs of {len(cases)} cases checked against numpy {np.__version__}, "
+          f"{failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
