@@ -156,6 +156,7 @@ typedef struct run {
   hl_env env;
   buf *bufs;
   hl_error *err;
+  uint32_t *fused; /* fused[reduce id] = the Mul it absorbs, or HL_NONE */
 } run;
 
 static void cview_free(cview *c) {
@@ -301,11 +302,77 @@ static float un_op(hl_op op, float x) {
   }
 }
 
+/* A SumReduce / MaxReduce reading a Mul that nothing else reads, through a contiguous
+ * view of the Mul's own shape, runs as one loop: each product is rounded to the Mul's
+ * dtype exactly as the separate Mul would store it, then accumulated in the same order.
+ * The result is bit-identical to running the two nodes apart, without materialising the
+ * product (a matmul's [m, n, k] broadcast product). */
+static hl_status exec_fused(run *r, uint32_t id, uint32_t mul) {
+  const hl_node *nd = hl_graph_node(r->g, id);
+  const hl_node *mn = hl_graph_node(r->g, mul);
+  buf *out = &r->bufs[id];
+  hl_status st;
+  if ((st = alloc_out(r, id, out))) return st;
+  cview cv[2];
+  memset(cv, 0, sizeof cv);
+  if ((st = make_cview(r, mul, 0, &cv[0]))) return st;
+  if ((st = make_cview(r, mul, 1, &cv[1]))) {
+    cview_free(&cv[0]);
+    return st;
+  }
+  const buf *a = &r->bufs[mn->in[0].node], *b = &r->bufs[mn->in[1].node];
+  uint32_t ax = nd->axis;
+  int64_t len = cv[0].dims[ax];
+  const int64_t *along_a = cv[0].tab[ax], *along_b = cv[1].tab[ax];
+  cview oa = cv[0], ob = cv[1];
+  oa.dims[ax] = ob.dims[ax] = 1;
+  oa.numel = ob.numel = out->n;
+  walk wa, wb;
+  walk_init(&wa, &oa);
+  walk_init(&wb, &ob);
+  bool isum = nd->op == HL_OP_SUM_REDUCE;
+  hl_dtype dt = mn->dtype;
+  for (size_t i = 0; i < out->n; i++, walk_next(&wa), walk_next(&wb)) {
+    int64_t ba = len ? wa.pos - along_a[0] : 0, bb = len ? wb.pos - along_b[0] : 0;
+    if (is_intlike(dt)) {
+      int64_t acc = isum ? 0 : (dt == HL_INT ? INT32_MIN : INT64_MIN);
+      for (int64_t k = 0; k < len; k++) {
+        int64_t x = ld_i(a->data, dt, (size_t)(ba + along_a[k]));
+        int64_t y = ld_i(b->data, dt, (size_t)(bb + along_b[k]));
+        int64_t v = (int64_t)((uint64_t)x * (uint64_t)y);
+        if (dt == HL_INT) v = (int32_t)(uint32_t)(uint64_t)v; /* as the Mul stores it */
+        if (isum) acc = (int64_t)((uint64_t)acc + (uint64_t)v);
+        else if (v > acc) acc = v;
+      }
+      st_i(out->data, out->dt, i, acc);
+    } else if (dt == HL_F32 && isum) { /* the common case, without per-element dispatch */
+      const float *pa = (const float *)a->data + ba, *pb = (const float *)b->data + bb;
+      float acc = 0.0f;
+      for (int64_t k = 0; k < len; k++) acc += pa[along_a[k]] * pb[along_b[k]];
+      ((float *)out->data)[i] = acc;
+    } else {
+      float acc = isum ? 0.0f : -INFINITY;
+      for (int64_t k = 0; k < len; k++) {
+        float v = ld_f(a->data, dt, (size_t)(ba + along_a[k])) *
+                  ld_f(b->data, dt, (size_t)(bb + along_b[k]));
+        if (dt != HL_F32) v = hl_round_to(dt, v);
+        if (isum) acc += v;
+        else if (isnan(v) || v > acc || isnan(acc)) acc = isnan(acc) ? acc : v;
+      }
+      st_f(out->data, out->dt, i, acc);
+    }
+  }
+  cview_free(&cv[0]);
+  cview_free(&cv[1]);
+  return HL_OK;
+}
+
 static hl_status exec_node(run *r, uint32_t id) {
   const hl_node *nd = hl_graph_node(r->g, id);
   buf *out = &r->bufs[id];
   hl_status st;
   if (nd->op == HL_OP_INPUT) return HL_OK; /* bound before the loop */
+  if (r->fused[id] != HL_NONE) return exec_fused(r, id, r->fused[id]);
   if ((st = alloc_out(r, id, out))) return st;
   cview cv[HL_MAX_INPUTS];
   memset(cv, 0, sizeof cv);
@@ -472,6 +539,33 @@ done:
   return st;
 }
 
+/* Whether view v (of reduce node id) reads every element of node mn's output once, in
+ * row-major order: same dims as mn's shape and contiguous strides, checked on values. */
+static hl_status reads_whole_contiguous(run *r, uint32_t id, const hl_view *v,
+                                        const hl_node *mn, bool *out) {
+  *out = false;
+  if (v->ndim != mn->ndim) return HL_OK;
+  int64_t inner = 1;
+  for (uint32_t d = v->ndim; d-- > 0;) {
+    int64_t n, m;
+    hl_status st;
+    if ((st = eval_dim(r, id, v->dims[d], &n, "a view dim"))) return st;
+    if ((st = eval_dim(r, id, mn->shape[d], &m, "a dim of its input's shape"))) return st;
+    if (n != m) return HL_OK;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t pos;
+      if ((st = hl_e_eval(r->p, v->strides[d], &r->env, i, &pos, r->err))) {
+        r->err->node = id;
+        return st;
+      }
+      if (n > 1 && pos != i * inner) return HL_OK;
+    }
+    if (__builtin_mul_overflow(inner, n, &inner)) return HL_OK;
+  }
+  *out = true;
+  return HL_OK;
+}
+
 hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *inputs,
                  hl_tensor *outputs, hl_error *err) {
   hl_error local;
@@ -484,9 +578,12 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
   bool *bound = hl__zalloc(nvars ? nvars : 1, sizeof(bool));
   buf *bufs = hl__zalloc(n ? n : 1, sizeof(buf));
   uint32_t *last = hl__alloc(n ? n : 1, sizeof(uint32_t));
+  uint32_t *readers = hl__alloc(n ? n : 1, sizeof(uint32_t));
+  uint32_t *fused = hl__alloc(n ? n : 1, sizeof(uint32_t));
+  bool *skip = hl__alloc(n ? n : 1, sizeof(bool));
   hl_status st = HL_OK;
   for (uint32_t i = 0; i < nout; i++) memset(&outputs[i], 0, sizeof outputs[i]);
-  if (!vals || !bound || !bufs || !last) {
+  if (!vals || !bound || !bufs || !last || !readers || !fused || !skip) {
     st = hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "run: out of memory");
     goto out;
   }
@@ -502,12 +599,34 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
     vals[d->var] = v;
     bound[d->var] = true;
   }
-  run r = {g, p, {vals, bound, nvars}, bufs, err};
-  /* last reader of each node, to free buffers early */
-  for (uint32_t id = 0; id < n; id++) last[id] = id;
+  run r = {g, p, {vals, bound, nvars}, bufs, err, fused};
+  /* last reader of each node, to free buffers early; then the Mul+reduce fusions */
+  for (uint32_t id = 0; id < n; id++) {
+    last[id] = id;
+    readers[id] = 0;
+    fused[id] = HL_NONE;
+    skip[id] = false;
+  }
   for (uint32_t id = 0; id < n; id++) {
     const hl_node *nd = hl_graph_node(g, id);
-    for (uint32_t i = 0; i < nd->n_in; i++) last[nd->in[i].node] = id;
+    for (uint32_t i = 0; i < nd->n_in; i++) {
+      last[nd->in[i].node] = id;
+      readers[nd->in[i].node]++;
+    }
+  }
+  for (uint32_t id = 0; id < n; id++) {
+    const hl_node *nd = hl_graph_node(g, id);
+    if (nd->op != HL_OP_SUM_REDUCE && nd->op != HL_OP_MAX_REDUCE) continue;
+    uint32_t m = nd->in[0].node;
+    const hl_node *mn = hl_graph_node(g, m);
+    if (mn->op != HL_OP_MUL || readers[m] != 1) continue;
+    bool contig;
+    if ((st = reads_whole_contiguous(&r, id, &nd->in[0].view, mn, &contig))) goto out;
+    if (!contig) continue;
+    fused[id] = m;
+    skip[m] = true;
+    for (uint32_t i = 0; i < mn->n_in; i++) /* read by id now, not by m */
+      if (last[mn->in[i].node] < id) last[mn->in[i].node] = id;
   }
   /* bind inputs */
   for (uint32_t i = 0; i < hl_graph_input_count(g); i++) {
@@ -539,8 +658,10 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
     b->owned = false;
   }
   for (uint32_t id = 0; id < n; id++) {
+    if (skip[id]) continue; /* a Mul run inside its reduce */
     if ((st = exec_node(&r, id))) goto out;
     const hl_node *nd = hl_graph_node(g, id);
+    if (fused[id] != HL_NONE) nd = hl_graph_node(g, fused[id]); /* its inputs were read */
     for (uint32_t i = 0; i < nd->n_in; i++) { /* free inputs read for the last time */
       uint32_t src = nd->in[i].node;
       if (last[src] == id && bufs[src].owned && hl_graph_node(g, src)->op != HL_OP_OUTPUT) {
@@ -570,5 +691,8 @@ out:
   hl__free(bound);
   hl__free(bufs);
   hl__free(last);
+  hl__free(readers);
+  hl__free(fused);
+  hl__free(skip);
   return st;
 }

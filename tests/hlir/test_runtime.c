@@ -376,6 +376,44 @@ START_TEST(view_reaching_outside_its_producer_is_an_error) {
 }
 END_TEST
 
+START_TEST(fused_multiply_reduce_matches_the_separate_nodes_bit_for_bit) {
+  /* a matmul's Mul + SumReduce runs fused when nothing else reads the product; exposing
+   * the product as an output forces the separate path: both must give the same bits */
+  hl_dtype dts[3] = {HL_F32, HL_BF16, HL_INT};
+  for (int t = 0; t < 3; t++) {
+    hl_tensor outs[2][2];
+    for (int expose = 0; expose < 2; expose++) {
+      hl_graph *g = hl_graph_new();
+      hl_expr da[2] = {hl_n(g, 5), hl_n(g, 7)}, db[2] = {hl_n(g, 7), hl_n(g, 3)};
+      hl_t a = hl_input(g, "a", dts[t], 2, da), b = hl_input(g, "b", dts[t], 2, db);
+      hl_t ae = hl_expand(g, a, 1, hl_n(g, 3));
+      hl_t be = hl_expand(g, hl_transpose(g, b, 0, 1), 0, hl_n(g, 5));
+      hl_t prod = hl_mul(g, ae, be); /* read once per Mul node when not exposed */
+      hl_output(g, "c", hl_sum_reduce(g, prod, 2));
+      hl_output(g, "m", expose ? prod : hl_max_reduce(g, hl_mul(g, ae, be), 2));
+      if (expose) hl_output(g, "m2", hl_max_reduce(g, prod, 2));
+      th_graph_ok(g);
+      uint64_t st = 99;
+      double av[35], bv[21];
+      for (int i = 0; i < 35; i++) av[i] = th_rand(&st, -20, 20);
+      for (int i = 0; i < 21; i++) bv[i] = th_rand(&st, -20, 20);
+      int64_t d1[2] = {5, 7}, d2[2] = {7, 3};
+      hl_tensor in[2] = {th_tensor(dts[t], 2, d1, av), th_tensor(dts[t], 2, d2, bv)}, out[3];
+      th_run(g, NULL, in, out);
+      outs[expose][0] = out[0];
+      outs[expose][1] = expose ? out[2] : out[1];
+      if (expose) hl_tensor_fini(&out[1]);
+      th_free(in, 2);
+      hl_graph_free(g);
+    }
+    size_t bytes = 15 * hl_dtype_size(dts[t]);
+    ck_assert_msg(memcmp(outs[0][0].data, outs[1][0].data, bytes) == 0, "sum, dtype %d", t);
+    ck_assert_msg(memcmp(outs[0][1].data, outs[1][1].data, bytes) == 0, "max, dtype %d", t);
+    for (int e = 0; e < 2; e++) th_free(outs[e], 2);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("hlir_runtime");
   TCase *tc = tcase_create("runtime");
@@ -406,6 +444,7 @@ int main(void) {
   tcase_add_test(tc, gather_index_out_of_range_is_an_error_naming_the_node);
   tcase_add_test(tc, int_mod_by_zero_is_an_error);
   tcase_add_test(tc, view_reaching_outside_its_producer_is_an_error);
+  tcase_add_test(tc, fused_multiply_reduce_matches_the_separate_nodes_bit_for_bit);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
