@@ -32,26 +32,26 @@
  * ---------------------------------------------------------------------------------- */
 
 typedef enum rt_code {
-  RT_OK = 0,
-  RT_ENODEV,       /* no CUDA driver or no device: the message starts "no CUDA device: " */
-  RT_EDRIVER,      /* a driver call failed */
-  RT_EFAULT,       /* a kernel faulted (illegal address, launch failure): the context is
-                      poisoned until rt_ctx_reset() */
-  RT_ENVRTC,       /* NVRTC could not be loaded or failed outside compilation */
-  RT_ECOMPILE,     /* NVRTC rejected the source: the message holds its log and lines */
-  RT_EBLAS,        /* a cuBLASLt call failed or found no algorithm */
-  RT_EINVAL,       /* bad argument: the message names the field */
-  RT_ENOMEM,       /* host allocation failed or a size overflowed */
-  RT_ETIMEOUT,     /* timed work did not finish within its timeout */
-  RT_ESTALE,       /* an object made before rt_ctx_reset() was used after it */
-  RT_EUNSUPPORTED  /* the device or library cannot do what was asked */
+    RT_OK = 0,
+    RT_ENODEV,      /* no CUDA driver or no device: the message starts "no CUDA device: " */
+    RT_EDRIVER,     /* a driver call failed */
+    RT_EFAULT,      /* a kernel faulted (illegal address, launch failure): the context is
+                       poisoned until rt_ctx_reset() */
+    RT_ENVRTC,      /* NVRTC could not be loaded or failed outside compilation */
+    RT_ECOMPILE,    /* NVRTC rejected the source: the message holds its log and lines */
+    RT_EBLAS,       /* a cuBLASLt call failed or found no algorithm */
+    RT_EINVAL,      /* bad argument: the message names the field */
+    RT_ENOMEM,      /* host allocation failed or a size overflowed */
+    RT_ETIMEOUT,    /* timed work did not finish within its timeout */
+    RT_ESTALE,      /* an object made before rt_ctx_reset() was used after it */
+    RT_EUNSUPPORTED /* the device or library cannot do what was asked */
 } rt_code;
 
 #define RT_ERR_MSG 2048
 
 typedef struct rt_err {
-  rt_code code;        /* RT_OK while empty */
-  char msg[RT_ERR_MSG]; /* NUL-terminated; "" while empty */
+    rt_code code;         /* RT_OK while empty */
+    char msg[RT_ERR_MSG]; /* NUL-terminated; "" while empty */
 } rt_err;
 
 /* Empties an error record. Accepts NULL. */
@@ -77,13 +77,13 @@ uint64_t rt_debug_host_allocs(void);
 typedef struct rt_mock rt_mock;
 
 typedef struct rt_mock_config {
-  int device_count;          /* 0 plays "no device" */
-  int cc_major, cc_minor;    /* compute capability; default 9.0 */
-  bool capture_to_graph;     /* cuStreamBeginCaptureToGraph available */
-  bool refuse_exec_update;   /* cuGraphExecUpdate always refuses */
-  size_t blas_version;       /* what cublasLtGetVersion returns */
-  size_t heuristic_workspace;/* workspace size the mock heuristic asks for */
-  float event_ms_per_launch; /* cuEventElapsedTime = launches between events * this */
+    int device_count;           /* 0 plays "no device" */
+    int cc_major, cc_minor;     /* compute capability; default 9.0 */
+    bool capture_to_graph;      /* cuStreamBeginCaptureToGraph available */
+    bool refuse_exec_update;    /* cuGraphExecUpdate always refuses */
+    size_t blas_version;        /* what cublasLtGetVersion returns */
+    size_t heuristic_workspace; /* workspace size the mock heuristic asks for */
+    float event_ms_per_launch;  /* cuEventElapsedTime = launches between events * this */
 } rt_mock_config;
 
 /* Defaults: one sm_90 device, capture into graphs supported, updates accepted,
@@ -125,29 +125,29 @@ typedef struct rt_ctx rt_ctx;
 typedef struct rt_blas_cache rt_blas_cache;
 
 typedef struct rt_options {
-  int device;                  /* ordinal; default 0 */
-  const char *lib_dir;         /* where to look first for libnvrtc and libcublasLt;
+    int device;                /* ordinal; default 0 */
+    const char *lib_dir;       /* where to look first for libnvrtc and libcublasLt;
                                   NULL: $LUMINAL_CUDA_LIB_DIR, the loader path,
                                   /usr/local/cuda/lib64 */
-  rt_blas_cache *blas_cache;   /* borrowed heuristic cache shared between contexts;
+    rt_blas_cache *blas_cache; /* borrowed heuristic cache shared between contexts;
                                   NULL: the context keeps its own */
-  size_t blas_workspace_max;   /* cap for a matmul's workspace; default 32 MiB */
+    size_t blas_workspace_max; /* cap for a matmul's workspace; default 32 MiB */
 } rt_options;
 
 typedef enum rt_capture_mode {
-  RT_CAPTURE_TO_GRAPH,   /* library calls are captured straight into the graph */
-  RT_CAPTURE_CHILD_GRAPH /* library calls are captured apart and added as a child node */
+    RT_CAPTURE_TO_GRAPH,   /* library calls are captured straight into the graph */
+    RT_CAPTURE_CHILD_GRAPH /* library calls are captured apart and added as a child node */
 } rt_capture_mode;
 
 typedef struct rt_device_info {
-  char name[256];
-  int ordinal;
-  int cc_major, cc_minor;
-  int sm_count;
-  int l2_bytes;
-  size_t total_mem;
-  int driver_version;    /* cuDriverGetVersion, e.g. 13000 */
-  rt_capture_mode capture_mode; /* chosen by a probe when the context opened */
+    char name[256];
+    int ordinal;
+    int cc_major, cc_minor;
+    int sm_count;
+    int l2_bytes;
+    size_t total_mem;
+    int driver_version;           /* cuDriverGetVersion, e.g. 13000 */
+    rt_capture_mode capture_mode; /* chosen by a probe when the context opened */
 } rt_device_info;
 
 /* Fills defaults (device 0, no lib_dir, own cache, 32 MiB workspace cap). */
@@ -194,10 +194,10 @@ typedef uint64_t rt_dptr; /* a device address; 0 is "none" */
 /* A device allocation whose address stays put while the sizes asked for fit, so graphs
  * captured over it stay valid. Zero-initialize before first use. */
 typedef struct rt_buf {
-  rt_dptr ptr;        /* 0 until reserved */
-  size_t bytes;       /* size last asked for */
-  size_t capacity;    /* bytes allocated (>= bytes) */
-  uint32_t gen;       /* context generation of the allocation */
+    rt_dptr ptr;     /* 0 until reserved */
+    size_t bytes;    /* size last asked for */
+    size_t capacity; /* bytes allocated (>= bytes) */
+    uint32_t gen;    /* context generation of the allocation */
 } rt_buf;
 
 /* Makes buf hold at least `bytes`. When it already fits, nothing changes but buf->bytes
@@ -234,20 +234,20 @@ int rt_memset8(rt_ctx *ctx, rt_dptr dst, uint8_t value, size_t bytes, rt_err *er
 #define RT_ARENA_ALIGN 256u
 
 typedef struct rt_arena_buf {
-  uint64_t bytes;  /* 0 is allowed: such a buffer gets offset 0 and uses nothing */
-  uint32_t first;  /* first step it is live at */
-  uint32_t last;   /* last step it is live at (>= first) */
+    uint64_t bytes; /* 0 is allowed: such a buffer gets offset 0 and uses nothing */
+    uint32_t first; /* first step it is live at */
+    uint32_t last;  /* last step it is live at (>= first) */
 } rt_arena_buf;
 
 typedef struct rt_arena_pair {
-  uint32_t a, b;   /* buffer ids, a != b */
+    uint32_t a, b; /* buffer ids, a != b */
 } rt_arena_pair;
 
 /* Plans n buffers; offsets[n] (caller storage) receives the offsets, *peak the arena size
  * (a multiple of RT_ARENA_ALIGN). Bad input (last < first, an id out of range, a pair
  * joining a buffer to itself) fails with RT_EINVAL naming the buffer or pair index. */
-int rt_arena_plan(const rt_arena_buf *bufs, uint32_t n, const rt_arena_pair *pairs,
-                  uint32_t npairs, uint64_t *offsets, uint64_t *peak, rt_err *err);
+int rt_arena_plan(const rt_arena_buf *bufs, uint32_t n, const rt_arena_pair *pairs, uint32_t npairs,
+                  uint64_t *offsets, uint64_t *peak, rt_err *err);
 
 /* Checks a plan from scratch (alignment, bounds, every forbidden overlap) and fails with
  * RT_EINVAL naming the first offending buffers. */
@@ -268,9 +268,9 @@ void rt_nvrtc_close(rt_nvrtc *nv);
 void rt_nvrtc_version(const rt_nvrtc *nv, int *major, int *minor);
 
 typedef struct rt_cubin {
-  void *data;   /* owned; the CUBIN image */
-  size_t size;
-  char *log;    /* owned; NVRTC's log (may be "") */
+    void *data; /* owned; the CUBIN image */
+    size_t size;
+    char *log; /* owned; NVRTC's log (may be "") */
 } rt_cubin;
 
 /* Compiles CUDA C `src` (program name `name`, used in the log) for sm_<arch> (e.g. 90) to
@@ -287,8 +287,8 @@ typedef struct rt_kernel rt_kernel;
 /* Gets kernel `fn_name` from `src` compiled with `opts` for the device's exact
  * architecture. The cache is keyed by a hash of source, options and architecture and
  * confirmed by comparing them, so a module is compiled and loaded once. */
-int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name,
-                  const char *const *opts, uint32_t nopts, rt_kernel **out, rt_err *err);
+int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char *const *opts,
+                  uint32_t nopts, rt_kernel **out, rt_err *err);
 /* Modules compiled (misses) and found (hits) so far. */
 void rt_kernel_cache_stats(const rt_ctx *ctx, uint64_t *hits, uint64_t *misses);
 
@@ -297,13 +297,13 @@ void rt_kernel_cache_stats(const rt_ctx *ctx, uint64_t *hits, uint64_t *misses);
 
 /* One kernel launch: args[i] points at the value of parameter i, sizes[i] its size. */
 typedef struct rt_launch {
-  rt_kernel *kernel;
-  uint32_t grid[3];
-  uint32_t block[3];
-  uint32_t shared_bytes;
-  uint32_t nargs;
-  const void *const *args;
-  const size_t *sizes;
+    rt_kernel *kernel;
+    uint32_t grid[3];
+    uint32_t block[3];
+    uint32_t shared_bytes;
+    uint32_t nargs;
+    const void *const *args;
+    const size_t *sizes;
 } rt_launch;
 
 /* Launches directly on the stream (not in a graph). */
@@ -327,8 +327,8 @@ uint32_t rt_graph_node_count(const rt_graph *g);
 
 /* Adds a kernel node depending on deps[0..ndeps) (node ids of this graph). The argument
  * values are copied. */
-int rt_graph_add_kernel(rt_graph *g, const rt_launch *l, const uint32_t *deps,
-                        uint32_t ndeps, uint32_t *node, rt_err *err);
+int rt_graph_add_kernel(rt_graph *g, const rt_launch *l, const uint32_t *deps, uint32_t ndeps,
+                        uint32_t *node, rt_err *err);
 
 /* Library work (cuBLASLt) to be captured: it enqueues on the context's stream. */
 typedef int (*rt_capture_fn)(rt_ctx *ctx, void *user, rt_err *err);
@@ -343,8 +343,8 @@ int rt_graph_add_captured(rt_graph *g, rt_capture_fn fn, void *user, const uint3
                           uint32_t ndeps, uint32_t *node, rt_err *err);
 
 /* Reads back argument `arg` of kernel node `node` as the source graph holds it now. */
-int rt_graph_kernel_arg(const rt_graph *g, uint32_t node, uint32_t arg, void *out,
-                        size_t size, rt_err *err);
+int rt_graph_kernel_arg(const rt_graph *g, uint32_t node, uint32_t arg, void *out, size_t size,
+                        rt_err *err);
 
 /* Instantiates. The graph must outlive the exec. */
 int rt_graph_instantiate(rt_graph *g, rt_exec **out, rt_err *err);
@@ -356,8 +356,8 @@ void rt_exec_free(rt_exec *e);
 int rt_exec_set_kernel(rt_exec *e, uint32_t node, const rt_launch *l, rt_err *err);
 
 typedef enum rt_update_kind {
-  RT_UPDATE_IN_PLACE,       /* cuGraphExecUpdate accepted the new graph */
-  RT_UPDATE_REINSTANTIATED  /* it refused (topology changed): instantiated afresh */
+    RT_UPDATE_IN_PLACE,      /* cuGraphExecUpdate accepted the new graph */
+    RT_UPDATE_REINSTANTIATED /* it refused (topology changed): instantiated afresh */
 } rt_update_kind;
 
 /* Makes the exec run `src` (same context): in place where the driver accepts it, else by
@@ -372,16 +372,16 @@ int rt_exec_launch(rt_exec *e, rt_err *err);
  * ---------------------------------------------------------------------------------- */
 
 typedef struct rt_time_opts {
-  uint32_t warmup;    /* launches before timing; default 3 */
-  uint32_t trials;    /* timed trials; default 10 */
-  uint32_t reps;      /* launches per trial; default 1 */
-  double timeout_ms;  /* wall-clock limit for the whole measurement; default 10000 */
+    uint32_t warmup;   /* launches before timing; default 3 */
+    uint32_t trials;   /* timed trials; default 10 */
+    uint32_t reps;     /* launches per trial; default 1 */
+    double timeout_ms; /* wall-clock limit for the whole measurement; default 10000 */
 } rt_time_opts;
 
 typedef struct rt_timing {
-  double median_ms;   /* median over trials of (trial time / reps) */
-  double min_ms, max_ms;
-  uint32_t trials, reps;
+    double median_ms; /* median over trials of (trial time / reps) */
+    double min_ms, max_ms;
+    uint32_t trials, reps;
 } rt_timing;
 
 void rt_time_opts_default(rt_time_opts *o);
@@ -400,28 +400,33 @@ int rt_exec_time(rt_exec *e, const rt_time_opts *o, rt_timing *out, rt_err *err)
 
 typedef enum rt_dtype { RT_F32, RT_F16, RT_BF16, RT_F8_E4M3, RT_F8_E5M2 } rt_dtype;
 typedef enum rt_compute {
-  RT_COMPUTE_F32,  /* f32 accumulation (the only one for f16, bf16 and fp8 inputs) */
-  RT_COMPUTE_TF32  /* f32 inputs multiplied as tf32, f32 accumulation */
+    RT_COMPUTE_F32, /* f32 accumulation (the only one for f16, bf16 and fp8 inputs) */
+    RT_COMPUTE_TF32 /* f32 inputs multiplied as tf32, f32 accumulation */
 } rt_compute;
 typedef enum rt_order { RT_COL_MAJOR, RT_ROW_MAJOR } rt_order;
 typedef enum rt_epilogue {
-  RT_EPI_NONE, RT_EPI_BIAS, RT_EPI_RELU, RT_EPI_GELU, RT_EPI_BIAS_RELU, RT_EPI_BIAS_GELU
+    RT_EPI_NONE,
+    RT_EPI_BIAS,
+    RT_EPI_RELU,
+    RT_EPI_GELU,
+    RT_EPI_BIAS_RELU,
+    RT_EPI_BIAS_GELU
 } rt_epilogue;
 
 typedef struct rt_matmul_spec {
-  int64_t m, n, k;
-  int32_t batch;                 /* >= 1 */
-  int64_t stride_a, stride_b, stride_c, stride_d; /* elements between matrices */
-  rt_order order_a, order_b;     /* storage order of A and B */
-  rt_order order_d;              /* storage order of C and D */
-  bool trans_a, trans_b;         /* op(A) = A^T when trans_a: A is stored k x m */
-  int64_t lda, ldb, ldc, ldd;    /* leading dimensions in elements */
-  rt_dtype type_a, type_b, type_c, type_d; /* type_c: type of C */
-  rt_compute compute;
-  float alpha, beta;             /* compared and hashed by bits */
-  rt_epilogue epilogue;
-  rt_dtype type_bias;            /* bias vector type (with a bias epilogue) */
-  bool scale_a, scale_b, scale_d;/* fp8 only: device f32 scale pointers given at enqueue */
+    int64_t m, n, k;
+    int32_t batch;                                  /* >= 1 */
+    int64_t stride_a, stride_b, stride_c, stride_d; /* elements between matrices */
+    rt_order order_a, order_b;                      /* storage order of A and B */
+    rt_order order_d;                               /* storage order of C and D */
+    bool trans_a, trans_b;                   /* op(A) = A^T when trans_a: A is stored k x m */
+    int64_t lda, ldb, ldc, ldd;              /* leading dimensions in elements */
+    rt_dtype type_a, type_b, type_c, type_d; /* type_c: type of C */
+    rt_compute compute;
+    float alpha, beta; /* compared and hashed by bits */
+    rt_epilogue epilogue;
+    rt_dtype type_bias;             /* bias vector type (with a bias epilogue) */
+    bool scale_a, scale_b, scale_d; /* fp8 only: device f32 scale pointers given at enqueue */
 } rt_matmul_spec;
 
 /* A packed batch-1 problem: all matrices row-major, no transposes, lds and strides packed,
@@ -455,11 +460,11 @@ size_t rt_matmul_workspace(const rt_matmul *mm);
 const rt_matmul_spec *rt_matmul_get_spec(const rt_matmul *mm);
 
 typedef struct rt_matmul_args {
-  rt_dptr a, b, c, d;      /* c may equal d; c is read only when beta != 0 */
-  rt_dptr bias;            /* with a bias epilogue */
-  rt_dptr scale_a, scale_b, scale_d; /* fp8 scales (device f32) when the spec asks */
-  rt_dptr workspace;       /* at least rt_matmul_workspace() bytes, 256-aligned */
-  size_t workspace_bytes;
+    rt_dptr a, b, c, d;                /* c may equal d; c is read only when beta != 0 */
+    rt_dptr bias;                      /* with a bias epilogue */
+    rt_dptr scale_a, scale_b, scale_d; /* fp8 scales (device f32) when the spec asks */
+    rt_dptr workspace;                 /* at least rt_matmul_workspace() bytes, 256-aligned */
+    size_t workspace_bytes;
 } rt_matmul_args;
 
 /* Sets the pointers and calls the matmul on the stream. Never allocates, copies or
@@ -470,10 +475,10 @@ int rt_matmul_enqueue(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, rt_er
 int rt_blas_info(rt_ctx *ctx, char *path, size_t path_size, size_t *version, rt_err *err);
 
 typedef struct rt_blas_stats {
-  uint64_t heuristic_calls;   /* cublasLtMatmulAlgoGetHeuristic calls */
-  uint64_t heuristic_hits;    /* algorithm found in the cache */
-  uint64_t prepared_hits;     /* prepare returned an existing matmul */
-  uint64_t prepared_misses;
+    uint64_t heuristic_calls; /* cublasLtMatmulAlgoGetHeuristic calls */
+    uint64_t heuristic_hits;  /* algorithm found in the cache */
+    uint64_t prepared_hits;   /* prepare returned an existing matmul */
+    uint64_t prepared_misses;
 } rt_blas_stats;
 void rt_blas_stats_get(const rt_ctx *ctx, rt_blas_stats *out);
 

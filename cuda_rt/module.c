@@ -14,182 +14,198 @@
 #include <xxhash.h>
 
 struct rt_kernel {
-  CUfunction fn;
-  char *name;
+    CUfunction fn;
+    char *name;
 };
 
 struct rt_kernel_entry {
-  uint64_t hash;
-  char *src;
-  char *opts;      /* options joined by '\n' */
-  int arch;
-  CUmodule mod;
-  rt_kernel **fns;
-  uint32_t nfns;
+    uint64_t hash;
+    char *src;
+    char *opts; /* options joined by '\n' */
+    int arch;
+    CUmodule mod;
+    rt_kernel **fns;
+    uint32_t nfns;
 };
 
-CUfunction rt__kernel_fn(const rt_kernel *k) { return k->fn; }
-const char *rt__kernel_name(const rt_kernel *k) { return k->name; }
-
-void rt_kernel_cache_stats(const rt_ctx *ctx, uint64_t *hits, uint64_t *misses) {
-  *hits = ctx->kernel_hits;
-  *misses = ctx->kernel_misses;
+CUfunction rt__kernel_fn(const rt_kernel *k)
+{
+    return k->fn;
+}
+const char *rt__kernel_name(const rt_kernel *k)
+{
+    return k->name;
 }
 
-static void entry_free(rt_ctx *ctx, rt_kernel_entry *e, bool unload) {
-  if (!e) return;
-  if (unload && e->mod) ctx->drv.module_unload(ctx->drv.self, e->mod);
-  for (uint32_t i = 0; i < e->nfns; i++) {
-    rt__free(e->fns[i]->name);
-    rt__free(e->fns[i]);
-  }
-  rt__free(e->fns);
-  rt__free(e->src);
-  rt__free(e->opts);
-  rt__free(e);
+void rt_kernel_cache_stats(const rt_ctx *ctx, uint64_t *hits, uint64_t *misses)
+{
+    *hits = ctx->kernel_hits;
+    *misses = ctx->kernel_misses;
 }
 
-void rt__kernels_drop(rt_ctx *ctx, bool unload) {
-  for (uint32_t i = 0; i < ctx->nkernels; i++) entry_free(ctx, ctx->kernels[i], unload);
-  rt__free(ctx->kernels);
-  ctx->kernels = NULL;
-  ctx->nkernels = ctx->kernels_cap = 0;
+static void entry_free(rt_ctx *ctx, rt_kernel_entry *e, bool unload)
+{
+    if (!e) return;
+    if (unload && e->mod) ctx->drv.module_unload(ctx->drv.self, e->mod);
+    for (uint32_t i = 0; i < e->nfns; i++) {
+        rt__free(e->fns[i]->name);
+        rt__free(e->fns[i]);
+    }
+    rt__free(e->fns);
+    rt__free(e->src);
+    rt__free(e->opts);
+    rt__free(e);
 }
 
-static char *join_opts(const char *const *opts, uint32_t nopts) {
-  size_t len = 1;
-  for (uint32_t i = 0; i < nopts; i++) len += strlen(opts[i]) + 1;
-  char *s = rt__alloc(len, 1);
-  if (!s) return NULL;
-  size_t at = 0;
-  for (uint32_t i = 0; i < nopts; i++) {
-    size_t l = strlen(opts[i]);
-    memcpy(s + at, opts[i], l);
-    at += l;
-    s[at++] = '\n';
-  }
-  s[at] = '\0';
-  return s;
+void rt__kernels_drop(rt_ctx *ctx, bool unload)
+{
+    for (uint32_t i = 0; i < ctx->nkernels; i++)
+        entry_free(ctx, ctx->kernels[i], unload);
+    rt__free(ctx->kernels);
+    ctx->kernels = NULL;
+    ctx->nkernels = ctx->kernels_cap = 0;
 }
 
-static uint64_t key_hash(const char *src, const char *opts, int arch) {
-  XXH3_state_t st;
-  XXH3_64bits_reset(&st);
-  XXH3_64bits_update(&st, src, strlen(src) + 1);
-  XXH3_64bits_update(&st, opts, strlen(opts) + 1);
-  XXH3_64bits_update(&st, &arch, sizeof arch);
-  return XXH3_64bits_digest(&st);
+static char *join_opts(const char *const *opts, uint32_t nopts)
+{
+    size_t len = 1;
+    for (uint32_t i = 0; i < nopts; i++)
+        len += strlen(opts[i]) + 1;
+    char *s = rt__alloc(len, 1);
+    if (!s) return NULL;
+    size_t at = 0;
+    for (uint32_t i = 0; i < nopts; i++) {
+        size_t l = strlen(opts[i]);
+        memcpy(s + at, opts[i], l);
+        at += l;
+        s[at++] = '\n';
+    }
+    s[at] = '\0';
+    return s;
+}
+
+static uint64_t key_hash(const char *src, const char *opts, int arch)
+{
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, src, strlen(src) + 1);
+    XXH3_64bits_update(&st, opts, strlen(opts) + 1);
+    XXH3_64bits_update(&st, &arch, sizeof arch);
+    return XXH3_64bits_digest(&st);
 }
 
 static int get_fn(rt_ctx *ctx, rt_kernel_entry *e, const char *fn_name, rt_kernel **out,
-                  rt_err *err) {
-  for (uint32_t i = 0; i < e->nfns; i++)
-    if (strcmp(e->fns[i]->name, fn_name) == 0) {
-      *out = e->fns[i];
-      return 0;
+                  rt_err *err)
+{
+    for (uint32_t i = 0; i < e->nfns; i++)
+        if (strcmp(e->fns[i]->name, fn_name) == 0) {
+            *out = e->fns[i];
+            return 0;
+        }
+    CUfunction f = NULL;
+    rt_drv *d = &ctx->drv;
+    if (RT_CU(ctx, err, d->module_func(d->self, &f, e->mod, fn_name), "cuModuleGetFunction(\"%s\")",
+              fn_name))
+        return err->code;
+    rt_kernel *k = rt__alloc(1, sizeof *k);
+    char *name = rt__strdup(fn_name);
+    rt_kernel **fns = rt__realloc(e->fns, e->nfns + 1, sizeof *fns);
+    if (!k || !name || !fns) {
+        rt__free(k);
+        rt__free(name);
+        if (fns) e->fns = fns;
+        return RT_FAIL(err, RT_ENOMEM, "out of memory caching kernel %s", fn_name);
     }
-  CUfunction f = NULL;
-  rt_drv *d = &ctx->drv;
-  if (RT_CU(ctx, err, d->module_func(d->self, &f, e->mod, fn_name),
-            "cuModuleGetFunction(\"%s\")", fn_name))
-    return err->code;
-  rt_kernel *k = rt__alloc(1, sizeof *k);
-  char *name = rt__strdup(fn_name);
-  rt_kernel **fns = rt__realloc(e->fns, e->nfns + 1, sizeof *fns);
-  if (!k || !name || !fns) {
-    rt__free(k);
-    rt__free(name);
-    if (fns) e->fns = fns;
-    return RT_FAIL(err, RT_ENOMEM, "out of memory caching kernel %s", fn_name);
-  }
-  k->fn = f;
-  k->name = name;
-  e->fns = fns;
-  e->fns[e->nfns++] = k;
-  *out = k;
-  return 0;
+    k->fn = f;
+    k->name = name;
+    e->fns = fns;
+    e->fns[e->nfns++] = k;
+    *out = k;
+    return 0;
 }
 
 int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char *const *opts,
-                  uint32_t nopts, rt_kernel **out, rt_err *err) {
-  *out = NULL;
-  if (rt__ctx_usable(ctx, err)) return err->code;
-  int arch = ctx->info.cc_major * 10 + ctx->info.cc_minor;
-  char *joined = join_opts(opts, nopts);
-  if (!joined) return RT_FAIL(err, RT_ENOMEM, "out of memory joining NVRTC options");
-  uint64_t h = key_hash(src, joined, arch);
-  for (uint32_t i = 0; i < ctx->nkernels; i++) {
-    rt_kernel_entry *e = ctx->kernels[i];
-    if (e->hash == h && e->arch == arch && strcmp(e->src, src) == 0 &&
-        strcmp(e->opts, joined) == 0) {
-      rt__free(joined);
-      ctx->kernel_hits++;
-      return get_fn(ctx, e, fn_name, out, err);
+                  uint32_t nopts, rt_kernel **out, rt_err *err)
+{
+    *out = NULL;
+    if (rt__ctx_usable(ctx, err)) return err->code;
+    int arch = ctx->info.cc_major * 10 + ctx->info.cc_minor;
+    char *joined = join_opts(opts, nopts);
+    if (!joined) return RT_FAIL(err, RT_ENOMEM, "out of memory joining NVRTC options");
+    uint64_t h = key_hash(src, joined, arch);
+    for (uint32_t i = 0; i < ctx->nkernels; i++) {
+        rt_kernel_entry *e = ctx->kernels[i];
+        if (e->hash == h && e->arch == arch && strcmp(e->src, src) == 0 &&
+            strcmp(e->opts, joined) == 0) {
+            rt__free(joined);
+            ctx->kernel_hits++;
+            return get_fn(ctx, e, fn_name, out, err);
+        }
     }
-  }
-  if (rt__ctx_nvrtc(ctx, err)) {
-    rt__free(joined);
-    return err->code;
-  }
-  rt_cubin bin;
-  if (rt_nvrtc_compile(ctx->nvrtc, src, fn_name, arch, opts, nopts, &bin, err)) {
-    rt__free(joined);
-    return err->code;
-  }
-  rt_kernel_entry *e = rt__alloc(1, sizeof *e);
-  char *src_copy = rt__strdup(src);
-  if (ctx->nkernels == ctx->kernels_cap) {
-    uint32_t cap = ctx->kernels_cap ? ctx->kernels_cap * 2 : 16;
-    rt_kernel_entry **k = rt__realloc(ctx->kernels, cap, sizeof *k);
-    if (k) {
-      ctx->kernels = k;
-      ctx->kernels_cap = cap;
+    if (rt__ctx_nvrtc(ctx, err)) {
+        rt__free(joined);
+        return err->code;
     }
-  }
-  if (!e || !src_copy || ctx->nkernels == ctx->kernels_cap) {
-    rt__free(e);
-    rt__free(src_copy);
-    rt__free(joined);
+    rt_cubin bin;
+    if (rt_nvrtc_compile(ctx->nvrtc, src, fn_name, arch, opts, nopts, &bin, err)) {
+        rt__free(joined);
+        return err->code;
+    }
+    rt_kernel_entry *e = rt__alloc(1, sizeof *e);
+    char *src_copy = rt__strdup(src);
+    if (ctx->nkernels == ctx->kernels_cap) {
+        uint32_t cap = ctx->kernels_cap ? ctx->kernels_cap * 2 : 16;
+        rt_kernel_entry **k = rt__realloc(ctx->kernels, cap, sizeof *k);
+        if (k) {
+            ctx->kernels = k;
+            ctx->kernels_cap = cap;
+        }
+    }
+    if (!e || !src_copy || ctx->nkernels == ctx->kernels_cap) {
+        rt__free(e);
+        rt__free(src_copy);
+        rt__free(joined);
+        rt_cubin_free(&bin);
+        return RT_FAIL(err, RT_ENOMEM, "out of memory caching a module");
+    }
+    rt_drv *d = &ctx->drv;
+    CUresult r = d->module_load(d->self, &e->mod, bin.data);
+    if (RT_CU(ctx, err, r, "cuModuleLoadData(%s, cubin %zu bytes, sm_%d)", fn_name, bin.size,
+              arch)) {
+        rt__free(e);
+        rt__free(src_copy);
+        rt__free(joined);
+        rt_cubin_free(&bin);
+        return err->code;
+    }
     rt_cubin_free(&bin);
-    return RT_FAIL(err, RT_ENOMEM, "out of memory caching a module");
-  }
-  rt_drv *d = &ctx->drv;
-  CUresult r = d->module_load(d->self, &e->mod, bin.data);
-  if (RT_CU(ctx, err, r, "cuModuleLoadData(%s, cubin %zu bytes, sm_%d)", fn_name, bin.size,
-            arch)) {
-    rt__free(e);
-    rt__free(src_copy);
-    rt__free(joined);
-    rt_cubin_free(&bin);
-    return err->code;
-  }
-  rt_cubin_free(&bin);
-  e->hash = h;
-  e->src = src_copy;
-  e->opts = joined;
-  e->arch = arch;
-  ctx->kernels[ctx->nkernels++] = e;
-  ctx->kernel_misses++;
-  return get_fn(ctx, e, fn_name, out, err);
+    e->hash = h;
+    e->src = src_copy;
+    e->opts = joined;
+    e->arch = arch;
+    ctx->kernels[ctx->nkernels++] = e;
+    ctx->kernel_misses++;
+    return get_fn(ctx, e, fn_name, out, err);
 }
 
-int rt_launch_kernel(rt_ctx *ctx, const rt_launch *l, rt_err *err) {
-  if (rt__ctx_usable(ctx, err)) return err->code;
-  if (!l->kernel || l->nargs > RT_MAX_KERNEL_ARGS || !l->grid[0] || !l->grid[1] ||
-      !l->grid[2] || !l->block[0] || !l->block[1] || !l->block[2])
-    return RT_FAIL(err, RT_EINVAL,
-                   "kernel launch: bad launch (kernel %s, grid %ux%ux%u, block %ux%ux%u, %u "
-                   "args; at most %d); fix: give a kernel, nonzero dimensions",
-                   l->kernel ? l->kernel->name : "(none)", l->grid[0], l->grid[1], l->grid[2],
-                   l->block[0], l->block[1], l->block[2], l->nargs, RT_MAX_KERNEL_ARGS);
-  void *params[RT_MAX_KERNEL_ARGS + 1];
-  for (uint32_t i = 0; i < l->nargs; i++) memcpy(&params[i], &l->args[i], sizeof params[i]);
-  rt_drv *d = &ctx->drv;
-  return RT_CU(ctx, err,
-               d->launch(d->self, l->kernel->fn, l->grid[0], l->grid[1], l->grid[2],
-                         l->block[0], l->block[1], l->block[2], l->shared_bytes, ctx->stream,
-                         params, NULL),
-               "cuLaunchKernel(%s, grid %ux%ux%u, block %ux%ux%u, shared %u bytes)",
-               l->kernel->name, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
-               l->block[2], l->shared_bytes);
+int rt_launch_kernel(rt_ctx *ctx, const rt_launch *l, rt_err *err)
+{
+    if (rt__ctx_usable(ctx, err)) return err->code;
+    if (!l->kernel || l->nargs > RT_MAX_KERNEL_ARGS || !l->grid[0] || !l->grid[1] || !l->grid[2] ||
+        !l->block[0] || !l->block[1] || !l->block[2])
+        return RT_FAIL(err, RT_EINVAL,
+                       "kernel launch: bad launch (kernel %s, grid %ux%ux%u, block %ux%ux%u, %u "
+                       "args; at most %d); fix: give a kernel, nonzero dimensions",
+                       l->kernel ? l->kernel->name : "(none)", l->grid[0], l->grid[1], l->grid[2],
+                       l->block[0], l->block[1], l->block[2], l->nargs, RT_MAX_KERNEL_ARGS);
+    void *params[RT_MAX_KERNEL_ARGS + 1];
+    for (uint32_t i = 0; i < l->nargs; i++)
+        memcpy(&params[i], &l->args[i], sizeof params[i]);
+    rt_drv *d = &ctx->drv;
+    return RT_CU(ctx, err,
+                 d->launch(d->self, l->kernel->fn, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+                           l->block[1], l->block[2], l->shared_bytes, ctx->stream, params, NULL),
+                 "cuLaunchKernel(%s, grid %ux%ux%u, block %ux%ux%u, shared %u bytes)",
+                 l->kernel->name, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+                 l->block[2], l->shared_bytes);
 }

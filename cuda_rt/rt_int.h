@@ -17,105 +17,105 @@
 /* ---- the driver table ---------------------------------------------------------- */
 
 typedef struct rt_drv {
-  void *self;
-  char lib[64];      /* "libcuda.so.1" or "mock" */
-  int version;       /* cuDriverGetVersion */
-  CUresult (*init)(void *s, unsigned flags);
-  CUresult (*driver_version)(void *s, int *v);
-  CUresult (*device_count)(void *s, int *n);
-  CUresult (*device_get)(void *s, CUdevice *d, int ordinal);
-  CUresult (*device_attr)(void *s, int *v, CUdevice_attribute a, CUdevice d);
-  CUresult (*device_name)(void *s, char *name, int len, CUdevice d);
-  CUresult (*device_total_mem)(void *s, size_t *bytes, CUdevice d);
-  CUresult (*primary_retain)(void *s, CUcontext *c, CUdevice d);
-  CUresult (*primary_release)(void *s, CUdevice d);
-  CUresult (*primary_reset)(void *s, CUdevice d);
-  CUresult (*ctx_set_current)(void *s, CUcontext c);
-  CUresult (*ctx_sync)(void *s);
-  CUresult (*stream_create)(void *s, CUstream *st, unsigned flags);
-  CUresult (*stream_destroy)(void *s, CUstream st);
-  CUresult (*stream_sync)(void *s, CUstream st);
-  CUresult (*mem_alloc)(void *s, CUdeviceptr *p, size_t bytes);
-  CUresult (*mem_free)(void *s, CUdeviceptr p);
-  CUresult (*host_alloc)(void *s, void **p, size_t bytes);
-  CUresult (*host_free)(void *s, void *p);
-  CUresult (*copy_htod)(void *s, CUdeviceptr dst, const void *src, size_t n, CUstream st);
-  CUresult (*copy_dtoh)(void *s, void *dst, CUdeviceptr src, size_t n, CUstream st);
-  CUresult (*copy_dtod)(void *s, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st);
-  CUresult (*memset8)(void *s, CUdeviceptr dst, unsigned char v, size_t n, CUstream st);
-  CUresult (*module_load)(void *s, CUmodule *m, const void *image);
-  CUresult (*module_unload)(void *s, CUmodule m);
-  CUresult (*module_func)(void *s, CUfunction *f, CUmodule m, const char *name);
-  CUresult (*launch)(void *s, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                     unsigned bx, unsigned by, unsigned bz, unsigned shm, CUstream st,
-                     void **params, void **extra);
-  CUresult (*graph_create)(void *s, CUgraph *g, unsigned flags);
-  CUresult (*graph_destroy)(void *s, CUgraph g);
-  CUresult (*graph_add_kernel)(void *s, CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
-                               size_t ndeps, const CUDA_KERNEL_NODE_PARAMS *p);
-  CUresult (*graph_add_child)(void *s, CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
-                              size_t ndeps, CUgraph child);
-  CUresult (*graph_kernel_set)(void *s, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p);
-  CUresult (*graph_instantiate)(void *s, CUgraphExec *e, CUgraph g, unsigned long long fl);
-  CUresult (*exec_destroy)(void *s, CUgraphExec e);
-  CUresult (*exec_kernel_set)(void *s, CUgraphExec e, CUgraphNode n,
-                              const CUDA_KERNEL_NODE_PARAMS *p);
-  CUresult (*exec_update)(void *s, CUgraphExec e, CUgraph g,
-                          CUgraphExecUpdateResultInfo *info);
-  CUresult (*graph_launch)(void *s, CUgraphExec e, CUstream st);
-  CUresult (*capture_begin)(void *s, CUstream st, CUstreamCaptureMode mode);
-  /* NULL where the driver lacks cuStreamBeginCaptureToGraph */
-  CUresult (*capture_begin_to_graph)(void *s, CUstream st, CUgraph g, const CUgraphNode *deps,
-                                     const CUgraphEdgeData *edata, size_t ndeps,
-                                     CUstreamCaptureMode mode);
-  CUresult (*capture_end)(void *s, CUstream st, CUgraph *g);
-  CUresult (*capture_info)(void *s, CUstream st, CUstreamCaptureStatus *status,
-                           cuuint64_t *id, CUgraph *g, const CUgraphNode **deps,
-                           const CUgraphEdgeData **edata, size_t *ndeps);
-  CUresult (*event_create)(void *s, CUevent *ev, unsigned flags);
-  CUresult (*event_destroy)(void *s, CUevent ev);
-  CUresult (*event_record)(void *s, CUevent ev, CUstream st);
-  CUresult (*event_query)(void *s, CUevent ev);
-  CUresult (*event_sync)(void *s, CUevent ev);
-  CUresult (*event_elapsed)(void *s, float *ms, CUevent a, CUevent b);
-  CUresult (*func_set_attr)(void *s, CUfunction f, CUfunction_attribute a, int v);
-  CUresult (*error_name)(void *s, CUresult r, const char **name);
-  CUresult (*error_string)(void *s, CUresult r, const char **str);
+    void *self;
+    char lib[64]; /* "libcuda.so.1" or "mock" */
+    int version;  /* cuDriverGetVersion */
+    CUresult (*init)(void *s, unsigned flags);
+    CUresult (*driver_version)(void *s, int *v);
+    CUresult (*device_count)(void *s, int *n);
+    CUresult (*device_get)(void *s, CUdevice *d, int ordinal);
+    CUresult (*device_attr)(void *s, int *v, CUdevice_attribute a, CUdevice d);
+    CUresult (*device_name)(void *s, char *name, int len, CUdevice d);
+    CUresult (*device_total_mem)(void *s, size_t *bytes, CUdevice d);
+    CUresult (*primary_retain)(void *s, CUcontext *c, CUdevice d);
+    CUresult (*primary_release)(void *s, CUdevice d);
+    CUresult (*primary_reset)(void *s, CUdevice d);
+    CUresult (*ctx_set_current)(void *s, CUcontext c);
+    CUresult (*ctx_sync)(void *s);
+    CUresult (*stream_create)(void *s, CUstream *st, unsigned flags);
+    CUresult (*stream_destroy)(void *s, CUstream st);
+    CUresult (*stream_sync)(void *s, CUstream st);
+    CUresult (*mem_alloc)(void *s, CUdeviceptr *p, size_t bytes);
+    CUresult (*mem_free)(void *s, CUdeviceptr p);
+    CUresult (*host_alloc)(void *s, void **p, size_t bytes);
+    CUresult (*host_free)(void *s, void *p);
+    CUresult (*copy_htod)(void *s, CUdeviceptr dst, const void *src, size_t n, CUstream st);
+    CUresult (*copy_dtoh)(void *s, void *dst, CUdeviceptr src, size_t n, CUstream st);
+    CUresult (*copy_dtod)(void *s, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st);
+    CUresult (*memset8)(void *s, CUdeviceptr dst, unsigned char v, size_t n, CUstream st);
+    CUresult (*module_load)(void *s, CUmodule *m, const void *image);
+    CUresult (*module_unload)(void *s, CUmodule m);
+    CUresult (*module_func)(void *s, CUfunction *f, CUmodule m, const char *name);
+    CUresult (*launch)(void *s, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                       unsigned by, unsigned bz, unsigned shm, CUstream st, void **params,
+                       void **extra);
+    CUresult (*graph_create)(void *s, CUgraph *g, unsigned flags);
+    CUresult (*graph_destroy)(void *s, CUgraph g);
+    CUresult (*graph_add_kernel)(void *s, CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
+                                 size_t ndeps, const CUDA_KERNEL_NODE_PARAMS *p);
+    CUresult (*graph_add_child)(void *s, CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
+                                size_t ndeps, CUgraph child);
+    CUresult (*graph_kernel_set)(void *s, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p);
+    CUresult (*graph_instantiate)(void *s, CUgraphExec *e, CUgraph g, unsigned long long fl);
+    CUresult (*exec_destroy)(void *s, CUgraphExec e);
+    CUresult (*exec_kernel_set)(void *s, CUgraphExec e, CUgraphNode n,
+                                const CUDA_KERNEL_NODE_PARAMS *p);
+    CUresult (*exec_update)(void *s, CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info);
+    CUresult (*graph_launch)(void *s, CUgraphExec e, CUstream st);
+    CUresult (*capture_begin)(void *s, CUstream st, CUstreamCaptureMode mode);
+    /* NULL where the driver lacks cuStreamBeginCaptureToGraph */
+    CUresult (*capture_begin_to_graph)(void *s, CUstream st, CUgraph g, const CUgraphNode *deps,
+                                       const CUgraphEdgeData *edata, size_t ndeps,
+                                       CUstreamCaptureMode mode);
+    CUresult (*capture_end)(void *s, CUstream st, CUgraph *g);
+    CUresult (*capture_info)(void *s, CUstream st, CUstreamCaptureStatus *status, cuuint64_t *id,
+                             CUgraph *g, const CUgraphNode **deps, const CUgraphEdgeData **edata,
+                             size_t *ndeps);
+    CUresult (*event_create)(void *s, CUevent *ev, unsigned flags);
+    CUresult (*event_destroy)(void *s, CUevent ev);
+    CUresult (*event_record)(void *s, CUevent ev, CUstream st);
+    CUresult (*event_query)(void *s, CUevent ev);
+    CUresult (*event_sync)(void *s, CUevent ev);
+    CUresult (*event_elapsed)(void *s, float *ms, CUevent a, CUevent b);
+    CUresult (*func_set_attr)(void *s, CUfunction f, CUfunction_attribute a, int v);
+    CUresult (*error_name)(void *s, CUresult r, const char **name);
+    CUresult (*error_string)(void *s, CUresult r, const char **str);
 } rt_drv;
 
 /* ---- the cuBLASLt table ---------------------------------------------------------- */
 
 typedef struct rt_blaslib {
-  void *self;
-  char lib[512];     /* the file loaded, or "mock" */
-  size_t version;
-  cublasStatus_t (*create)(void *s, cublasLtHandle_t *h);
-  cublasStatus_t (*destroy)(void *s, cublasLtHandle_t h);
-  cublasStatus_t (*desc_create)(void *s, cublasLtMatmulDesc_t *d, cublasComputeType_t ct,
-                                cudaDataType_t scale);
-  cublasStatus_t (*desc_destroy)(void *s, cublasLtMatmulDesc_t d);
-  cublasStatus_t (*desc_set)(void *s, cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a,
-                             const void *buf, size_t size);
-  cublasStatus_t (*layout_create)(void *s, cublasLtMatrixLayout_t *l, cudaDataType_t t,
-                                  uint64_t rows, uint64_t cols, int64_t ld);
-  cublasStatus_t (*layout_destroy)(void *s, cublasLtMatrixLayout_t l);
-  cublasStatus_t (*layout_set)(void *s, cublasLtMatrixLayout_t l,
-                               cublasLtMatrixLayoutAttribute_t a, const void *buf, size_t size);
-  cublasStatus_t (*pref_create)(void *s, cublasLtMatmulPreference_t *p);
-  cublasStatus_t (*pref_destroy)(void *s, cublasLtMatmulPreference_t p);
-  cublasStatus_t (*pref_set)(void *s, cublasLtMatmulPreference_t p,
-                             cublasLtMatmulPreferenceAttributes_t a, const void *buf, size_t size);
-  cublasStatus_t (*heuristic)(void *s, cublasLtHandle_t h, cublasLtMatmulDesc_t d,
-                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
-                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t dl,
-                              cublasLtMatmulPreference_t p, int requested,
-                              cublasLtMatmulHeuristicResult_t *results, int *returned);
-  cublasStatus_t (*matmul)(void *s, cublasLtHandle_t h, cublasLtMatmulDesc_t d,
-                           const void *alpha, const void *A, cublasLtMatrixLayout_t ad,
-                           const void *B, cublasLtMatrixLayout_t bd, const void *beta,
-                           const void *C, cublasLtMatrixLayout_t cd, void *D,
-                           cublasLtMatrixLayout_t dd, const cublasLtMatmulAlgo_t *algo,
-                           void *ws, size_t ws_bytes, CUstream st);
+    void *self;
+    char lib[512]; /* the file loaded, or "mock" */
+    size_t version;
+    cublasStatus_t (*create)(void *s, cublasLtHandle_t *h);
+    cublasStatus_t (*destroy)(void *s, cublasLtHandle_t h);
+    cublasStatus_t (*desc_create)(void *s, cublasLtMatmulDesc_t *d, cublasComputeType_t ct,
+                                  cudaDataType_t scale);
+    cublasStatus_t (*desc_destroy)(void *s, cublasLtMatmulDesc_t d);
+    cublasStatus_t (*desc_set)(void *s, cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a,
+                               const void *buf, size_t size);
+    cublasStatus_t (*layout_create)(void *s, cublasLtMatrixLayout_t *l, cudaDataType_t t,
+                                    uint64_t rows, uint64_t cols, int64_t ld);
+    cublasStatus_t (*layout_destroy)(void *s, cublasLtMatrixLayout_t l);
+    cublasStatus_t (*layout_set)(void *s, cublasLtMatrixLayout_t l,
+                                 cublasLtMatrixLayoutAttribute_t a, const void *buf, size_t size);
+    cublasStatus_t (*pref_create)(void *s, cublasLtMatmulPreference_t *p);
+    cublasStatus_t (*pref_destroy)(void *s, cublasLtMatmulPreference_t p);
+    cublasStatus_t (*pref_set)(void *s, cublasLtMatmulPreference_t p,
+                               cublasLtMatmulPreferenceAttributes_t a, const void *buf,
+                               size_t size);
+    cublasStatus_t (*heuristic)(void *s, cublasLtHandle_t h, cublasLtMatmulDesc_t d,
+                                cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t dl,
+                                cublasLtMatmulPreference_t p, int requested,
+                                cublasLtMatmulHeuristicResult_t *results, int *returned);
+    cublasStatus_t (*matmul)(void *s, cublasLtHandle_t h, cublasLtMatmulDesc_t d, const void *alpha,
+                             const void *A, cublasLtMatrixLayout_t ad, const void *B,
+                             cublasLtMatrixLayout_t bd, const void *beta, const void *C,
+                             cublasLtMatrixLayout_t cd, void *D, cublasLtMatrixLayout_t dd,
+                             const cublasLtMatmulAlgo_t *algo, void *ws, size_t ws_bytes,
+                             CUstream st);
 } rt_blaslib;
 
 /* drv_cuda.c: the real libraries. Each returns 0, or RT_ENODEV / RT_EBLAS with a message.
@@ -152,7 +152,10 @@ int rt__fail(rt_err *err, rt_code code, const char *file, int line, const char *
 #define RT_FAIL(err, code, ...) rt__fail((err), (code), __FILE__, __LINE__, __VA_ARGS__)
 
 /* True when err already holds an error (sticky records). */
-static inline bool rt__has_err(const rt_err *err) { return err && err->code != RT_OK; }
+static inline bool rt__has_err(const rt_err *err)
+{
+    return err && err->code != RT_OK;
+}
 
 /* Name of a CUresult ("CUDA_ERROR_OUT_OF_MEMORY"), from the driver when it knows, else
  * from a built-in table; never NULL. */
@@ -164,7 +167,7 @@ bool rt__cu_sticky(CUresult r);
 const char *rt__blas_status_name(cublasStatus_t s);
 
 /* Allocation: the one door; overflow-checked; counts into rt_debug_host_allocs. */
-void *rt__alloc(size_t n, size_t size);      /* zeroed; NULL on failure or overflow */
+void *rt__alloc(size_t n, size_t size); /* zeroed; NULL on failure or overflow */
 void *rt__realloc(void *p, size_t n, size_t size);
 void rt__free(void *p);
 char *rt__strdup(const char *s);
@@ -175,36 +178,37 @@ typedef struct rt_kernel_entry rt_kernel_entry; /* module.c */
 typedef struct rt_blas_state rt_blas_state;     /* blas.c */
 
 struct rt_ctx {
-  rt_drv drv;
-  void *drv_dl;            /* dlopen handle of libcuda, NULL for the mock */
-  rt_mock *mock;           /* borrowed, NULL for the real driver */
-  rt_options opt;
-  char *lib_dir;           /* owned copy of opt.lib_dir */
-  rt_device_info info;
-  CUdevice dev;
-  CUcontext cu;
-  CUstream stream;
-  uint32_t gen;            /* bumped by reset */
-  bool poisoned;           /* a sticky fault was seen: only reset helps */
-  char poison_msg[256];
-  rt_nvrtc *nvrtc;         /* loaded on first use */
-  rt_kernel_entry **kernels; /* module cache, in insertion order */
-  uint32_t nkernels, kernels_cap;
-  uint64_t kernel_hits, kernel_misses;
-  rt_blas_state *blas;     /* loaded on first use */
-  rt_blaslib blaslib;
-  void *blas_dl;
-  bool blas_loaded;
-  rt_blas_cache *blas_cache; /* borrowed or owned (own_cache) */
-  rt_blas_stats blas_stats;  /* survive resets */
-  bool own_cache;
+    rt_drv drv;
+    void *drv_dl;  /* dlopen handle of libcuda, NULL for the mock */
+    rt_mock *mock; /* borrowed, NULL for the real driver */
+    rt_options opt;
+    char *lib_dir; /* owned copy of opt.lib_dir */
+    rt_device_info info;
+    CUdevice dev;
+    CUcontext cu;
+    uint32_t refs; /* primary-context references taken (released by close) */
+    CUstream stream;
+    uint32_t gen;  /* bumped by reset */
+    bool poisoned; /* a sticky fault was seen: only reset helps */
+    char poison_msg[256];
+    rt_nvrtc *nvrtc;           /* loaded on first use */
+    rt_kernel_entry **kernels; /* module cache, in insertion order */
+    uint32_t nkernels, kernels_cap;
+    uint64_t kernel_hits, kernel_misses;
+    rt_blas_state *blas; /* loaded on first use */
+    rt_blaslib blaslib;
+    void *blas_dl;
+    bool blas_loaded;
+    rt_blas_cache *blas_cache; /* borrowed or owned (own_cache) */
+    rt_blas_stats blas_stats;  /* survive resets */
+    bool own_cache;
 };
 
 /* Checks a driver result. On failure fills err with "<call> failed: NAME (description)
  * ... fix: ..." where call is the formatted text (the call and its sizes); a sticky fault
  * poisons the context and gives RT_EFAULT. Returns 0 or the code. */
-int rt__cu_check(rt_ctx *ctx, rt_err *err, CUresult r, const char *file, int line,
-                 const char *fmt, ...)
+int rt__cu_check(rt_ctx *ctx, rt_err *err, CUresult r, const char *file, int line, const char *fmt,
+                 ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 6, 7)))
 #endif
@@ -223,17 +227,17 @@ void rt__blas_drop(rt_ctx *ctx, bool destroy);
 /* blas_spec.c: the spec mapped onto cuBLASLt's column-major problem. When D is row-major
  * the problem is transposed (D^T = op(B)^T op(A)^T), so cuBLASLt's A is our B. */
 typedef struct rt_lt_operand {
-  cudaDataType_t type;
-  uint64_t rows, cols;   /* of the stored matrix, column-major */
-  int64_t ld, stride;
-  cublasOperation_t op;
+    cudaDataType_t type;
+    uint64_t rows, cols; /* of the stored matrix, column-major */
+    int64_t ld, stride;
+    cublasOperation_t op;
 } rt_lt_operand;
 typedef struct rt_lt_problem {
-  bool swapped;          /* cuBLASLt's A is our B */
-  rt_lt_operand a, b, c, d;
-  cublasComputeType_t compute;
-  cublasLtEpilogue_t epilogue;
-  cudaDataType_t bias_type;
+    bool swapped; /* cuBLASLt's A is our B */
+    rt_lt_operand a, b, c, d;
+    cublasComputeType_t compute;
+    cublasLtEpilogue_t epilogue;
+    cudaDataType_t bias_type;
 } rt_lt_problem;
 void rt__lt_problem(const rt_matmul_spec *s, rt_lt_problem *p);
 cudaDataType_t rt__cuda_type(rt_dtype t);

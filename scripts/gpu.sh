@@ -57,17 +57,23 @@ run() {
   CK_FORK=yes CK_DEFAULT_TIMEOUT=300 "$bin/test_cuda_rt_gpu" >"$out/gpu_tests.log" 2>&1
   local trc=$?
   grep -E "^(device|capture|fault|axpy)|Checks|:(F|E):" "$out/gpu_tests.log" | head -40
-  PYTHONUNBUFFERED=1 python3 bench/cuda_rt/torch_matmul.py "$out/torch_matmul.txt" \
-    >"$out/torch.log" 2>&1
+  # torch, ours, torch, ours: the matmul rates are compared as means over both rounds
+  rm -f "$out/results.txt"
+  PYTHONUNBUFFERED=1 python3 bench/cuda_rt/torch_matmul.py "$out/torch1.txt" >"$out/torch.log" 2>&1
   local prc=$?
-  cat "$out/torch.log" | tail -5
-  "$bin/rt_bench" --torch "$out/torch_matmul.txt" >"$out/bench.log" 2>&1
+  "$bin/rt_bench" --torch "$out/torch1.txt" --results "$out/results.txt" >"$out/bench.log" 2>&1
   local brc=$?
-  sed -n '1,/^== cuda_rt measurements/p' "$out/bench.log" | grep -v '^== cuda_rt'
+  PYTHONUNBUFFERED=1 python3 bench/cuda_rt/torch_matmul.py "$out/torch2.txt" >>"$out/torch.log" 2>&1
+  prc=$((prc | $?))
+  "$bin/rt_bench" --only-matmul --results "$out/results.txt" >>"$out/bench.log" 2>&1
+  brc=$((brc | $?))
+  grep -v '^|' "$out/torch.log" | grep -v '^$'
+  grep -v -E '^(\||== cuda_rt)' "$out/bench.log" | grep -v '^$'
   echo
   echo "gpu tests: exit $trc ($(grep -o '[0-9]*%: Checks: [0-9]*, Failures: [0-9]*, Errors: [0-9]*' "$out/gpu_tests.log" | tail -1))"
   echo "torch anchor: exit $prc; rt_bench: exit $brc"
-  sed -n '/^== cuda_rt measurements/,$p' "$out/bench.log"
+  echo "== cuda_rt measurements ($(date -u '+%Y-%m-%d'), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)) =="
+  python3 bench/cuda_rt/summary.py "$out/results.txt" "$out/torch1.txt" "$out/torch2.txt"
   [ "$trc" = 0 ] && [ "$brc" = 0 ]
 }
 

@@ -1,7 +1,7 @@
 """torch.matmul anchor for rt_bench: bf16 n^3 products timed like ours (CUDA events,
-warm-up, median of trials of several products). Writes "<n> <tflops>" lines to the file
-given as the first argument and prints them; also prints torch's device-to-device copy
-rate as a cross-check of rt_bench's ceiling."""
+warm-up, median of trials of several products). Writes "matmul <n> <tflops>" lines and
+"copy 0 <GB/s>" (torch's device-to-device copy, bytes read plus written) to the file given
+as the first argument, and prints them."""
 import statistics
 import sys
 
@@ -42,13 +42,14 @@ def main():
         c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
         ms = median_ms(lambda: torch.matmul(a, b, out=c), 10, 20, 5)
         tflops = 2 * n**3 / (ms * 1e-3) / 1e12
-        lines.append(f"{n} {tflops:.2f}")
+        lines.append(f"matmul {n} {tflops:.2f}")
         print(f"torch.matmul bf16 {n}^3: {ms:.4f} ms -> {tflops:.1f} TFLOP/s", flush=True)
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
     ms = median_ms(lambda: dst.copy_(src), 3, 15, 3)
-    print(f"torch d2d copy 1 GiB: {ms:.4f} ms -> {2 * (1 << 30) / (ms * 1e-3) / 1e9:.0f} GB/s",
-          flush=True)
+    gbs = 2 * (1 << 30) / (ms * 1e-3) / 1e9
+    lines.append(f"copy 0 {gbs:.1f}")
+    print(f"torch d2d copy 1 GiB: {ms:.4f} ms -> {gbs:.0f} GB/s", flush=True)
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -7,83 +7,92 @@
 #include <stdlib.h>
 #include <string.h>
 
-static rt_nvrtc *open_or_skip(void) {
-  rt_nvrtc *nv = NULL;
-  rt_err err = {0};
-  if (rt_nvrtc_open(NULL, &nv, &err) != 0) {
-    ck_assert_int_eq(err.code, RT_ENVRTC);
-    ck_assert_ptr_nonnull(strstr(err.msg, "LUMINAL_CUDA_LIB_DIR"));
-    fprintf(stderr, "skipped: %s\n", err.msg);
-    return NULL;
-  }
-  return nv;
+static rt_nvrtc *open_or_skip(void)
+{
+    rt_nvrtc *nv = NULL;
+    rt_err err = {0};
+    if (rt_nvrtc_open(NULL, &nv, &err) != 0) {
+        ck_assert_int_eq(err.code, RT_ENVRTC);
+        ck_assert_ptr_nonnull(strstr(err.msg, "LUMINAL_CUDA_LIB_DIR"));
+        fprintf(stderr, "skipped: %s\n", err.msg);
+        return NULL;
+    }
+    return nv;
 }
 
-START_TEST(nvrtc_compiles_a_kernel_to_sm90_cubin) {
-  rt_nvrtc *nv = open_or_skip();
-  if (!nv) return;
-  int major, minor;
-  rt_nvrtc_version(nv, &major, &minor);
-  ck_assert_int_ge(major, 12);
-  const char *src =
-      "extern \"C\" __global__ void copy16(const uint4 *__restrict__ s, uint4 *__restrict__ d,\n"
-      "                                    unsigned long long n) {\n"
-      "  unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;\n"
-      "  if (i < n) d[i] = s[i];\n"
-      "}\n";
-  rt_cubin bin;
-  rt_err err = {0};
-  const char *opts[] = {"-lineinfo"};
-  ck_assert_msg(rt_nvrtc_compile(nv, src, "copy16.cu", 90, opts, 1, &bin, &err) == 0, "%s",
-                err.msg);
-  ck_assert_uint_gt(bin.size, 64);
-  ck_assert_int_eq(memcmp(bin.data, "\x7f" "ELF", 4), 0); /* CUBIN is an ELF image */
-  rt_cubin_free(&bin);
-  rt_nvrtc_close(nv);
-}
-END_TEST
-
-START_TEST(nvrtc_compile_error_carries_log_and_source_line) {
-  rt_nvrtc *nv = open_or_skip();
-  if (!nv) return;
-  const char *src = "extern \"C\" __global__ void broken(float *x) {\n"
-                    "  float y = x[0];\n"
-                    "  x[1] = y + undefined_thing;\n"
-                    "}\n";
-  rt_cubin bin;
-  rt_err err = {0};
-  ck_assert_int_eq(rt_nvrtc_compile(nv, src, "broken.cu", 90, NULL, 0, &bin, &err), RT_ECOMPILE);
-  ck_assert_ptr_null(bin.data);
-  ck_assert_msg(strstr(err.msg, "undefined_thing") != NULL, "%s", err.msg);
-  ck_assert_msg(strstr(err.msg, "broken.cu(3)") != NULL, "%s", err.msg); /* NVRTC's log */
-  ck_assert_msg(strstr(err.msg, "line 3:   x[1] = y + undefined_thing;") != NULL, "%s", err.msg);
-  ck_assert_ptr_nonnull(strstr(err.msg, "sm_90"));
-  rt_nvrtc_close(nv);
+START_TEST(nvrtc_compiles_a_kernel_to_sm90_cubin)
+{
+    rt_nvrtc *nv = open_or_skip();
+    if (!nv) return;
+    int major, minor;
+    rt_nvrtc_version(nv, &major, &minor);
+    ck_assert_int_ge(major, 12);
+    const char *src =
+        "extern \"C\" __global__ void copy16(const uint4 *__restrict__ s, uint4 *__restrict__ d,\n"
+        "                                    unsigned long long n) {\n"
+        "  unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;\n"
+        "  if (i < n) d[i] = s[i];\n"
+        "}\n";
+    rt_cubin bin;
+    rt_err err = {0};
+    const char *opts[] = {"-lineinfo"};
+    ck_assert_msg(rt_nvrtc_compile(nv, src, "copy16.cu", 90, opts, 1, &bin, &err) == 0, "%s",
+                  err.msg);
+    ck_assert_uint_gt(bin.size, 64);
+    ck_assert_int_eq(memcmp(bin.data,
+                            "\x7f"
+                            "ELF",
+                            4),
+                     0); /* CUBIN is an ELF image */
+    rt_cubin_free(&bin);
+    rt_nvrtc_close(nv);
 }
 END_TEST
 
-START_TEST(nvrtc_rejects_a_non_architecture) {
-  rt_nvrtc *nv = open_or_skip();
-  if (!nv) return;
-  rt_cubin bin;
-  rt_err err = {0};
-  ck_assert_int_eq(rt_nvrtc_compile(nv, "", "x.cu", 9, NULL, 0, &bin, &err), RT_EINVAL);
-  ck_assert_ptr_nonnull(strstr(err.msg, "arch 9"));
-  rt_nvrtc_close(nv);
+START_TEST(nvrtc_compile_error_carries_log_and_source_line)
+{
+    rt_nvrtc *nv = open_or_skip();
+    if (!nv) return;
+    const char *src = "extern \"C\" __global__ void broken(float *x) {\n"
+                      "  float y = x[0];\n"
+                      "  x[1] = y + undefined_thing;\n"
+                      "}\n";
+    rt_cubin bin;
+    rt_err err = {0};
+    ck_assert_int_eq(rt_nvrtc_compile(nv, src, "broken.cu", 90, NULL, 0, &bin, &err), RT_ECOMPILE);
+    ck_assert_ptr_null(bin.data);
+    ck_assert_msg(strstr(err.msg, "undefined_thing") != NULL, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "broken.cu(3)") != NULL, "%s", err.msg); /* NVRTC's log */
+    ck_assert_msg(strstr(err.msg, "line 3:   x[1] = y + undefined_thing;") != NULL, "%s", err.msg);
+    ck_assert_ptr_nonnull(strstr(err.msg, "sm_90"));
+    rt_nvrtc_close(nv);
 }
 END_TEST
 
-int main(void) {
-  Suite *s = suite_create("cuda_rt_nvrtc");
-  TCase *tc = tcase_create("nvrtc");
-  tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, nvrtc_compiles_a_kernel_to_sm90_cubin);
-  tcase_add_test(tc, nvrtc_compile_error_carries_log_and_source_line);
-  tcase_add_test(tc, nvrtc_rejects_a_non_architecture);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+START_TEST(nvrtc_rejects_a_non_architecture)
+{
+    rt_nvrtc *nv = open_or_skip();
+    if (!nv) return;
+    rt_cubin bin;
+    rt_err err = {0};
+    ck_assert_int_eq(rt_nvrtc_compile(nv, "", "x.cu", 9, NULL, 0, &bin, &err), RT_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "arch 9"));
+    rt_nvrtc_close(nv);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cuda_rt_nvrtc");
+    TCase *tc = tcase_create("nvrtc");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, nvrtc_compiles_a_kernel_to_sm90_cubin);
+    tcase_add_test(tc, nvrtc_compile_error_carries_log_and_source_line);
+    tcase_add_test(tc, nvrtc_rejects_a_non_architecture);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
