@@ -119,7 +119,7 @@ static hl_t partner(gen *s, hl_t a) {
 }
 
 static void add_unary(gen *s, hl_t x) {
-  switch (pcg_below(&s->rng, 9)) {
+  switch (pcg_below(&s->rng, 10)) {
   case 0: keep(s, hl_sin(s->g, x)); break;
   case 1: keep(s, hl_exp2(s->g, hl_mul_scalar(s->g, x, 0.25f))); break;
   case 2: keep(s, hl_tanh(s->g, x)); break;
@@ -128,6 +128,7 @@ static void add_unary(gen *s, hl_t x) {
   case 5: keep(s, hl_silu(s->g, x)); break;
   case 6: keep(s, hl_relu(s->g, x)); break;
   case 7: keep(s, hl_sqrt(s->g, hl_add_scalar(s->g, hl_mul(s->g, x, x), 1.0f))); break;
+  case 8: keep(s, hl_log(s->g, hl_add_scalar(s->g, hl_mul(s->g, x, x), 1.0f))); break;
   default: keep(s, hl_cast(s->g, hl_cast(s->g, x, HL_BF16), HL_F32)); break;
   }
 }
@@ -139,8 +140,9 @@ static void add_binary(gen *s, hl_t a) {
     a = b;
     b = t;
   }
-  switch (pcg_below(&s->rng, 6)) {
+  switch (pcg_below(&s->rng, 7)) {
   case 0: keep(s, hl_add(s->g, a, b)); break;
+  case 6: keep(s, hl_mod(s->g, a, hl_add_scalar(s->g, hl_mul(s->g, b, b), 1.0f))); break;
   case 1: keep(s, hl_mul(s->g, a, b)); break;
   case 2: keep(s, hl_sub(s->g, a, b)); break;
   case 3: keep(s, hl_maximum(s->g, a, b)); break;

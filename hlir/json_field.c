@@ -106,7 +106,7 @@ hl_status jr_get_float(reader *r, json_t *obj, const char *f, bool has_default, 
   }
   if (json_is_number(v)) {
     double d = json_number_value(v);
-    if (isfinite(d) && fabs(d) > 3.4028234663852886e38)
+    if (isfinite(d) && fabs(d) >= 0x1.ffffffp+127) /* rounds to inf as f32 */
       return jr_fail(r, HL_ERR_PARSE, f, "%g does not fit in f32 (write \"inf\")", d);
     *out = (float)d;
     return HL_OK;
@@ -336,7 +336,7 @@ hl_status jr_check_dims(reader *r, const char *field, uint32_t ndim, const hl_ex
                        (long long)v, setting_name(k));
       if (v > JR_MAX_NUMEL || numel > JR_MAX_NUMEL / v)
         return jr_fail(r, HL_ERR_SHAPE, field,
-                       "more than 2^40 elements with dims at %s (too large)", setting_name(k));
+                       "more than 2^50 elements with dims at %s (too large)", setting_name(k));
       numel *= v;
     }
   }

@@ -16,7 +16,7 @@
 
 /* Limits that keep every accepted graph far from int64 overflow. */
 #define JR_MAX_SIZE ((int64_t)2147483647)     /* a literal size or a dim's max */
-#define JR_MAX_NUMEL ((int64_t)1 << 40)       /* elements of one tensor, dims at max */
+#define JR_MAX_NUMEL ((int64_t)1 << 50)       /* elements of one tensor, dims at max */
 #define JR_MAX_NAME 63                        /* characters of a tensor name */
 #define JR_MAX_EXPR_TEXT 512                  /* characters of an expression string */
 #define JR_MAX_EXPR_DEPTH 64                  /* parenthesis nesting in an expression */
