@@ -180,8 +180,12 @@ bool hl_e_is_num(const hl_expr_pool *p, hl_expr e, int64_t *v) {
   return true;
 }
 
-bool hl_e_has_z(const hl_expr_pool *p, hl_expr e) { return (p->flags[e] & EF_Z) != 0; }
-bool hl_e_has_var(const hl_expr_pool *p, hl_expr e) { return (p->flags[e] & EF_VAR) != 0; }
+bool hl_e_has_z(const hl_expr_pool *p, hl_expr e) {
+  return e < p->n && (p->flags[e] & EF_Z) != 0;
+}
+bool hl_e_has_var(const hl_expr_pool *p, hl_expr e) {
+  return e < p->n && (p->flags[e] & EF_VAR) != 0;
+}
 
 int hl_expr_cmp(const hl_expr_pool *p, hl_expr a, hl_expr b) {
   while (a != b) {

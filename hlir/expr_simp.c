@@ -346,6 +346,7 @@ static int64_t floordiv(int64_t a, int64_t b) {
 }
 
 static hl_expr divmod(hl_expr_pool *p, int64_t zb, hl_expr_kind k, hl_expr a, hl_expr b) {
+  if (a == HL_NONE || b == HL_NONE) return HL_NONE;
   int64_t va, vb;
   bool na = hl_e_is_num(p, a, &va), nb = hl_e_is_num(p, b, &vb);
   if (nb && vb == 0) return hl__e_mk(p, k, a, b); /* evaluation reports it */

@@ -128,21 +128,27 @@ int hl_op_parse(const char *name, hl_op *out) {
 
 /* ---- validation, shared by hl_graph_add and hl_graph_check ---- */
 
-/* Every variable in e is a declared dim, and e is a valid id. */
-static bool expr_ok(const hl_graph *g, hl_expr e, char *why, size_t cap) {
+/* HL_OK when e is a valid id whose variables are all declared dims; else HL_ERR_DIM (or
+ * HL_ERR_NOMEM for an expression that could not be built) with the reason in why. */
+static hl_status expr_ok(const hl_graph *g, hl_expr e, char *why, size_t cap) {
+  if (e == HL_NONE && hl_expr_pool_failed(g->pool)) {
+    snprintf(why, cap, "an expression could not be built (out of memory)");
+    return HL_ERR_NOMEM;
+  }
   if (e == HL_NONE || e >= hl_expr_count(g->pool)) {
     snprintf(why, cap, "expression id %u is not in the graph's pool", e);
-    return false;
+    return HL_ERR_DIM;
   }
-  if (!hl_e_has_var(g->pool, e)) return true;
+  if (!hl_e_has_var(g->pool, e)) return HL_OK;
   hl_expr_node n = hl_e_get(g->pool, e);
   if (n.kind == HL_E_VAR) {
     for (uint32_t i = 0; i < g->ndims; i++)
-      if (g->dims[i].var == n.var) return true;
+      if (g->dims[i].var == n.var) return HL_OK;
     snprintf(why, cap, "dimension '%s' is not declared", hl_var_name(g->pool, n.var));
-    return false;
+    return HL_ERR_DIM;
   }
-  return expr_ok(g, n.a, why, cap) && expr_ok(g, n.b, why, cap);
+  hl_status st = expr_ok(g, n.a, why, cap);
+  return st ? st : expr_ok(g, n.b, why, cap);
 }
 
 static bool dims_equal(uint32_t na, const hl_expr *a, uint32_t nb, const hl_expr *b) {
@@ -180,11 +186,13 @@ static hl_status validate(const hl_graph *g, uint32_t id, const hl_node *spec, h
     if (e->view.ndim > HL_MAX_DIMS)
       return hl_error_set(err, HL_ERR_ARG, id, "node %u (%s): input %u view has %u dims", id,
                           on, i, e->view.ndim);
-    for (uint32_t d = 0; d < e->view.ndim; d++)
-      if (!expr_ok(g, e->view.dims[d], why, sizeof why) ||
-          !expr_ok(g, e->view.strides[d], why, sizeof why))
-        return hl_error_set(err, HL_ERR_DIM, id, "node %u (%s): input %u view, dim %u: %s", id,
-                            on, i, d, why);
+    for (uint32_t d = 0; d < e->view.ndim; d++) {
+      hl_status st = expr_ok(g, e->view.dims[d], why, sizeof why);
+      if (!st) st = expr_ok(g, e->view.strides[d], why, sizeof why);
+      if (st)
+        return hl_error_set(err, st, id, "node %u (%s): input %u view, dim %u: %s", id, on, i,
+                            d, why);
+    }
   }
   hl_node r = *spec;
   r.ndim = 0;
@@ -197,8 +205,8 @@ static hl_status validate(const hl_graph *g, uint32_t id, const hl_node *spec, h
       return hl_error_set(err, HL_ERR_ARG, id, "node %u (Input): %u dims (at most %d)", id,
                           spec->ndim, HL_MAX_DIMS);
     for (uint32_t d = 0; d < spec->ndim; d++) {
-      if (!expr_ok(g, spec->shape[d], why, sizeof why))
-        return hl_error_set(err, HL_ERR_DIM, id, "node %u (Input): dim %u: %s", id, d, why);
+      hl_status st = expr_ok(g, spec->shape[d], why, sizeof why);
+      if (st) return hl_error_set(err, st, id, "node %u (Input): dim %u: %s", id, d, why);
       if (hl_e_has_z(p, spec->shape[d]))
         return hl_error_set(err, HL_ERR_SHAPE, id, "node %u (Input): dim %u uses z", id, d);
     }
@@ -216,9 +224,11 @@ static hl_status validate(const hl_graph *g, uint32_t id, const hl_node *spec, h
     r.dtype = HL_F32;
     break;
   case HL_OP_IOTA:
-    if (!expr_ok(g, spec->iota_expr, why, sizeof why) ||
-        !expr_ok(g, spec->iota_len, why, sizeof why))
-      return hl_error_set(err, HL_ERR_DIM, id, "node %u (Iota): %s", id, why);
+  {
+    hl_status st = expr_ok(g, spec->iota_expr, why, sizeof why);
+    if (!st) st = expr_ok(g, spec->iota_len, why, sizeof why);
+    if (st) return hl_error_set(err, st, id, "node %u (Iota): %s", id, why);
+  }
     if (hl_e_has_z(p, spec->iota_len))
       return hl_error_set(err, HL_ERR_SHAPE, id, "node %u (Iota): the length uses z", id);
     r.dtype = HL_INT;

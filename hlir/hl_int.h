@@ -19,6 +19,10 @@ void *hl__zalloc(size_t n, size_t size);
 void *hl__realloc(void *p, size_t n, size_t size);
 void hl__free(void *p);
 char *hl__strdup(const char *s);
+/* Tests only: make the allocation after the next n fail (n = 0: the very next), once;
+ * -1 disables. hl__mem_fail_fired tells whether the failure has happened. */
+void hl__mem_fail_after(long n);
+bool hl__mem_fail_fired(void);
 
 /* Grows *arr (elements of size) so it holds at least need elements; *cap is updated.
  * Returns 0, or -1 on failure with *arr and *cap untouched. */

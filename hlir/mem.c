@@ -3,18 +3,41 @@
 
 #include <stdint.h>
 
+/* Test hook (hl__mem_fail_after): when >= 0, how many more allocations succeed before
+ * one fails. Thread-local so tests in parallel threads do not disturb each other; -1
+ * (the default) disables it. This is the module's only mutable global. */
+static _Thread_local long fail_countdown = -1;
+static _Thread_local bool fail_fired = false;
+
+void hl__mem_fail_after(long n) {
+  fail_countdown = n;
+  fail_fired = false;
+}
+
+bool hl__mem_fail_fired(void) { return fail_fired; }
+
+static bool inject(void) {
+  if (fail_countdown < 0) return false;
+  if (fail_countdown-- > 0) return false;
+  fail_fired = true; /* fail this one only; later ones succeed again */
+  return true;
+}
+
 void *hl__alloc(size_t n, size_t size) {
+  if (inject()) return NULL;
   if (size && n > SIZE_MAX / size) return NULL;
   size_t bytes = n * size;
   return malloc(bytes ? bytes : 1);
 }
 
 void *hl__zalloc(size_t n, size_t size) {
+  if (inject()) return NULL;
   if (size && n > SIZE_MAX / size) return NULL;
   return calloc(n ? n : 1, size ? size : 1);
 }
 
 void *hl__realloc(void *p, size_t n, size_t size) {
+  if (inject()) return NULL;
   if (size && n > SIZE_MAX / size) return NULL;
   size_t bytes = n * size;
   return realloc(p, bytes ? bytes : 1);

@@ -15,6 +15,14 @@ static hl_status oom(hl_error *err, const char *fn) {
   return hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "%s: out of memory", fn);
 }
 
+/* An operand that is not an expression of p: out of memory if it is HL_NONE from a
+ * constructor that failed, else a caller's mistake. */
+static hl_status bad_expr(hl_expr_pool *p, hl_expr e, hl_error *err, const char *fn,
+                          const char *what) {
+  if (e == HL_NONE && hl_expr_pool_failed(p)) return oom(err, fn);
+  return hl_error_set(err, HL_ERR_ARG, HL_NONE, "%s: %s is not a valid expression", fn, what);
+}
+
 hl_status hl_view_contiguous(hl_expr_pool *p, uint32_t ndim, const hl_expr *dims, hl_view *out,
                              hl_error *err) {
   if (ndim > HL_MAX_DIMS)
@@ -25,12 +33,13 @@ hl_status hl_view_contiguous(hl_expr_pool *p, uint32_t ndim, const hl_expr *dims
   hl_expr inner = hl_e_num(p, 1), z = hl_e_z(p);
   for (uint32_t i = ndim; i-- > 0;) {
     if (dims[i] == HL_NONE || dims[i] >= hl_expr_count(p))
-      return hl_error_set(err, HL_ERR_ARG, HL_NONE, "dim %u is not a valid expression", i);
+      return bad_expr(p, dims[i], err, "contiguous", "a dim");
     r.dims[i] = dims[i];
     r.strides[i] = hl_e_mul(p, z, inner);
     inner = hl_e_mul(p, inner, dims[i]);
+    if (r.strides[i] == HL_NONE) return oom(err, "contiguous");
   }
-  if (inner == HL_NONE || (ndim && r.strides[0] == HL_NONE)) return oom(err, "contiguous");
+  if (inner == HL_NONE) return oom(err, "contiguous");
   *out = r;
   return HL_OK;
 }
@@ -59,8 +68,7 @@ hl_status hl_view_expand(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_ex
   if (v->ndim >= HL_MAX_DIMS)
     return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expand: a view has at most %d dims",
                         HL_MAX_DIMS);
-  if (size == HL_NONE || size >= hl_expr_count(p))
-    return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expand: size is not a valid expression");
+  if (size == HL_NONE || size >= hl_expr_count(p)) return bad_expr(p, size, err, "expand", "size");
   hl_view r = {0};
   r.ndim = v->ndim + 1;
   for (uint32_t i = 0, j = 0; i < r.ndim; i++) {
@@ -80,6 +88,7 @@ hl_status hl_view_expand(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_ex
 hl_status hl_view_broadcast(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_expr size,
                             hl_view *out, hl_error *err) {
   if (axis >= v->ndim) return bad_axis(err, "broadcast", axis, v->ndim);
+  if (size == HL_NONE || size >= hl_expr_count(p)) return bad_expr(p, size, err, "broadcast", "size");
   int64_t d;
   if (!hl_e_is_num(p, v->dims[axis], &d) || d != 1) {
     char txt[96];
@@ -132,6 +141,7 @@ static hl_expr linear_coef(hl_expr_pool *p, hl_expr s) {
 hl_status hl_view_split(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_expr inner,
                         hl_view *out, hl_error *err) {
   if (axis >= v->ndim) return bad_axis(err, "split", axis, v->ndim);
+  if (inner == HL_NONE || inner >= hl_expr_count(p)) return bad_expr(p, inner, err, "split", "inner");
   if (v->ndim >= HL_MAX_DIMS)
     return hl_error_set(err, HL_ERR_ARG, HL_NONE, "split: a view has at most %d dims",
                         HL_MAX_DIMS);
@@ -179,6 +189,7 @@ hl_status hl_view_split(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_exp
 hl_status hl_view_slice(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_expr size,
                         hl_view *out, hl_error *err) {
   if (axis >= v->ndim) return bad_axis(err, "slice", axis, v->ndim);
+  if (size == HL_NONE || size >= hl_expr_count(p)) return bad_expr(p, size, err, "slice", "size");
   int64_t a, b;
   if (hl_e_is_num(p, size, &b) && b < 0)
     return hl_error_set(err, HL_ERR_SHAPE, HL_NONE, "slice: size %lld is negative", (long long)b);
