@@ -84,10 +84,64 @@ static float narrow_decode(uint32_t bits, const narrow_fmt *f) {
   return (float)(neg ? -v : v);
 }
 
-uint16_t hl_f32_to_f16(float x) { return (uint16_t)narrow_encode(x, &F16); }
-float hl_f16_to_f32(uint16_t h) { return narrow_decode(h, &F16); }
-uint16_t hl_f32_to_bf16(float x) { return (uint16_t)narrow_encode(x, &BF16); }
-float hl_bf16_to_f32(uint16_t h) { return narrow_decode(h, &BF16); }
+/* f16 and bf16 are on the runtime's hot path, so they also have bit-level versions;
+ * tests check them against the generic converter (hl__f16_slow and friends). */
+
+uint16_t hl_f32_to_f16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+  u &= 0x7FFFFFFFu;
+  if (u > 0x7F800000u) return sign | 0x7E00u;  /* NaN */
+  if (u >= 0x477FF000u) return sign | 0x7C00u; /* >= 65520 rounds to inf (ties to even) */
+  if (u < 0x38800000u) {                       /* below 2^-14: subnormal or zero */
+    float a;
+    memcpy(&a, &u, sizeof a);
+    return sign | (uint16_t)nearbyintf(a * 0x1p24f); /* exact scaling, then RNE; 1024 is
+                                                          the smallest normal */
+  }
+  uint32_t h = (((u >> 23) - 112u) << 10) | ((u & 0x7FFFFFu) >> 13);
+  uint32_t rem = u & 0x1FFFu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++; /* a carry moves the exponent */
+  return sign | (uint16_t)h;
+}
+
+float hl_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+  uint32_t u;
+  if (e == 0) {
+    float f = (float)m * 0x1p-24f; /* subnormal (or zero): exact */
+    memcpy(&u, &f, sizeof u);
+    u |= sign;
+  } else if (e == 31) {
+    u = sign | 0x7F800000u | (m << 13); /* inf, or NaN with its payload */
+  } else {
+    u = sign | ((e + 112u) << 23) | (m << 13);
+  }
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+uint16_t hl_f32_to_bf16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7FC0u);
+  u += 0x7FFFu + ((u >> 16) & 1u); /* round to nearest even on the upper half; overflow
+                                      carries into inf, as IEEE rounding does */
+  return (uint16_t)(u >> 16);
+}
+
+float hl_bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+uint16_t hl__f16_slow(float x) { return (uint16_t)narrow_encode(x, &F16); }
+float hl__f16_slow_decode(uint16_t h) { return narrow_decode(h, &F16); }
+uint16_t hl__bf16_slow(float x) { return (uint16_t)narrow_encode(x, &BF16); }
 uint8_t hl_f32_to_e4m3(float x) { return (uint8_t)narrow_encode(x, &E4M3); }
 float hl_e4m3_to_f32(uint8_t b) { return narrow_decode(b, &E4M3); }
 uint8_t hl_f32_to_e5m2(float x) { return (uint8_t)narrow_encode(x, &E5M2); }

@@ -28,6 +28,12 @@ bool hl__mem_fail_fired(void);
  * Returns 0, or -1 on failure with *arr and *cap untouched. */
 int hl__grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
 
+/* The generic (slow, obviously correct) f16 / bf16 converters, for tests of the fast
+ * bit-level ones. */
+uint16_t hl__f16_slow(float x);
+float hl__f16_slow_decode(uint16_t h);
+uint16_t hl__bf16_slow(float x);
+
 /* Normalises axis (negative counts from the end) against ndim; -1 when out of range. */
 static inline int hl__axis(int axis, uint32_t ndim) {
   int n = (int)ndim;

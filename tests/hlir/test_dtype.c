@@ -2,7 +2,7 @@
  * boundaries: ties to even, subnormals, overflow (inf for f16/bf16, saturation for the
  * FP8 formats), NaN and signed zero. Expected bit patterns are worked out by hand from
  * the formats' definitions. */
-#include "hlir.h"
+#include "hl_int.h"
 
 #include <check.h>
 #include <float.h>
@@ -166,6 +166,42 @@ START_TEST(round_to_int_truncates_and_saturates) {
 }
 END_TEST
 
+START_TEST(fast_converters_agree_with_the_generic_one) {
+  /* every 16-bit pattern decodes the same */
+  for (uint32_t b = 0; b < 0x10000; b++) {
+    float a = hl_f16_to_f32((uint16_t)b), c = hl__f16_slow_decode((uint16_t)b);
+    ck_assert(memcmp(&a, &c, 4) == 0 || (isnan(a) && isnan(c)));
+  }
+  /* f32 patterns on a stride, plus every f16 rounding boundary and its neighbours */
+  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 9973) {
+    uint32_t bits = (uint32_t)u;
+    float x;
+    memcpy(&x, &bits, 4);
+    ck_assert_msg(hl_f32_to_f16(x) == hl__f16_slow(x), "f16 of %a", x);
+    ck_assert_msg(hl_f32_to_bf16(x) == hl__bf16_slow(x), "bf16 of %a", x);
+  }
+  for (uint32_t b = 0; b < 0x7C00; b++) {
+    double mid = ((double)hl_f16_to_f32((uint16_t)b) + (double)hl_f16_to_f32((uint16_t)(b + 1))) / 2;
+    float m = (float)mid; /* exact: f16 midpoints are f32 values */
+    for (int sgn = 0; sgn < 2; sgn++) {
+      float base = sgn ? -m : m;
+      float cand[3] = {nextafterf(base, -INFINITY), base, nextafterf(base, INFINITY)};
+      for (int i = 0; i < 3; i++)
+        ck_assert_msg(hl_f32_to_f16(cand[i]) == hl__f16_slow(cand[i]), "f16 of %a", cand[i]);
+    }
+  }
+  for (uint32_t b = 0; b < 0x7F80; b++) { /* bf16 midpoints sit in the low half */
+    uint32_t mid = (b << 16) | 0x8000u;
+    for (int d = -1; d <= 1; d++) {
+      uint32_t bits = mid + (uint32_t)d;
+      float x;
+      memcpy(&x, &bits, 4);
+      ck_assert_msg(hl_f32_to_bf16(x) == hl__bf16_slow(x), "bf16 of %a", x);
+    }
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("hlir_dtype");
   TCase *tc = tcase_create("dtype");
@@ -181,6 +217,7 @@ int main(void) {
   tcase_add_test(tc, every_narrow_value_survives_a_round_trip);
   tcase_add_test(tc, conversion_picks_the_nearest_value);
   tcase_add_test(tc, round_to_int_truncates_and_saturates);
+  tcase_add_test(tc, fast_converters_agree_with_the_generic_one);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
