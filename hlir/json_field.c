@@ -368,7 +368,7 @@ hl_status jr_check_view_bounds(reader *r, const char *label, const hl_view *v,
       if (hl_e_eval(p, v->dims[d], &env, 0, &dimv[d], &e) != HL_OK) return HL_OK;
       if (dimv[d] < 1) return HL_OK; /* jr_check_dims reports it */
       work += dimv[d];
-      if (work > ((int64_t)1 << 22)) return HL_OK; /* too costly here; hl_run checks */
+      if (work > ((int64_t)1 << 16)) return HL_OK; /* too costly here; hl_run checks */
     }
     int64_t lo = 0, hi = 0;
     for (uint32_t d = 0; d < v->ndim; d++) {

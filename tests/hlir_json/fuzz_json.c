@@ -16,7 +16,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int64_t eval_min(const hl_graph *g, hl_expr e, bool *ok) {
+static int64_t eval_min(const hl_graph *g, hl_expr x, bool *ok) {
   const hl_expr_pool *p = hl_graph_exprs_c(g);
   uint32_t nvar = hl_var_count(p);
   int64_t vals[64] = {0};
@@ -32,7 +32,7 @@ static int64_t eval_min(const hl_graph *g, hl_expr e, bool *ok) {
   int64_t out = 0;
   hl_error e;
   hl_error_clear(&e);
-  if (hl_e_eval(p, e, &env, 0, &out, &e) != HL_OK) *ok = false;
+  if (hl_e_eval(p, x, &env, 0, &out, &e) != HL_OK) *ok = false;
   return out;
 }
 
