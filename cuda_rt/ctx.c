@@ -218,7 +218,21 @@ int rt_ctx_reset(rt_ctx *ctx, rt_err *err)
     ctx->gen++;
     if (RT_CU(ctx, err, r, "cuDevicePrimaryCtxReset(device=%d)", ctx->info.ordinal))
         return err->code;
-    if (bring_up(ctx, err)) return err->code;
+    rt_err up;
+    rt_err_clear(&up);
+    if (bring_up(ctx, &up)) {
+        if (up.code == RT_EFAULT) {
+            ctx->poisoned = true;
+            snprintf(ctx->poison_msg, sizeof ctx->poison_msg, "a fault the driver keeps");
+            return RT_FAIL(err, RT_EFAULT,
+                           "the driver still refuses the device after cuDevicePrimaryCtxReset "
+                           "(%s): it keeps a sticky kernel fault for the life of the process; "
+                           "fix: run work that may fault through rt_isolated_run, which "
+                           "confines the fault to a child process",
+                           up.msg);
+        }
+        return rt__fail(err, up.code, __FILE__, __LINE__, "%s", up.msg);
+    }
     return 0;
 }
 

@@ -84,6 +84,8 @@ typedef struct rt_mock_config {
     size_t blas_version;        /* what cublasLtGetVersion returns */
     size_t heuristic_workspace; /* workspace size the mock heuristic asks for */
     float event_ms_per_launch;  /* cuEventElapsedTime = launches between events * this */
+    bool fault_survives_reset;  /* as observed on driver 580: an illegal-address fault keeps
+                                   failing every call after cuDevicePrimaryCtxReset */
 } rt_mock_config;
 
 /* Defaults: one sm_90 device, capture into graphs supported, updates accepted,
@@ -169,12 +171,32 @@ int rt_ctx_open_mock(rt_mock *mock, const rt_options *opt, rt_ctx **out, rt_err 
  * before. Accepts NULL. */
 void rt_ctx_close(rt_ctx *ctx);
 
-/* After a kernel fault (RT_EFAULT) the context refuses work. Reset destroys the device's
- * primary context (every allocation, module, graph and stream on it is gone), makes a
- * fresh one and a fresh stream, empties the module cache and the prepared matmuls (the
- * heuristic cache stays: its keys still hold) and bumps the generation. Objects made
- * before then answer RT_ESTALE and may only be freed. Can be called any time. */
+/* After a fault (RT_EFAULT) or a timeout the context refuses work. Reset destroys the
+ * device's primary context (every allocation, module, graph and stream on it is gone),
+ * makes it afresh with a fresh stream, empties the module cache and the prepared matmuls
+ * (the heuristic cache stays: its keys still hold) and bumps the generation. Objects made
+ * before then answer RT_ESTALE and may only be freed. Can be called any time.
+ * This recovers from timeouts and non-sticky errors. After a sticky kernel fault (illegal
+ * address, illegal instruction, ...) current drivers keep refusing for the rest of the
+ * process (observed on driver 580 / CUDA 13: cuDevicePrimaryCtxRetain still answers
+ * CUDA_ERROR_ILLEGAL_ADDRESS after the reset): then reset fails with RT_EFAULT saying
+ * so, and work that may fault belongs in rt_isolated_run. */
 int rt_ctx_reset(rt_ctx *ctx, rt_err *err);
+
+/* Work run by rt_isolated_run in a child process, on a context of its own; it writes its
+ * results into out (out_size bytes, zeroed) and returns 0 or an rt_code with err set. */
+typedef int (*rt_isolated_fn)(rt_ctx *ctx, void *user, void *out, size_t out_size, rt_err *err);
+
+/* Runs fn in a forked child process that opens its own context (on `mock` when not NULL,
+ * else the real driver with `opt`), so that a kernel fault, a crash or a hang takes only
+ * the child: after a sticky fault the driver refuses the rest of the process's life (see
+ * rt_ctx_reset). The child sees the caller's memory as it was at the fork, so inputs need
+ * no copying; on success the out_size result bytes come back into `out`. The child's
+ * error comes back with its message; a child killed by a signal gives RT_EFAULT; past
+ * timeout_ms the child is killed and RT_ETIMEOUT returned. Only the calling process must
+ * not have used CUDA itself (a forked child cannot use a parent's CUDA). */
+int rt_isolated_run(const rt_options *opt, rt_mock *mock, rt_isolated_fn fn, void *user, void *out,
+                    size_t out_size, double timeout_ms, rt_err *err);
 
 /* Waits for the stream. A kernel fault surfaces here as RT_EFAULT. */
 int rt_ctx_sync(rt_ctx *ctx, rt_err *err);

@@ -258,7 +258,7 @@ static CUresult m_primary_reset(void *s, CUdevice d)
     rt_mock *m = M(s);
     int st = record(m, "cuDevicePrimaryCtxReset");
     if (st) return (CUresult)st;
-    m->sticky = CUDA_SUCCESS;
+    if (!m->cfg.fault_survives_reset) m->sticky = CUDA_SUCCESS;
     for (uint32_t i = 0; i < m->ngraphs; i++)
         m->graphs[i]->live = false;
     for (uint32_t i = 0; i < m->nexecs; i++)
