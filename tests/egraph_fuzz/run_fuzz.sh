@@ -1,0 +1,23 @@
+#!/bin/sh
+# run_fuzz.sh FUZZER SEEDS WORKDIR [EXTRA_CORPUS]
+# Runs the libFuzzer harness for FUZZ_SECONDS (default 60) seconds. New inputs go to
+# WORKDIR/corpus (a copy of SEEDS, so the source tree is never written); crash
+# reproducers go to WORKDIR/artifacts/. EXTRA_CORPUS (egglog's test programs) is read
+# too when it exists. Exit status: the fuzzer's (0 when it found nothing).
+set -eu
+fuzzer=$1
+seeds=$2
+work=$3
+extra=${4:-}
+secs=${FUZZ_SECONDS:-60}
+mkdir -p "$work/corpus" "$work/artifacts"
+cp "$seeds"/* "$work/corpus/"
+set -- "$work/corpus"
+if [ -n "$extra" ] && [ -d "$extra" ]; then
+  set -- "$@" "$extra"
+else
+  echo "run_fuzz: ${extra:-egglog tests} not found; fuzzing from our seeds only"
+fi
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+exec "$fuzzer" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+  -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$@"
