@@ -116,6 +116,14 @@ static void choose(dec *d) {
       }
     }
   }
+  /* A declaration whose fields cannot be read is still the declaration of its class, so
+   * that the walk reaches it and reports which field is unreadable. */
+  for (uint32_t i = 0; i < s->n_nodes; i++) {
+    ctor c = (ctor)d->nctor[i];
+    uint32_t cls = s->nodes[i].eclass;
+    if ((c == C_OUTPUT || c == C_INPUT || c == C_DIM) && d->pick[cls] == UINT32_MAX)
+      d->pick[cls] = i;
+  }
 }
 
 /* The chosen node of cls, which must be one of the constructors in want[0..nwant). */
@@ -282,9 +290,10 @@ static hl_status collect(dec *d, ctor c, uint32_t field, decl **out, uint32_t *c
   for (uint32_t i = 0; i < n; i++)
     if (v[i].index != (int64_t)i) {
       uint32_t cls = s->nodes[v[i].node].eclass;
+      int64_t found = v[i].index;
       hl__free(v);
       return fail(d, cls, "%s indexes must be 0, 1, 2, ...; found %" PRId64 " at position %u",
-                  hl__ctor_name[c], v[i].index, i);
+                  hl__ctor_name[c], found, i);
     }
   *out = v;
   *count = n;
