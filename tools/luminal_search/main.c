@@ -24,6 +24,9 @@ static const char USAGE[] =
     "  --graph FILE     the graph to read (required)\n"
     "  --emit hlir      print the graph in canonical JSON form (primitives, explicit\n"
     "                   views) on stdout\n"
+    "  --emit egraph    print the graph's e-graph encoding as a program in the rules\n"
+    "                   language: the schema (hlir/encode.egg), then one (let tK ...)\n"
+    "                   per node in Kahn order (docs/encoding.md)\n"
     "  --reference      run the CPU reference runtime on seeded random inputs and print,\n"
     "                   per output: name, dtype, shape, sum, max |x| and the XXH3-64\n"
     "                   hash of its bytes\n"
@@ -59,6 +62,17 @@ static int emit_hlir(const hl_graph *g, const ls_opts *o) {
   return 0;
 }
 
+static int emit_egraph(const hl_graph *g, const ls_opts *o) {
+  (void)o;
+  hl_error e;
+  hl_error_clear(&e);
+  if (hl_graph_fprint_egraph(g, stdout, &e) != HL_OK) {
+    fprintf(stderr, "luminal_search: --emit egraph: %s\n", e.msg);
+    return 1;
+  }
+  return 0;
+}
+
 typedef struct emitter {
   const char *kind;
   int (*run)(const hl_graph *g, const ls_opts *o);
@@ -66,6 +80,7 @@ typedef struct emitter {
 
 static const emitter EMITTERS[] = {
     {"hlir", emit_hlir},
+    {"egraph", emit_egraph},
 };
 #define N_EMITTERS (sizeof EMITTERS / sizeof EMITTERS[0])
 
