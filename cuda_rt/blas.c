@@ -235,6 +235,23 @@ static int build(rt_ctx *ctx, rt_matmul *mm, rt_err *err)
                "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)", s))
             return err->code;
     }
+    /* fp8 scales: the heuristic must see a scaled problem (an algorithm chosen without
+     * them is refused once they are set), so placeholders stand in until enqueue. */
+    const void *placeholder = (const void *)(uintptr_t)256;
+    bool sa = p->swapped ? s->scale_b : s->scale_a, sb = p->swapped ? s->scale_a : s->scale_b;
+    if ((sa && LT(err,
+                  b->desc_set(b->self, mm->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &placeholder,
+                              sizeof placeholder),
+                  "cublasLtMatmulDescSetAttribute(A_SCALE)", s)) ||
+        (sb && LT(err,
+                  b->desc_set(b->self, mm->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &placeholder,
+                              sizeof placeholder),
+                  "cublasLtMatmulDescSetAttribute(B_SCALE)", s)) ||
+        (s->scale_d && LT(err,
+                          b->desc_set(b->self, mm->desc, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER,
+                                      &placeholder, sizeof placeholder),
+                          "cublasLtMatmulDescSetAttribute(D_SCALE)", s)))
+        return err->code;
     if (make_layout(ctx, &p->a, s->batch, &mm->la, "A", s, err) ||
         make_layout(ctx, &p->b, s->batch, &mm->lb, "B", s, err) ||
         make_layout(ctx, &p->c, s->batch, &mm->lc, "C", s, err) ||
@@ -424,4 +441,113 @@ int rt_blas_info(rt_ctx *ctx, char *path, size_t path_size, size_t *version, rt_
     if (path && path_size) snprintf(path, path_size, "%s", ctx->blaslib.lib);
     if (version) *version = ctx->blaslib.version;
     return 0;
+}
+
+/* Times one algorithm: 2 warm-up calls, then 3 trials of 5, median per call (ms). */
+static int time_algo(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, CUevent ev[4], double *ms,
+                     rt_err *err)
+{
+    rt_drv *d = &ctx->drv;
+    double t[3];
+    for (int w = 0; w < 2; w++)
+        if (rt_matmul_enqueue(ctx, mm, a, err)) return err->code;
+    for (int trial = 0; trial < 3; trial++) {
+        if (RT_CU(ctx, err, d->event_record(d->self, ev[0], ctx->stream), "cuEventRecord"))
+            return err->code;
+        for (int r = 0; r < 5; r++)
+            if (rt_matmul_enqueue(ctx, mm, a, err)) return err->code;
+        float f = 0;
+        if (RT_CU(ctx, err, d->event_record(d->self, ev[1], ctx->stream), "cuEventRecord") ||
+            RT_CU(ctx, err, d->event_sync(d->self, ev[1]), "cuEventSynchronize(matmul tuning)") ||
+            RT_CU(ctx, err, d->event_elapsed(d->self, &f, ev[0], ev[1]), "cuEventElapsedTime"))
+            return err->code;
+        t[trial] = (double)f / 5;
+    }
+    double lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
+    *ms = t[2] < lo ? lo : t[2] > hi ? hi : t[2];
+    return 0;
+}
+
+int rt_matmul_tune(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, uint32_t max_algos,
+                   rt_matmul_tuning *out, rt_err *err)
+{
+    if (rt__ctx_usable(ctx, err)) return err->code;
+    const rt_matmul_spec *s = &mm->spec;
+    if (mm->gen != ctx->gen)
+        return RT_FAIL(err, RT_ESTALE,
+                       "matmul prepared before rt_ctx_reset; fix: prepare it again");
+    if (max_algos < 1 || max_algos > 32)
+        return RT_FAIL(err, RT_EINVAL, "matmul tune: max_algos %u must be in 1..32", max_algos);
+    rt_blaslib *b = &ctx->blaslib;
+    rt_drv *d = &ctx->drv;
+    cublasLtMatmulHeuristicResult_t res[32];
+    int got = 0;
+    cublasLtMatmulPreference_t pref = NULL;
+    uint64_t cap64 = a->workspace_bytes;
+    if (LT(err, b->pref_create(b->self, &pref), "cublasLtMatmulPreferenceCreate", s))
+        return err->code;
+    ctx->blas_stats.heuristic_calls++;
+    int rc = LT(
+        err,
+        b->pref_set(b->self, pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &cap64, sizeof cap64),
+        "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)", s);
+    if (!rc)
+        rc = LT(err,
+                b->heuristic(b->self, ctx->blas->handle, mm->desc, mm->la, mm->lb, mm->lc, mm->ld,
+                             pref, (int)max_algos, res, &got),
+                "cublasLtMatmulAlgoGetHeuristic(tuning)", s);
+    b->pref_destroy(b->self, pref);
+    if (rc) return rc;
+    CUevent ev[4] = {0};
+    for (int i = 0; i < 2; i++)
+        if (RT_CU(ctx, err, d->event_create(d->self, &ev[i], CU_EVENT_DEFAULT), "cuEventCreate")) {
+            if (i) d->event_destroy(d->self, ev[0]);
+            return err->code;
+        }
+    cublasLtMatmulAlgo_t keep_algo = mm->algo;
+    size_t keep_ws = mm->ws_size;
+    double first = 0, best = 0, cur = -1;
+    int chosen = -1, tried = 0;
+    /* the algorithm prepare chose, first, so the result is never worse than it */
+    rc = time_algo(ctx, mm, a, ev, &cur, err);
+    for (int i = 0; !rc && i < got; i++) {
+        if (res[i].state != CUBLAS_STATUS_SUCCESS || res[i].workspaceSize > a->workspace_bytes)
+            continue;
+        mm->algo = res[i].algo;
+        mm->ws_size = res[i].workspaceSize;
+        double ms;
+        rc = time_algo(ctx, mm, a, ev, &ms, err);
+        if (rc) break;
+        if (tried == 0) first = ms;
+        tried++;
+        if (chosen < 0 || ms < best) chosen = i, best = ms;
+    }
+    d->event_destroy(d->self, ev[0]);
+    d->event_destroy(d->self, ev[1]);
+    if (rc || chosen < 0 || best >= cur) {
+        mm->algo = keep_algo;
+        mm->ws_size = keep_ws;
+        if (!rc) chosen = -1, best = cur;
+    } else {
+        mm->algo = res[chosen].algo;
+        mm->ws_size = res[chosen].workspaceSize;
+        /* the cache remembers the measured choice for this spec, device and version */
+        rt_blas_cache *c = ctx->blas_cache;
+        uint64_t dev = device_key(ctx);
+        for (uint32_t i = 0; i < c->n; i++)
+            if (c->e[i].hash == mm->hash && c->e[i].device == dev &&
+                c->e[i].version == ctx->blaslib.version && rt_matmul_spec_equal(&c->e[i].spec, s)) {
+                c->e[i].algo = mm->algo;
+                c->e[i].ws_size = mm->ws_size;
+            }
+    }
+    if (out) {
+        out->offered = (uint32_t)got;
+        out->tried = (uint32_t)tried;
+        out->chosen = chosen;
+        out->prepared_ms = cur;
+        out->first_ms = first;
+        out->best_ms = best;
+    }
+    return rc;
 }

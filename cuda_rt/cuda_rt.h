@@ -493,6 +493,23 @@ typedef struct rt_matmul_args {
  * synchronizes, so it can be captured. */
 int rt_matmul_enqueue(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, rt_err *err);
 
+typedef struct rt_matmul_tuning {
+    uint32_t offered;   /* algorithms the heuristic offered */
+    uint32_t tried;     /* of them, timed (those whose workspace fits) */
+    int chosen;         /* index among the offered now in use; -1: prepare's choice kept */
+    double prepared_ms; /* per call, prepare's algorithm */
+    double first_ms;    /* per call, the heuristic's first offer */
+    double best_ms;     /* per call, the algorithm now in use */
+} rt_matmul_tuning;
+
+/* Measures up to max_algos (1..32) of the heuristic's algorithms on the given buffers
+ * (workspace_bytes bounds the workspace they may use) with CUDA events, and keeps the
+ * fastest if it beats the one prepare chose; the heuristic cache then remembers it.
+ * Runs matmuls (overwrites d) and synchronizes: call it outside captures, before graphs
+ * that use mm are built. rt_matmul_workspace() may grow: size workspaces after. */
+int rt_matmul_tune(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, uint32_t max_algos,
+                   rt_matmul_tuning *out, rt_err *err);
+
 /* Loads cuBLASLt if needed and reports the file it came from and cublasLtGetVersion(). */
 int rt_blas_info(rt_ctx *ctx, char *path, size_t path_size, size_t *version, rt_err *err);
 

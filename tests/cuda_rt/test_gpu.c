@@ -307,10 +307,11 @@ START_TEST(gpu_matmul_fp8_e4m3_with_scales)
     OK(rt_buf_reserve(ctx, &A, M * K, NULL, &err));
     OK(rt_buf_reserve(ctx, &B, NN * K, NULL, &err));
     OK(rt_buf_reserve(ctx, &D, M * NN * 2, NULL, &err));
-    OK(rt_buf_reserve(ctx, &S, sizeof scales, NULL, &err));
+    OK(rt_buf_reserve(ctx, &S, 512, NULL, &err));
     OK(rt_copy_htod(ctx, A.ptr, ha, M * K, &err));
     OK(rt_copy_htod(ctx, B.ptr, hb, NN * K, &err));
-    OK(rt_copy_htod(ctx, S.ptr, scales, sizeof scales, &err));
+    OK(rt_copy_htod(ctx, S.ptr, &scales[0], 4, &err)); /* 256 bytes apart */
+    OK(rt_copy_htod(ctx, S.ptr + 256, &scales[1], 4, &err));
     OK(rt_memset8(ctx, D.ptr, 0xff, M * NN * 2, &err));
     rt_matmul_spec s;
     rt_matmul_spec_init(&s, M, NN, K, RT_F8_E4M3);
@@ -323,7 +324,7 @@ START_TEST(gpu_matmul_fp8_e4m3_with_scales)
                            .b = B.ptr,
                            .d = D.ptr,
                            .scale_a = S.ptr,
-                           .scale_b = S.ptr + 4,
+                           .scale_b = S.ptr + 256,
                            .workspace = W.ptr,
                            .workspace_bytes = W.capacity};
     OK(rt_matmul_enqueue(ctx, mm, &args, &err));

@@ -449,6 +449,26 @@ START_TEST(heuristic_cache_survives_reset_but_descriptors_are_rebuilt)
 }
 END_TEST
 
+START_TEST(tune_times_the_offers_and_keeps_the_prepared_choice_when_no_faster)
+{
+    fixture f;
+    open_with(&f, NULL);
+    mm_job j;
+    prepare_job(&f, &j, RT_EPI_NONE);
+    uint32_t mark = rt_mock_calls(f.mock);
+    rt_matmul_tuning t;
+    ck_assert_msg(rt_matmul_tune(f.ctx, j.mm, &j.args, 4, &t, &f.err) == 0, "%s", f.err.msg);
+    ck_assert_uint_eq(t.offered, 1); /* the mock offers one algorithm */
+    ck_assert_uint_eq(t.tried, 1);
+    ck_assert_int_eq(t.chosen, -1); /* equal time: prepare's choice stays */
+    /* prepare's algorithm and the offer: 2 warm-up + 3 x 5 timed calls each */
+    ck_assert_uint_eq(rt_mock_count_since(f.mock, "cublasLtMatmul", mark), 2 * 17);
+    ck_assert_uint_eq(rt_mock_count_since(f.mock, "cublasLtMatmulAlgoGetHeuristic", mark), 1);
+    ck_assert_int_eq(rt_matmul_tune(f.ctx, j.mm, &j.args, 0, &t, &f.err), RT_EINVAL);
+    close_all(&f);
+}
+END_TEST
+
 START_TEST(enqueue_never_allocates_copies_or_synchronizes)
 {
     fixture f;
@@ -669,6 +689,7 @@ int main(void)
     tcase_add_test(tc, prepare_reuses_matmul_and_heuristic_for_equal_spec);
     tcase_add_test(tc, heuristic_cache_is_keyed_by_library_version);
     tcase_add_test(tc, heuristic_cache_survives_reset_but_descriptors_are_rebuilt);
+    tcase_add_test(tc, tune_times_the_offers_and_keeps_the_prepared_choice_when_no_faster);
     tcase_add_test(tc, enqueue_never_allocates_copies_or_synchronizes);
     tcase_add_test(tc, enqueue_rejects_short_workspace_and_missing_bias);
     tcase_add_test(tc, capture_is_ended_when_enqueue_fails_into_graph);
