@@ -464,6 +464,7 @@ done:
 /* The IR term of node id. */
 static hl_status node_term(const hl_graph *g, uint32_t id, tbuf *b, uint32_t *out,
                            hl_error *err) {
+  *out = 0;
   hl_expr_pool *p = hl_graph_exprs((hl_graph *)g); /* adds contiguous strides only */
   const hl_node *x = hl_graph_node(g, id);
   const hl_view *v0 = x->n_in > 0 ? &x->in[0].view : NULL;

@@ -129,6 +129,7 @@ static void choose(dec *d) {
 /* The chosen node of cls, which must be one of the constructors in want[0..nwant). */
 static hl_status chosen(dec *d, uint32_t cls, const ctor *want, uint32_t nwant, const char *what,
                         uint32_t *node) {
+  *node = 0; /* defined on every path; meaningful on success only */
   if (cls >= d->s->n_classes) return fail(d, UINT32_MAX, "child class c%u does not exist", cls);
   uint32_t n = d->pick[cls];
   if (n == UINT32_MAX)
@@ -146,6 +147,7 @@ static uint32_t kid(const dec *d, uint32_t node, uint32_t k) {
 }
 
 static hl_status lit(dec *d, uint32_t cls, int sort, const char *what, eg_value *v) {
+  *v = 0;
   if (cls >= d->s->n_classes || (int)d->s->class_sort[cls] != sort)
     return fail(d, cls, "expected a literal %s", what);
   *v = d->s->class_value[cls];
