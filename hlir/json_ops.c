@@ -24,13 +24,14 @@ typedef enum jop {
   J_PERMUTE, J_TRANSPOSE, J_RESHAPE, J_EXPAND, J_BROADCAST_TO, J_SLICE, J_PAD, J_CONCAT
 } jop;
 
-typedef struct op_row {
+struct op_row {
   const char *name;
   jop op;
   uint8_t min_in, max_in;
   int prim;          /* the hl_op for primitives, -1 otherwise */
   const char *attrs; /* accepted attribute fields, space-separated */
-} op_row;
+};
+typedef struct op_row op_row;
 
 #define P(x) ((int)(x))
 static const op_row OPS[] = {
@@ -100,11 +101,26 @@ static const op_row *find_op(const char *name) {
   return NULL;
 }
 
-/* Turns the builder's sticky error into the reader's, naming the node and op. */
-static hl_status builder_failed(reader *r, const char *op) {
+/* Turns the builder's sticky error into the reader's, naming the node, the fields the
+ * builder was given (the inputs and the op's attributes) and the op. */
+static hl_status builder_failed(reader *r, const struct op_row *row) {
   const hl_error *ge = hl_graph_error(r->g);
   hl_status code = ge->code ? ge->code : HL_ERR_NOMEM;
-  return jr_fail(r, code, NULL, "%s: %s", op, ge->code ? ge->msg : "out of memory");
+  char fields[96] = "inputs";
+  size_t len = strlen(fields);
+  for (const char *a = row->attrs; *a && len + 4 < sizeof fields; a++) {
+    if (a == row->attrs || a[-1] == ' ') {
+      memcpy(fields + len, ", ", 2);
+      len += 2;
+    }
+    if (*a != ' ') fields[len++] = *a;
+  }
+  fields[len] = 0;
+  const char *msg = ge->code ? ge->msg : "out of memory";
+  size_t n = strlen(row->name);
+  if (strncmp(msg, row->name, n) == 0 && msg[n] == ':') /* the builder named the op */
+    return jr_fail(r, code, fields, "%s", msg);
+  return jr_fail(r, code, fields, "%s: %s", row->name, msg);
 }
 
 hl_status jr_view(reader *r, json_t *obj, const char *label, hl_view *v) {
@@ -173,7 +189,7 @@ static hl_status build_primitive(reader *r, jr_node *n, const op_row *row, hl_t 
     spec.axis = (uint32_t)(a < 0 ? a + nd : a);
   }
   uint32_t id = hl_graph_add(r->g, &spec);
-  if (id == HL_NONE) return builder_failed(r, row->name);
+  if (id == HL_NONE) return builder_failed(r, row);
   const hl_node *made = hl_graph_node(r->g, id);
   out->node = id;
   out->dtype = made->dtype;
@@ -476,7 +492,7 @@ hl_status jr_build_node(reader *r, uint32_t i) {
     break;
   }
   }
-  if (t.node == HL_NONE) return builder_failed(r, row->name);
+  if (t.node == HL_NONE) return builder_failed(r, row);
   if ((st = jr_check_dims(r, "result", t.view.ndim, t.view.dims))) return st;
   n->t = t;
   return HL_OK;
