@@ -920,7 +920,19 @@ static void decl_function(eg_engine *e, const sx *s, table_kind k) {
   eg_table *t = add_table(e, s, s->items[1]->text, k, (const sx *const *)s->items[2]->items,
                           s->items[2]->n, out);
   uint32_t ti = t->id;
-  if (k == TK_FUNCTION) t->merge = eg__is_eq(e, out) ? MG_UNION : MG_NONE;
+  if (k == TK_FUNCTION) {
+    bool has_merge = false;
+    for (uint32_t i = 4; i < s->n; i++)
+      if (eg__sx_is(s->items[i], ":merge") || eg__sx_is(s->items[i], ":no-merge")) has_merge = true;
+    if (!has_merge) {
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, s,
+                "function %s must say how values merge: add :merge (e.g. (min old new)) or "
+                ":no-merge",
+                t->name);
+    }
+    t->merge = MG_NONE;
+  }
   for (uint32_t i = 4; i < s->n; i++) {
     const sx *o = s->items[i];
     if (eg__sx_is(o, ":cost") && i + 1 < s->n && s->items[i + 1]->kind == SX_INT) {

@@ -4,9 +4,10 @@
  *   1. search: every rule of the ruleset is matched against the same database state
  *      (rows [0, hi) of each table, fixed when the iteration starts); the actions of each
  *      match run at once, but what they write cannot be seen by this iteration's
- *      matching: new rows are appended past hi, and `set`, `delete` and `subsume` are
- *      queued in the pending buffer;
- *   2. apply: the pending buffer is applied in order, merging values per :merge;
+ *      matching: new terms are appended past hi, and `set`, relation inserts, `delete`
+ *      and `subsume` are queued in the pending buffer;
+ *   2. apply: the pending deletes are applied, then the other pending writes in order,
+ *      merging values per :merge;
  *   3. rebuild: rows holding non-canonical ids are re-inserted canonically, which may
  *      merge rows (congruence) and cause more unions, until nothing changes.
  *
@@ -486,7 +487,9 @@ void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *va
         eg_table *t = &e->tables[x->table];
         eg_value row[32];
         for (uint32_t k = 0; k < x->nargs; k++) row[k] = eg__eval(e, x->args[k], vals);
-        eg__lookup_or_insert(e, t, row);
+        /* staged like set: applied after this iteration's deletes, as egglog does */
+        if (e->in_search) pend(e, x->table, row, t->n_in, 3);
+        else eg__lookup_or_insert(e, t, row);
       } else {
         (void)eg__eval(e, x, vals);
       }
@@ -496,37 +499,60 @@ void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *va
   }
 }
 
+/* Applies the pending writes: first every delete (of rows that existed when the
+ * iteration began), then sets, relation inserts and subsumes in the order they were
+ * made. Deleting first matches egglog, where a row both deleted and inserted by one
+ * iteration stays. */
+static void apply_delete(eg_engine *e, const pending_op *p) {
+  eg_table *t = &e->tables[p->table];
+  eg_value key[32];
+  memcpy(key, p->row, t->n_in * sizeof(eg_value));
+  for (uint32_t c = 0; c < t->n_in; c++)
+    if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
+  int64_t r = eg__table_lookup(t, key, eg__key_hash(key, t->n_in));
+  if (r >= 0 && (t->hi == UINT32_MAX || (uint32_t)r < t->hi)) {
+    eg__table_kill(t, (uint32_t)r);
+    e->changed = true;
+  }
+}
+
+static void apply_other(eg_engine *e, const pending_op *p) {
+  eg_table *t = &e->tables[p->table];
+  if (p->op == 0) {
+    eg__insert(e, t, p->row, false);
+    return;
+  }
+  eg_value key[32];
+  memcpy(key, p->row, t->n_in * sizeof(eg_value));
+  if (p->op == 3) {
+    eg__lookup_or_insert(e, t, key);
+    return;
+  }
+  for (uint32_t c = 0; c < t->n_in; c++)
+    if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
+  uint64_t h = eg__key_hash(key, t->n_in);
+  int64_t r = eg__table_lookup(t, key, h);
+  if (r < 0) {
+    eg__lookup_or_insert(e, t, key);
+    r = eg__table_lookup(t, key, h);
+  }
+  if (r >= 0 && !(t->flags[r] & RF_SUBSUMED)) {
+    t->flags[r] |= RF_SUBSUMED;
+    e->changed = true;
+  }
+}
+
 void eg__flush_pending(eg_engine *e) {
+  if (!e->npend) return;
+  for (uint32_t i = 0; i < e->npend; i++)
+    if (e->pend[i].op == 1) apply_delete(e, &e->pend[i]);
+  /* apply_other may queue nothing (not in search), but merges may grow e->pend's tables;
+   * e->pend itself is not appended to outside the search phase */
+  for (uint32_t i = 0; i < e->npend; i++)
+    if (e->pend[i].op != 1) apply_other(e, &e->pend[i]);
   for (uint32_t i = 0; i < e->npend; i++) {
-    pending_op *p = &e->pend[i];
-    eg_table *t = &e->tables[p->table];
-    if (p->op == 0) {
-      eg__insert(e, t, p->row, false);
-    } else {
-      eg_value key[32];
-      memcpy(key, p->row, t->n_in * sizeof(eg_value));
-      for (uint32_t c = 0; c < t->n_in; c++)
-        if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
-      uint64_t h = eg__key_hash(key, t->n_in);
-      int64_t r = eg__table_lookup(t, key, h);
-      if (p->op == 1) {
-        if (r >= 0) {
-          eg__table_kill(t, (uint32_t)r);
-          e->changed = true;
-        }
-      } else {
-        if (r < 0) {
-          eg__lookup_or_insert(e, t, key);
-          r = eg__table_lookup(t, key, h);
-        }
-        if (r >= 0 && !(t->flags[r] & RF_SUBSUMED)) {
-          t->flags[r] |= RF_SUBSUMED;
-          e->changed = true;
-        }
-      }
-    }
-    eg__free(p->row);
-    p->row = NULL;
+    eg__free(e->pend[i].row);
+    e->pend[i].row = NULL;
   }
   e->npend = 0;
 }
@@ -642,6 +668,7 @@ static bool iteration(eg_engine *e, uint32_t rs) {
   }
   eg__free(vals);
   e->in_search = false;
+  eg__flush_pending(e); /* deletes see which rows existed when the iteration began */
   for (uint32_t ti = 0; ti < e->ntables; ti++) e->tables[ti].hi = UINT32_MAX;
   double t1 = eg__now();
   e->search_s += t1 - t0;

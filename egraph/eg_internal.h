@@ -250,7 +250,7 @@ typedef struct {
 typedef struct {
   uint32_t table;
   eg_value *row; /* ncols values */
-  uint8_t op;    /* 0 set, 1 delete, 2 subsume */
+  uint8_t op;    /* 0 set, 1 delete, 2 subsume, 3 relation insert */
 } pending_op;
 
 /* Saved state for push/pop. */
