@@ -4,6 +4,7 @@ warm-up, median of trials of several products). Writes "matmul <n> <tflops>" lin
 as the first argument, and prints them."""
 import statistics
 import sys
+import time
 
 import torch
 
@@ -40,6 +41,7 @@ def main():
         a = torch.rand(n, n, device="cuda", dtype=torch.bfloat16) * 2 - 1
         b = torch.rand(n, n, device="cuda", dtype=torch.bfloat16) * 2 - 1
         c = torch.empty(n, n, device="cuda", dtype=torch.bfloat16)
+        time.sleep(2)  # the same idle pause rt_bench takes: equal thermal starts
         ms = median_ms(lambda: torch.matmul(a, b, out=c), 10, 20, 5)
         tflops = 2 * n**3 / (ms * 1e-3) / 1e12
         lines.append(f"matmul {n} {tflops:.2f}")
