@@ -123,21 +123,8 @@ float hl_f16_to_f32(uint16_t h) {
   return f;
 }
 
-uint16_t hl_f32_to_bf16(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7FC0u);
-  u += 0x7FFFu + ((u >> 16) & 1u); /* round to nearest even on the upper half; overflow
-                                      carries into inf, as IEEE rounding does */
-  return (uint16_t)(u >> 16);
-}
-
-float hl_bf16_to_f32(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
+uint16_t hl_f32_to_bf16(float x) { return hl__bf16_enc(x); }
+float hl_bf16_to_f32(uint16_t h) { return hl__bf16_dec(h); }
 
 uint16_t hl__f16_slow(float x) { return (uint16_t)narrow_encode(x, &F16); }
 float hl__f16_slow_decode(uint16_t h) { return narrow_decode(h, &F16); }

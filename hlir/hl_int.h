@@ -28,6 +28,22 @@ bool hl__mem_fail_fired(void);
  * Returns 0, or -1 on failure with *arr and *cap untouched. */
 int hl__grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
 
+/* bf16 <-> f32 at the bit level (round to nearest even; NaN -> quiet NaN keeping the
+ * sign; overflow carries into inf), inline for the runtime's inner loops. */
+static inline uint16_t hl__bf16_enc(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7FC0u);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static inline float hl__bf16_dec(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
 /* The generic (slow, obviously correct) f16 / bf16 converters, for tests of the fast
  * bit-level ones. */
 uint16_t hl__f16_slow(float x);

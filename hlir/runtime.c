@@ -320,48 +320,88 @@ static hl_status exec_fused(run *r, uint32_t id, uint32_t mul) {
     cview_free(&cv[0]);
     return st;
   }
+  /* Rows: the output's last dim (input dim od) is swept innermost for each k, so a
+   * matmul streams through b's rows instead of striding down its columns. Each output
+   * element still receives its products in k order, so the sums are the same bits. */
   const buf *a = &r->bufs[mn->in[0].node], *b = &r->bufs[mn->in[1].node];
   uint32_t ax = nd->axis;
-  int64_t len = cv[0].dims[ax];
+  int od = -1;
+  for (uint32_t d = cv[0].ndim; d-- > 0;)
+    if (d != ax) {
+      od = (int)d;
+      break;
+    }
+  static const int64_t zero = 0;
+  int64_t len = cv[0].dims[ax], n = od >= 0 ? cv[0].dims[od] : 1;
   const int64_t *along_a = cv[0].tab[ax], *along_b = cv[1].tab[ax];
+  const int64_t *ta = od >= 0 ? cv[0].tab[od] : &zero, *tb = od >= 0 ? cv[1].tab[od] : &zero;
   cview oa = cv[0], ob = cv[1];
   oa.dims[ax] = ob.dims[ax] = 1;
-  oa.numel = ob.numel = out->n;
+  if (od >= 0) oa.dims[od] = ob.dims[od] = 1;
+  size_t rows = n ? out->n / (size_t)n : 0;
+  oa.numel = ob.numel = rows;
+  bool isum = nd->op == HL_OP_SUM_REDUCE;
+  hl_dtype dt = mn->dtype;
+  bool ints = is_intlike(dt);
+  float *facc = ints ? NULL : hl__alloc(n ? (size_t)n : 1, sizeof(float));
+  int64_t *iacc = ints ? hl__alloc(n ? (size_t)n : 1, sizeof(int64_t)) : NULL;
+  if (!facc && !iacc) {
+    cview_free(&cv[0]);
+    cview_free(&cv[1]);
+    return hl_error_set(r->err, HL_ERR_NOMEM, id, "node %u: out of memory", id);
+  }
   walk wa, wb;
   walk_init(&wa, &oa);
   walk_init(&wb, &ob);
-  bool isum = nd->op == HL_OP_SUM_REDUCE;
-  hl_dtype dt = mn->dtype;
-  for (size_t i = 0; i < out->n; i++, walk_next(&wa), walk_next(&wb)) {
-    int64_t ba = len ? wa.pos - along_a[0] : 0, bb = len ? wb.pos - along_b[0] : 0;
-    if (is_intlike(dt)) {
-      int64_t acc = isum ? 0 : (dt == HL_INT ? INT32_MIN : INT64_MIN);
+  for (size_t row = 0; row < rows; row++, walk_next(&wa), walk_next(&wb)) {
+    int64_t ba = wa.pos - (len ? along_a[0] : 0) - ta[0];
+    int64_t bb = wb.pos - (len ? along_b[0] : 0) - tb[0];
+    if (ints) {
+      int64_t init = isum ? 0 : (dt == HL_INT ? INT32_MIN : INT64_MIN);
+      for (int64_t j = 0; j < n; j++) iacc[j] = init;
       for (int64_t k = 0; k < len; k++) {
-        int64_t x = ld_i(a->data, dt, (size_t)(ba + along_a[k]));
-        int64_t y = ld_i(b->data, dt, (size_t)(bb + along_b[k]));
-        int64_t v = (int64_t)((uint64_t)x * (uint64_t)y);
-        if (dt == HL_INT) v = (int32_t)(uint32_t)(uint64_t)v; /* as the Mul stores it */
-        if (isum) acc = (int64_t)((uint64_t)acc + (uint64_t)v);
-        else if (v > acc) acc = v;
+        int64_t ka = ba + along_a[k], kb = bb + along_b[k];
+        for (int64_t j = 0; j < n; j++) {
+          int64_t x = ld_i(a->data, dt, (size_t)(ka + ta[j]));
+          int64_t y = ld_i(b->data, dt, (size_t)(kb + tb[j]));
+          int64_t v = (int64_t)((uint64_t)x * (uint64_t)y);
+          if (dt == HL_INT) v = (int32_t)(uint32_t)(uint64_t)v; /* as the Mul stores it */
+          if (isum) iacc[j] = (int64_t)((uint64_t)iacc[j] + (uint64_t)v);
+          else if (v > iacc[j]) iacc[j] = v;
+        }
       }
-      st_i(out->data, out->dt, i, acc);
-    } else if (dt == HL_F32 && isum) { /* the common case, without per-element dispatch */
-      const float *pa = (const float *)a->data + ba, *pb = (const float *)b->data + bb;
-      float acc = 0.0f;
-      for (int64_t k = 0; k < len; k++) acc += pa[along_a[k]] * pb[along_b[k]];
-      ((float *)out->data)[i] = acc;
-    } else {
-      float acc = isum ? 0.0f : -INFINITY;
-      for (int64_t k = 0; k < len; k++) {
-        float v = ld_f(a->data, dt, (size_t)(ba + along_a[k])) *
-                  ld_f(b->data, dt, (size_t)(bb + along_b[k]));
-        if (dt != HL_F32) v = hl_round_to(dt, v);
-        if (isum) acc += v;
-        else if (isnan(v) || v > acc || isnan(acc)) acc = isnan(acc) ? acc : v;
-      }
-      st_f(out->data, out->dt, i, acc);
+      for (int64_t j = 0; j < n; j++) st_i(out->data, out->dt, row * (size_t)n + (size_t)j, iacc[j]);
+      continue;
     }
+    for (int64_t j = 0; j < n; j++) facc[j] = isum ? 0.0f : -INFINITY;
+    if (isum && dt == HL_F32) { /* the common cases, without per-element dispatch */
+      const float *pa = a->data, *pb = b->data;
+      for (int64_t k = 0; k < len; k++) {
+        const float *ra = pa + ba + along_a[k], *rb = pb + bb + along_b[k];
+        for (int64_t j = 0; j < n; j++) facc[j] += ra[ta[j]] * rb[tb[j]];
+      }
+    } else if (isum && dt == HL_BF16) {
+      const uint16_t *pa = a->data, *pb = b->data;
+      for (int64_t k = 0; k < len; k++) {
+        const uint16_t *ra = pa + ba + along_a[k], *rb = pb + bb + along_b[k];
+        for (int64_t j = 0; j < n; j++)
+          facc[j] += hl__bf16_dec(hl__bf16_enc(hl__bf16_dec(ra[ta[j]]) * hl__bf16_dec(rb[tb[j]])));
+      }
+    } else {
+      for (int64_t k = 0; k < len; k++) {
+        int64_t ka = ba + along_a[k], kb = bb + along_b[k];
+        for (int64_t j = 0; j < n; j++) {
+          float v = ld_f(a->data, dt, (size_t)(ka + ta[j])) * ld_f(b->data, dt, (size_t)(kb + tb[j]));
+          if (dt != HL_F32) v = hl_round_to(dt, v);
+          if (isum) facc[j] += v;
+          else if (!isnan(facc[j]) && (isnan(v) || v > facc[j])) facc[j] = v;
+        }
+      }
+    }
+    for (int64_t j = 0; j < n; j++) st_f(out->data, out->dt, row * (size_t)n + (size_t)j, facc[j]);
   }
+  hl__free(facc);
+  hl__free(iacc);
   cview_free(&cv[0]);
   cview_free(&cv[1]);
   return HL_OK;
