@@ -558,8 +558,10 @@ hl_t hl_transpose(hl_graph *g, hl_t x, int a, int b);
 hl_t hl_expand(hl_graph *g, hl_t x, int axis, hl_expr size);
 /* Broadcasts x to dims[0..ndim) with numpy's rules. */
 hl_t hl_broadcast_to(hl_graph *g, hl_t x, uint32_t ndim, const hl_expr *dims);
-/* New dims with the same element count (checked when both counts are numbers). Merges
- * and splits the view when the strides allow it, else copies x contiguous first. */
+/* New dims with the same element count: the two products must be equal expressions
+ * (HL_ERR_SHAPE otherwise, including counts that cannot be proven equal). Merges and
+ * splits the view when the strides allow it (size-1 dims come and go freely), else
+ * copies x contiguous first (an identity Cast) and reshapes the copy. */
 hl_t hl_reshape(hl_graph *g, hl_t x, uint32_t ndim, const hl_expr *dims);
 /* A contiguous copy (an identity Cast) unless x already is contiguous. */
 hl_t hl_contiguous(hl_graph *g, hl_t x);
