@@ -126,8 +126,9 @@ typedef struct eg_table {
   uint32_t nrows, cap, nlive;
   uint32_t hi;      /* rows visible to the current search phase; UINT32_MAX: all */
   uint64_t version; /* bumped whenever a row dies */
-  /* primary index: open addressing, slot = row + 1, 0 empty, UINT32_MAX deleted */
-  uint32_t *slots;
+  /* primary index: open addressing, linear probing; a slot holds the key hash's high
+   * 32 bits above (row + 1); 0 is empty, SLOT_DELETED a removed entry */
+  uint64_t *slots;
   uint32_t nslots, nused;
   /* secondary indexes cached for one search phase */
   sindex *six;

@@ -60,14 +60,14 @@ void eg__table_copy(eg_table *dst, const eg_table *src) {
   dst->ts = eg__array(NULL, src->nrows + 1, sizeof(uint32_t));
   dst->flags = eg__array(NULL, src->nrows + 1, 1);
   dst->khash = eg__array(NULL, src->nrows + 1, sizeof(uint64_t));
-  dst->slots = eg__array(NULL, src->nslots + 1, sizeof(uint32_t));
+  dst->slots = eg__array(NULL, src->nslots + 1, sizeof(uint64_t));
   if (src->nrows) {
     memcpy(dst->cols, src->cols, (size_t)src->nrows * nc * sizeof(eg_value));
     memcpy(dst->ts, src->ts, src->nrows * sizeof(uint32_t));
     memcpy(dst->flags, src->flags, src->nrows);
     memcpy(dst->khash, src->khash, src->nrows * sizeof(uint64_t));
   }
-  if (src->nslots) memcpy(dst->slots, src->slots, src->nslots * sizeof(uint32_t));
+  if (src->nslots) memcpy(dst->slots, src->slots, src->nslots * sizeof(uint64_t));
 
   dst->six = NULL;
   dst->nsix = dst->capsix = 0;
@@ -77,29 +77,40 @@ uint64_t eg__key_hash(const eg_value *key, uint32_t n) {
   return XXH3_64bits(key, (size_t)n * sizeof(eg_value));
 }
 
+#define SLOT_DELETED UINT64_C(0xFFFFFFFF)
+
+static inline uint64_t slot_of(uint64_t h, uint32_t r) {
+  return (h & UINT64_C(0xFFFFFFFF00000000)) | (uint64_t)(r + 1);
+}
+
+static inline bool key_eq(const eg_value *a, const eg_value *b, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
 int64_t eg__table_lookup(const eg_table *t, const eg_value *key, uint64_t h) {
   if (!t->nslots) return -1;
   uint32_t m = t->nslots - 1, j = (uint32_t)h & m;
+  uint64_t hi = h & UINT64_C(0xFFFFFFFF00000000);
   for (;;) {
-    uint32_t s = t->slots[j];
+    uint64_t s = t->slots[j];
     if (s == 0) return -1;
-    if (s != UINT32_MAX) {
-      uint32_t r = s - 1;
-      if (t->khash[r] == h &&
-          memcmp(t->cols + (size_t)r * t->ncols, key, t->n_in * sizeof(eg_value)) == 0)
-        return r;
+    if ((s & UINT64_C(0xFFFFFFFF00000000)) == hi && s != SLOT_DELETED) {
+      uint32_t r = (uint32_t)s - 1;
+      if (key_eq(t->cols + (size_t)r * t->ncols, key, t->n_in)) return r;
     }
     j = (j + 1) & m;
   }
 }
 
 static void rehash(eg_table *t, uint32_t ns) {
-  uint32_t *sl = eg__calloc(ns, sizeof *sl);
+  uint64_t *sl = eg__calloc(ns, sizeof *sl);
   for (uint32_t r = 0; r < t->nrows; r++) {
     if (t->flags[r] & RF_DEAD) continue;
     uint32_t j = (uint32_t)t->khash[r] & (ns - 1);
     while (sl[j]) j = (j + 1) & (ns - 1);
-    sl[j] = r + 1;
+    sl[j] = slot_of(t->khash[r], r);
   }
   eg__free(t->slots);
   t->slots = sl;
@@ -117,9 +128,9 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
     t->khash = eg__array(t->khash, nc, sizeof(uint64_t));
     t->cap = nc;
   }
-  if ((t->nused + 1) * 4 > t->nslots * 3 || t->nslots == 0) {
-    uint32_t ns = t->nslots ? t->nslots : 16;
-    while ((t->nlive + 1) * 2 > ns) ns *= 2;
+  if (t->nslots == 0 || (t->nused + 1) * 2 > t->nslots) {
+    uint32_t ns = 16;
+    while ((t->nlive + 1) * 4 > ns) ns *= 2; /* live load <= 1/4 after a rehash */
     rehash(t, ns);
   }
   uint32_t r = t->nrows++;
@@ -128,9 +139,9 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
   t->flags[r] = flags;
   t->khash[r] = h;
   uint32_t j = (uint32_t)h & (t->nslots - 1);
-  while (t->slots[j] != 0 && t->slots[j] != UINT32_MAX) j = (j + 1) & (t->nslots - 1);
+  while (t->slots[j] != 0 && t->slots[j] != SLOT_DELETED) j = (j + 1) & (t->nslots - 1);
   if (t->slots[j] == 0) t->nused++;
-  t->slots[j] = r + 1;
+  t->slots[j] = slot_of(h, r);
   t->nlive++;
   return r;
 }
@@ -138,8 +149,8 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
 void eg__table_kill(eg_table *t, uint32_t r) {
   if (t->flags[r] & RF_DEAD) return;
   uint32_t j = (uint32_t)t->khash[r] & (t->nslots - 1);
-  while (t->slots[j] != r + 1) j = (j + 1) & (t->nslots - 1);
-  t->slots[j] = UINT32_MAX;
+  while ((uint32_t)t->slots[j] != r + 1 || t->slots[j] == SLOT_DELETED) j = (j + 1) & (t->nslots - 1);
+  t->slots[j] = SLOT_DELETED;
   t->flags[r] |= RF_DEAD;
   t->nlive--;
   t->version++;
@@ -163,7 +174,7 @@ void eg__table_compact(eg_table *t) {
   t->nrows = w;
   t->version++;
   uint32_t ns = 16;
-  while ((t->nlive + 1) * 2 > ns) ns *= 2;
+  while ((t->nlive + 1) * 4 > ns) ns *= 2;
   rehash(t, ns);
 }
 
