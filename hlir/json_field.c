@@ -343,6 +343,67 @@ hl_status jr_check_dims(reader *r, const char *field, uint32_t ndim, const hl_ex
   return HL_OK;
 }
 
+/* The element count of dims[0..ndim) at setting k, or -1 when it cannot be evaluated
+ * or exceeds JR_MAX_NUMEL. */
+static int64_t numel_at(reader *r, int k, uint32_t ndim, const hl_expr *dims) {
+  const hl_expr_pool *p = hl_graph_exprs(r->g);
+  uint32_t nvar = hl_var_count(p);
+  int64_t values[64];
+  bool bound[64];
+  if (nvar > 64) nvar = 64;
+  dim_env(r->g, k, values, bound, nvar);
+  hl_env env = {values, bound, nvar};
+  int64_t n = 1;
+  for (uint32_t d = 0; d < ndim; d++) {
+    int64_t v;
+    hl_error e;
+    hl_error_clear(&e);
+    if (hl_e_eval(p, dims[d], &env, 0, &v, &e) != HL_OK) return -1;
+    if (v < 0 || v > JR_MAX_NUMEL || (v && n > JR_MAX_NUMEL / v)) return -1;
+    n *= v;
+  }
+  return n;
+}
+
+hl_status jr_check_same_numel(reader *r, const char *field, const hl_view *v, uint32_t ndim,
+                              const hl_expr *dims) {
+  for (int k = 0; k < 3; k++) {
+    int64_t a = numel_at(r, k, v->ndim, v->dims), b = numel_at(r, k, ndim, dims);
+    if (a < 0 || b < 0) continue; /* jr_check_dims reports what cannot be evaluated */
+    if (a != b)
+      return jr_fail(r, HL_ERR_SHAPE, field,
+                     "%lld elements, but the tensor has %lld with dims at %s (a reshape keeps "
+                     "the element count)",
+                     (long long)b, (long long)a, setting_name(k));
+  }
+  return HL_OK;
+}
+
+hl_status jr_check_le(reader *r, const char *field, hl_expr a, hl_expr b, const char *what) {
+  for (int k = 0; k < 3; k++) {
+    int64_t x = numel_at(r, k, 1, &a), y = numel_at(r, k, 1, &b);
+    if (x < 0 || y < 0) {
+      /* negative or not evaluable: evaluate the plain values */
+      const hl_expr_pool *p = hl_graph_exprs(r->g);
+      uint32_t nvar = hl_var_count(p);
+      int64_t values[64];
+      bool bound[64];
+      if (nvar > 64) nvar = 64;
+      dim_env(r->g, k, values, bound, nvar);
+      hl_env env = {values, bound, nvar};
+      hl_error e;
+      hl_error_clear(&e);
+      if (hl_e_eval(p, a, &env, 0, &x, &e) != HL_OK || hl_e_eval(p, b, &env, 0, &y, &e) != HL_OK)
+        return jr_fail(r, HL_ERR_SHAPE, field, "cannot be evaluated with dims at %s: %s",
+                       setting_name(k), e.msg);
+    }
+    if (x > y)
+      return jr_fail(r, HL_ERR_SHAPE, field, "%s (%lld > %lld with dims at %s)", what,
+                     (long long)x, (long long)y, setting_name(k));
+  }
+  return HL_OK;
+}
+
 hl_status jr_check_view_bounds(reader *r, const char *label, const hl_view *v,
                                uint32_t src) {
   const hl_expr_pool *p = hl_graph_exprs(r->g);

@@ -105,6 +105,15 @@ hl_status jr_get_axes(reader *r, json_t *obj, const char *f, uint32_t *n, int *o
  * JR_MAX_NUMEL, with all dims at min, at profile and at max. */
 hl_status jr_check_dims(reader *r, const char *field, uint32_t ndim, const hl_expr *dims);
 
+/* Checks that view v and dims[0..ndim) hold the same number of elements with all dims
+ * at min, at profile and at max (a reshape must keep the element count). */
+hl_status jr_check_same_numel(reader *r, const char *field, const hl_view *v, uint32_t ndim,
+                              const hl_expr *dims);
+
+/* Checks a <= b with all dims at min, at profile and at max; what says what is wrong
+ * otherwise (e.g. "end is past the dim's size"). */
+hl_status jr_check_le(reader *r, const char *field, hl_expr a, hl_expr b, const char *what);
+
 /* True when name is a valid tensor name (docs/graph-json.md). */
 bool jr_name_valid(const char *name);
 

@@ -264,6 +264,7 @@ hl_status jr_build_node(reader *r, uint32_t i) {
     if ((st = build_primitive(r, n, row, &n->t))) return st;
     return jr_check_dims(r, "result", n->t.view.ndim, n->t.view.dims);
   }
+  uint32_t mark = hl_graph_node_count(g);
   hl_t x[HL_MAX_INPUTS];
   for (uint32_t j = 0; j < n->n_ref; j++) x[j] = jr_ref_handle(r, &n->refs[j]);
   uint32_t nd0 = n->n_ref ? x[0].view.ndim : 0;
@@ -451,6 +452,8 @@ hl_status jr_build_node(reader *r, uint32_t i) {
     hl_expr dims[HL_MAX_DIMS];
     if ((st = jr_get_exprs(r, n->obj, "shape", false, &nd, dims))) return st;
     if ((st = jr_check_dims(r, "shape", nd, dims))) return st;
+    if (row->op == J_RESHAPE && (st = jr_check_same_numel(r, "shape", &x[0].view, nd, dims)))
+      return st;
     t = row->op == J_RESHAPE ? hl_reshape(g, x[0], nd, dims) : hl_broadcast_to(g, x[0], nd, dims);
     break;
   }
@@ -471,6 +474,12 @@ hl_status jr_build_node(reader *r, uint32_t i) {
     if ((st = get_axis(r, n, "axis", false, 0, nd0, &a))) return st;
     if ((st = jr_get_expr(r, n->obj, "start", true, 0, false, &s))) return st;
     if ((st = one_expr_checked(r, n, "end", false, 0, &e))) return st;
+    hl_expr zero = hl_n(g, 0);
+    if ((st = jr_check_le(r, "start", zero, s, "start is negative"))) return st;
+    if ((st = jr_check_le(r, "end", s, e, "end is before start"))) return st;
+    if ((st = jr_check_le(r, "end", e, x[0].view.dims[hl__axis(a, nd0)],
+                          "end is past the size of the axis")))
+      return st;
     t = hl_slice(g, x[0], a, s, e);
     break;
   }
@@ -482,6 +491,9 @@ hl_status jr_build_node(reader *r, uint32_t i) {
     if ((st = jr_get_expr(r, n->obj, "before", true, 0, false, &before))) return st;
     if ((st = jr_get_expr(r, n->obj, "after", true, 0, false, &after))) return st;
     if ((st = jr_get_float(r, n->obj, "value", true, 0.0f, &v))) return st;
+    hl_expr zero = hl_n(g, 0);
+    if ((st = jr_check_le(r, "before", zero, before, "negative padding"))) return st;
+    if ((st = jr_check_le(r, "after", zero, after, "negative padding"))) return st;
     t = hl_pad(g, x[0], a, before, after, v);
     break;
   }
@@ -494,6 +506,15 @@ hl_status jr_build_node(reader *r, uint32_t i) {
   }
   if (t.node == HL_NONE) return builder_failed(r, row);
   if ((st = jr_check_dims(r, "result", t.view.ndim, t.view.dims))) return st;
+  /* Every view the lowering wrote must stay inside its buffer, as the canonical form's
+   * explicit views will be checked when it is read back. */
+  for (uint32_t id = mark; id < hl_graph_node_count(g); id++) {
+    const hl_node *made = hl_graph_node(g, id);
+    for (uint32_t j = 0; j < made->n_in; j++) {
+      hl_view v = made->in[j].view;
+      if ((st = jr_check_view_bounds(r, "inputs", &v, made->in[j].node))) return st;
+    }
+  }
   n->t = t;
   return HL_OK;
 }

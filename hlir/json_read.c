@@ -477,6 +477,8 @@ static hl_status read_outputs(reader *r) {
       const hl_error *ge = hl_graph_error(r->g);
       return jr_fail(r, ge->code ? ge->code : HL_ERR_NOMEM, NULL, "%s", ge->msg);
     }
+    hl_view v = hl_graph_node(r->g, id)->in[0].view;
+    if ((st = jr_check_view_bounds(r, view_obj ? "view" : "tensor", &v, t.node))) return st;
   }
   return HL_OK;
 }

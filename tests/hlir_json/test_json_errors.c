@@ -216,6 +216,33 @@ START_TEST(explicit_views_are_checked) {
 }
 END_TEST
 
+/* Symbolic sizes the builder cannot prove are checked at the dims' min, profile and max:
+ * a reshape must keep the element count, a slice must stay inside its axis. */
+START_TEST(symbolic_reshape_and_slice_are_checked) {
+  const char *dims = "{\"name\": \"S\", \"min\": 1, \"max\": 9, \"profile\": 4}";
+  const char *xs = "{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"S\", \"2*S\"]}";
+  reject(dims, xs, "{\"name\": \"y\", \"op\": \"reshape\", \"inputs\": [\"x\"], \"shape\": [\"S*S\", \"S\"]}",
+         "\"y\"", HL_ERR_SHAPE, SUBS("nodes[0] 'y'", "field 'shape'", "element count"));
+  reject(dims, xs,
+         "{\"name\": \"y\", \"op\": \"slice\", \"inputs\": [\"x\"], \"axis\": 0, \"end\": \"S+1\"}",
+         "\"y\"", HL_ERR_SHAPE, SUBS("nodes[0] 'y'", "field 'end'", "past the size"));
+  reject(dims, xs,
+         "{\"name\": \"y\", \"op\": \"slice\", \"inputs\": [\"x\"], \"axis\": 1, \"start\": 3, "
+         "\"end\": \"S\"}",
+         "\"y\"", HL_ERR_SHAPE, SUBS("field 'end'", "before start"));
+  reject(dims, xs,
+         "{\"name\": \"y\", \"op\": \"pad\", \"inputs\": [\"x\"], \"axis\": 1, \"before\": \"1-S\"}",
+         "\"y\"", HL_ERR_SHAPE, SUBS("field 'before'", "negative padding"));
+  /* the same reshape with a consistent count is accepted */
+  char *ok = doc(dims, xs,
+                 "{\"name\": \"y\", \"op\": \"reshape\", \"inputs\": [\"x\"], \"shape\": [\"S*S\", 2]}",
+                 "\"y\"");
+  hl_graph *g = tj_read(ok);
+  hl_graph_free(g);
+  free(ok);
+}
+END_TEST
+
 START_TEST(empty_outputs_and_missing_sections_are_rejected) {
   reject(NULL, X23, "", "", HL_ERR_PARSE, SUBS("field 'outputs'", "at least one output"));
   reject_text("{\"format\": \"luminal-graph\", \"version\": 1, \"inputs\": [], \"outputs\": [\"x\"]}",
@@ -298,6 +325,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, wrong_field_types_are_rejected);
   tcase_add_test(tc, bad_expressions_are_rejected);
   tcase_add_test(tc, explicit_views_are_checked);
+  tcase_add_test(tc, symbolic_reshape_and_slice_are_checked);
   tcase_add_test(tc, empty_outputs_and_missing_sections_are_rejected);
   tcase_add_test(tc, missing_file_is_an_io_error);
   tcase_add_test(tc, truncated_and_mutated_examples_never_crash);
