@@ -5,8 +5,8 @@
 #                            test and rt_bench (Release) into .gpu/bin with the shared
 #                            libraries they need in .gpu/lib (.gpu/ is git-ignored), so a
 #                            GPU machine without those packages can run them
-#   scripts/gpu.sh run       on the GPU machine: runs the gpu-labelled tests, the
-#                            torch.matmul anchor and rt_bench, writes logs to $OUT (or
+#   scripts/gpu.sh run       on the GPU machine: runs the gpu-labelled tests,
+#                            fault_probe, the torch.matmul anchor and rt_bench, writes logs to $OUT (or
 #                            .gpu/out) and prints a short summary table last. Uses .gpu/bin
 #                            when present, else builds build-gpu/ here first.
 #   scripts/gpu.sh           prepare, then run (a machine with both the packages and a GPU)
@@ -23,9 +23,10 @@ mode=${1:-all}
 prepare() {
   local src=${LUMINAL_SRC:-$root}
   cmake -S "$src" -B .gpu/build -DCMAKE_BUILD_TYPE=Release -DLUMINAL_WERROR=ON >/dev/null || return 1
-  cmake --build .gpu/build -j "$(nproc)" --target test_cuda_rt_gpu rt_bench >/dev/null || return 1
+  cmake --build .gpu/build -j "$(nproc)" --target test_cuda_rt_gpu rt_bench fault_probe >/dev/null || return 1
   mkdir -p .gpu/bin .gpu/lib
-  cp .gpu/build/tests/cuda_rt/test_cuda_rt_gpu .gpu/build/bench/cuda_rt/rt_bench .gpu/bin/
+  cp .gpu/build/tests/cuda_rt/test_cuda_rt_gpu .gpu/build/bench/cuda_rt/rt_bench \
+    .gpu/build/bench/cuda_rt/fault_probe .gpu/bin/
   # the shared libraries that are not glibc's travel along
   for b in .gpu/bin/*; do
     ldd "$b" | awk '/=> \// {print $3}' | grep -v -E '/lib(c|m|dl|rt|pthread|gcc_s)\.so' |
@@ -48,7 +49,8 @@ run() {
         return 1
       }
     mkdir -p build-gpu/bin
-    cp build-gpu/tests/cuda_rt/test_cuda_rt_gpu build-gpu/bench/cuda_rt/rt_bench build-gpu/bin/
+    cp build-gpu/tests/cuda_rt/test_cuda_rt_gpu build-gpu/bench/cuda_rt/rt_bench \
+      build-gpu/bench/cuda_rt/fault_probe build-gpu/bin/
     bin=build-gpu/bin
   fi
   echo "== $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -n)"
@@ -57,6 +59,9 @@ run() {
   CK_FORK=yes CK_DEFAULT_TIMEOUT=300 "$bin/test_cuda_rt_gpu" >"$out/gpu_tests.log" 2>&1
   local trc=$?
   grep -E "^(device|capture|fault|axpy)|Checks|:(F|E):" "$out/gpu_tests.log" | head -40
+  # can a process recover in place from a kernel fault? (docs/cuda_rt.md)
+  "$bin/fault_probe" >"$out/fault_probe.log" 2>&1
+  cat "$out/fault_probe.log"
   # torch, ours, torch, ours: the matmul rates are compared as means over both rounds
   rm -f "$out/results.txt"
   PYTHONUNBUFFERED=1 python3 bench/cuda_rt/torch_matmul.py "$out/torch1.txt" >"$out/torch.log" 2>&1
