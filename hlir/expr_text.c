@@ -83,10 +83,14 @@ static void pr_term(const hl_expr_pool *p, hl_expr e, bool strip_sign, sbuf *s) 
   }
   if (n->kind == HL_E_MUL && hl__en(p, n->b)->kind == HL_E_NUM) {
     int64_t k = hl__en(p, n->b)->value;
-    if (strip_sign) sb_put(s, "%" PRIu64, (uint64_t)0 - (uint64_t)k);
-    else sb_put(s, "%" PRId64, k);
-    if (!strip_sign && k < 0) { /* leading term: "-3*z" */ }
-    sb_put(s, "*");
+    if (strip_sign && k == -1) { /* "x - y", not "x - 1*y" */
+    } else if (!strip_sign && k == -1) {
+      sb_put(s, "-"); /* a leading "-y" */
+    } else {
+      if (strip_sign) sb_put(s, "%" PRIu64, (uint64_t)0 - (uint64_t)k);
+      else sb_put(s, "%" PRId64, k);
+      sb_put(s, "*");
+    }
     bool first = true;
     pr_factors(p, n->a, &first, s);
     return;

@@ -143,7 +143,10 @@ float hl_round_to(hl_dtype t, float x);
  *
  * Values are int64. Division and modulo are floor division / floor modulo (Python's
  * semantics); for the non-negative values that shapes use this is plain C division.
- * Comparisons and and/or give 0 or 1; and/or treat nonzero as true.
+ * Comparisons and and/or give 0 or 1; and/or treat nonzero as true. The simplifier
+ * assumes what shapes guarantee: z (an element index) is >= 0 and every variable (a
+ * dimension) is >= 1; evaluating at a negative z may disagree with the unsimplified
+ * form.
  *
  * Failure: a constructor that cannot allocate returns HL_NONE and marks the pool
  * (hl_expr_pool_failed). Every constructor given an HL_NONE operand returns HL_NONE, so

@@ -19,7 +19,7 @@ static hl_expr X(const char *text) {
 }
 
 static const char *S(hl_expr e) {
-  static char buf[4][256];
+  static char buf[4][4096];
   static int i;
   i = (i + 1) % 4;
   hl_e_print(P, e, buf[i], sizeof buf[i]);
@@ -225,6 +225,120 @@ START_TEST(order_is_structural_not_by_creation) {
 }
 END_TEST
 
+/* ---- random expressions: the simplified form evaluates like the raw tree ---- */
+
+typedef struct rnode {
+  hl_expr_kind k;
+  int64_t v; /* NUM: value; VAR: unused (the only variable is s) */
+  int a, b;
+} rnode;
+
+static uint64_t RS = 42;
+static uint32_t rnext(uint32_t n) {
+  RS = RS * 6364136223846793005ull + 1442695040888963407ull;
+  return (uint32_t)(RS >> 33) % n;
+}
+
+static int64_t fdiv_(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+static int64_t raw_eval(const rnode *t, int i, int64_t z, int64_t sv) {
+  const rnode *n = &t[i];
+  switch (n->k) {
+  case HL_E_NUM: return n->v;
+  case HL_E_VAR: return sv;
+  case HL_E_Z: return z;
+  default: break;
+  }
+  int64_t a = raw_eval(t, n->a, z, sv), b = raw_eval(t, n->b, z, sv);
+  switch (n->k) {
+  case HL_E_ADD: return a + b;
+  case HL_E_SUB: return a - b;
+  case HL_E_MUL: return a * b;
+  case HL_E_DIV: return fdiv_(a, b);
+  case HL_E_CDIV: return -fdiv_(-a, b);
+  case HL_E_MOD: return a - fdiv_(a, b) * b;
+  case HL_E_MIN: return a < b ? a : b;
+  case HL_E_MAX: return a > b ? a : b;
+  case HL_E_AND: return a && b;
+  case HL_E_OR: return a || b;
+  case HL_E_GE: return a >= b;
+  default: return a < b;
+  }
+}
+
+/* A random tree of depth <= d into t (returns its index); divisors are always positive:
+ * a constant 1..6, s, or s + constant. */
+static int gen(rnode *t, int *n, int d, bool divisor) {
+  int i = (*n)++;
+  if (divisor) {
+    uint32_t c = rnext(3);
+    if (c == 0) t[i] = (rnode){HL_E_NUM, 1 + rnext(6), 0, 0};
+    else if (c == 1) t[i] = (rnode){HL_E_VAR, 0, 0, 0};
+    else {
+      t[i].k = HL_E_ADD;
+      int l = (*n)++, r = (*n)++;
+      t[l] = (rnode){HL_E_VAR, 0, 0, 0};
+      t[r] = (rnode){HL_E_NUM, rnext(4), 0, 0};
+      t[i].a = l;
+      t[i].b = r;
+    }
+    return i;
+  }
+  if (d == 0 || rnext(4) == 0) {
+    uint32_t c = rnext(3);
+    t[i] = c == 0 ? (rnode){HL_E_NUM, (int64_t)rnext(9) - 3, 0, 0}
+                  : (rnode){c == 1 ? HL_E_VAR : HL_E_Z, 0, 0, 0};
+    return i;
+  }
+  static const hl_expr_kind kinds[] = {HL_E_ADD, HL_E_ADD, HL_E_SUB, HL_E_MUL, HL_E_MUL,
+                                       HL_E_DIV, HL_E_DIV, HL_E_MOD, HL_E_MOD, HL_E_CDIV,
+                                       HL_E_MIN, HL_E_MAX, HL_E_AND, HL_E_OR,  HL_E_GE,
+                                       HL_E_LT};
+  hl_expr_kind k = kinds[rnext(sizeof kinds / sizeof *kinds)];
+  bool div = k == HL_E_DIV || k == HL_E_MOD || k == HL_E_CDIV;
+  t[i].k = k;
+  int a = gen(t, n, d - 1, false);
+  int b = gen(t, n, d - 1, div);
+  t[i].a = a;
+  t[i].b = b;
+  return i;
+}
+
+static hl_expr build(const rnode *t, int i) {
+  const rnode *n = &t[i];
+  switch (n->k) {
+  case HL_E_NUM: return hl_e_num(P, n->v);
+  case HL_E_VAR: return hl_e_var(P, "s");
+  case HL_E_Z: return hl_e_z(P);
+  default: return hl_e_bin(P, n->k, build(t, n->a), build(t, n->b));
+  }
+}
+
+START_TEST(random_expressions_keep_their_values) {
+  for (int trial = 0; trial < 400; trial++) {
+    rnode t[256];
+    int n = 0;
+    int root = gen(t, &n, 4, false);
+    hl_expr e = build(t, root);
+    ck_assert_uint_ne(e, HL_NONE);
+    for (int64_t z = 0; z < 30; z++) /* z is an index: never negative */
+      for (int64_t sv = 1; sv < 6; sv++) {
+        int64_t want = raw_eval(t, root, z, sv), got = EV(e, z, sv);
+        ck_assert_msg(got == want, "trial %d z=%ld s=%ld: %s gives %ld, want %ld", trial,
+                      (long)z, (long)sv, S(e), (long)got, (long)want);
+      }
+    /* with z bounded by 12, the substituted form agrees on [0, 12) */
+    hl_expr b = hl_e_subst_z(P, e, hl_e_z(P), 12);
+    for (int64_t z = 0; z < 12; z++)
+      for (int64_t sv = 1; sv < 6; sv++)
+        ck_assert_msg(EV(b, z, sv) == raw_eval(t, root, z, sv), "bounded trial %d z=%ld: %s",
+                      trial, (long)z, S(b));
+    /* and printing then parsing gives the same id */
+    ck_assert_msg(X(S(e)) == e, "trial %d: '%s' does not parse back", trial, S(e));
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("hlir_expr");
   TCase *tc = tcase_create("expr");
@@ -243,6 +357,7 @@ int main(void) {
   tcase_add_test(tc, unbound_variable_and_division_by_zero_are_errors);
   tcase_add_test(tc, invalid_names_give_none);
   tcase_add_test(tc, order_is_structural_not_by_creation);
+  tcase_add_test(tc, random_expressions_keep_their_values);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
