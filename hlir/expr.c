@@ -316,3 +316,61 @@ hl__range hl__e_range(const hl_expr_pool *p, hl_expr e, int64_t zb) {
   default: return rg_any();
   }
 }
+
+/* ---- invariant checker ---- */
+
+/* The factors of a product chain / terms of a sum chain are sorted when each right
+ * operand is not below the previous one (the constant, last, is exempt). */
+static bool chain_sorted(const hl_expr_pool *p, hl_expr e, hl_expr_kind k) {
+  const hl_expr_node *n = &p->nodes[e];
+  if (n->kind != k) return true;
+  hl_expr right = n->b;
+  if (p->nodes[right].kind == HL_E_NUM) { /* the constant (coefficient) goes last */
+    if (p->nodes[n->a].kind == k) return chain_sorted(p, n->a, k);
+    return true;
+  }
+  hl_expr left = n->a;
+  if (p->nodes[left].kind == k) left = p->nodes[left].b;
+  if (k == HL_E_ADD) { /* compare monomials: strip coefficients */
+    if (p->nodes[left].kind == HL_E_MUL && p->nodes[p->nodes[left].b].kind == HL_E_NUM)
+      left = p->nodes[left].a;
+    if (p->nodes[right].kind == HL_E_MUL && p->nodes[p->nodes[right].b].kind == HL_E_NUM)
+      right = p->nodes[right].a;
+  }
+  if (p->nodes[left].kind != HL_E_NUM && hl_expr_cmp(p, left, right) > 0) return false;
+  return chain_sorted(p, n->a, k);
+}
+
+hl_status hl_expr_pool_check(const hl_expr_pool *p, hl_error *err) {
+  for (hl_expr id = 0; id < p->n; id++) {
+    const hl_expr_node *n = &p->nodes[id];
+    if ((unsigned)n->kind >= HL_E_KIND_COUNT)
+      return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expr %u: bad kind %d", id, (int)n->kind);
+    uint8_t f = 0;
+    if (n->kind == HL_E_Z) f = EF_Z;
+    else if (n->kind == HL_E_VAR) {
+      if (n->var >= p->nvars)
+        return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expr %u: unknown variable", id);
+      f = EF_VAR;
+    } else if (n->kind >= HL_E_ADD) {
+      if (n->a >= id || n->b >= id)
+        return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expr %u: operand after its user", id);
+      f = p->flags[n->a] | p->flags[n->b];
+    }
+    if (p->flags[id] != f)
+      return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expr %u: flags %u, should be %u", id,
+                          p->flags[id], f);
+    /* the table finds id, and only id holds this content */
+    uint32_t s = (uint32_t)node_hash(n) & (p->tcap - 1);
+    while (p->table[s] != HL_NONE && !node_eq(&p->nodes[p->table[s]], n))
+      s = (s + 1) & (p->tcap - 1);
+    if (p->table[s] != id)
+      return hl_error_set(err, HL_ERR_ARG, HL_NONE,
+                          "expr %u: the table finds %u for its content (duplicate or lost)", id,
+                          p->table[s]);
+    if ((n->kind == HL_E_ADD || n->kind == HL_E_MUL) && !chain_sorted(p, id, n->kind))
+      return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expr %u: %s operands out of order", id,
+                          n->kind == HL_E_ADD ? "sum" : "product");
+  }
+  return HL_OK;
+}

@@ -182,6 +182,11 @@ void hl_expr_pool_free(hl_expr_pool *p);
 bool hl_expr_pool_failed(const hl_expr_pool *p);
 /* Number of expressions in the pool (ids are 0 .. count-1). */
 uint32_t hl_expr_count(const hl_expr_pool *p);
+/* Recomputes the pool's invariants from scratch: operands precede their users, no two
+ * ids hold equal content, the hash table finds every id, the has-z / has-variable flags
+ * are right, and every sum and product is in canonical order. HL_OK, or HL_ERR_ARG
+ * naming the first bad id. For tests and debugging. */
+hl_status hl_expr_pool_check(const hl_expr_pool *p, hl_error *err);
 
 /* Leaf constructors. hl_e_var interns name (copied); names are 1..63 characters of
  * [A-Za-z0-9_], not starting with a digit, and not "z"; a bad name gives HL_NONE without

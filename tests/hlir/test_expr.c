@@ -1,5 +1,5 @@
 /* test_expr.c - symbolic expressions: hash-consing, the simplifier, evaluation, text. */
-#include "hlir.h"
+#include "expr_int.h" /* hl__e_mk, to build a non-canonical node on purpose */
 
 #include <check.h>
 #include <stdlib.h>
@@ -336,6 +336,20 @@ START_TEST(random_expressions_keep_their_values) {
     /* and printing then parsing gives the same id */
     ck_assert_msg(X(S(e)) == e, "trial %d: '%s' does not parse back", trial, S(e));
   }
+  hl_error err;
+  hl_error_clear(&err);
+  ck_assert_msg(hl_expr_pool_check(P, &err) == HL_OK, "%s", err.msg);
+}
+END_TEST
+
+START_TEST(pool_check_finds_a_non_canonical_sum) {
+  X("s*z + 3*z + min(z, s)");
+  hl_error err;
+  hl_error_clear(&err);
+  ck_assert_int_eq(hl_expr_pool_check(P, &err), HL_OK);
+  hl__e_mk(P, HL_E_ADD, hl_e_z(P), hl_e_var(P, "s")); /* canonical order is s + z */
+  ck_assert_int_eq(hl_expr_pool_check(P, &err), HL_ERR_ARG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "out of order"));
 }
 END_TEST
 
@@ -358,6 +372,7 @@ int main(void) {
   tcase_add_test(tc, invalid_names_give_none);
   tcase_add_test(tc, order_is_structural_not_by_creation);
   tcase_add_test(tc, random_expressions_keep_their_values);
+  tcase_add_test(tc, pool_check_finds_a_non_canonical_sum);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
