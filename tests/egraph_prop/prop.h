@@ -41,6 +41,8 @@ typedef struct {
 /* What the generator declared: the tables the canonical form reads. */
 typedef struct {
   size_t schedule_at;      /* offset in the program text where the schedule starts */
+  int two_rulesets;        /* 1: rules are in rulesets rs0 and rs1; 0: the default one */
+  int iterations;          /* the schedule's repeat count */
   int ndatatypes;
   int ntables;
   pg_table tables[PG_MAX_TABLES];
