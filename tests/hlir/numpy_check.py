@@ -80,6 +80,22 @@ def f16_round(x):
     return x.astype(f32).astype(np.float16).astype(np.float64)
 
 
+def bf16_round(x):
+    """f32 -> bf16 -> f64 with round to nearest even, emulated on the f32 bits."""
+    u = np.asarray(x, dtype=f32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(f32).astype(np.float64)
+
+
+def chain(ins, rnd):
+    """recip(a*b + c) and 3*(a*b), each node computed in f32 and rounded to storage."""
+    a, b, c = (v.astype(f32) for v in ins)
+    ab = rnd((a * b).astype(f32)).astype(f32)
+    y = rnd((f32(1) / rnd((ab + c).astype(f32)).astype(f32)).astype(f32))
+    s = rnd(((ab + ab).astype(f32) + ab).astype(f32))
+    return [y, s]
+
+
 UNARY = {
     "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "sigmoid": sigmoid,
     "silu": lambda x: x * sigmoid(x), "tanh": np.tanh,
@@ -131,6 +147,10 @@ def expected(name, ins):
         return [x[:, 1:3, :], pad, np.concatenate([x, x[:, :, 1:3]], axis=2)], 0
     if name == "permute_reshape":
         return [np.transpose(ins[0], (2, 0, 1)).reshape(8, 3)], 0
+    if name == "chain_bf16":
+        return chain(ins, bf16_round), 0
+    if name == "chain_f16":
+        return chain(ins, f16_round), 0
     if name == "cast_f16":
         return None, 0  # checked bit-exactly from the driver's own 'src' output below
     raise KeyError(f"no numpy reference for case '{name}'")

@@ -224,6 +224,18 @@ static void other_cases(void) {
   hl_output(g, "r", hl_reshape(g, p, 2, (hl_expr[]){hl_n(g, 8), hl_n(g, 3)}));
   emit("permute_reshape", g);
 
+  hl_dtype low[2] = {HL_BF16, HL_F16};
+  for (int i = 0; i < 2; i++) { /* every node rounds its result to the storage format */
+    g = hl_graph_new();
+    a = inp(g, "a", low[i], 1, (int64_t[]){257});
+    b = inp(g, "b", low[i], 1, (int64_t[]){257});
+    hl_t c = inp(g, "c", low[i], 1, (int64_t[]){257});
+    hl_t ab = hl_mul(g, a, b);
+    hl_output(g, "y", hl_recip(g, hl_add(g, ab, c)));
+    hl_output(g, "s", hl_sum_reduce(g, hl_expand(g, ab, 0, hl_n(g, 3)), 0));
+    emit(i == 0 ? "chain_bf16" : "chain_f16", g);
+  }
+
   g = hl_graph_new();
   x = inp(g, "x", HL_F32, 1, (int64_t[]){512});
   /* scale into f16's subnormal, normal and overflow ranges */
