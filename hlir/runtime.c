@@ -622,6 +622,12 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
   uint32_t *fused = hl__alloc(n ? n : 1, sizeof(uint32_t));
   bool *skip = hl__alloc(n ? n : 1, sizeof(bool));
   hl_status st = HL_OK;
+  if ((!outputs && nout) || (!inputs && hl_graph_input_count(g))) {
+    st = hl_error_set(err, HL_ERR_ARG, HL_NONE,
+                      "run: the graph has %u inputs and %u outputs; pass arrays for them",
+                      hl_graph_input_count(g), nout);
+    goto out;
+  }
   for (uint32_t i = 0; i < nout; i++) memset(&outputs[i], 0, sizeof outputs[i]);
   if (!vals || !bound || !bufs || !last || !readers || !fused || !skip) {
     st = hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "run: out of memory");

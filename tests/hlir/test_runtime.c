@@ -414,6 +414,22 @@ START_TEST(fused_multiply_reduce_matches_the_separate_nodes_bit_for_bit) {
 }
 END_TEST
 
+START_TEST(missing_input_or_output_arrays_are_an_error) {
+  hl_t x = in1("x", HL_F32, 2);
+  hl_output(G, "y", x);
+  hl_tensor out[1];
+  hl_error err;
+  hl_error_clear(&err);
+  ck_assert_int_eq(hl_run(G, NULL, NULL, out, &err), HL_ERR_ARG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "1 inputs"));
+  int64_t d[1] = {2};
+  hl_tensor in[1] = {th_tensor(HL_F32, 1, d, NULL)};
+  hl_error_clear(&err);
+  ck_assert_int_eq(hl_run(G, NULL, in, NULL, &err), HL_ERR_ARG);
+  hl_tensor_fini(&in[0]);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("hlir_runtime");
   TCase *tc = tcase_create("runtime");
@@ -445,6 +461,7 @@ int main(void) {
   tcase_add_test(tc, int_mod_by_zero_is_an_error);
   tcase_add_test(tc, view_reaching_outside_its_producer_is_an_error);
   tcase_add_test(tc, fused_multiply_reduce_matches_the_separate_nodes_bit_for_bit);
+  tcase_add_test(tc, missing_input_or_output_arrays_are_an_error);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
