@@ -8,7 +8,7 @@
  *            caller's choice names one. At the fixpoint a chosen node costs more than
  *            each of its children's classes, so default choices never form a cycle;
  *            caller choices may, and the walk below reports it.
- *   declare  dims (Dim nodes), then inputs (Input nodes), each in index order.
+ *   declare  dims (every Dim node), then inputs (every Input node), in index order.
  *   build    the compute nodes the outputs reach, in Kahn order with the lowest class
  *            first (which is the original order for a graph read straight back),
  *            each through hl_graph_add, which checks it completely; then the Outputs.
@@ -115,14 +115,6 @@ static void choose(dec *d) {
         changed = true;
       }
     }
-  }
-  /* A declaration whose fields cannot be read is still the declaration of its class, so
-   * that the walk reaches it and reports which field is unreadable. */
-  for (uint32_t i = 0; i < s->n_nodes; i++) {
-    ctor c = (ctor)d->nctor[i];
-    uint32_t cls = s->nodes[i].eclass;
-    if ((c == C_OUTPUT || c == C_INPUT || c == C_DIM) && d->pick[cls] == UINT32_MAX)
-      d->pick[cls] = i;
   }
 }
 
@@ -267,19 +259,21 @@ static int decl_cmp(const void *a, const void *b) {
   return x->node < y->node ? -1 : x->node > y->node;
 }
 
-/* The chosen nodes of constructor c, sorted by their index field (child 0 for Dim and
- * Input, child 1 for Output), checked to number 0, 1, 2, ... */
+/* Every node of constructor c, chosen or not, sorted by its index field (child 0 for
+ * Dim and Input, child 1 for Output), checked to number 0, 1, 2, ... Declarations are
+ * the graph's interface: an input that rules proved equal to something else is still an
+ * input the caller passes. */
 static hl_status collect(dec *d, ctor c, uint32_t field, decl **out, uint32_t *count) {
   const eg_serialized *s = d->s;
   uint32_t n = 0;
   *out = NULL;
   *count = 0;
-  for (uint32_t i = 0; i < s->n_nodes; i++) n += d->nctor[i] == c && d->pick[s->nodes[i].eclass] == i;
+  for (uint32_t i = 0; i < s->n_nodes; i++) n += d->nctor[i] == c;
   decl *v = hl__alloc(n, sizeof(decl));
   if (!v) return hl_error_set(d->err, HL_ERR_NOMEM, HL_NONE, "decode: out of memory");
   uint32_t k = 0;
   for (uint32_t i = 0; i < s->n_nodes; i++) {
-    if (d->nctor[i] != c || d->pick[s->nodes[i].eclass] != i) continue;
+    if (d->nctor[i] != c) continue;
     eg_value idx;
     hl_status st = lit(d, kid(d, i, field), d->sort_i64, "index (i64)", &idx);
     if (st) {
@@ -348,8 +342,10 @@ static hl_status declare_inputs(dec *d) {
     spec.name = (char *)eg_value_as_string(d->e, name);
     st = add_node(d, cls, &spec, &id);
     if (st) break;
-    d->state[cls] = DONE;
-    d->memo[cls] = id;
+    if (d->pick[cls] == node) { /* ops that read this class read the input */
+      d->state[cls] = DONE;
+      d->memo[cls] = id;
+    }
   }
   hl__free(v);
   return st;
@@ -544,7 +540,7 @@ static hl_status reach(dec *d, reach_t *r, uint32_t cls) {
   if (st) return st;
   if (r->seen[cls] == 2 || d->state[cls] == DONE) return HL_OK;
   if (r->seen[cls] == 1) return fail(d, cls, "the chosen nodes form a cycle");
-  if (d->nctor[node] == C_INPUT) return fail(d, cls, "an Input whose index is not unique");
+  if (d->nctor[node] == C_INPUT) return fail(d, cls, "an Input that was not declared");
   r->seen[cls] = 1;
   uint32_t lcls = kid(d, node, 1), k = 0;
   for (;;) {

@@ -782,10 +782,11 @@ hl_status hl_graph_fprint_egraph(const hl_graph *g, FILE *f, hl_error *err);
  * encoding; e supplies the strings). choice, when not NULL, names for every class the
  * index of its chosen node in s->nodes (UINT32_MAX: let the decoder choose); the decoder
  * chooses, per class, the node of least tree size among those it can read (lowest index
- * on ties), which never forms a cycle. The result has the dims in index order, every
- * Input (chosen node of its class) in index order, then the compute nodes reachable from
- * the outputs in post-order (outputs in index order, inputs of a node in order), then
- * the Outputs in index order. Reductions read the reduced dim last (the encoding keeps
+ * on ties), which never forms a cycle. The result has every Dim in index order, every
+ * Input node in index order (chosen or not: inputs are the graph's interface), then the
+ * compute nodes the outputs reach in Kahn order with the lowest class first (for an
+ * encoding read straight back, the graph's own order), then every Output in index
+ * order. Reductions read the reduced dim last (the encoding keeps
  * the dim, not its position). Returns the graph (free with hl_graph_free) or NULL with
  * err naming the class, the node and the reason (HL_ERR_PARSE for a malformed or
  * unreadable e-graph, the builder's code for a node the graph rejects, HL_ERR_NOMEM). */

@@ -382,6 +382,43 @@ START_TEST(a_saturated_e_graph_still_reads_back) {
 }
 END_TEST
 
+/* A rule that proves an input equal to a constant makes ops read the (smaller) constant,
+ * but the input stays part of the graph's interface. */
+START_TEST(an_input_proved_equal_to_a_constant_stays_an_input) {
+  hl_graph *g = hl_graph_new();
+  hl_t x = hl_input(g, "x", HL_F32, 0, NULL);
+  hl_output(g, "y", hl_exp2(g, x));
+  hl_encoding enc;
+  eg_engine *e = te_encode_c(g, &enc);
+  eg_error ee;
+  ck_assert_int_eq(eg_run_text(e, "(let c (Op (Constant 2.0) (INil)))", "c", &ee), 0);
+  eg_serialized s;
+  ck_assert_int_eq(eg_serialize(e, NULL, NULL, 0, &s, &ee), 0);
+  eg_value cval = 0;
+  for (uint32_t i = 0; i < s.n_nodes; i++)
+    if (strcmp(s.nodes[i].op, "Constant") == 0)
+      for (uint32_t j = 0; j < s.n_nodes; j++)
+        if (strcmp(s.nodes[j].op, "Op") == 0 &&
+            s.children[s.nodes[j].child_start] == s.nodes[i].eclass)
+          cval = s.class_value[s.nodes[j].eclass];
+  eg_serialized_free(&s);
+  ck_assert_int_eq(eg_union(e, enc.node_class[0], cval, &ee), 0);
+  hl_error err;
+  hl_error_clear(&err);
+  hl_graph *d = hl_graph_decode_engine(e, &err);
+  ck_assert_msg(d != NULL, "%s", err.msg);
+  ck_assert_uint_eq(hl_graph_input_count(d), 1);
+  ck_assert_str_eq(hl_graph_node(d, hl_graph_input(d, 0))->name, "x");
+  const hl_node *ex = hl_graph_node(d, hl_graph_node(d, hl_graph_output(d, 0))->in[0].node);
+  ck_assert_int_eq(ex->op, HL_OP_EXP2);
+  ck_assert_int_eq(hl_graph_node(d, ex->in[0].node)->op, HL_OP_CONSTANT);
+  hl_graph_free(d);
+  hl_encoding_fini(&enc);
+  eg_engine_free(e);
+  hl_graph_free(g);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("hlir_decode");
   TCase *tc = tcase_create("decode");
@@ -400,6 +437,7 @@ int main(void) {
   tcase_add_test(tc, builder_checks_apply_to_what_is_decoded);
   tcase_add_test(tc, a_dim_without_a_declaration_is_declared_wide);
   tcase_add_test(tc, a_saturated_e_graph_still_reads_back);
+  tcase_add_test(tc, an_input_proved_equal_to_a_constant_stays_an_input);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
