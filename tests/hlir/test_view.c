@@ -193,6 +193,71 @@ START_TEST(failure_leaves_out_untouched) {
 }
 END_TEST
 
+static uint64_t VS = 2024;
+static uint32_t vr(uint32_t n) {
+  VS = VS * 6364136223846793005ull + 1442695040888963407ull;
+  return (uint32_t)(VS >> 33) % n;
+}
+
+static int64_t numel_of(const hl_view *v) {
+  int64_t n;
+  ck_assert_int_eq(hl_e_eval(P, hl_view_numel(P, v), NULL, 0, &n, NULL), HL_OK);
+  return n;
+}
+
+START_TEST(random_view_changes_keep_positions) {
+  for (int trial = 0; trial < 300; trial++) {
+    uint32_t nd = 1 + vr(3);
+    int64_t dims[3];
+    for (uint32_t i = 0; i < nd; i++) dims[i] = 1 + vr(4);
+    hl_view v = contig(nd, dims);
+    for (int step = 0; step < 6; step++) {
+      hl_view w;
+      int64_t n = numel_of(&v);
+      int64_t before[256];
+      ck_assert_int_le(n, 256);
+      for (int64_t k = 0; k < n; k++) before[k] = brute_pos(&v, k, NULL);
+      uint32_t op = vr(5);
+      if (op == 0 && v.ndim > 0) { /* permute: positions are a permutation of before */
+        uint32_t perm[HL_MAX_DIMS];
+        for (uint32_t i = 0; i < v.ndim; i++) perm[i] = i;
+        for (uint32_t i = v.ndim; i > 1; i--) {
+          uint32_t j = vr(i), t = perm[i - 1];
+          perm[i - 1] = perm[j];
+          perm[j] = t;
+        }
+        ck_assert_int_eq(hl_view_permute(P, &v, perm, &w, &E), HL_OK);
+      } else if (op == 1 && v.ndim < 5 && n * 3 <= 256) { /* expand */
+        ck_assert_int_eq(hl_view_expand(P, &v, vr(v.ndim + 1), N(1 + vr(3)), &w, &E), HL_OK);
+      } else if (op == 2 && v.ndim >= 2) { /* merge: the same positions in the same order */
+        ck_assert_int_eq(hl_view_merge(P, &v, vr(v.ndim - 1), &w, &E), HL_OK);
+        for (int64_t k = 0; k < n; k++) ck_assert_int_eq(brute_pos(&w, k, NULL), before[k]);
+      } else if (op == 3 && v.ndim > 0 && v.ndim < 6) { /* split, when the stride allows */
+        uint32_t ax = vr(v.ndim);
+        int64_t d;
+        ck_assert(hl_e_is_num(P, v.dims[ax], &d));
+        int64_t inner = 1 + vr((uint32_t)d);
+        while (d % inner) inner--;
+        hl_error_clear(&E);
+        hl_status st = hl_view_split(P, &v, ax, N(inner), &w, &E);
+        if (st == HL_ERR_VIEW) continue;
+        ck_assert_int_eq(st, HL_OK);
+        for (int64_t k = 0; k < n; k++) ck_assert_int_eq(brute_pos(&w, k, NULL), before[k]);
+      } else if (op == 4 && v.ndim > 0) { /* slice from zero */
+        uint32_t ax = vr(v.ndim);
+        int64_t d;
+        ck_assert(hl_e_is_num(P, v.dims[ax], &d));
+        ck_assert_int_eq(hl_view_slice(P, &v, ax, N(1 + vr((uint32_t)d)), &w, &E), HL_OK);
+      } else {
+        continue;
+      }
+      v = w;
+      index_matches_brute(&v, numel_of(&v), NULL);
+    }
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("hlir_view");
   TCase *tc = tcase_create("view");
@@ -210,6 +275,7 @@ int main(void) {
   tcase_add_test(tc, index_of_a_symbolic_view_evaluates_correctly);
   tcase_add_test(tc, out_may_alias_the_input);
   tcase_add_test(tc, failure_leaves_out_untouched);
+  tcase_add_test(tc, random_view_changes_keep_positions);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
