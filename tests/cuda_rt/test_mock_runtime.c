@@ -4,6 +4,7 @@
 #include "cuda_rt.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -469,6 +470,57 @@ START_TEST(tune_times_the_offers_and_keeps_the_prepared_choice_when_no_faster)
 }
 END_TEST
 
+START_TEST(blas_info_names_the_library_and_version)
+{
+    rt_mock_config cfg;
+    rt_mock_config_default(&cfg);
+    cfg.blas_version = 120905;
+    fixture f;
+    open_with(&f, &cfg);
+    char path[64];
+    size_t version = 0;
+    ck_assert_int_eq(rt_blas_info(f.ctx, path, sizeof path, &version, &f.err), 0);
+    ck_assert_str_eq(path, "mock");
+    ck_assert_uint_eq(version, 120905);
+    close_all(&f);
+}
+END_TEST
+
+/* DESIGN: exactly one place in the code launches graphs. Counted in every source of the
+ * module but the two driver tables (drv_*.c), which only forward the call. */
+START_TEST(only_rt_exec_launch_launches_graphs)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/cuda_rt", LUMINAL_SOURCE_DIR);
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot list %s", dir);
+    int calls = 0, files = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len < 3 || strcmp(de->d_name + len - 2, ".c") != 0 ||
+            strncmp(de->d_name, "drv_", 4) == 0)
+            continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        FILE *fp = fopen(path, "r");
+        ck_assert_msg(fp != NULL, "cannot read %s", path);
+        files++;
+        char line[1024];
+        while (fgets(line, sizeof line, fp))
+            if (strstr(line, "graph_launch(")) {
+                calls++;
+                ck_assert_msg(strcmp(de->d_name, "graph.c") == 0, "a graph launch in %s",
+                              de->d_name);
+            }
+        fclose(fp);
+    }
+    closedir(d);
+    ck_assert_int_ge(files, 10);
+    ck_assert_int_eq(calls, 1);
+}
+END_TEST
+
 START_TEST(enqueue_never_allocates_copies_or_synchronizes)
 {
     fixture f;
@@ -690,6 +742,8 @@ int main(void)
     tcase_add_test(tc, heuristic_cache_is_keyed_by_library_version);
     tcase_add_test(tc, heuristic_cache_survives_reset_but_descriptors_are_rebuilt);
     tcase_add_test(tc, tune_times_the_offers_and_keeps_the_prepared_choice_when_no_faster);
+    tcase_add_test(tc, blas_info_names_the_library_and_version);
+    tcase_add_test(tc, only_rt_exec_launch_launches_graphs);
     tcase_add_test(tc, enqueue_never_allocates_copies_or_synchronizes);
     tcase_add_test(tc, enqueue_rejects_short_workspace_and_missing_bias);
     tcase_add_test(tc, capture_is_ended_when_enqueue_fails_into_graph);
