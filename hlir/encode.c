@@ -615,7 +615,8 @@ hl_status hl_encode_declare(eg_engine *e, hl_error *err) {
   for (int c = 0; c < C_COUNT; c++) found += eg_table_lookup(e, hl__ctor_name[c]) >= 0;
   if (found == 0) {
     eg_error ee;
-    if (eg_run_text(e, hl_encode_schema(), "hlir/encode.egg", &ee) != 0)
+    if (eg_run_text(e, hl_encode_schema(), "hlir/encode.egg", &ee) != 0 ||
+        eg_run_text(e, hl_encode_dtype_rules(), "hlir/encode_dtype.egg", &ee) != 0)
       return hl_error_set(err, HL_ERR_ARG, HL_NONE, "encode: the schema did not load: %s",
                           ee.msg);
     return HL_OK;
@@ -656,7 +657,10 @@ hl_status hl_graph_encode(const hl_graph *g, eg_engine *e, hl_encoding *out, hl_
 
 char *hl_graph_encode_text(const hl_graph *g, bool with_schema, hl_error *err) {
   tsink s = {.base = {tsink_let, tsink_set, err}};
-  if (with_schema) puts_(&s, hl_encode_schema());
+  if (with_schema) {
+    puts_(&s, hl_encode_schema());
+    puts_(&s, hl_encode_dtype_rules());
+  }
   puts_(&s, ""); /* an empty graph text is "" rather than NULL */
   hl_status st = walk(g, &s.base, err);
   if (!st && s.oom) st = hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "encode: out of memory");

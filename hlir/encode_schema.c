@@ -1,6 +1,7 @@
-/* encode_schema.c - the sorts of the e-graph encoding as a C string: hlir/encode.egg,
- * byte for byte (tests/hlir_encode checks that the two agree; edit the .egg file, then
- * regenerate this one from it). */
+/* encode_schema.c - the encoding's rules-language texts as C strings: hlir/encode.egg
+ * (the sorts) and hlir/encode_dtype.egg (the dtype_prop ruleset), byte for byte
+ * (tests/hlir_encode checks that they agree; edit the .egg files, then regenerate
+ * this one from them). Each literal stays under the 4095 characters C17 promises. */
 #include "hlir.h"
 
 static const char SCHEMA[] =
@@ -91,4 +92,50 @@ static const char SCHEMA[] =
     "(function lower (Expression) i64 :merge (max old new))\n"
     "(function upper (Expression) i64 :merge (min old new))\n";
 
+static const char DTYPE_RULES[] =
+    "; encode_dtype.egg - the dtype of every IR term, derived (docs/encoding.md).\n"
+    ";\n"
+    "; The encoder sets (dtype tK) for every node it writes; these rules give the same dtype\n"
+    "; to IR terms that rewrites add, by HLIR's dtype rule per op (docs/hlir.md). Run them\n"
+    "; with (run-schedule (saturate dtype_prop)).\n"
+    ";\n"
+    "; hlir/encode_schema.c holds this text byte for byte (a test compares them).\n"
+    "\n"
+    "(ruleset dtype_prop)\n"
+    "(rule ((= ?e (Input ?i ?n ?dt ?sh))) ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Output ?x ?i ?n ?sh ?st)) (= ?dt (dtype ?x)))\n"
+    "      ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Op (Constant ?v) ?l))) ((set (dtype ?e) (F32))) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Op (Iota ?x ?n) ?l))) ((set (dtype ?e) (Int))) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Op (Cast ?s ?a ?o ?dt) ?l))) ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Op (LessThan ?s ?a ?b ?o) ?l))) ((set (dtype ?e) (Bool))) :ruleset dtype_prop)\n"
+    "; the dtype of the first input\n"
+    "(rule ((= ?e (Op (Exp2 ?s ?a ?o) (ICons ?x ?r))) (= ?dt (dtype ?x)))\n"
+    "      ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Op (Log2 ?s ?a ?o) (ICons ?x ?r))) (= ?dt (dtype ?x)))\n"
+    "      ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Op (Sin ?s ?a ?o) (ICons ?x ?r))) (= ?dt (dtype ?x)))\n"
+    "      ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Op (Recip ?s ?a ?o) (ICons ?x ?r))) (= ?dt (dtype ?x)))\n"
+    "      ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Op (Sqrt ?s ?a ?o) (ICons ?x ?r))) (= ?dt (dtype ?x)))\n"
+    "      ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Op (Add ?s ?a ?b ?o) (ICons ?x ?r))) (= ?dt (dtype ?x)))\n"
+    "      ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Op (Mul ?s ?a ?b ?o) (ICons ?x ?r))) (= ?dt (dtype ?x)))\n"
+    "      ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Op (Mod ?s ?a ?b ?o) (ICons ?x ?r))) (= ?dt (dtype ?x)))\n"
+    "      ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Op (Scatter ?ds ?da ?is ?ia ?sa) (ICons ?x ?r))) (= ?dt (dtype ?x)))\n"
+    "      ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Op (Sum ?s ?n ?a ?na ?o) (ICons ?x ?r))) (= ?dt (dtype ?x)))\n"
+    "      ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n"
+    "(rule ((= ?e (Op (Max ?s ?n ?a ?na ?o) (ICons ?x ?r))) (= ?dt (dtype ?x)))\n"
+    "      ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n"
+    "; Gather: the dtype of the data (the second input)\n"
+    "(rule ((= ?e (Op (Gather ?is ?ia ?ds ?da) (ICons ?i (ICons ?x ?r)))) (= ?dt (dtype ?x)))\n"
+    "      ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n";
+
 const char *hl_encode_schema(void) { return SCHEMA; }
+
+const char *hl_encode_dtype_rules(void) { return DTYPE_RULES; }

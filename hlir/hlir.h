@@ -482,9 +482,10 @@ uint32_t hl_graph_output(const hl_graph *g, uint32_t i);
  * the reason). The name is copied. */
 uint32_t hl_graph_add(hl_graph *g, const hl_node *spec);
 
-/* Checks every invariant of the graph from scratch (ids, topological order, shape and
- * dtype rules, unique names). HL_OK or the first violation in err. For tests and
- * debugging; builders keep these invariants by construction. */
+/* Checks every invariant of the graph from scratch (its expression pool as
+ * hl_expr_pool_check does, ids, topological order, shape and dtype rules, unique names).
+ * HL_OK or the first violation in err. For tests and debugging; builders keep these
+ * invariants by construction. */
 hl_status hl_graph_check(const hl_graph *g, hl_error *err);
 
 /* Writes a readable listing: dims, then one line per node, e.g.
@@ -746,7 +747,13 @@ hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, hl_error *er
  * IR, OpKind, IList and the functions dtype, lower, upper. Static; never NULL. */
 const char *hl_encode_schema(void);
 
-/* Makes sure e knows the schema: runs it when e has none of its tables, does nothing
+/* The dtype_prop ruleset (the text of hlir/encode_dtype.egg): rules that set (dtype e)
+ * of every IR term by HLIR's dtype rule per op, for terms that rewrites add (the encoder
+ * sets the dtype of the terms it writes itself). Run (saturate dtype_prop). Static. */
+const char *hl_encode_dtype_rules(void);
+
+/* Makes sure e knows the schema: runs it (and the dtype_prop ruleset) when e has none of
+ * its tables, does nothing
  * when every constructor is already declared with its arity, and fails with HL_ERR_ARG
  * naming the table when e declares some of the names differently. */
 hl_status hl_encode_declare(eg_engine *e, hl_error *err);
@@ -770,12 +777,13 @@ void hl_encoding_fini(hl_encoding *enc);
 
 /* The same encoding as program text, one command per line: (let dI (Dim ...)) and the
  * dims' lower/upper facts, then (let tK <term>) and (set (dtype tK) <dtype>) for node K
- * in Kahn order, then (let root ...). Preceded by the schema when with_schema is true.
+ * in Kahn order, then (let root ...). Preceded by the schema and the dtype_prop
+ * ruleset when with_schema is true.
  * Running it in an engine gives what hl_graph_encode gives. Returns a NUL-terminated
  * string the caller frees with free(), or NULL with err set (as hl_graph_encode). */
 char *hl_graph_encode_text(const hl_graph *g, bool with_schema, hl_error *err);
-/* Writes the schema and the program text to f (what `luminal_search --emit egraph`
- * prints). HL_ERR_IO when writing fails. */
+/* Writes the schema, the dtype_prop ruleset and the program text to f (what
+ * `luminal_search --emit egraph` prints). HL_ERR_IO when writing fails. */
 hl_status hl_graph_fprint_egraph(const hl_graph *g, FILE *f, hl_error *err);
 
 /* Reads a graph back out of a serialized e-graph (eg_serialize of an engine holding an

@@ -36,16 +36,95 @@ static hl_graph *every_op(void) {
   return g;
 }
 
-START_TEST(schema_file_matches_the_builtin_text) {
+static void file_is(const char *rel, const char *want) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/hlir/encode.egg", LUMINAL_SOURCE_DIR);
+  snprintf(path, sizeof path, "%s/%s", LUMINAL_SOURCE_DIR, rel);
   FILE *f = fopen(path, "rb");
   ck_assert_msg(f != NULL, "cannot open %s", path);
   static char buf[65536];
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = 0;
-  ck_assert_str_eq(buf, hl_encode_schema());
+  ck_assert_msg(strcmp(buf, want) == 0, "%s differs from its copy in hlir/encode_schema.c", rel);
+}
+
+START_TEST(schema_files_match_the_builtin_texts) {
+  file_is("hlir/encode.egg", hl_encode_schema());
+  file_is("hlir/encode_dtype.egg", hl_encode_dtype_rules());
+}
+END_TEST
+
+/* (extract (dtype tK)) for K < n after the program (and the dtype_prop rules, when
+ * saturate), as printed text. */
+static char *dtypes_of(const char *program, uint32_t n, bool saturate) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  eg_options o;
+  eg_options_default(&o);
+  o.out = out;
+  eg_engine *e = eg_engine_new(&o);
+  hl_error err;
+  hl_error_clear(&err);
+  ck_assert_int_eq(hl_encode_declare(e, &err), HL_OK);
+  eg_error ee;
+  ck_assert_msg(eg_run_text(e, program, "program", &ee) == 0, "%s", ee.msg);
+  if (saturate)
+    ck_assert_msg(eg_run_text(e, "(run-schedule (saturate dtype_prop))", "run", &ee) == 0, "%s",
+                  ee.msg);
+  for (uint32_t k = 0; k < n; k++) {
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "(extract (dtype t%u))", k);
+    ck_assert_msg(eg_run_text(e, cmd, "extract", &ee) == 0, "t%u: %s", k, ee.msg);
+  }
+  eg_engine_free(e);
+  fclose(out);
+  return buf;
+}
+
+/* The program text without its (set (dtype ...)) lines, the rules deriving them
+ * instead, gives every node the dtype the encoder wrote. */
+static void dtype_rules_agree(const hl_graph *g, const char *what) {
+  hl_error err;
+  hl_error_clear(&err);
+  char *text = hl_graph_encode_text(g, false, &err);
+  ck_assert_ptr_nonnull(text);
+  char *stripped = malloc(strlen(text) + 1);
+  size_t k = 0;
+  for (const char *line = text; *line;) {
+    const char *end = strchr(line, '\n');
+    size_t n = end ? (size_t)(end - line + 1) : strlen(line);
+    if (strncmp(line, "(set (dtype ", 12) != 0) {
+      memcpy(stripped + k, line, n);
+      k += n;
+    }
+    line += n;
+  }
+  stripped[k] = 0;
+  uint32_t n = hl_graph_node_count(g);
+  char *want = dtypes_of(text, n, false), *got = dtypes_of(stripped, n, true);
+  uint32_t lines = 0;
+  for (const char *c = want; *c; c++) lines += *c == '\n';
+  ck_assert_uint_eq(lines, n); /* one dtype per node, e.g. "(Bf16)" */
+  ck_assert_msg(strcmp(want, got) == 0, "%s: derived dtypes differ", what);
+  free(want);
+  free(got);
+  free(stripped);
+  free(text);
+}
+
+START_TEST(dtype_rules_derive_the_dtypes_the_encoder_writes) {
+  hl_graph *g = every_op();
+  dtype_rules_agree(g, "every_op");
+  hl_graph_free(g);
+  char *paths[TE_MAX_EXAMPLES];
+  int n = te_examples(paths);
+  for (int i = 0; i < n; i++) {
+    g = te_load(paths[i]);
+    dtype_rules_agree(g, paths[i]);
+    hl_graph_free(g);
+    free(paths[i]);
+  }
 }
 END_TEST
 
@@ -314,7 +393,8 @@ int main(void) {
   Suite *s = suite_create("hlir_encode");
   TCase *tc = tcase_create("encode");
   tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, schema_file_matches_the_builtin_text);
+  tcase_add_test(tc, schema_files_match_the_builtin_texts);
+  tcase_add_test(tc, dtype_rules_derive_the_dtypes_the_encoder_writes);
   tcase_add_test(tc, declare_loads_the_schema_once);
   tcase_add_test(tc, declare_rejects_an_engine_with_other_meanings_for_the_names);
   tcase_add_test(tc, tiny_graph_encodes_to_the_documented_text);
