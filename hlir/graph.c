@@ -381,6 +381,8 @@ void hl__graph_truncate(hl_graph *g, uint32_t n) {
 }
 
 hl_status hl_graph_check(const hl_graph *g, hl_error *err) {
+  hl_status pst = hl_expr_pool_check(g->pool, err);
+  if (pst) return pst;
   for (uint32_t id = 0; id < g->n; id++) {
     const hl_node *nd = &g->nodes[id];
     hl_node r;
