@@ -452,8 +452,9 @@ typedef struct rt_matmul_spec {
 } rt_matmul_spec;
 
 /* A packed batch-1 problem: all matrices row-major, no transposes, lds and strides packed,
- * A, B, C and D of `type` (f32 computes in f32), alpha 1, beta 0, no epilogue, bias of
- * `type` (f32 for fp8). */
+ * A, B, C, D and the bias of `type` (f32 computes in f32), alpha 1, beta 0, no epilogue.
+ * For fp8 `type`: C, D and the bias are bf16, and B is stored n x k with trans_b (the
+ * "TN" form cuBLASLt needs for fp8); no scales. Cannot fail. */
 void rt_matmul_spec_init(rt_matmul_spec *s, int64_t m, int64_t n, int64_t k, rt_dtype type);
 
 /* Field by field (alpha and beta by bits). */
