@@ -35,8 +35,9 @@ typedef enum rt_code {
     RT_OK = 0,
     RT_ENODEV,      /* no CUDA driver or no device: the message starts "no CUDA device: " */
     RT_EDRIVER,     /* a driver call failed */
-    RT_EFAULT,      /* a kernel faulted (illegal address, launch failure): the context is
-                       poisoned until rt_ctx_reset() */
+    RT_EFAULT,      /* a kernel faulted (illegal address, launch failure), or isolated
+                       work died: the context is poisoned until rt_ctx_reset(), or for
+                       the process where the driver keeps the fault (rt_isolated_run) */
     RT_ENVRTC,      /* NVRTC could not be loaded or failed outside compilation */
     RT_ECOMPILE,    /* NVRTC rejected the source: the message holds its log and lines */
     RT_EBLAS,       /* a cuBLASLt call failed or found no algorithm */

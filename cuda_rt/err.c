@@ -127,7 +127,8 @@ static const cu_info cu_table[] = {
      "the named kernel is not in the module: declare it extern \"C\" __global__"},
     {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
      "a kernel accessed memory out of bounds; the context is unusable: call rt_ctx_reset "
-     "and check the candidate's indexing and buffer sizes"},
+     "(drivers that keep the fault need rt_isolated_run) and check the candidate's "
+     "indexing and buffer sizes"},
     {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED",
      "a kernel failed while running; call rt_ctx_reset and check the kernel"},
     {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
