@@ -189,8 +189,9 @@ uint32_t hl_expr_count(const hl_expr_pool *p);
 hl_status hl_expr_pool_check(const hl_expr_pool *p, hl_error *err);
 
 /* Leaf constructors. hl_e_var interns name (copied); names are 1..63 characters of
- * [A-Za-z0-9_], not starting with a digit, and not "z"; a bad name gives HL_NONE without
- * marking the pool failed (use hl_var_name_valid to check first). */
+ * [A-Za-z0-9_], not starting with a digit, and not "z", "min", "max" or "cdiv" (the text
+ * form's words); a bad name gives HL_NONE without marking the pool failed (use
+ * hl_var_name_valid to check first). */
 hl_expr hl_e_num(hl_expr_pool *p, int64_t v);
 hl_expr hl_e_var(hl_expr_pool *p, const char *name);
 hl_expr hl_e_z(hl_expr_pool *p);
@@ -198,11 +199,14 @@ bool hl_var_name_valid(const char *name);
 
 /* Simplifying binary constructor for any kind from HL_E_ADD to HL_E_LT. What it does:
  * folds constants; flattens sums and products into a canonical order with one constant
- * (last); combines like terms (3*x + x = 4*x) and drops zero terms; distributes a
- * constant factor over a sum; applies x+0, x*1, x*0, x/1, x%1 = 0, (k*x)/k = x,
- * (k*x)%k = 0, (x/a)/b = x/(a*b), and the identity b*(x/b) + x%b = x inside sums (which
- * makes merged contiguous strides fold back to z*inner); min/max/compare of constants.
- * Results never depend on argument ids, only on structure. */
+ * (last); combines like terms (3*x + x = 4*x) and drops zero terms; multiplies products
+ * of sums out (one form per polynomial); pulls the terms a divisor divides out of / and %
+ * ((q*d + r)/d = q + r/d, (q*d + r)%d = r%d); applies x/1, x%1 = 0, (x/a)/b = x/(a*b)
+ * for positive a, b, (y%(k*d))%d = y%d, and the identity b*(x/b) + x%b = x inside sums
+ * (which makes merged contiguous strides fold back to z*inner); decides /, %, min, max
+ * and comparisons that a range analysis settles (z >= 0, variables >= 1). Results never
+ * depend on argument ids, only on structure. Integer overflow in a coefficient leaves
+ * that node unsimplified rather than wrong. */
 hl_expr hl_e_bin(hl_expr_pool *p, hl_expr_kind k, hl_expr a, hl_expr b);
 hl_expr hl_e_add(hl_expr_pool *p, hl_expr a, hl_expr b);
 hl_expr hl_e_sub(hl_expr_pool *p, hl_expr a, hl_expr b);
