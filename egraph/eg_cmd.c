@@ -230,25 +230,87 @@ static void print_function(eg_engine *e, const sx *s) {
   if (s->n >= 3 && s->items[2]->kind == SX_INT) lim = s->items[2]->i;
   FILE *f = e->opt.snapshot ? e->log : e->out;
   eg_table *t = &e->tables[ti];
+  /* e-class values print as their cheapest term, as egglog does */
+  uint32_t *brow = NULL, *btab = NULL;
+  uint64_t *cost = eg__extract_costs(e, &brow, &btab);
   fputs("(\n", f);
   int64_t k = 0;
   for (uint32_t r = 0; r < t->nrows && (lim < 0 || k < lim); r++) {
     if (t->flags[r] & RF_DEAD) continue;
     const eg_value *row = t->cols + (size_t)r * t->ncols;
-    fprintf(f, "   (%s", t->name);
-    for (uint32_t c = 0; c < t->n_in; c++) {
-      fputc(' ', f);
-      eg__print_value(e, f, t->in_sort[c], row[c]);
+    for (int pass = 0; pass < (t->has_out ? 1 : 2); pass++) {
+      if (pass) fputs(" -> ", f);
+      else fputs("   ", f);
+      fprintf(f, "(%s", t->name);
+      for (uint32_t c = 0; c < t->n_in; c++) {
+        fputc(' ', f);
+        eg__print_term(e, f, t->in_sort[c], row[c], cost, brow, btab);
+      }
+      fputc(')', f);
     }
-    fputc(')', f);
     if (t->has_out) {
       fputs(" -> ", f);
-      eg__print_value(e, f, t->out_sort, row[t->n_in]);
+      eg__print_term(e, f, t->out_sort, row[t->n_in], cost, brow, btab);
     }
     fputc('\n', f);
     k++;
   }
   fputs(")\n", f);
+  eg__free(cost);
+  eg__free(brow);
+  eg__free(btab);
+}
+
+typedef struct {
+  uint64_t cost;
+  uint32_t table, row;
+} variant;
+
+static int cmp_variant(const void *a, const void *b) {
+  const variant *x = a, *y = b;
+  if (x->cost != y->cost) return x->cost < y->cost ? -1 : 1;
+  if (x->table != y->table) return x->table < y->table ? -1 : 1;
+  return x->row < y->row ? -1 : (x->row > y->row);
+}
+
+/* (extract e n): up to n e-nodes of e's class, cheapest first, children at their best. */
+static void print_variants(eg_engine *e, uint32_t sort, eg_value v, int64_t n,
+                           const uint64_t *cost, const uint32_t *brow, const uint32_t *btab) {
+  uint32_t cls = eg__find(e, (uint32_t)v);
+  variant *vs = NULL;
+  uint32_t nv = 0, cap = 0;
+  for (uint32_t ti = 0; ti < e->ntables; ti++) {
+    eg_table *t = &e->tables[ti];
+    if (t->kind != TK_CONSTRUCTOR || t->unextractable) continue;
+    for (uint32_t r = 0; r < t->nrows; r++) {
+      if (t->flags[r] & (RF_DEAD | RF_SUBSUMED)) continue;
+      const eg_value *row = t->cols + (size_t)r * t->ncols;
+      if (eg__find(e, (uint32_t)row[t->n_in]) != cls) continue;
+      uint64_t c = t->cost;
+      for (uint32_t k = 0; k < t->n_in; k++) {
+        uint64_t cc = eg__value_cost(e, t->in_sort[k], row[k], cost);
+        c = (cc == UINT64_MAX || c > UINT64_MAX - cc) ? UINT64_MAX : c + cc;
+      }
+      if (c == UINT64_MAX) continue;
+      EG_GROW(vs, cap, nv + 1);
+      vs[nv++] = (variant){c, ti, r};
+    }
+  }
+  qsort(vs, nv, sizeof *vs, cmp_variant);
+  fputs("(\n", e->out);
+  for (uint32_t i = 0; i < nv && (int64_t)i < n; i++) {
+    eg_table *t = &e->tables[vs[i].table];
+    const eg_value *row = t->cols + (size_t)vs[i].row * t->ncols;
+    fprintf(e->out, "   (%s", t->name);
+    for (uint32_t k = 0; k < t->n_in; k++) {
+      fputc(' ', e->out);
+      eg__print_term(e, e->out, t->in_sort[k], row[k], cost, brow, btab);
+    }
+    fputs(")\n", e->out);
+  }
+  fputs(")\n", e->out);
+  eg__free(vs);
+  (void)sort;
 }
 
 static void cmd_extract(eg_engine *e, const sx *s, scratch *sc) {
@@ -271,10 +333,11 @@ static void cmd_extract(eg_engine *e, const sx *s, scratch *sc) {
   bool variants = s->n >= 3;
   if (e->opt.snapshot) {
     if (!variants) fprintf(e->out, "(extraction-costs %llu)\n", (unsigned long long)c);
-  } else {
-    if (variants) fputs("(\n   ", e->out);
+  } else if (!variants || !eg__is_eq(e, sort)) {
     eg__print_term(e, e->out, sort, v, cost, brow, btab);
-    fputs(variants ? "\n)\n" : "\n", e->out);
+    fputc('\n', e->out);
+  } else {
+    print_variants(e, sort, v, s->items[2]->kind == SX_INT ? s->items[2]->i : 1, cost, brow, btab);
   }
   eg__free(cost);
   eg__free(brow);

@@ -613,10 +613,29 @@ typedef struct {
   rule *r;
 } mctx;
 
+/* Checks the node and time limits while an iteration runs, so one exploding iteration
+ * also stops cleanly; the rows made so far are kept and rebuilt. */
+static bool limits_hit(eg_engine *e) {
+  /* pending writes count: most of them become rows */
+  if (e->opt.node_limit && eg_node_count(e) + e->npend >= e->opt.node_limit) {
+    e->limit_stop = EG_STOP_NODE_LIMIT;
+    return true;
+  }
+  if (e->opt.time_limit_s > 0 && eg__now() - e->run_start > e->opt.time_limit_s) {
+    e->limit_stop = EG_STOP_TIME_LIMIT;
+    return true;
+  }
+  return false;
+}
+
 static bool on_match(eg_engine *e, void *ctx, eg_value *vals) {
   rule *r = ((mctx *)ctx)->r;
   r->matches++;
   eg__exec_actions(e, r->acts, r->nacts, vals);
+  if (++e->match_tick >= 4096) {
+    e->match_tick = 0;
+    if ((e->opt.node_limit || e->opt.time_limit_s > 0) && limits_hit(e)) return false;
+  }
   return true;
 }
 
@@ -654,7 +673,7 @@ static bool iteration(eg_engine *e, uint32_t rs) {
   for (uint32_t k = 0; k < R->nrules; k++)
     if (e->rules[R->rules[k]].nslots > maxslots) maxslots = e->rules[R->rules[k]].nslots;
   eg_value *vals = eg__calloc(maxslots + 1, sizeof(eg_value));
-  for (uint32_t k = 0; k < R->nrules; k++) {
+  for (uint32_t k = 0; k < R->nrules && !e->limit_stop; k++) {
     rule *r = &e->rules[R->rules[k]];
     double r0 = eg__now();
     uint64_t m0 = r->matches;
@@ -686,6 +705,8 @@ eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *unt
   eg__rebuild(e);
   *changed = false;
   double start = eg__now();
+  e->run_start = start;
+  e->limit_stop = 0;
   for (uint64_t i = 0; i < n; i++) {
     if (until && until_holds(e, until)) return e->last_stop = EG_STOP_UNTIL;
     if (e->opt.iter_limit && e->iterations >= e->opt.iter_limit)
@@ -695,6 +716,12 @@ eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *unt
     if (e->opt.time_limit_s > 0 && eg__now() - start > e->opt.time_limit_s)
       return e->last_stop = EG_STOP_TIME_LIMIT;
     bool c = iteration(e, rs);
+    if (e->limit_stop) {
+      *changed |= c;
+      eg_stop_reason why = (eg_stop_reason)e->limit_stop;
+      e->limit_stop = 0;
+      return e->last_stop = why;
+    }
     if (!c) return e->last_stop = EG_STOP_SATURATED;
     *changed = true;
   }

@@ -321,7 +321,9 @@ struct eg_engine {
   uint64_t iterations;
   double search_s, apply_s, rebuild_s;
   eg_stop_reason last_stop;
-  double run_start;
+  double run_start;         /* when the current run began (time limit) */
+  int limit_stop;           /* a limit cut the current iteration short: its reason, or 0 */
+  uint64_t match_tick;      /* matches since the last limit check */
   /* output */
   FILE *out;
   FILE *log;

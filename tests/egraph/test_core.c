@@ -158,6 +158,40 @@ START_TEST(push_pop_restores_tables_and_declarations) {
 }
 END_TEST
 
+START_TEST(delete_and_insert_in_one_iteration_keeps_the_row) {
+  /* egglog applies an iteration's deletes before its inserts, whatever the rule order */
+  eg_engine *e = t_engine();
+  T_RUN(e, "(relation R (i64)) (relation T (i64)) (T 1)"
+           "(rule ((T x)) ((delete (R x))))"
+           "(rule ((T x)) ((R x)))"
+           "(run 1)");
+  ck_assert_uint_eq(t_size(e, "R"), 1);
+  eg_engine_free(e);
+}
+END_TEST
+
+START_TEST(function_without_merge_behaviour_is_refused) {
+  eg_engine *e = t_engine();
+  eg_error err = t_fail(e, "(function f (i64) i64)");
+  ck_assert_int_eq(err.code, EG_ERR_TYPE);
+  ck_assert_ptr_nonnull(strstr(err.msg, "bad.egg:1:1: function f must say how values merge"));
+  eg_engine_free(e);
+}
+END_TEST
+
+START_TEST(merge_expression_may_build_terms) {
+  eg_engine *e = t_engine();
+  T_RUN(e, "(datatype T (L i64) (Both T T))"
+           "(function f (i64) T :merge (Both old new))"
+           "(set (f 0) (L 1)) (set (f 0) (L 2))"
+           "(check (= (f 0) (Both (L 1) (L 2))))");
+  ck_assert_uint_eq(t_size(e, "Both"), 1);
+  ck_assert_uint_eq(t_size(e, "f"), 1);
+  invariants(e);
+  eg_engine_free(e);
+}
+END_TEST
+
 Suite *core_suite(void) {
   Suite *s = suite_create("core");
   TCase *tc = tcase_create("core");
@@ -171,6 +205,9 @@ Suite *core_suite(void) {
   tcase_add_test(tc, delete_removes_the_row);
   tcase_add_test(tc, extraction_counts_node_costs_and_literals);
   tcase_add_test(tc, push_pop_restores_tables_and_declarations);
+  tcase_add_test(tc, delete_and_insert_in_one_iteration_keeps_the_row);
+  tcase_add_test(tc, function_without_merge_behaviour_is_refused);
+  tcase_add_test(tc, merge_expression_may_build_terms);
   suite_add_tcase(s, tc);
   return s;
 }

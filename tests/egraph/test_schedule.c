@@ -57,6 +57,29 @@ START_TEST(node_limit_stops_growth_cleanly) {
 }
 END_TEST
 
+START_TEST(node_limit_stops_inside_one_large_iteration) {
+  eg_options o;
+  eg_options_default(&o);
+  o.snapshot = 1;
+  o.node_limit = 3000;
+  o.log = tmpfile();
+  eg_engine *e = eg_engine_new(&o);
+  T_RUN(e, "(relation A (i64)) (relation P (i64 i64)) (A 0) (ruleset grow)"
+           "(rule ((A x) (< x 99)) ((A (+ x 1))) :ruleset grow)"
+           "(run-schedule (saturate grow))"
+           "(rule ((A x) (A y)) ((P x y)))"
+           "(run 1)");
+  ck_assert_uint_eq(t_size(e, "A"), 100);
+  ck_assert_int_eq(eg_last_stop(e), EG_STOP_NODE_LIMIT);
+  ck_assert_uint_ge(t_size(e, "P"), 2900);
+  ck_assert_uint_lt(t_size(e, "P"), 10000);
+  eg_error err;
+  ck_assert_msg(eg_check_invariants(e, &err) == 0, "%s", err.msg);
+  eg_engine_free(e);
+  fclose(o.log);
+}
+END_TEST
+
 START_TEST(rulesets_run_only_their_rules) {
   eg_engine *e = t_engine();
   T_RUN(e, "(relation A (i64)) (relation B (i64)) (ruleset only-b)"
@@ -78,6 +101,7 @@ Suite *schedule_suite(void) {
   tcase_add_test(tc, until_stops_before_the_next_iteration);
   tcase_add_test(tc, node_limit_stops_growth_cleanly);
   tcase_add_test(tc, rulesets_run_only_their_rules);
+  tcase_add_test(tc, node_limit_stops_inside_one_large_iteration);
   suite_add_tcase(s, tc);
   return s;
 }
