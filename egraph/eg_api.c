@@ -329,3 +329,49 @@ int eg_check_invariants(eg_engine *e, eg_error *err) {
   }
   return 0;
 }
+
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+void eg_print_stats_json(const eg_engine *e, FILE *f) {
+  fprintf(f, "{\"iterations\":%llu,\"search_s\":%.6f,\"rebuild_s\":%.6f,\"rulesets\":[",
+          (unsigned long long)e->iterations, e->search_s, e->rebuild_s);
+  bool first = true;
+  for (uint32_t i = 0; i < e->nrulesets; i++) {
+    const ruleset *R = &e->rulesets[i];
+    if (!R->iterations) continue;
+    fputs(first ? "{\"name\":" : ",{\"name\":", f);
+    first = false;
+    json_string(f, R->name);
+    fprintf(f, ",\"iterations\":%u,\"time_s\":%.6f,\"matches\":%llu,\"rules\":[",
+            R->iterations, R->time_s, (unsigned long long)R->matches);
+    for (uint32_t k = 0; k < R->nrules; k++) {
+      const rule *r = &e->rules[R->rules[k]];
+      fputs(k ? ",{\"name\":" : "{\"name\":", f);
+      json_string(f, r->name);
+      fprintf(f, ",\"time_s\":%.6f,\"matches\":%llu}", r->time_s,
+              (unsigned long long)r->matches);
+    }
+    fputs("]}", f);
+  }
+  fputs("],\"tables\":[", f);
+  uint64_t total = 0;
+  first = true;
+  for (uint32_t i = 0; i < e->ntables; i++) {
+    if (e->tables[i].hidden) continue;
+    fputs(first ? "{\"name\":" : ",{\"name\":", f);
+    first = false;
+    json_string(f, e->tables[i].name);
+    fprintf(f, ",\"rows\":%u}", e->tables[i].nlive);
+    total += e->tables[i].nlive;
+  }
+  fprintf(f, "],\"rows\":%llu}\n", (unsigned long long)total);
+}

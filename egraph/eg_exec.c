@@ -680,7 +680,7 @@ static bool iteration(eg_engine *e, uint32_t rs) {
     mctx mc = {r};
     bool naive = r->naive || e->opt.naive;
     eg__query_run(e, &r->q, naive, r->seen, false, vals, on_match, &mc);
-    r->seen = cur + 1;
+    if (!e->limit_stop) r->seen = cur + 1; /* an interrupted rule re-matches later */
     double dt = eg__now() - r0;
     r->time_s += dt;
     R->matches += r->matches - m0;
@@ -716,6 +716,9 @@ eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *unt
     if (e->opt.time_limit_s > 0 && eg__now() - start > e->opt.time_limit_s)
       return e->last_stop = EG_STOP_TIME_LIMIT;
     bool c = iteration(e, rs);
+    if (e->opt.progress)
+      fprintf(e->log, "\r%llu iterations, %llu rows ", (unsigned long long)e->iterations,
+              (unsigned long long)eg_node_count(e));
     if (e->limit_stop) {
       *changed |= c;
       eg_stop_reason why = (eg_stop_reason)e->limit_stop;

@@ -69,6 +69,8 @@ typedef struct {
   uint64_t node_limit; /* stop runs when the total row count exceeds this; 0 = none */
   uint64_t iter_limit; /* stop runs after this many iterations in total; 0 = none */
   double time_limit_s; /* stop runs after this much wall time in one run; 0 = none */
+  int progress;        /* 1: after each iteration, print a progress line (iterations,
+                          rows) on log, overwriting the previous one ('\r') */
   FILE *out;           /* command output (print-size, extract, ...); NULL = stdout */
   FILE *log;           /* reports and diagnostics; NULL = stderr */
 } eg_options;
@@ -202,6 +204,11 @@ int eg_serialized_write_json(const eg_engine *e, const eg_serialized *s, FILE *f
 
 /* Prints per-ruleset and per-rule time and matches, iterations, table sizes. */
 void eg_print_stats(const eg_engine *e, FILE *f);
+
+/* The same statistics as one JSON object: {"iterations", "search_s", "rebuild_s",
+ * "rulesets": [{"name", "iterations", "time_s", "matches", "rules": [{"name", "time_s",
+ * "matches"}]}], "tables": [{"name", "rows"}], "rows"}. */
+void eg_print_stats_json(const eg_engine *e, FILE *f);
 
 /* Total live rows over all tables (the e-node count). */
 uint64_t eg_node_count(const eg_engine *e);
