@@ -36,8 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   eg_options o;
   eg_options_default(&o);
-  o.node_limit = 2000;
-  o.iter_limit = 40;
+  o.node_limit = 500;
+  o.iter_limit = 30;
   o.time_limit_s = 0.5;
   o.out = sink;
   o.log = sink;

@@ -19,5 +19,5 @@ else
   echo "run_fuzz: ${extra:-egglog tests} not found; fuzzing from our seeds only"
 fi
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
-exec "$fuzzer" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+exec "$fuzzer" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 -max_len=8192 \
   -dict="$(dirname "$0")/egglog.dict" -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$@"
