@@ -77,7 +77,9 @@ static json_t *number_or_string(double v) {
   return json_real(v);
 }
 
-static void report(const hl_graph *g, uint32_t i, const hl_tensor *t, const ls_opts *o) {
+/* Reports output i: a text line, or (with --json) an object appended to arr. */
+static void report(const hl_graph *g, uint32_t i, const hl_tensor *t, const ls_opts *o,
+                   json_t *arr) {
   const hl_node *out = hl_graph_node(g, hl_graph_output(g, i));
   double sum = 0, maxabs = 0;
   for (size_t k = 0; k < t->numel; k++) {
@@ -91,19 +93,36 @@ static void report(const hl_graph *g, uint32_t i, const hl_tensor *t, const ls_o
   if (o->json) {
     json_t *shape = json_array();
     for (uint32_t d = 0; d < t->ndim; d++) json_array_append_new(shape, json_integer(t->dims[d]));
-    json_t *obj = json_pack("{s:s, s:s, s:o, s:o, s:o, s:s}", "name", out->name, "dtype",
-                            hl_dtype_name(t->dtype), "shape", shape, "sum",
-                            number_or_string(sum), "max_abs", number_or_string(maxabs),
-                            "xxh3", hash);
-    char *s = obj ? json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
-    printf("%s\n", s ? s : "{}");
-    free(s);
-    json_decref(obj);
+    json_array_append_new(arr, json_pack("{s:s, s:s, s:o, s:o, s:o, s:s}", "name", out->name,
+                                         "dtype", hl_dtype_name(t->dtype), "shape", shape,
+                                         "sum", number_or_string(sum), "max_abs",
+                                         number_or_string(maxabs), "xxh3", hash));
     return;
   }
   printf("output %s: %s [", out->name, hl_dtype_name(t->dtype));
   for (uint32_t d = 0; d < t->ndim; d++) printf("%s%lld", d ? ", " : "", (long long)t->dims[d]);
   printf("] sum %.9g max|x| %.9g xxh3 %s\n", sum, maxabs, hash);
+}
+
+/* With --json: one object {"graph", "seed", "dims": {name: value}, "outputs": [...]}. */
+static void report_all(const hl_graph *g, const int64_t *vals, const hl_tensor *outs,
+                       const ls_opts *o) {
+  uint32_t no = hl_graph_output_count(g);
+  if (!o->json) {
+    for (uint32_t i = 0; i < no; i++) report(g, i, &outs[i], o, NULL);
+    return;
+  }
+  json_t *dims = json_object(), *arr = json_array();
+  for (uint32_t i = 0; i < hl_graph_dim_count(g); i++)
+    json_object_set_new(dims, hl_var_name(hl_graph_exprs_c(g), hl_graph_dim_at(g, i)->var),
+                        json_integer(vals[i]));
+  for (uint32_t i = 0; i < no; i++) report(g, i, &outs[i], o, arr);
+  json_t *doc = json_pack("{s:s, s:I, s:o, s:o}", "graph", o->graph, "seed",
+                          (json_int_t)o->seed, "dims", dims, "outputs", arr);
+  char *s = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) : NULL;
+  printf("%s\n", s ? s : "{}");
+  free(s);
+  json_decref(doc);
 }
 
 int ls_reference(const hl_graph *g, const ls_opts *o) {
@@ -162,7 +181,7 @@ int ls_reference(const hl_graph *g, const ls_opts *o) {
     fprintf(stderr, "luminal_search: --reference: %s\n", e.msg);
     goto done;
   }
-  for (uint32_t i = 0; i < no; i++) report(g, i, &outs[i], o);
+  report_all(g, vals, outs, o);
   for (uint32_t i = 0; i < no; i++) hl_tensor_fini(&outs[i]);
   rc = 0;
 done:
