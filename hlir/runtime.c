@@ -180,6 +180,43 @@ static hl_status eval_dim(run *r, uint32_t node, hl_expr e, int64_t *out, const 
   return HL_OK;
 }
 
+/* Whether e is c + k*z for some c, k free of z (z appears only in sums and in products
+ * whose other factors do not contain z). */
+static bool linear_in_z(const hl_expr_pool *p, hl_expr e) {
+  if (!hl_e_has_z(p, e)) return true;
+  hl_expr_node n = hl_e_get(p, e);
+  switch (n.kind) {
+  case HL_E_Z: return true;
+  case HL_E_ADD:
+  case HL_E_SUB: return linear_in_z(p, n.a) && linear_in_z(p, n.b);
+  case HL_E_MUL:
+    if (hl_e_has_z(p, n.a) && hl_e_has_z(p, n.b)) return false;
+    return linear_in_z(p, n.a) && linear_in_z(p, n.b);
+  default: return false;
+  }
+}
+
+/* tab[i] = stride[z := i] for i < n. A linear stride is evaluated twice and the table
+ * filled by addition (checked for overflow); any other is evaluated at every i. */
+static hl_status fill_table(run *r, hl_expr stride, int64_t n, int64_t *tab) {
+  if (n > 2 && linear_in_z(r->p, stride)) {
+    int64_t c0, c1, k, last;
+    hl_status st = hl_e_eval(r->p, stride, &r->env, 0, &c0, r->err);
+    if (!st) st = hl_e_eval(r->p, stride, &r->env, 1, &c1, r->err);
+    if (st) return st;
+    if (!__builtin_sub_overflow(c1, c0, &k) && !__builtin_mul_overflow(k, n - 1, &last) &&
+        !__builtin_add_overflow(c0, last, &last)) {
+      for (int64_t i = 0; i < n; i++) tab[i] = c0 + i * k;
+      return HL_OK;
+    }
+  }
+  for (int64_t i = 0; i < n; i++) {
+    hl_status st = hl_e_eval(r->p, stride, &r->env, i, &tab[i], r->err);
+    if (st) return st;
+  }
+  return HL_OK;
+}
+
 /* Builds the tables of input `which` of node `node` and checks every position it can
  * reach lies inside the producer's buffer. */
 static hl_status make_cview(run *r, uint32_t node, uint32_t which, cview *c) {
@@ -201,13 +238,13 @@ static hl_status make_cview(run *r, uint32_t node, uint32_t which, cview *c) {
       return hl_error_set(r->err, HL_ERR_NOMEM, node, "node %u: out of memory", node);
     }
     int64_t mn = 0, mx = 0;
+    hl_status st2 = fill_table(r, v->strides[d], n, c->tab[d]);
+    if (st2) {
+      cview_free(c);
+      r->err->node = node;
+      return st2;
+    }
     for (int64_t i = 0; i < n; i++) {
-      hl_status st2 = hl_e_eval(r->p, v->strides[d], &r->env, i, &c->tab[d][i], r->err);
-      if (st2) {
-        cview_free(c);
-        r->err->node = node;
-        return st2;
-      }
       if (i == 0 || c->tab[d][i] < mn) mn = c->tab[d][i];
       if (i == 0 || c->tab[d][i] > mx) mx = c->tab[d][i];
     }
