@@ -233,23 +233,23 @@ static void put(tsink *s, const char *str, size_t n) {
   s->p[s->len] = 0;
 }
 
-static void puts_(tsink *s, const char *str) { put(s, str, strlen(str)); }
+static void put_cstr(tsink *s, const char *str) { put(s, str, strlen(str)); }
 
 /* Doubles print so that the reader gives back the same bits: 17 significant digits and
  * always a '.' or an exponent (a bare integer would read as an i64). */
 static void put_f64(tsink *s, double d) {
   char buf[40];
   if (isnan(d)) {
-    puts_(s, "NaN");
+    put_cstr(s, "NaN");
     return;
   }
   if (isinf(d)) {
-    puts_(s, d < 0 ? "-inf" : "inf");
+    put_cstr(s, d < 0 ? "-inf" : "inf");
     return;
   }
   snprintf(buf, sizeof buf, "%.17g", d);
   if (!strpbrk(buf, ".e")) strcat(buf, ".0");
-  puts_(s, buf);
+  put_cstr(s, buf);
 }
 
 static void put_str(tsink *s, const char *str) {
@@ -275,17 +275,17 @@ static void put_term(tsink *s, const tbuf *b, uint32_t t) {
   switch (x->kind) {
   case TM_I64:
     snprintf(buf, sizeof buf, "%" PRId64, x->v.i);
-    puts_(s, buf);
+    put_cstr(s, buf);
     break;
   case TM_F64: put_f64(s, x->v.f); break;
   case TM_STR: put_str(s, x->v.s); break;
   case TM_REF:
     snprintf(buf, sizeof buf, "t%" PRIu32, x->v.ref);
-    puts_(s, buf);
+    put_cstr(s, buf);
     break;
   case TM_APP:
     put(s, "(", 1);
-    puts_(s, hl__ctor_name[x->ctor]);
+    put_cstr(s, hl__ctor_name[x->ctor]);
     for (uint32_t i = 0; i < x->nargs; i++) {
       put(s, " ", 1);
       put_term(s, b, b->args[x->first + i]);
@@ -300,21 +300,21 @@ static hl_status tsink_let(sink *sk, gkind k, uint32_t i, const tbuf *b, uint32_
   char buf[48];
   if (k == G_ROOT) snprintf(buf, sizeof buf, "(let root ");
   else snprintf(buf, sizeof buf, "(let %c%" PRIu32 " ", (char)k, i);
-  puts_(s, buf);
+  put_cstr(s, buf);
   put_term(s, b, term);
-  puts_(s, ")\n");
+  put_cstr(s, ")\n");
   return s->oom ? hl_error_set(sk->err, HL_ERR_NOMEM, HL_NONE, "encode: out of memory") : HL_OK;
 }
 
 static hl_status tsink_set(sink *sk, ctor fn, const tbuf *b, uint32_t arg, uint32_t val) {
   tsink *s = (tsink *)sk;
-  puts_(s, "(set (");
-  puts_(s, hl__ctor_name[fn]);
+  put_cstr(s, "(set (");
+  put_cstr(s, hl__ctor_name[fn]);
   put(s, " ", 1);
   put_term(s, b, arg);
-  puts_(s, ") ");
+  put_cstr(s, ") ");
   put_term(s, b, val);
-  puts_(s, ")\n");
+  put_cstr(s, ")\n");
   return s->oom ? hl_error_set(sk->err, HL_ERR_NOMEM, HL_NONE, "encode: out of memory") : HL_OK;
 }
 
@@ -658,10 +658,10 @@ hl_status hl_graph_encode(const hl_graph *g, eg_engine *e, hl_encoding *out, hl_
 char *hl_graph_encode_text(const hl_graph *g, bool with_schema, hl_error *err) {
   tsink s = {.base = {tsink_let, tsink_set, err}};
   if (with_schema) {
-    puts_(&s, hl_encode_schema());
-    puts_(&s, hl_encode_dtype_rules());
+    put_cstr(&s, hl_encode_schema());
+    put_cstr(&s, hl_encode_dtype_rules());
   }
-  puts_(&s, ""); /* an empty graph text is "" rather than NULL */
+  put_cstr(&s, ""); /* an empty graph text is "" rather than NULL */
   hl_status st = walk(g, &s.base, err);
   if (!st && s.oom) st = hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "encode: out of memory");
   if (st) {

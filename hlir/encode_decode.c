@@ -448,7 +448,7 @@ static hl_status op_node(dec *d, uint32_t cls, uint32_t node, uint32_t *id) {
     if (!st) st = strides_of(d, kid(d, kn, 1), "strides", n, s0);
     if (!st) st = check_out(d, cls, kid(d, kn, 2), n, sh);
     if (!st && c == C_CAST) st = dtype(d, kid(d, kn, 3), &spec.cast_to);
-    set_view(&spec.in[0], n, sh, s0);
+    if (!st) set_view(&spec.in[0], n, sh, s0);
     break;
   case C_ADD:
   case C_MUL:
@@ -458,16 +458,16 @@ static hl_status op_node(dec *d, uint32_t cls, uint32_t node, uint32_t *id) {
     if (!st) st = strides_of(d, kid(d, kn, 1), "a_strides", n, s0);
     if (!st) st = strides_of(d, kid(d, kn, 2), "b_strides", n, s1);
     if (!st) st = check_out(d, cls, kid(d, kn, 3), n, sh);
-    set_view(&spec.in[0], n, sh, s0);
-    set_view(&spec.in[1], n, sh, s1);
+    if (!st) set_view(&spec.in[0], n, sh, s0);
+    if (!st) set_view(&spec.in[1], n, sh, s1);
     break;
   case C_GATHER:
     st = elist(d, kid(d, kn, 0), "index_shape", &n, sh);
     if (!st) st = strides_of(d, kid(d, kn, 1), "index_strides", n, s0);
     if (!st) st = elist(d, kid(d, kn, 2), "data_shape", &n1, sh1);
     if (!st) st = strides_of(d, kid(d, kn, 3), "data_strides", n1, s1);
-    set_view(&spec.in[0], n, sh, s0);
-    set_view(&spec.in[1], n1, sh1, s1);
+    if (!st) set_view(&spec.in[0], n, sh, s0);
+    if (!st) set_view(&spec.in[1], n1, sh1, s1);
     break;
   case C_SCATTER:
     st = elist(d, kid(d, kn, 0), "dest_shape", &n, sh);
@@ -475,9 +475,9 @@ static hl_status op_node(dec *d, uint32_t cls, uint32_t node, uint32_t *id) {
     if (!st) st = elist(d, kid(d, kn, 2), "index_shape", &n1, sh1);
     if (!st) st = strides_of(d, kid(d, kn, 3), "index_strides", n1, s1);
     if (!st) st = strides_of(d, kid(d, kn, 4), "src_strides", n1, s2);
-    set_view(&spec.in[0], n, sh, s0);
-    set_view(&spec.in[1], n1, sh1, s1);
-    set_view(&spec.in[2], n1, sh1, s2);
+    if (!st) set_view(&spec.in[0], n, sh, s0);
+    if (!st) set_view(&spec.in[1], n1, sh1, s1);
+    if (!st) set_view(&spec.in[2], n1, sh1, s2);
     break;
   case C_SUM:
   case C_MAX:
@@ -488,7 +488,7 @@ static hl_status op_node(dec *d, uint32_t cls, uint32_t node, uint32_t *id) {
     if (!st) st = strides_of(d, kid(d, kn, 2), "strides", n, s0);
     if (!st) st = expr(d, kid(d, kn, 3), &s0[n]);
     if (!st) st = check_out(d, cls, kid(d, kn, 4), n, sh);
-    set_view(&spec.in[0], n + 1, sh, s0);
+    if (!st) set_view(&spec.in[0], n + 1, sh, s0);
     spec.axis = n; /* the encoding keeps the reduced dim, not its position: put it last */
     break;
   default: st = fail(d, cls, "unexpected OpKind");
@@ -669,7 +669,7 @@ static hl_status build_outputs(dec *d) {
     if (!st) st = elist(d, kid(d, node, 3), "the output's shape", &nd, dims);
     if (!st) st = strides_of(d, kid(d, node, 4), "the output's strides", nd, strides);
     if (st) break;
-    set_view(&spec.in[0], nd, dims, strides);
+    if (!st) set_view(&spec.in[0], nd, dims, strides);
     spec.name = (char *)eg_value_as_string(d->e, name);
     st = add_node(d, cls, &spec, &id);
   }
