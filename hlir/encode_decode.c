@@ -239,7 +239,11 @@ static hl_status dim_for(dec *d, const char *name, hl_expr *out, uint32_t cls) {
     return HL_OK;
   }
   hl_expr v = hl_graph_dim(d->g, name, 1, INT32_MAX, 1);
-  if (v == HL_NONE) return fail(d, cls, "dim '%s': %s", name, hl_graph_error(d->g)->msg);
+  if (v == HL_NONE) {
+    const hl_error *ge = hl_graph_error(d->g); /* its code: HL_ERR_ARG, HL_ERR_NOMEM */
+    return hl_error_set(d->err, ge->code, HL_NONE, "decode: class c%u: dim '%s': %s", cls, name,
+                        ge->msg);
+  }
   *out = v;
   return HL_OK;
 }
@@ -309,8 +313,10 @@ static hl_status declare_dims(dec *d) {
     if (!st) st = lit(d, kid(d, node, 4), d->sort_i64, "profile (i64)", &prof);
     if (st) break;
     if (hl_graph_dim(d->g, eg_value_as_string(d->e, name), eg_value_as_i64(lo),
-                     eg_value_as_i64(hi), eg_value_as_i64(prof)) == HL_NONE)
-      st = fail(d, cls, "%s", hl_graph_error(d->g)->msg);
+                     eg_value_as_i64(hi), eg_value_as_i64(prof)) == HL_NONE) {
+      const hl_error *ge = hl_graph_error(d->g);
+      st = hl_error_set(d->err, ge->code, HL_NONE, "decode: class c%u (Dim): %s", cls, ge->msg);
+    }
   }
   hl__free(v);
   return st;
