@@ -410,45 +410,13 @@ static hl_status kahn_order(const hl_graph *g, uint32_t *order, hl_error *err) {
   }
   hl__free(pos);
   uint32_t nh = 0, nout = 0;
-  /* a binary min-heap of ready ids */
   for (uint32_t i = 0; i < n; i++)
-    if (indeg[i] == 0) {
-      uint32_t j = nh++;
-      heap[j] = i;
-      while (j && heap[(j - 1) / 2] > heap[j]) {
-        uint32_t p = (j - 1) / 2, t = heap[p];
-        heap[p] = heap[j];
-        heap[j] = t;
-        j = p;
-      }
-    }
+    if (indeg[i] == 0) hl__heap_push(heap, &nh, i);
   while (nh) {
-    uint32_t v = heap[0];
-    heap[0] = heap[--nh];
-    for (uint32_t j = 0;;) {
-      uint32_t l = 2 * j + 1, r = l + 1, m = j;
-      if (l < nh && heap[l] < heap[m]) m = l;
-      if (r < nh && heap[r] < heap[m]) m = r;
-      if (m == j) break;
-      uint32_t t = heap[m];
-      heap[m] = heap[j];
-      heap[j] = t;
-      j = m;
-    }
+    uint32_t v = hl__heap_pop(heap, &nh);
     order[nout++] = v;
-    for (uint32_t k = ustart[v]; k < ustart[v + 1]; k++) {
-      uint32_t u = users[k];
-      if (--indeg[u] == 0) {
-        uint32_t j = nh++;
-        heap[j] = u;
-        while (j && heap[(j - 1) / 2] > heap[j]) {
-          uint32_t p = (j - 1) / 2, t = heap[p];
-          heap[p] = heap[j];
-          heap[j] = t;
-          j = p;
-        }
-      }
-    }
+    for (uint32_t k = ustart[v]; k < ustart[v + 1]; k++)
+      if (--indeg[users[k]] == 0) hl__heap_push(heap, &nh, users[k]);
   }
   if (nout != n)
     st = hl_error_set(err, HL_ERR_ARG, HL_NONE,

@@ -567,33 +567,6 @@ static hl_status reach(dec *d, reach_t *r, uint32_t cls) {
   return HL_OK;
 }
 
-static void heap_push(uint32_t *h, uint32_t *n, uint32_t v) {
-  uint32_t j = (*n)++;
-  h[j] = v;
-  while (j && h[(j - 1) / 2] > h[j]) {
-    uint32_t p = (j - 1) / 2, t = h[p];
-    h[p] = h[j];
-    h[j] = t;
-    j = p;
-  }
-}
-
-static uint32_t heap_pop(uint32_t *h, uint32_t *n) {
-  uint32_t top = h[0];
-  h[0] = h[--*n];
-  for (uint32_t j = 0;;) {
-    uint32_t l = 2 * j + 1, r = l + 1, m = j;
-    if (l < *n && h[l] < h[m]) m = l;
-    if (r < *n && h[r] < h[m]) m = r;
-    if (m == j) break;
-    uint32_t t = h[m];
-    h[m] = h[j];
-    h[j] = t;
-    j = m;
-  }
-  return top;
-}
-
 /* Builds every reached Op class, in Kahn order, lowest class first. */
 static hl_status build_reached(dec *d, reach_t *r) {
   uint32_t nc = d->s->n_classes;
@@ -627,16 +600,16 @@ static hl_status build_reached(dec *d, reach_t *r) {
   }
   uint32_t nh = 0;
   for (uint32_t i = 0; i < r->n; i++)
-    if (indeg[r->list[i]] == 0) heap_push(heap, &nh, r->list[i]);
+    if (indeg[r->list[i]] == 0) hl__heap_push(heap, &nh, r->list[i]);
   while (nh && !st) {
-    uint32_t c = heap_pop(heap, &nh), id;
+    uint32_t c = hl__heap_pop(heap, &nh), id;
     d->state[c] = BUSY;
     st = op_node(d, c, d->pick[c], &id);
     if (st) break;
     d->state[c] = DONE;
     d->memo[c] = id;
     for (uint32_t k = ustart[c]; k < ustart[c + 1]; k++)
-      if (--indeg[users[k]] == 0) heap_push(heap, &nh, users[k]);
+      if (--indeg[users[k]] == 0) hl__heap_push(heap, &nh, users[k]);
   }
 done:
   hl__free(indeg);
