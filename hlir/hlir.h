@@ -757,9 +757,8 @@ const char *hl_encode_schema(void);
 const char *hl_encode_dtype_rules(void);
 
 /* Makes sure e knows the schema: runs it (and the dtype_prop ruleset) when e has none of
- * its tables, does nothing
- * when every constructor is already declared with its arity, and fails with HL_ERR_ARG
- * naming the table when e declares some of the names differently. */
+ * its tables, does nothing when every constructor is already declared with its arity,
+ * and fails with HL_ERR_ARG naming the table when e declares some names differently. */
 hl_status hl_encode_declare(eg_engine *e, hl_error *err);
 
 /* What hl_graph_encode added: the root IR e-class and each node's IR e-class (node_class
@@ -781,10 +780,10 @@ void hl_encoding_fini(hl_encoding *enc);
 
 /* The same encoding as program text, one command per line: (let dI (Dim ...)) and the
  * dims' lower/upper facts, then (let tK <term>) and (set (dtype tK) <dtype>) for node K
- * in Kahn order, then (let root ...). Preceded by the schema and the dtype_prop
- * ruleset when with_schema is true.
- * Running it in an engine gives what hl_graph_encode gives. Returns a NUL-terminated
- * string the caller frees with free(), or NULL with err set (as hl_graph_encode). */
+ * in Kahn order, then (let root ...). Preceded by the schema and the dtype_prop ruleset
+ * when with_schema is true. Running it in an engine gives what hl_graph_encode gives.
+ * Returns a NUL-terminated string the caller frees with free(), or NULL with err set
+ * (as hl_graph_encode). */
 char *hl_graph_encode_text(const hl_graph *g, bool with_schema, hl_error *err);
 /* Writes the schema, the dtype_prop ruleset and the program text to f (what
  * `luminal_search --emit egraph` prints). HL_ERR_IO when writing fails. */
@@ -798,10 +797,10 @@ hl_status hl_graph_fprint_egraph(const hl_graph *g, FILE *f, hl_error *err);
  * Input node in index order (chosen or not: inputs are the graph's interface), then the
  * compute nodes the outputs reach in Kahn order with the lowest class first (for an
  * encoding read straight back, the graph's own order), then every Output in index
- * order. Reductions read the reduced dim last (the encoding keeps
- * the dim, not its position). Returns the graph (free with hl_graph_free) or NULL with
- * err naming the class, the node and the reason (HL_ERR_PARSE for a malformed or
- * unreadable e-graph, the builder's code for a node the graph rejects, HL_ERR_NOMEM). */
+ * order. Reductions read the reduced dim last (the encoding keeps the dim, not its
+ * position). Returns the graph (free with hl_graph_free) or NULL with err naming the
+ * class, the node and the reason (HL_ERR_PARSE for a malformed or unreadable e-graph,
+ * the builder's code for a node the graph rejects, HL_ERR_NOMEM). */
 hl_graph *hl_graph_decode(const eg_engine *e, const eg_serialized *s, const uint32_t *choice,
                           hl_error *err);
 /* Rebuilds and serializes e, then decodes it with the decoder's own choices. */
