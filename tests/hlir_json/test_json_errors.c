@@ -306,6 +306,47 @@ START_TEST(truncated_and_mutated_examples_never_crash) {
 }
 END_TEST
 
+/* The fuzz seed corpus, replayed in the unit run: each file loads and round-trips, or is
+ * rejected with a message; the regression seeds (regress_*) must be rejected. */
+START_TEST(fuzz_seed_corpus_loads_or_fails_cleanly) {
+  const char *dir = LUMINAL_SOURCE_DIR "/tests/hlir_json/seeds";
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  struct dirent *ent;
+  int files = 0, accepted = 0;
+  while ((ent = readdir(d))) {
+    if (ent->d_name[0] == '.') continue;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+    size_t len;
+    char *text = tj_slurp(path, &len);
+    hl_error e;
+    hl_error_clear(&e);
+    hl_graph *g = hl_graph_read_json(text, len, ent->d_name, &e);
+    files++;
+    if (strncmp(ent->d_name, "regress_", 8) == 0)
+      ck_assert_msg(g == NULL, "%s: accepted", ent->d_name);
+    if (g) {
+      accepted++;
+      char *s1 = tj_write(g);
+      hl_graph *g2 = tj_read(s1);
+      char *s2 = tj_write(g2);
+      ck_assert_str_eq(s1, s2);
+      free(s1);
+      free(s2);
+      hl_graph_free(g2);
+      hl_graph_free(g);
+    } else {
+      ck_assert_msg(e.code != HL_OK && e.msg[0], "%s: rejected without a message", ent->d_name);
+    }
+    free(text);
+  }
+  closedir(d);
+  ck_assert_int_ge(files, 8);
+  ck_assert_int_ge(accepted, 3);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("hlir_json_errors");
   TCase *tc = tcase_create("core");
@@ -330,6 +371,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, empty_outputs_and_missing_sections_are_rejected);
   tcase_add_test(tc, missing_file_is_an_io_error);
   tcase_add_test(tc, truncated_and_mutated_examples_never_crash);
+  tcase_add_test(tc, fuzz_seed_corpus_loads_or_fails_cleanly);
   suite_add_tcase(s, tc);
   return s;
 }
