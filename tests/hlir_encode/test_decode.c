@@ -419,6 +419,63 @@ START_TEST(an_input_proved_equal_to_a_constant_stays_an_input) {
 }
 END_TEST
 
+/* After a rewrite that swaps the operands of every Add and Mul (a+b = b+a holds bit for
+ * bit in IEEE arithmetic), any choice among the alternatives decodes to a graph that
+ * computes the same bits. */
+START_TEST(random_choices_among_equal_alternatives_compute_the_same_bits) {
+  uint32_t differ = 0;
+  for (uint64_t seed = 1; seed <= 12; seed++) {
+    hl_gen_opts o = {.n_ops = 12, .dynamic = seed % 2 == 1};
+    hl_error err;
+    hl_error_clear(&err);
+    hl_graph *g = hl_graph_generate(seed, &o, &err);
+    ck_assert_ptr_nonnull(g);
+    eg_engine *e = te_encode_c(g, NULL);
+    eg_error ee;
+    ck_assert_msg(eg_run_text(e,
+                              "(rewrite (Op (Mul ?s ?a ?b ?o) (ICons ?x (ICons ?y (INil))))"
+                              " (Op (Mul ?s ?b ?a ?o) (ICons ?y (ICons ?x (INil)))))\n"
+                              "(rewrite (Op (Add ?s ?a ?b ?o) (ICons ?x (ICons ?y (INil))))"
+                              " (Op (Add ?s ?b ?a ?o) (ICons ?y (ICons ?x (INil)))))\n"
+                              "(run 2)\n",
+                              "rules", &ee) == 0,
+                  "%s", ee.msg);
+    eg_serialized s;
+    ck_assert_int_eq(eg_serialize(e, NULL, NULL, 0, &s, &ee), 0);
+    uint32_t *choice = malloc(s.n_classes * sizeof(uint32_t));
+    uint32_t *seen = calloc(s.n_classes, sizeof(uint32_t));
+    uint32_t alternatives = 0;
+    uint64_t st = seed;
+    for (uint32_t c = 0; c < s.n_classes; c++) choice[c] = UINT32_MAX;
+    for (uint32_t i = 0; i < s.n_nodes; i++) { /* reservoir-pick one Op node per class */
+      if (strcmp(s.nodes[i].op, "Op") != 0) continue;
+      uint32_t c = s.nodes[i].eclass;
+      st = st * 6364136223846793005ull + 1442695040888963407ull;
+      if (++seen[c] == 1 || (st >> 33) % seen[c] == 0) choice[c] = i;
+      if (seen[c] == 2) alternatives++;
+    }
+    ck_assert_uint_gt(alternatives, 0);
+    hl_graph *d = hl_graph_decode(e, &s, choice, &err);
+    ck_assert_msg(d != NULL, "seed %llu: %s", (unsigned long long)seed, err.msg);
+    expect_same_results(g, d, seed);
+    hl_graph *def = hl_graph_decode(e, &s, NULL, &err);
+    ck_assert_ptr_nonnull(def);
+    char *jd = te_json(d), *jdef = te_json(def);
+    differ += strcmp(jd, jdef) != 0; /* a swapped operand order was chosen */
+    free(jd);
+    free(jdef);
+    hl_graph_free(def);
+    hl_graph_free(d);
+    free(choice);
+    free(seen);
+    eg_serialized_free(&s);
+    eg_engine_free(e);
+    hl_graph_free(g);
+  }
+  ck_assert_uint_gt(differ, 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("hlir_decode");
   TCase *tc = tcase_create("decode");
@@ -438,6 +495,7 @@ int main(void) {
   tcase_add_test(tc, a_dim_without_a_declaration_is_declared_wide);
   tcase_add_test(tc, a_saturated_e_graph_still_reads_back);
   tcase_add_test(tc, an_input_proved_equal_to_a_constant_stays_an_input);
+  tcase_add_test(tc, random_choices_among_equal_alternatives_compute_the_same_bits);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
