@@ -34,6 +34,7 @@ typedef struct {
   uint32_t nacts;
   aexpr *ex;
   eg_value *vals;
+  char *text; /* input file contents */
 } scratch;
 
 static void scratch_free(scratch *s) {
@@ -44,6 +45,7 @@ static void scratch_free(scratch *s) {
   eg__actions_free(s->acts, s->nacts);
   eg__aexpr_free(s->ex);
   eg__free(s->vals);
+  eg__free(s->text);
   memset(s, 0, sizeof *s);
 }
 
@@ -83,7 +85,7 @@ int eg__run_program(eg_engine *e, uint32_t first, uint32_t n) {
 
 /* ---- schedules ---- */
 
-static bool run_cmd(eg_engine *e, const sx *s, uint32_t from, scratch *sc, bool in_sched);
+static bool run_cmd(eg_engine *e, const sx *s, uint32_t from, scratch *sc);
 
 static bool limit_hit(eg_engine *e) {
   return e->last_stop == EG_STOP_NODE_LIMIT || e->last_stop == EG_STOP_TIME_LIMIT ||
@@ -126,15 +128,14 @@ static bool sched(eg_engine *e, const sx *s, scratch *sc) {
     }
     return any;
   }
-  if (strcmp(h, "run") == 0) return run_cmd(e, s, 1, sc, true);
+  if (strcmp(h, "run") == 0) return run_cmd(e, s, 1, sc);
   type_error(e, s, "unknown schedule form");
 }
 
 /* (run [ruleset] [n] [:until facts...]) */
-static bool run_cmd(eg_engine *e, const sx *s, uint32_t from, scratch *sc, bool in_sched) {
+static bool run_cmd(eg_engine *e, const sx *s, uint32_t from, scratch *sc) {
   uint32_t rs = 0;
   uint64_t n = 1;
-  bool have_n = false;
   uint32_t i = from;
   if (i < s->n && s->items[i]->kind == SX_SYM && s->items[i]->text[0] != ':') {
     int32_t r = eg__ruleset_find(e, s->items[i]->text);
@@ -145,11 +146,8 @@ static bool run_cmd(eg_engine *e, const sx *s, uint32_t from, scratch *sc, bool 
   if (i < s->n && s->items[i]->kind == SX_INT) {
     if (s->items[i]->i < 0) type_error(e, s->items[i], "iteration count must be >= 0");
     n = (uint64_t)s->items[i]->i;
-    have_n = true;
     i++;
   }
-  (void)have_n;
-  (void)in_sched;
   query *until = NULL;
   if (i < s->n && eg__sx_is(s->items[i], ":until")) {
     sc->q = eg__compile_facts(e, (const sx *const *)s->items + i + 1, s->n - i - 1);
@@ -419,7 +417,7 @@ bad:
   eg__throw(e, at, "input line %u: cannot read '%s' as %s", line, f, e->sorts[sort].name);
 }
 
-static void cmd_input(eg_engine *e, const sx *s) {
+static void cmd_input(eg_engine *e, const sx *s, scratch *sc) {
   if (s->n != 3 || s->items[1]->kind != SX_SYM || s->items[2]->kind != SX_STR)
     type_error(e, s, "(input table \"file\") expected");
   int32_t ti = eg__table_find(e, s->items[1]->text);
@@ -430,13 +428,13 @@ static void cmd_input(eg_engine *e, const sx *s) {
     uint32_t so = c < t->n_in ? t->in_sort[c] : t->out_sort;
     if (eg__is_eq(e, so)) type_error(e, s, "input needs a table whose columns are primitive sorts");
   }
-  char *text = slurp(s->items[2]->text, NULL);
+  char *text = sc->text = slurp(s->items[2]->text, NULL);
   if (!text) {
     e->err->code = EG_ERR_IO;
     eg__throw(e, s->items[2], "cannot read input file '%s': %s", s->items[2]->text,
               strerror(errno));
   }
-  /* the text is parsed line by line; it is freed before any error is raised */
+  /* the text is parsed line by line; the scratch frees it, also on error */
   uint32_t line = 0;
   char *p = text;
   while (*p) {
@@ -458,7 +456,6 @@ static void cmd_input(eg_engine *e, const sx *s) {
       }
       eg_value row[32];
       if (nf != t->ncols) {
-        eg__free(text);
         e->err->code = EG_ERR_RUNTIME;
         eg__throw(e, s, "input line %u has %u fields; %s needs %u", line, nf, t->name, t->ncols);
       }
@@ -466,9 +463,6 @@ static void cmd_input(eg_engine *e, const sx *s) {
         char tmp[4096];
         snprintf(tmp, sizeof tmp, "%s", fields[c]);
         uint32_t so = c < t->n_in ? t->in_sort[c] : t->out_sort;
-        /* errors free nothing here: copy the field first */
-        jmp_buf *saved = e->jmp;
-        (void)saved;
         parse_field(e, s, so, tmp, &row[c], line);
       }
       if (t->kind == TK_RELATION) eg__lookup_or_insert(e, t, row);
@@ -478,6 +472,7 @@ static void cmd_input(eg_engine *e, const sx *s) {
     p = nl + 1;
   }
   eg__free(text);
+  sc->text = NULL;
   eg__rebuild(e);
 }
 
@@ -496,7 +491,7 @@ static void cmd_include(eg_engine *e, const sx *s) {
   uint32_t n = 0;
   int rc = eg__sx_parse(text, fname, &forms, &n, e->err);
   eg__free(text);
-  if (rc) eg__throw(e, NULL, "%s", e->err->msg);
+  if (rc) longjmp(*e->jmp, 1); /* e->err holds the parse error */
   /* the forms stay alive: rules keep pointers to their source */
   for (uint32_t i = 0; i < n; i++) {
     EG_GROW(e->progs, e->capprogs, e->nprogs + 1);
@@ -618,7 +613,7 @@ static void exec_command(eg_engine *e, const sx *s, scratch *sc) {
   }
   if (eg__declare(e, s)) return;
   if (strcmp(h, "run") == 0) {
-    run_cmd(e, s, 1, sc, false);
+    run_cmd(e, s, 1, sc);
   } else if (strcmp(h, "run-schedule") == 0) {
     eg__rebuild(e);
     sched_seq(e, s, 1, sc);
@@ -646,7 +641,7 @@ static void exec_command(eg_engine *e, const sx *s, scratch *sc) {
   } else if (strcmp(h, "include") == 0) {
     cmd_include(e, s);
   } else if (strcmp(h, "input") == 0) {
-    cmd_input(e, s);
+    cmd_input(e, s, sc);
   } else if (strcmp(h, "push") == 0) {
     int64_t n = s->n >= 2 && s->items[1]->kind == SX_INT ? s->items[1]->i : 1;
     for (int64_t i = 0; i < n; i++) eg__push(e);

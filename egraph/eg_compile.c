@@ -646,8 +646,8 @@ static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **ho
     a->table = (uint32_t)ti;
     a->args = eg__calloc(nargs + 1, sizeof(aexpr *));
     for (uint32_t i = 0; i < nargs; i++) {
+      a->nargs = i + 1; /* before the call: a throw inside must still free args[i] */
       a_expr(e, c, s->items[i + 1], e->tables[ti].in_sort[i], &a->args[i]);
-      a->nargs = i + 1;
     }
     expect_sort(e, s, want, a->sort);
     return a;
@@ -668,8 +668,8 @@ static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **ho
     eg__throw(e, s, "too many arguments (at most 31)");
   }
   for (uint32_t i = 0; i < nargs; i++) {
-    a_expr(e, c, s->items[i + 1], NOSORT, &a->args[i]);
     a->nargs = i + 1;
+    a_expr(e, c, s->items[i + 1], NOSORT, &a->args[i]);
     sorts[i] = a->args[i]->sort;
   }
   const eg_prim *p = eg__prim_resolve(e, h, sorts, nargs, &known);
@@ -717,8 +717,8 @@ static eg_table *table_call(eg_engine *e, const sx *s, int32_t *ti_out) {
 static void table_args(eg_engine *e, cc *c, action *a, const sx *call, eg_table *t) {
   a->args = eg__calloc(call->n, sizeof(aexpr *));
   for (uint32_t i = 0; i + 1 < call->n; i++) {
-    a_expr(e, c, call->items[i + 1], t->in_sort[i], &a->args[i]);
     a->nargs = i + 1;
+    a_expr(e, c, call->items[i + 1], t->in_sort[i], &a->args[i]);
   }
 }
 

@@ -155,8 +155,8 @@ static sx *read_form(reader *r, int depth) {
   }
   if (c == '"') return read_string(r);
   if (c != '(') return read_atom(r);
-  if (depth > 10000) {
-    rerr(r, r->line, r->col, "lists nested too deeply (more than 10000 levels)");
+  if (depth > 2000) {
+    rerr(r, r->line, r->col, "lists nested too deeply (more than 2000 levels)");
     return NULL;
   }
   sx *l = mk(r, SX_LIST, r->line, r->col);

@@ -273,8 +273,6 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi) {
     if (t->flags[r] & RF_DEAD) continue;
     ix->rows[cnt[grp[r]]++] = r;
   }
-  /* keep the group hashes for lookups: reuse cnt storage is not enough, store in gfirst's
-   * companion: we recompute hashes from gfirst rows on lookup collisions instead. */
   eg__free(cnt);
   eg__free(grp);
   eg__free(gh);

@@ -1,6 +1,8 @@
 /* test_api.c: the C API: two engines in one process, determinism of the serialized
  * e-graph, the plain serialized structure, reading rows. */
+#include <dirent.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "test_eg.h"
 
@@ -113,6 +115,51 @@ START_TEST(rows_are_readable_in_order) {
 }
 END_TEST
 
+/* Runs every conformance program of one folder (not the two large ones) and checks the
+ * database invariants afterwards: canonical rows, keys found by the memo, live counts. */
+static int run_folder_checking_invariants(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  char **names = NULL;
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    size_t l = strlen(de->d_name);
+    if (l < 5 || strcmp(de->d_name + l - 4, ".egg") != 0) continue;
+    if (strstr(de->d_name, "math-microbenchmark") || strstr(de->d_name, "llama")) continue;
+    names = realloc(names, (size_t)(n + 1) * sizeof *names);
+    names[n++] = strdup(de->d_name);
+  }
+  closedir(d);
+  for (int i = 0; i < n; i++) {
+    char path[8192];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    eg_engine *e = t_engine();
+    eg_error err;
+    int rc = eg_run_file(e, path, &err);
+    ck_assert_msg(rc == 0, "%s: %s", names[i], err.msg);
+    ck_assert_int_eq(eg_rebuild(e, &err), 0);
+    ck_assert_msg(eg_check_invariants(e, &err) == 0, "%s: %s", names[i], err.msg);
+    eg_engine_free(e);
+    free(names[i]);
+  }
+  free(names);
+  return n;
+}
+
+START_TEST(conformance_programs_keep_invariants) {
+  char root[4096];
+  snprintf(root, sizeof root, "%s/conformance/egglog", LUMINAL_SHARED_DIR);
+  if (chdir(root) != 0) { /* include and input paths are relative to this folder */
+    fprintf(stderr, "skip: %s not found\n", root);
+    return;
+  }
+  int a = run_folder_checking_invariants("tests");
+  int b = run_folder_checking_invariants("tests/web-demo");
+  ck_assert_int_ge(a + b, 40);
+}
+END_TEST
+
 Suite *api_suite(void) {
   Suite *s = suite_create("api");
   TCase *tc = tcase_create("api");
@@ -122,5 +169,9 @@ Suite *api_suite(void) {
   tcase_add_test(tc, terms_added_from_c_are_matched_by_rules);
   tcase_add_test(tc, rows_are_readable_in_order);
   suite_add_tcase(s, tc);
+  TCase *slow = tcase_create("conformance-invariants");
+  tcase_set_timeout(slow, 600);
+  tcase_add_test(slow, conformance_programs_keep_invariants);
+  suite_add_tcase(s, slow);
   return s;
 }
