@@ -343,16 +343,18 @@ static hl_status report_cycle(reader *r, const bool *done) {
   return jr_fail(r, HL_ERR_PARSE, "inputs", "cycle: %s (each reads the next)", path);
 }
 
-/* Orders the nodes (Kahn) and builds them in that order. */
+/* Orders the nodes (Kahn, earliest listed ready node first) and builds them in that
+ * order; a cycle is reported before anything is built. */
 static hl_status order_and_build(reader *r) {
   uint32_t n = r->n_nodes;
   uint32_t *indeg = hl__zalloc(n, sizeof *indeg);
   uint32_t *users_start = hl__zalloc((size_t)n + 1, sizeof *users_start);
   uint32_t *users = hl__alloc((size_t)n * HL_MAX_INPUTS, sizeof *users);
   bool *done = hl__zalloc(n, sizeof *done);
+  uint32_t *order = hl__alloc(n, sizeof *order);
   heap h = {hl__alloc(n, sizeof(uint32_t)), 0};
   hl_status st = HL_OK;
-  if (!indeg || !users_start || !users || !done || !h.a) {
+  if (!indeg || !users_start || !users || !done || !order || !h.a) {
     st = jr_fail(r, HL_ERR_NOMEM, NULL, "out of memory");
     goto out;
   }
@@ -386,7 +388,7 @@ static hl_status order_and_build(reader *r) {
   while (h.n) {
     uint32_t i = heap_pop(&h);
     done[i] = true;
-    ordered++;
+    order[ordered++] = i;
     for (uint32_t u = users_start[i]; u < users_start[i + 1]; u++)
       if (--indeg[users[u]] == 0) heap_push(&h, users[u]);
   }
@@ -394,29 +396,18 @@ static hl_status order_and_build(reader *r) {
     st = report_cycle(r, done);
     goto out;
   }
-  /* Build in the same order again (now known to be complete). */
-  for (uint32_t i = 0; i < n; i++) {
-    done[i] = false;
-    indeg[i] = 0;
-  }
-  for (uint32_t i = 0; i < n; i++)
-    for (uint32_t j = 0; j < r->nodes[i].n_ref; j++)
-      if (!r->names[r->nodes[i].refs[j].name].is_input) indeg[i]++;
-  for (uint32_t i = 0; i < n; i++)
-    if (indeg[i] == 0) heap_push(&h, i);
-  while (h.n) {
-    uint32_t i = heap_pop(&h);
+  for (uint32_t k = 0; k < n; k++) { /* build in that order */
+    uint32_t i = order[k];
     jr_where(r, "nodes[%u] '%.40s'", i, r->nodes[i].name);
     if ((st = jr_build_node(r, i))) goto out;
     r->nodes[i].built = true;
-    for (uint32_t u = users_start[i]; u < users_start[i + 1]; u++)
-      if (--indeg[users[u]] == 0) heap_push(&h, users[u]);
   }
 out:
   hl__free(indeg);
   hl__free(users_start);
   hl__free(users);
   hl__free(done);
+  hl__free(order);
   hl__free(h.a);
   return st;
 }
