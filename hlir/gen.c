@@ -3,9 +3,9 @@
  * The generator keeps a pool of tensor handles (the inputs, then every result) and adds
  * ops drawn at random through the builder: unary and binary elementwise ops (binary
  * operands are picked so numpy broadcasting applies), reductions, softmax and norms,
- * views, matmuls against fresh weight inputs, and gathers whose indexes are iota
- * expressions taken modulo the data's element count, so every index is in range at any
- * dim value. A draw the builder refuses is undone by the builder itself (its calls are
+ * views, pad, concat, matmuls against fresh weight inputs, and gathers, embeddings and
+ * scatters whose indexes are iota expressions taken modulo the indexed element count, so
+ * every index is in range at any dim value. A draw the builder refuses is undone by the builder itself (its calls are
  * atomic), the error is cleared and the draw skipped, so the result is valid by
  * construction; hl_graph_check confirms it before the graph is returned.
  *
@@ -232,6 +232,42 @@ static void add_gather(gen *s, hl_t data) {
   keep(s, hl_gather(s->g, idx, data));
 }
 
+/* Pad, concat, embedding or scatter: the builder ops made of several primitives. */
+static void add_misc(gen *s, hl_t x) {
+  uint32_t nd = x.view.ndim;
+  switch (pcg_below(&s->rng, 4)) {
+  case 0: /* pad an axis */
+    if (nd == 0) return;
+    keep(s, hl_pad(s->g, x, (int)pcg_below(&s->rng, nd), hl_n(s->g, pcg_below(&s->rng, 3)),
+                   hl_n(s->g, 1 + pcg_below(&s->rng, 2)), -1.0f));
+    break;
+  case 1: /* concat with itself */
+    if (nd == 0) return;
+    keep(s, hl_concat(s->g, x, hl_neg(s->g, x), (int)pcg_below(&s->rng, nd)));
+    break;
+  case 2: { /* embedding: rows of a 2-D tensor picked by iota ids */
+    int64_t rows;
+    if (nd != 2 || !hl_e_is_num(s->p, x.view.dims[0], &rows)) return;
+    hl_expr z = hl_e_z(s->p);
+    hl_expr e = hl_e_mod(s->p, hl_e_add(s->p, hl_e_mul(s->p, z, hl_n(s->g, 3)), hl_n(s->g, 1)),
+                         hl_n(s->g, rows));
+    hl_expr dims[1] = {rand_dim(s)};
+    keep(s, hl_embedding(s->g, x, hl_iota_nd(s->g, e, 1, dims)));
+    break;
+  }
+  default: { /* scatter a constant into x at iota positions */
+    hl_expr n = hl_view_numel(s->p, &x.view);
+    hl_expr z = hl_e_z(s->p);
+    hl_expr e = hl_e_mod(s->p, hl_e_mul(s->p, z, hl_n(s->g, 2)), n);
+    hl_expr dims[1] = {hl_n(s->g, 1 + pcg_below(&s->rng, 3))};
+    hl_t idx = hl_iota_nd(s->g, e, 1, dims);
+    hl_t src = hl_full(s->g, 2.0f, x.dtype, 1, dims);
+    keep(s, hl_scatter(s->g, x, idx, src));
+    break;
+  }
+  }
+}
+
 hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, hl_error *err) {
   gen s;
   memset(&s, 0, sizeof s);
@@ -260,7 +296,7 @@ hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, hl_error *er
   }
   for (uint32_t i = 0; i < s.o.n_ops && s.n_pool; i++) {
     hl_t x = s.n_pool > 1 && pcg_below(&s.rng, 3) ? s.pool[s.n_pool - 1] : pick(&s);
-    switch (pcg_below(&s.rng, 10)) {
+    switch (pcg_below(&s.rng, 11)) {
     case 0:
     case 1: add_unary(&s, x); break;
     case 2:
@@ -270,6 +306,7 @@ hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, hl_error *er
     case 6:
     case 7: add_view(&s, x); break;
     case 8: add_matmul(&s, x); break;
+    case 9: add_misc(&s, x); break;
     default: add_gather(&s, x); break;
     }
   }
