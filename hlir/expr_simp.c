@@ -13,11 +13,19 @@
  *                                    (q*d + r) % d = r % d hold for floor division)
  * In sums the identity d*(x/d) + x%d = x is applied, which folds merged contiguous strides
  * back to z * inner. Range analysis (hl__e_range) drops x / d to 0 and x % d to x when
- * 0 <= x < d is provable. Integer overflow in a coefficient leaves the node unsimplified
- * rather than wrong. */
+ * 0 <= x < d is provable. A folded constant or coefficient that overflows int64 makes
+ * the result HL_NONE (without marking the pool failed): such a value is no shape. */
 #include "expr_int.h"
 
 #include <assert.h>
+
+/* Products of sums are multiplied out only while the result stays small: beyond this
+ * many terms the sum stays a factor (still canonical, just not expanded), so a product of
+ * many sums cannot blow up exponentially. Shapes never come near it. */
+#define MAX_EXPANDED_TERMS 64
+/* Sums longer than this skip the d*(y/d) + y%d search, which is quadratic. */
+#define MAX_DIVMOD_SEARCH_TERMS 32
+
 
 typedef struct term {
   int64_t k;
@@ -221,7 +229,8 @@ static hl_expr sum_of(hl_expr_pool *p, int64_t zb, tvec *v) {
    * each round removes one division factor) */
   uint32_t pi, pj;
   hl_expr repl;
-  if (v->n >= 2 && find_divmod_pair(p, zb, v, &pi, &pj, &repl)) {
+  if (v->n >= 2 && v->n <= MAX_DIVMOD_SEARCH_TERMS &&
+      find_divmod_pair(p, zb, v, &pi, &pj, &repl)) {
     hl_expr e = repl;
     for (uint32_t i = 0; i < v->n; i++)
       if (i != pi && i != pj) e = add(p, zb, e, term_expr(p, v->t[i]));
@@ -239,11 +248,10 @@ static hl_expr add(hl_expr_pool *p, int64_t zb, hl_expr a, hl_expr b) {
   tvec v = {0};
   if (!collect_terms(p, a, 1, &v) || !collect_terms(p, b, 1, &v)) {
     tv_free(&v);
-    return hl__e_mk(p, HL_E_ADD, a, b);
+    return HL_NONE; /* a coefficient overflows int64 */
   }
   hl_expr e = sum_of(p, zb, &v);
   tv_free(&v);
-  if (e == HL_NONE && !p->failed) return hl__e_mk(p, HL_E_ADD, a, b); /* overflow */
   return e;
 }
 
@@ -253,7 +261,7 @@ static hl_expr add(hl_expr_pool *p, int64_t zb, hl_expr a, hl_expr b) {
 static hl_expr mul_flat(hl_expr_pool *p, hl_expr a, hl_expr b) {
   term ta = split_term(p, a), tb = split_term(p, b);
   int64_t k;
-  if (__builtin_mul_overflow(ta.k, tb.k, &k)) return hl__e_mk(p, HL_E_MUL, a, b);
+  if (__builtin_mul_overflow(ta.k, tb.k, &k)) return HL_NONE; /* overflows int64 */
   if (k == 0) return hl_e_num(p, 0);
   evec f = {0};
   collect_factors(p, ta.m, &f);
@@ -274,10 +282,16 @@ static hl_expr mul_flat(hl_expr_pool *p, hl_expr a, hl_expr b) {
   return e;
 }
 
+static uint32_t term_count(const hl_expr_pool *p, hl_expr e) {
+  const hl_expr_node *n = hl__en(p, e);
+  return n->kind == HL_E_ADD ? term_count(p, n->a) + term_count(p, n->b) : 1;
+}
+
 static hl_expr mul(hl_expr_pool *p, int64_t zb, hl_expr a, hl_expr b) {
   if (a == HL_NONE || b == HL_NONE) return HL_NONE;
   bool sa = hl__en(p, a)->kind == HL_E_ADD, sb = hl__en(p, b)->kind == HL_E_ADD;
   if (!sa && !sb) return mul_flat(p, a, b);
+  if ((uint64_t)term_count(p, a) * term_count(p, b) > MAX_EXPANDED_TERMS) return mul_flat(p, a, b);
   /* distribute: (sum a_i)(sum b_j) = sum a_i b_j */
   tvec ta = {0}, tb = {0}, out = {0};
   bool ok = collect_terms(p, a, 1, &ta) && collect_terms(p, b, 1, &tb);
@@ -297,7 +311,6 @@ static hl_expr mul(hl_expr_pool *p, int64_t zb, hl_expr a, hl_expr b) {
   tv_free(&ta);
   tv_free(&tb);
   tv_free(&out);
-  if (e == HL_NONE && !p->failed) return hl__e_mk(p, HL_E_MUL, a, b);
   return e;
 }
 
@@ -305,7 +318,7 @@ static hl_expr mul(hl_expr_pool *p, int64_t zb, hl_expr a, hl_expr b) {
 
 /* If divisor term d divides term t, sets *q to the quotient term and returns true. */
 static bool term_divides(hl_expr_pool *p, term d, term t, term *q) {
-  if (d.k == 0 || t.k % d.k != 0) return false;
+  if (d.k == 0 || (d.k == -1 && t.k == INT64_MIN) || t.k % d.k != 0) return false;
   if (d.m == HL_NONE) {
     *q = (term){t.k / d.k, t.m};
     return true;
@@ -365,7 +378,7 @@ static hl_expr divmod(hl_expr_pool *p, int64_t zb, hl_expr_kind k, hl_expr a, hl
   if (!collect_terms(p, a, 1, &ta) || ta.oom) {
     tv_free(&ta);
     if (ta.oom) p->failed = true;
-    return ta.oom ? HL_NONE : hl__e_mk(p, k, a, b);
+    return HL_NONE; /* out of memory, or a coefficient overflows */
   }
   for (uint32_t i = 0; i < ta.n; i++) {
     term q;
@@ -405,7 +418,7 @@ static hl_expr divmod(hl_expr_pool *p, int64_t zb, hl_expr_kind k, hl_expr a, hl
   tv_free(&rest);
   if (oom || q == HL_NONE || r == HL_NONE) {
     if (oom) p->failed = true;
-    return oom ? HL_NONE : hl__e_mk(p, k, a, b);
+    return HL_NONE; /* out of memory, or a coefficient overflows */
   }
   if (k == HL_E_MOD) return divmod(p, zb, HL_E_MOD, r, b);
   e = add(p, zb, q, divmod(p, zb, k, r, b));
@@ -433,7 +446,7 @@ static hl_expr compare(hl_expr_pool *p, int64_t zb, hl_expr_kind k, hl_expr a, h
   if (a == b) return hl_e_num(p, k == HL_E_GE ? 1 : 0);
   /* decide from the range of a - b when it is one-signed */
   hl_expr diff = add(p, zb, a, mul(p, zb, b, hl_e_num(p, -1)));
-  if (diff == HL_NONE) return HL_NONE;
+  if (diff == HL_NONE) return p->failed ? HL_NONE : hl__e_mk(p, k, a, b); /* overflow */
   hl__range r = hl__e_range(p, diff, zb);
   if (!r.lo_inf && r.lo >= 0) return hl_e_num(p, k == HL_E_GE ? 1 : 0);
   if (!r.hi_inf && r.hi < 0) return hl_e_num(p, k == HL_E_GE ? 0 : 1);

@@ -37,6 +37,13 @@ static void sb_put(sbuf *s, const char *fmt, ...) {
 
 enum { P_OR = 1, P_AND, P_CMP, P_ADD, P_MUL, P_ATOM };
 
+/* A literal; INT64_MIN has no literal of its own (its magnitude overflows), so it is
+ * written as the sum that gives it. */
+static void put_num(sbuf *s, int64_t v) {
+  if (v == INT64_MIN) sb_put(s, "(-9223372036854775807 - 1)");
+  else sb_put(s, "%" PRId64, v);
+}
+
 static int prec_of(const hl_expr_pool *p, hl_expr e) {
   const hl_expr_node *n = hl__en(p, e);
   switch (n->kind) {
@@ -78,7 +85,7 @@ static void pr_term(const hl_expr_pool *p, hl_expr e, bool strip_sign, sbuf *s) 
   const hl_expr_node *n = hl__en(p, e);
   if (n->kind == HL_E_NUM) {
     if (strip_sign) sb_put(s, "%" PRIu64, (uint64_t)0 - (uint64_t)n->value);
-    else sb_put(s, "%" PRId64, n->value);
+    else put_num(s, n->value);
     return;
   }
   if (n->kind == HL_E_MUL && hl__en(p, n->b)->kind == HL_E_NUM) {
@@ -88,7 +95,7 @@ static void pr_term(const hl_expr_pool *p, hl_expr e, bool strip_sign, sbuf *s) 
       sb_put(s, "-"); /* a leading "-y" */
     } else {
       if (strip_sign) sb_put(s, "%" PRIu64, (uint64_t)0 - (uint64_t)k);
-      else sb_put(s, "%" PRId64, k);
+      else put_num(s, k);
       sb_put(s, "*");
     }
     bool first = true;
@@ -138,7 +145,7 @@ static void pr(const hl_expr_pool *p, hl_expr e, int ctx, sbuf *s) {
   bool paren = me < ctx;
   if (paren) sb_put(s, "(");
   switch (n->kind) {
-  case HL_E_NUM: sb_put(s, "%" PRId64, n->value); break;
+  case HL_E_NUM: put_num(s, n->value); break;
   case HL_E_VAR: sb_put(s, "%s", p->vars[n->var]); break;
   case HL_E_Z: sb_put(s, "z"); break;
   case HL_E_ADD: pr_sum(p, e, true, s); break;
@@ -239,9 +246,15 @@ static bool eat(parser *ps, const char *tok) {
 
 static hl_expr p_or(parser *ps);
 
+/* A constructor gave HL_NONE: out of memory, or a value that overflows int64. */
 static hl_expr oom_check(parser *ps, hl_expr e) {
-  if (e == HL_NONE && (!ps->err || ps->err->code == HL_OK))
+  if (e != HL_NONE || (ps->err && ps->err->code != HL_OK)) return e;
+  if (hl_expr_pool_failed(ps->p))
     hl_error_set(ps->err, HL_ERR_NOMEM, HL_NONE, "out of memory while parsing an expression");
+  else
+    hl_error_set(ps->err, HL_ERR_PARSE, HL_NONE,
+                 "expression \"%.200s\", column %zu: a value overflows int64", ps->text,
+                 ps->pos);
   return e;
 }
 

@@ -135,7 +135,11 @@ static hl_status expr_ok(const hl_graph *g, hl_expr e, char *why, size_t cap) {
     snprintf(why, cap, "an expression could not be built (out of memory)");
     return HL_ERR_NOMEM;
   }
-  if (e == HL_NONE || e >= hl_expr_count(g->pool)) {
+  if (e == HL_NONE) {
+    snprintf(why, cap, "an expression could not be built (a value overflows int64)");
+    return HL_ERR_EVAL;
+  }
+  if (e >= hl_expr_count(g->pool)) {
     snprintf(why, cap, "expression id %u is not in the graph's pool", e);
     return HL_ERR_DIM;
   }

@@ -149,8 +149,9 @@ float hl_round_to(hl_dtype t, float x);
  * form.
  *
  * Failure: a constructor that cannot allocate returns HL_NONE and marks the pool
- * (hl_expr_pool_failed). Every constructor given an HL_NONE operand returns HL_NONE, so
- * a chain of constructions is checked once at its end.
+ * (hl_expr_pool_failed); one whose folded constant or coefficient would overflow int64
+ * returns HL_NONE without marking it. Every constructor given an HL_NONE operand returns
+ * HL_NONE, so a chain of constructions is checked once at its end.
  */
 
 typedef uint32_t hl_expr;
@@ -247,7 +248,7 @@ int hl_expr_cmp(const hl_expr_pool *p, hl_expr a, hl_expr b);
 
 /* Replaces z in e by r and simplifies. z_bound, when > 0, promises that the z of the
  * result (the z occurring in r) lies in [0, z_bound), and the simplifier uses it
- * (x/c = 0 and x%c = x when 0 <= x < c). HL_NONE on OOM. */
+ * (x/c = 0 and x%c = x when 0 <= x < c). HL_NONE on OOM or int64 overflow. */
 hl_expr hl_e_subst_z(hl_expr_pool *p, hl_expr e, hl_expr r, int64_t z_bound);
 
 /* Values of dynamic dims for evaluation: values[var] for var < n, indexed by the pool's
@@ -274,7 +275,10 @@ void hl_e_fprint(const hl_expr_pool *p, hl_expr e, FILE *f);
 
 /* Parses the text form (whitespace allowed, integer literals fit int64) into a simplified
  * expression. Returns 0 and sets *out, or HL_ERR_PARSE with the column and the reason in
- * err (HL_ERR_NOMEM on OOM). Variables are interned into p as they appear. */
+ * err (a syntax error, a value that overflows int64, nesting deeper than 200; HL_ERR_NOMEM
+ * on OOM). Variables are interned into p as they appear. Parsing what hl_e_print wrote
+ * gives the same id back, except for a product of sums too large to multiply out (more
+ * than 64 terms; never a shape), which gives an equal value. */
 hl_status hl_e_parse(hl_expr_pool *p, const char *text, hl_expr *out, hl_error *err);
 
 /* ==================================================================================
@@ -331,9 +335,9 @@ hl_status hl_view_squeeze(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_v
                           hl_error *err);
 
 /* The flat buffer position of logical element z (z counts row-major over v.dims), as an
- * expression in z: sum_d stride_d[z := (z / inner_d) % dim_d]. HL_NONE on OOM. */
+ * expression in z: sum_d stride_d[z := (z / inner_d) % dim_d]. HL_NONE on OOM or overflow. */
 hl_expr hl_view_index(hl_expr_pool *p, const hl_view *v);
-/* The number of elements, product of dims (1 for a scalar). HL_NONE on OOM. */
+/* The number of elements, product of dims (1 for a scalar). HL_NONE on OOM or overflow. */
 hl_expr hl_view_numel(hl_expr_pool *p, const hl_view *v);
 /* True when the strides equal the contiguous strides of v's dims (ids compare). */
 bool hl_view_is_contiguous(hl_expr_pool *p, const hl_view *v);
@@ -724,9 +728,9 @@ typedef struct hl_gen_opts {
 
 /* Builds a random valid graph from seed: float inputs of random small shapes, then
  * n_ops ops drawn from elementwise unary and binary ops (with broadcasting), reductions,
- * softmax and norms, views (permute, reshape, expand, slice), matmuls and gathers (whose
- * indexes come from iota expressions, so every index is in range), and one or more
- * outputs. The same seed and options give the same graph. opts may be NULL. Returns the
+ * softmax and norms, views (permute, reshape, expand, slice), pad, concat, matmuls,
+ * and gathers, embeddings and scatters (whose indexes come from iota expressions, so
+ * every index is in range), and one or more outputs. The same seed and options give the same graph. opts may be NULL. Returns the
  * graph or NULL with err set (HL_ERR_NOMEM). Every graph it returns passes
  * hl_graph_check and runs on the reference runtime at any dim value in range. */
 hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, hl_error *err);

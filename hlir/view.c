@@ -15,6 +15,12 @@ static hl_status oom(hl_error *err, const char *fn) {
   return hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "%s: out of memory", fn);
 }
 
+/* A constructor gave HL_NONE: out of memory, or a size or stride that overflows int64. */
+static hl_status none_err(hl_expr_pool *p, hl_error *err, const char *fn) {
+  if (hl_expr_pool_failed(p)) return oom(err, fn);
+  return hl_error_set(err, HL_ERR_EVAL, HL_NONE, "%s: a size or stride overflows int64", fn);
+}
+
 /* An operand that is not an expression of p: out of memory if it is HL_NONE from a
  * constructor that failed, else a caller's mistake. */
 static hl_status bad_expr(hl_expr_pool *p, hl_expr e, hl_error *err, const char *fn,
@@ -37,9 +43,9 @@ hl_status hl_view_contiguous(hl_expr_pool *p, uint32_t ndim, const hl_expr *dims
     r.dims[i] = dims[i];
     r.strides[i] = hl_e_mul(p, z, inner);
     inner = hl_e_mul(p, inner, dims[i]);
-    if (r.strides[i] == HL_NONE) return oom(err, "contiguous");
+    if (r.strides[i] == HL_NONE) return none_err(p, err, "contiguous");
   }
-  if (inner == HL_NONE) return oom(err, "contiguous");
+  if (inner == HL_NONE) return none_err(p, err, "contiguous");
   *out = r;
   return HL_OK;
 }
@@ -112,7 +118,7 @@ hl_status hl_view_merge(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_vie
   hl_expr inner_part = hl_e_subst_z(p, v->strides[axis + 1], hl_e_mod(p, z, inner), 0);
   hl_expr stride = hl_e_add(p, outer_part, inner_part);
   hl_expr size = hl_e_mul(p, v->dims[axis], inner);
-  if (stride == HL_NONE || size == HL_NONE) return oom(err, "merge");
+  if (stride == HL_NONE || size == HL_NONE) return none_err(p, err, "merge");
   hl_view r = *v;
   r.dims[axis] = size;
   r.strides[axis] = stride;
@@ -167,7 +173,7 @@ hl_status hl_view_split(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_exp
   hl_expr outer_stride = hl_e_mul(p, z, hl_e_mul(p, k, inner));
   hl_expr inner_stride = hl_e_mul(p, z, k);
   if (outer_size == HL_NONE || outer_stride == HL_NONE || inner_stride == HL_NONE)
-    return oom(err, "split");
+    return none_err(p, err, "split");
   hl_view r = {0};
   r.ndim = v->ndim + 1;
   for (uint32_t i = 0, j = 0; i < r.ndim; i++, j++) {

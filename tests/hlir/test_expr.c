@@ -353,6 +353,26 @@ START_TEST(pool_check_finds_a_non_canonical_sum) {
 }
 END_TEST
 
+START_TEST(overflowing_values_are_rejected_not_wrapped) {
+  hl_expr e;
+  hl_error err;
+  hl_error_clear(&err);
+  ck_assert_int_eq(hl_e_parse(P, "9223372036854775807*4 + z%4", &e, &err), HL_ERR_PARSE);
+  ck_assert_ptr_nonnull(strstr(err.msg, "overflows int64"));
+  ck_assert(!hl_expr_pool_failed(P));
+  ck_assert_uint_eq(hl_e_add(P, hl_e_num(P, INT64_MAX), hl_e_num(P, 1)), HL_NONE);
+  /* the smallest int64 prints as a sum that parses back */
+  hl_expr m = X("-9223372036854775807 - 1");
+  int64_t v;
+  ck_assert(hl_e_is_num(P, m, &v) && v == INT64_MIN);
+  ck_assert_uint_eq(X(S(m)), m);
+  ck_assert_uint_eq(X(S(hl_e_mul(P, hl_e_z(P), m))), hl_e_mul(P, hl_e_z(P), m));
+  /* comparisons whose difference overflows are kept, not lost */
+  hl_expr c = hl_e_bin(P, HL_E_LT, hl_e_num(P, INT64_MIN), hl_e_var(P, "s"));
+  ck_assert_uint_ne(c, HL_NONE);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("hlir_expr");
   TCase *tc = tcase_create("expr");
@@ -373,6 +393,7 @@ int main(void) {
   tcase_add_test(tc, order_is_structural_not_by_creation);
   tcase_add_test(tc, random_expressions_keep_their_values);
   tcase_add_test(tc, pool_check_finds_a_non_canonical_sum);
+  tcase_add_test(tc, overflowing_values_are_rejected_not_wrapped);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
