@@ -197,7 +197,10 @@ static hl_status expr(dec *d, uint32_t cls, hl_expr *out) {
   }
   }
   if (st) return st;
-  if (r == HL_NONE) return hl_error_set(d->err, HL_ERR_NOMEM, HL_NONE, "decode: out of memory");
+  if (r == HL_NONE) /* the pool marks only allocation failures; the rest is overflow */
+    return hl_expr_pool_failed(d->p)
+               ? hl_error_set(d->err, HL_ERR_NOMEM, HL_NONE, "decode: out of memory")
+               : fail(d, cls, "the expression's value overflows int64");
   d->state[cls] = DONE;
   d->memo[cls] = r;
   *out = r;

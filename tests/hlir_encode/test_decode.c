@@ -476,6 +476,17 @@ START_TEST(random_choices_among_equal_alternatives_compute_the_same_bits) {
 }
 END_TEST
 
+START_TEST(an_expression_that_overflows_int64_is_reported) {
+  hl_error err;
+  ck_assert_ptr_null(decode_text(
+      "(let t0 (Input 0 \"x\" (F32) (ECons (MMul (MNum 9223372036854775807) (MNum 2)) (ENil))))\n"
+      "(let t1 (Output t0 0 \"y\" " SHAPE4 " " CONTIG "))\n",
+      &err));
+  ck_assert_int_eq(err.code, HL_ERR_PARSE);
+  ck_assert_msg(strstr(err.msg, "overflows int64"), "%s", err.msg);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("hlir_decode");
   TCase *tc = tcase_create("decode");
@@ -496,6 +507,7 @@ int main(void) {
   tcase_add_test(tc, a_saturated_e_graph_still_reads_back);
   tcase_add_test(tc, an_input_proved_equal_to_a_constant_stays_an_input);
   tcase_add_test(tc, random_choices_among_equal_alternatives_compute_the_same_bits);
+  tcase_add_test(tc, an_expression_that_overflows_int64_is_reported);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
