@@ -3,7 +3,9 @@
 #ifndef LUMINAL_TESTS_HLIR_ENCODE_TE_H
 #define LUMINAL_TESTS_HLIR_ENCODE_TE_H
 
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* open_memstream */
+#endif
 #include "hlir.h"
 
 #include <check.h>

@@ -2,6 +2,7 @@
  * in turn (the module's one door, hl__mem_fail_after) never crashes or leaks (the
  * sanitizer build checks), always reports HL_ERR_NOMEM, and every call that completes
  * gives exactly what it gives without failures. */
+#define _GNU_SOURCE /* open_memstream, before any system header */
 #include "hl_int.h"
 #include "te.h"
 
