@@ -551,6 +551,7 @@ int eg__pop(eg_engine *e) {
     t->ts = s->ts;
     t->flags = s->flags;
     t->khash = s->khash;
+    t->slotpos = s->slotpos;
     t->nrows = s->nrows;
     t->cap = s->nrows;
     t->nlive = s->nlive;

@@ -571,12 +571,10 @@ static bool row_stale(eg_engine *e, const eg_table *t, const eg_value *row) {
 }
 
 void eg__rebuild(eg_engine *e) {
-  static const uint64_t none = UINT64_MAX;
-  uint64_t done = none;
   for (;;) {
     eg__flush_pending(e);
-    if (e->unions == done) break;
-    done = e->unions;
+    if (e->unions == e->canon_unions) break; /* no union since rows were canonical */
+    e->canon_unions = e->unions;
     /* compress every path once so stale checks are one load */
     for (uint32_t i = 0; i < e->nids; i++) e->uf[i] = e->uf[e->uf[i]];
     for (uint32_t ti = 0; ti < e->ntables; ti++) {
@@ -595,9 +593,7 @@ void eg__rebuild(eg_engine *e) {
         t = &e->tables[ti];
       }
     }
-    if (e->unions != done) {
-      /* more unions happened: paths changed, so the loop runs again */
-    }
+    /* merges during the pass may have made more unions: then the loop runs again */
   }
   for (uint32_t ti = 0; ti < e->ntables; ti++) {
     eg_table *t = &e->tables[ti];

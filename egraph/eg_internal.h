@@ -123,6 +123,7 @@ typedef struct eg_table {
   uint32_t *ts;
   uint8_t *flags;
   uint64_t *khash;
+  uint32_t *slotpos; /* per row: its slot in the primary index (valid while live) */
   uint32_t nrows, cap, nlive;
   uint32_t hi;      /* rows visible to the current search phase; UINT32_MAX: all */
   uint64_t version; /* bumped whenever a row dies */
@@ -295,7 +296,8 @@ struct eg_engine {
   /* union-find over e-class ids */
   uint32_t *uf;
   uint32_t nids, capids;
-  uint64_t unions; /* successful unions, ever */
+  uint64_t unions;       /* successful unions, ever */
+  uint64_t canon_unions; /* value of unions when every row was last made canonical */
   /* time */
   uint32_t ts;
   bool changed;

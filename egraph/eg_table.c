@@ -15,6 +15,7 @@ void eg__table_init(eg_table *t) {
   t->ts = NULL;
   t->flags = NULL;
   t->khash = NULL;
+  t->slotpos = NULL;
   t->nrows = t->cap = t->nlive = 0;
   t->slots = NULL;
   t->nslots = t->nused = 0;
@@ -40,6 +41,7 @@ void eg__table_fini(eg_table *t) {
   eg__free(t->ts);
   eg__free(t->flags);
   eg__free(t->khash);
+  eg__free(t->slotpos);
   eg__free(t->slots);
   eg__table_clear_six(t);
   eg__free(t->six);
@@ -47,6 +49,7 @@ void eg__table_fini(eg_table *t) {
   t->ts = NULL;
   t->flags = NULL;
   t->khash = NULL;
+  t->slotpos = NULL;
   t->slots = NULL;
   t->six = NULL;
   t->nrows = t->cap = t->nlive = t->nslots = t->nused = t->nsix = t->capsix = 0;
@@ -60,12 +63,14 @@ void eg__table_copy(eg_table *dst, const eg_table *src) {
   dst->ts = eg__array(NULL, src->nrows + 1, sizeof(uint32_t));
   dst->flags = eg__array(NULL, src->nrows + 1, 1);
   dst->khash = eg__array(NULL, src->nrows + 1, sizeof(uint64_t));
+  dst->slotpos = eg__array(NULL, src->nrows + 1, sizeof(uint32_t));
   dst->slots = eg__array(NULL, src->nslots + 1, sizeof(uint64_t));
   if (src->nrows) {
     memcpy(dst->cols, src->cols, (size_t)src->nrows * nc * sizeof(eg_value));
     memcpy(dst->ts, src->ts, src->nrows * sizeof(uint32_t));
     memcpy(dst->flags, src->flags, src->nrows);
     memcpy(dst->khash, src->khash, src->nrows * sizeof(uint64_t));
+    memcpy(dst->slotpos, src->slotpos, src->nrows * sizeof(uint32_t));
   }
   if (src->nslots) memcpy(dst->slots, src->slots, src->nslots * sizeof(uint64_t));
 
@@ -111,6 +116,7 @@ static void rehash(eg_table *t, uint32_t ns) {
     uint32_t j = (uint32_t)t->khash[r] & (ns - 1);
     while (sl[j]) j = (j + 1) & (ns - 1);
     sl[j] = slot_of(t->khash[r], r);
+    t->slotpos[r] = j;
   }
   eg__free(t->slots);
   t->slots = sl;
@@ -126,6 +132,7 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
     t->ts = eg__array(t->ts, nc, sizeof(uint32_t));
     t->flags = eg__array(t->flags, nc, 1);
     t->khash = eg__array(t->khash, nc, sizeof(uint64_t));
+    t->slotpos = eg__array(t->slotpos, nc, sizeof(uint32_t));
     t->cap = nc;
   }
   if (t->nslots == 0 || (t->nused + 1) * 2 > t->nslots) {
@@ -142,14 +149,18 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
   while (t->slots[j] != 0 && t->slots[j] != SLOT_DELETED) j = (j + 1) & (t->nslots - 1);
   if (t->slots[j] == 0) t->nused++;
   t->slots[j] = slot_of(h, r);
+  t->slotpos[r] = j;
   t->nlive++;
   return r;
 }
 
 void eg__table_kill(eg_table *t, uint32_t r) {
   if (t->flags[r] & RF_DEAD) return;
-  uint32_t j = (uint32_t)t->khash[r] & (t->nslots - 1);
-  while ((uint32_t)t->slots[j] != r + 1 || t->slots[j] == SLOT_DELETED) j = (j + 1) & (t->nslots - 1);
+  uint32_t j = t->slotpos[r];
+  if ((uint32_t)t->slots[j] != r + 1 || t->slots[j] == SLOT_DELETED) { /* not expected */
+    j = (uint32_t)t->khash[r] & (t->nslots - 1);
+    while ((uint32_t)t->slots[j] != r + 1 || t->slots[j] == SLOT_DELETED) j = (j + 1) & (t->nslots - 1);
+  }
   t->slots[j] = SLOT_DELETED;
   t->flags[r] |= RF_DEAD;
   t->nlive--;
