@@ -22,7 +22,7 @@
 /* Products of sums are multiplied out only while the result stays small: beyond this
  * many terms the sum stays a factor (still canonical, just not expanded), so a product of
  * many sums cannot blow up exponentially. Shapes never come near it. */
-#define MAX_EXPANDED_TERMS 64
+#define MAX_EXPANDED_TERMS 16
 /* Sums longer than this skip the d*(y/d) + y%d search, which is quadratic. */
 #define MAX_DIVMOD_SEARCH_TERMS 32
 
