@@ -10,30 +10,10 @@
  *
  * Errors are raised with eg__throw; everything being built lives in the compile scratch
  * (e->cc), which the command boundary frees if the command fails. */
-#include "eg_internal.h"
+#include "eg_compile.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define NOSORT UINT32_MAX
-
-typedef struct cc {
-  query q;
-  uint32_t capvars, capatoms, capprims;
-  uint32_t *alias;
-  const sx **var_at;
-  action *acts;
-  uint32_t nacts, capacts;
-  /* slots after compaction: query vars then action lets */
-  char **slot_name;
-  uint32_t *slot_sort;
-  uint32_t nslots, capslots;
-  aexpr *tmp_expr; /* an expression being built outside an action */
-  char **an;       /* names of variables merged into another (aliases) */
-  uint32_t *av;
-  uint32_t nan, capan;
-  char *root_name; /* rewrite: the name of the left side's variable */
-} cc;
 
 static void cc_free(cc *c) {
   if (!c) return;
@@ -52,19 +32,19 @@ static void cc_free(cc *c) {
   eg__free(c);
 }
 
-static cc *cc_new(eg_engine *e) {
+cc *eg__cc_new(eg_engine *e) {
   cc *c = eg__calloc(1, sizeof *c);
   e->cc = c;
   return c;
 }
 
-static void cc_done(eg_engine *e) {
+void eg__cc_done(eg_engine *e) {
   cc_free(e->cc);
   e->cc = NULL;
 }
 
 void eg__cc_abort(eg_engine *e);
-void eg__cc_abort(eg_engine *e) { cc_done(e); }
+void eg__cc_abort(eg_engine *e) { eg__cc_done(e); }
 
 void eg__query_free(query *q) {
   for (uint32_t i = 0; i < q->nvars; i++) eg__free(q->var_name ? q->var_name[i] : NULL);
@@ -99,11 +79,11 @@ void eg__actions_free(action *acts, uint32_t n) {
   eg__free(acts);
 }
 
-static const char *sort_name(eg_engine *e, uint32_t s) {
+const char *eg__sort_name(eg_engine *e, uint32_t s) {
   return s == NOSORT ? "?" : e->sorts[s].name;
 }
 
-static const char *head(const sx *s) {
+const char *eg__sx_head(const sx *s) {
   return (s->kind == SX_LIST && s->n > 0 && s->items[0]->kind == SX_SYM) ? s->items[0]->text
                                                                           : NULL;
 }
@@ -136,28 +116,28 @@ static uint32_t new_var(cc *c, const char *name, uint32_t sort, const sx *at) {
   return v;
 }
 
-static uint32_t vfind(cc *c, uint32_t v) {
+uint32_t eg__cc_vfind(cc *c, uint32_t v) {
   while (c->alias[v] != v) v = c->alias[v] = c->alias[c->alias[v]];
   return v;
 }
 
 static void set_sort(eg_engine *e, cc *c, uint32_t v, uint32_t sort, const sx *at) {
-  v = vfind(c, v);
+  v = eg__cc_vfind(c, v);
   uint32_t *s = &c->q.var_sort[v];
   if (*s == NOSORT) *s = sort;
   else if (sort != NOSORT && *s != sort) {
     e->err->code = EG_ERR_TYPE;
     if (c->q.var_name[v])
       eg__throw(e, at, "type mismatch: variable %s has sort %s here but %s elsewhere",
-                c->q.var_name[v], sort_name(e, sort), sort_name(e, *s));
-    eg__throw(e, at, "type mismatch: expected %s, got %s", sort_name(e, *s),
-              sort_name(e, sort));
+                c->q.var_name[v], eg__sort_name(e, sort), eg__sort_name(e, *s));
+    eg__throw(e, at, "type mismatch: expected %s, got %s", eg__sort_name(e, *s),
+              eg__sort_name(e, sort));
   }
 }
 
 static void unify(eg_engine *e, cc *c, uint32_t a, uint32_t b, const sx *at) {
-  a = vfind(c, a);
-  b = vfind(c, b);
+  a = eg__cc_vfind(c, a);
+  b = eg__cc_vfind(c, b);
   if (a == b) return;
   query *q = &c->q;
   set_sort(e, c, a, q->var_sort[b], at);
@@ -261,7 +241,7 @@ static uint32_t add_atom(cc *c, uint32_t table, uint32_t ncols) {
   return q->natoms - 1;
 }
 
-static uint32_t q_term(eg_engine *e, cc *c, const sx *s);
+uint32_t eg__cc_term(eg_engine *e, cc *c, const sx *s);
 
 static void check_arity(eg_engine *e, const sx *s, const char *what, uint32_t want,
                         uint32_t got) {
@@ -272,7 +252,7 @@ static void check_arity(eg_engine *e, const sx *s, const char *what, uint32_t wa
 }
 
 static uint32_t q_call(eg_engine *e, cc *c, const sx *s, bool as_fact) {
-  const char *h = head(s);
+  const char *h = eg__sx_head(s);
   if (!h) {
     e->err->code = EG_ERR_TYPE;
     eg__throw(e, s, "expected a call (name args...) in a query");
@@ -288,7 +268,7 @@ static uint32_t q_call(eg_engine *e, cc *c, const sx *s, bool as_fact) {
       eg__throw(e, s, "too many arguments (at most 31)");
     }
     for (uint32_t i = 0; i < nargs; i++) {
-      argv[i] = q_term(e, c, s->items[i + 1]);
+      argv[i] = eg__cc_term(e, c, s->items[i + 1]);
       set_sort(e, c, argv[i], t->in_sort[i], s->items[i + 1]);
     }
     uint32_t out = NOSORT;
@@ -326,23 +306,23 @@ static uint32_t q_call(eg_engine *e, cc *c, const sx *s, bool as_fact) {
     eg__throw(e, s, "unknown function or primitive '%s'", h);
   }
   for (uint32_t i = 0; i < nargs; i++) {
-    uint32_t v = q_term(e, c, s->items[i + 1]);
+    uint32_t v = eg__cc_term(e, c, s->items[i + 1]);
     q->prims[pi].args[i] = v;
   }
   uint32_t res = new_var(c, NULL, NOSORT, s);
   q->prims[pi].res = res;
-  q->prims[pi].at = s; /* resolved in finish_query */
+  q->prims[pi].at = s; /* resolved in eg__cc_finish */
   return res;
 }
 
-static uint32_t q_term(eg_engine *e, cc *c, const sx *s) {
+uint32_t eg__cc_term(eg_engine *e, cc *c, const sx *s) {
   uint32_t sort;
   eg_value val;
   if (literal(e, s, &sort, &val)) return const_var(e, c, sort, val, s);
   if (s->kind == SX_SYM) {
     if (strcmp(s->text, "_") == 0) return new_var(c, NULL, NOSORT, s);
     int32_t v = var_by_name(c, s->text);
-    if (v >= 0) return vfind(c, (uint32_t)v);
+    if (v >= 0) return eg__cc_vfind(c, (uint32_t)v);
     int32_t g = eg__global_find(e, s->text);
     if (g >= 0) {
       uint32_t cv = const_var(e, c, e->globals[g].sort, 0, s);
@@ -362,7 +342,7 @@ static uint32_t q_term(eg_engine *e, cc *c, const sx *s) {
 }
 
 static void q_fact(eg_engine *e, cc *c, const sx *f) {
-  const char *h = head(f);
+  const char *h = eg__sx_head(f);
   if (!h) {
     e->err->code = EG_ERR_TYPE;
     eg__throw(e, f, "a fact must be a call or (= a b)");
@@ -372,9 +352,9 @@ static void q_fact(eg_engine *e, cc *c, const sx *f) {
       e->err->code = EG_ERR_TYPE;
       eg__throw(e, f, "(= a b) needs at least two terms");
     }
-    uint32_t a = q_term(e, c, f->items[1]);
+    uint32_t a = eg__cc_term(e, c, f->items[1]);
     for (uint32_t i = 2; i < f->n; i++) {
-      uint32_t b = q_term(e, c, f->items[i]);
+      uint32_t b = eg__cc_term(e, c, f->items[i]);
       unify(e, c, a, b, f);
     }
     return;
@@ -383,7 +363,7 @@ static void q_fact(eg_engine *e, cc *c, const sx *f) {
 }
 
 /* Resolves primitive overloads, checks sorts and grounding, compacts variables. */
-static void finish_query(eg_engine *e, cc *c) {
+void eg__cc_finish(eg_engine *e, cc *c) {
   query *q = &c->q;
   /* resolve primitives to a fixpoint on known argument sorts */
   bool progress = true;
@@ -406,7 +386,7 @@ static void finish_query(eg_engine *e, cc *c) {
       uint32_t sorts[32];
       bool all = true;
       for (uint32_t a = 0; a < p->nargs && a < 32; a++) {
-        sorts[a] = q->var_sort[vfind(c, p->args[a])];
+        sorts[a] = q->var_sort[eg__cc_vfind(c, p->args[a])];
         if (sorts[a] == NOSORT) all = false;
       }
       if (!all) continue;
@@ -417,7 +397,7 @@ static void finish_query(eg_engine *e, cc *c) {
         size_t o = 0;
         for (uint32_t a = 0; a < p->nargs && o < sizeof buf - 40; a++)
           o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", a ? " " : "",
-                                sort_name(e, sorts[a]));
+                                eg__sort_name(e, sorts[a]));
         buf[o] = 0;
         eg__free(done);
         const sx *at = src[i];
@@ -452,19 +432,19 @@ static void finish_query(eg_engine *e, cc *c) {
   uint32_t nv = q->nvars;
   bool *gr = eg__calloc(nv + 1, sizeof(bool));
   for (uint32_t v = 0; v < nv; v++)
-    if (q->is_const[vfind(c, v)]) gr[vfind(c, v)] = true;
+    if (q->is_const[eg__cc_vfind(c, v)]) gr[eg__cc_vfind(c, v)] = true;
   for (uint32_t a = 0; a < q->natoms; a++)
-    for (uint32_t k = 0; k < q->atoms[a].ncols; k++) gr[vfind(c, q->atoms[a].var[k])] = true;
+    for (uint32_t k = 0; k < q->atoms[a].ncols; k++) gr[eg__cc_vfind(c, q->atoms[a].var[k])] = true;
   progress = true;
   while (progress) {
     progress = false;
     for (uint32_t i = 0; i < q->nprims; i++) {
       q_prim *p = &q->prims[i];
-      uint32_t r = vfind(c, p->res);
+      uint32_t r = eg__cc_vfind(c, p->res);
       if (gr[r]) continue;
       bool all = true;
       for (uint32_t a = 0; a < p->nargs; a++)
-        if (!gr[vfind(c, p->args[a])]) all = false;
+        if (!gr[eg__cc_vfind(c, p->args[a])]) all = false;
       if (all) {
         gr[r] = true;
         progress = true;
@@ -472,7 +452,7 @@ static void finish_query(eg_engine *e, cc *c) {
     }
   }
   for (uint32_t v = 0; v < nv; v++) {
-    uint32_t r = vfind(c, v);
+    uint32_t r = eg__cc_vfind(c, v);
     if (!gr[r]) {
       const char *nm = q->var_name[r] ? q->var_name[r] : (q->var_name[v] ? q->var_name[v] : NULL);
       const sx *at = c->var_at[v];
@@ -500,15 +480,15 @@ static void finish_query(eg_engine *e, cc *c) {
   uint32_t *map = eg__array(NULL, nv + 1, sizeof(uint32_t));
   uint32_t n = 0;
   for (uint32_t v = 0; v < nv; v++)
-    if (vfind(c, v) == v) map[v] = n++;
-  for (uint32_t v = 0; v < nv; v++) map[v] = map[vfind(c, v)];
+    if (eg__cc_vfind(c, v) == v) map[v] = n++;
+  for (uint32_t v = 0; v < nv; v++) map[v] = map[eg__cc_vfind(c, v)];
   char **nn = eg__calloc(n + 1, sizeof(char *));
   uint32_t *ns = eg__calloc(n + 1, sizeof(uint32_t));
   bool *nc = eg__calloc(n + 1, sizeof(bool));
   eg_value *ncv = eg__calloc(n + 1, sizeof(eg_value));
   int32_t *ng = eg__calloc(n + 1, sizeof(int32_t));
   for (uint32_t v = 0; v < nv; v++) {
-    uint32_t r = vfind(c, v);
+    uint32_t r = eg__cc_vfind(c, v);
     if (r != v) {
       /* a merged variable's name stays visible as an alias name */
       continue;
@@ -557,7 +537,7 @@ static void finish_query(eg_engine *e, cc *c) {
 
 /* Variables that appear in the facts but were merged into another keep their names
  * only through the representative: look names up through this helper. */
-static void compile_query(eg_engine *e, cc *c, const sx *const *facts, uint32_t nfacts) {
+void eg__cc_facts(eg_engine *e, cc *c, const sx *const *facts, uint32_t nfacts) {
   for (uint32_t i = 0; i < nfacts; i++) q_fact(e, c, facts[i]);
 }
 
@@ -565,7 +545,7 @@ static void compile_query(eg_engine *e, cc *c, const sx *const *facts, uint32_t 
  * Action expressions
  * ==================================================================================== */
 
-static aexpr *mk_expr(aexpr_kind k, uint32_t sort, const sx *at) {
+aexpr *eg__cc_mk_expr(aexpr_kind k, uint32_t sort, const sx *at) {
   aexpr *a = eg__calloc(1, sizeof *a);
   a->kind = k;
   a->sort = sort;
@@ -573,7 +553,7 @@ static aexpr *mk_expr(aexpr_kind k, uint32_t sort, const sx *at) {
   return a;
 }
 
-static int32_t slot_by_name(cc *c, const char *name) {
+int32_t eg__cc_slot(cc *c, const char *name) {
   for (uint32_t i = c->nslots; i-- > 0;)
     if (c->slot_name[i] && strcmp(c->slot_name[i], name) == 0) return (int32_t)i;
   for (uint32_t i = 0; i < c->nan; i++)
@@ -581,7 +561,7 @@ static int32_t slot_by_name(cc *c, const char *name) {
   return -1;
 }
 
-static uint32_t add_slot(cc *c, const char *name, uint32_t sort) {
+uint32_t eg__cc_add_slot(cc *c, const char *name, uint32_t sort) {
   EG_GROW(c->slot_name, c->capslots, c->nslots + 1);
   c->slot_sort = eg__array(c->slot_sort, c->capslots, sizeof(uint32_t));
   c->slot_name[c->nslots] = name ? eg__strdup(name) : NULL;
@@ -590,30 +570,30 @@ static uint32_t add_slot(cc *c, const char *name, uint32_t sort) {
 }
 
 /* Builds an expression; *holder receives it as soon as it exists so a throw frees it. */
-static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder);
+aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder);
 
 static void expect_sort(eg_engine *e, const sx *at, uint32_t want, uint32_t got) {
   if (want != NOSORT && got != want) {
     e->err->code = EG_ERR_TYPE;
-    eg__throw(e, at, "type mismatch: expected %s, got %s", sort_name(e, want),
-              sort_name(e, got));
+    eg__throw(e, at, "type mismatch: expected %s, got %s", eg__sort_name(e, want),
+              eg__sort_name(e, got));
   }
 }
 
-static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder) {
+aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder) {
   uint32_t sort;
   eg_value val;
   if (literal(e, s, &sort, &val)) {
-    aexpr *a = mk_expr(AE_CONST, sort, s);
+    aexpr *a = eg__cc_mk_expr(AE_CONST, sort, s);
     a->c = val;
     *holder = a;
     expect_sort(e, s, want, sort);
     return a;
   }
   if (s->kind == SX_SYM) {
-    int32_t v = slot_by_name(c, s->text);
+    int32_t v = eg__cc_slot(c, s->text);
     if (v >= 0) {
-      aexpr *a = mk_expr(AE_VAR, c->slot_sort[v], s);
+      aexpr *a = eg__cc_mk_expr(AE_VAR, c->slot_sort[v], s);
       a->var = (uint32_t)v;
       *holder = a;
       expect_sort(e, s, want, a->sort);
@@ -621,7 +601,7 @@ static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **ho
     }
     int32_t g = eg__global_find(e, s->text);
     if (g >= 0) {
-      aexpr *a = mk_expr(AE_GLOBAL, e->globals[g].sort, s);
+      aexpr *a = eg__cc_mk_expr(AE_GLOBAL, e->globals[g].sort, s);
       a->global = (uint32_t)g;
       *holder = a;
       expect_sort(e, s, want, a->sort);
@@ -631,7 +611,7 @@ static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **ho
     eg__throw(e, s, "unbound variable '%s' (not bound by the query, a let, or a global)",
               s->text);
   }
-  const char *h = head(s);
+  const char *h = eg__sx_head(s);
   if (!h) {
     e->err->code = EG_ERR_TYPE;
     eg__throw(e, s, "expected an expression");
@@ -641,13 +621,13 @@ static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **ho
   if (ti >= 0) {
     eg_table *t = &e->tables[ti];
     check_arity(e, s, t->name, t->n_in, nargs);
-    aexpr *a = mk_expr(AE_TABLE, t->has_out ? t->out_sort : SORT_UNIT, s);
+    aexpr *a = eg__cc_mk_expr(AE_TABLE, t->has_out ? t->out_sort : SORT_UNIT, s);
     *holder = a;
     a->table = (uint32_t)ti;
     a->args = eg__calloc(nargs + 1, sizeof(aexpr *));
     for (uint32_t i = 0; i < nargs; i++) {
       a->nargs = i + 1; /* before the call: a throw inside must still free args[i] */
-      a_expr(e, c, s->items[i + 1], e->tables[ti].in_sort[i], &a->args[i]);
+      eg__cc_expr(e, c, s->items[i + 1], e->tables[ti].in_sort[i], &a->args[i]);
     }
     expect_sort(e, s, want, a->sort);
     return a;
@@ -659,7 +639,7 @@ static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **ho
     e->err->code = EG_ERR_TYPE;
     eg__throw(e, s, "unknown function or primitive '%s'", h);
   }
-  aexpr *a = mk_expr(AE_PRIM, NOSORT, s);
+  aexpr *a = eg__cc_mk_expr(AE_PRIM, NOSORT, s);
   *holder = a;
   a->args = eg__calloc(nargs + 1, sizeof(aexpr *));
   uint32_t sorts[32];
@@ -669,7 +649,7 @@ static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **ho
   }
   for (uint32_t i = 0; i < nargs; i++) {
     a->nargs = i + 1;
-    a_expr(e, c, s->items[i + 1], NOSORT, &a->args[i]);
+    eg__cc_expr(e, c, s->items[i + 1], NOSORT, &a->args[i]);
     sorts[i] = a->args[i]->sort;
   }
   const eg_prim *p = eg__prim_resolve(e, h, sorts, nargs, &known);
@@ -677,7 +657,7 @@ static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **ho
     char buf[256];
     size_t o = 0;
     for (uint32_t i = 0; i < nargs && o < sizeof buf - 40; i++)
-      o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "", sort_name(e, sorts[i]));
+      o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "", eg__sort_name(e, sorts[i]));
     buf[o] = 0;
     e->err->code = EG_ERR_TYPE;
     eg__throw(e, s, "no primitive '%s' takes (%s) (wrong arity or argument sorts)", h, buf);
@@ -692,7 +672,7 @@ static aexpr *a_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **ho
  * Actions
  * ==================================================================================== */
 
-static action *new_action(cc *c, action_kind k, const sx *at) {
+action *eg__cc_new_action(cc *c, action_kind k, const sx *at) {
   EG_GROW(c->acts, c->capacts, c->nacts + 1);
   action *a = &c->acts[c->nacts++];
   memset(a, 0, sizeof *a);
@@ -701,8 +681,8 @@ static action *new_action(cc *c, action_kind k, const sx *at) {
   return a;
 }
 
-static eg_table *table_call(eg_engine *e, const sx *s, int32_t *ti_out) {
-  const char *h = head(s);
+eg_table *eg__cc_table_call(eg_engine *e, const sx *s, int32_t *ti_out) {
+  const char *h = eg__sx_head(s);
   int32_t ti = h ? eg__table_find(e, h) : -1;
   if (ti < 0) {
     e->err->code = EG_ERR_TYPE;
@@ -714,16 +694,16 @@ static eg_table *table_call(eg_engine *e, const sx *s, int32_t *ti_out) {
   return &e->tables[ti];
 }
 
-static void table_args(eg_engine *e, cc *c, action *a, const sx *call, eg_table *t) {
+void eg__cc_table_args(eg_engine *e, cc *c, action *a, const sx *call, eg_table *t) {
   a->args = eg__calloc(call->n, sizeof(aexpr *));
   for (uint32_t i = 0; i + 1 < call->n; i++) {
     a->nargs = i + 1;
-    a_expr(e, c, call->items[i + 1], t->in_sort[i], &a->args[i]);
+    eg__cc_expr(e, c, call->items[i + 1], t->in_sort[i], &a->args[i]);
   }
 }
 
-static void compile_action(eg_engine *e, cc *c, const sx *s) {
-  const char *h = head(s);
+void eg__cc_action(eg_engine *e, cc *c, const sx *s) {
+  const char *h = eg__sx_head(s);
   if (!h) {
     e->err->code = EG_ERR_TYPE;
     eg__throw(e, s, "expected an action");
@@ -734,14 +714,14 @@ static void compile_action(eg_engine *e, cc *c, const sx *s) {
       eg__throw(e, s, "(let name expr) expected");
     }
     const char *name = s->items[1]->text;
-    if (slot_by_name(c, name) >= 0) {
+    if (eg__cc_slot(c, name) >= 0) {
       e->err->code = EG_ERR_TYPE;
       eg__throw(e, s->items[1], "variable %s is already bound; let cannot rebind it", name);
     }
-    action *a = new_action(c, AC_LET, s);
-    a_expr(e, c, s->items[2], NOSORT, &a->a);
+    action *a = eg__cc_new_action(c, AC_LET, s);
+    eg__cc_expr(e, c, s->items[2], NOSORT, &a->a);
     a = &c->acts[c->nacts - 1];
-    a->var = add_slot(c, name, a->a->sort);
+    a->var = eg__cc_add_slot(c, name, a->a->sort);
     return;
   }
   if (strcmp(h, "set") == 0) {
@@ -750,16 +730,16 @@ static void compile_action(eg_engine *e, cc *c, const sx *s) {
       eg__throw(e, s, "(set (f args...) value) expected");
     }
     int32_t ti;
-    eg_table *t = table_call(e, s->items[1], &ti);
+    eg_table *t = eg__cc_table_call(e, s->items[1], &ti);
     if (t->kind != TK_FUNCTION) {
       e->err->code = EG_ERR_TYPE;
       eg__throw(e, s, "cannot set %s: it is a %s; use union (or call it) instead", t->name,
                 t->kind == TK_RELATION ? "relation" : "constructor");
     }
-    action *a = new_action(c, AC_SET, s);
+    action *a = eg__cc_new_action(c, AC_SET, s);
     a->table = (uint32_t)ti;
-    table_args(e, c, a, s->items[1], t);
-    a_expr(e, c, s->items[2], t->out_sort, &c->acts[c->nacts - 1].b);
+    eg__cc_table_args(e, c, a, s->items[1], t);
+    eg__cc_expr(e, c, s->items[2], t->out_sort, &c->acts[c->nacts - 1].b);
     return;
   }
   if (strcmp(h, "delete") == 0 || strcmp(h, "subsume") == 0) {
@@ -768,16 +748,16 @@ static void compile_action(eg_engine *e, cc *c, const sx *s) {
       eg__throw(e, s, "(%s (f args...)) expected", h);
     }
     int32_t ti;
-    eg_table *t = table_call(e, s->items[1], &ti);
+    eg_table *t = eg__cc_table_call(e, s->items[1], &ti);
     bool sub = h[0] == 's';
     if (sub && t->kind == TK_FUNCTION) {
       e->err->code = EG_ERR_TYPE;
       eg__throw(e, s, "cannot subsume %s: only constructors and relations can be subsumed",
                 t->name);
     }
-    action *a = new_action(c, sub ? AC_SUBSUME : AC_DELETE, s);
+    action *a = eg__cc_new_action(c, sub ? AC_SUBSUME : AC_DELETE, s);
     a->table = (uint32_t)ti;
-    table_args(e, c, a, s->items[1], t);
+    eg__cc_table_args(e, c, a, s->items[1], t);
     return;
   }
   if (strcmp(h, "union") == 0) {
@@ -785,355 +765,24 @@ static void compile_action(eg_engine *e, cc *c, const sx *s) {
       e->err->code = EG_ERR_TYPE;
       eg__throw(e, s, "(union a b) expected");
     }
-    action *a = new_action(c, AC_UNION, s);
-    a_expr(e, c, s->items[1], NOSORT, &a->a);
+    action *a = eg__cc_new_action(c, AC_UNION, s);
+    eg__cc_expr(e, c, s->items[1], NOSORT, &a->a);
     a = &c->acts[c->nacts - 1];
     if (!eg__is_eq(e, a->a->sort)) {
       e->err->code = EG_ERR_TYPE;
       eg__throw(e, s->items[1], "cannot union values of sort %s: only user sorts (e-classes) "
-                "can be unioned", sort_name(e, a->a->sort));
+                "can be unioned", eg__sort_name(e, a->a->sort));
     }
-    a_expr(e, c, s->items[2], a->a->sort, &a->b);
+    eg__cc_expr(e, c, s->items[2], a->a->sort, &a->b);
     return;
   }
   if (strcmp(h, "panic") == 0) {
-    action *a = new_action(c, AC_PANIC, s);
+    action *a = eg__cc_new_action(c, AC_PANIC, s);
     a->msg = eg__strdup(s->n > 1 && s->items[1]->kind == SX_STR ? s->items[1]->text : "panic");
     return;
   }
-  action *a = new_action(c, AC_EXPR, s);
-  a_expr(e, c, s, NOSORT, &a->a);
-}
-
-/* ====================================================================================
- * Declarations
- * ==================================================================================== */
-
-static uint32_t sort_of(eg_engine *e, const sx *s) {
-  if (s->kind != SX_SYM) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "expected a sort name");
-  }
-  int32_t i = eg__sort_find(e, s->text);
-  if (i < 0) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "unknown sort '%s'", s->text);
-  }
-  return (uint32_t)i;
-}
-
-static void check_fresh_name(eg_engine *e, const sx *at, const char *name) {
-  if (eg__table_find(e, name) >= 0 || eg__sort_find(e, name) >= 0) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, at, "'%s' is already defined", name);
-  }
-}
-
-static uint32_t add_sort(eg_engine *e, const sx *at, const char *name) {
-  check_fresh_name(e, at, name);
-  EG_GROW(e->sorts, e->capsorts, e->nsorts + 1);
-  e->sorts[e->nsorts].name = eg__strdup(name);
-  e->sorts[e->nsorts].kind = SK_EQ;
-  e->sorts[e->nsorts].pair_prims = NULL;
-  return e->nsorts++;
-}
-
-static eg_table *add_table(eg_engine *e, const sx *at, const char *name, table_kind k,
-                           const sx *const *in, uint32_t n_in, uint32_t out) {
-  check_fresh_name(e, at, name);
-  if (n_in > 30) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, at, "'%s' has %u columns; at most 30 are supported", name, n_in);
-  }
-  uint32_t *ins = eg__calloc(n_in + 1, sizeof(uint32_t));
-  for (uint32_t i = 0; i < n_in; i++) {
-    if (in[i]->kind != SX_SYM || eg__sort_find(e, in[i]->text) < 0) {
-      eg__free(ins);
-      sort_of(e, in[i]);
-    }
-    ins[i] = (uint32_t)eg__sort_find(e, in[i]->text);
-  }
-  EG_GROW(e->tables, e->captables, e->ntables + 1);
-  eg_table *t = &e->tables[e->ntables];
-  memset(t, 0, sizeof *t);
-  eg__table_init(t);
-  t->hi = UINT32_MAX;
-  t->name = eg__strdup(name);
-  t->id = e->ntables++;
-  t->kind = k;
-  t->n_in = n_in;
-  t->in_sort = ins;
-  t->has_out = k != TK_RELATION && out != SORT_UNIT;
-  t->out_sort = k == TK_RELATION ? SORT_UNIT : out;
-  t->ncols = n_in + (t->has_out ? 1 : 0);
-  t->merge = k == TK_CONSTRUCTOR ? MG_UNION : MG_NONE;
-  t->cost = 1;
-  for (uint32_t i = 0; i < n_in; i++)
-    if (eg__is_eq(e, ins[i])) t->has_eq = true;
-  if (t->has_out && eg__is_eq(e, t->out_sort)) t->has_eq = true;
-  return t;
-}
-
-static uint32_t list_len(eg_engine *e, const sx *s, const char *what) {
-  if (s->kind != SX_LIST) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "expected a list of %s", what);
-  }
-  return s->n;
-}
-
-/* (Name sorts... [:cost N] [:unextractable] [:internal-hidden]) as a constructor of sort */
-static void variant(eg_engine *e, const sx *v, uint32_t sort) {
-  if (v->kind != SX_LIST || v->n < 1 || v->items[0]->kind != SX_SYM) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, v, "expected a constructor (Name sorts...)");
-  }
-  uint32_t n = 1;
-  while (n < v->n && !(v->items[n]->kind == SX_SYM && v->items[n]->text[0] == ':')) n++;
-  eg_table *t = add_table(e, v, v->items[0]->text, TK_CONSTRUCTOR,
-                          (const sx *const *)v->items + 1, n - 1, sort);
-  for (uint32_t i = n; i < v->n; i++) {
-    if (eg__sx_is(v->items[i], ":cost") && i + 1 < v->n && v->items[i + 1]->kind == SX_INT) {
-      t->cost = (uint64_t)v->items[++i]->i;
-    } else if (eg__sx_is(v->items[i], ":unextractable")) {
-      t->unextractable = true;
-    } else if (eg__sx_is(v->items[i], ":internal-hidden")) {
-      t->hidden = true;
-    }
-  }
-}
-
-static void decl_function(eg_engine *e, const sx *s, table_kind k) {
-  /* (constructor name (sorts) out opts...) (function name (sorts) out opts...) */
-  if (s->n < 4 || s->items[1]->kind != SX_SYM) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "(%s name (input sorts...) output-sort ...) expected", head(s));
-  }
-  list_len(e, s->items[2], "input sorts");
-  uint32_t out = sort_of(e, s->items[3]);
-  if (k == TK_CONSTRUCTOR && !eg__is_eq(e, out)) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s->items[3],
-              "constructor %s must return a user sort (declared with sort or datatype), not %s",
-              s->items[1]->text, e->sorts[out].name);
-  }
-  eg_table *t = add_table(e, s, s->items[1]->text, k, (const sx *const *)s->items[2]->items,
-                          s->items[2]->n, out);
-  uint32_t ti = t->id;
-  if (k == TK_FUNCTION) {
-    bool has_merge = false;
-    for (uint32_t i = 4; i < s->n; i++)
-      if (eg__sx_is(s->items[i], ":merge") || eg__sx_is(s->items[i], ":no-merge")) has_merge = true;
-    if (!has_merge) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s,
-                "function %s must say how values merge: add :merge (e.g. (min old new)) or "
-                ":no-merge",
-                t->name);
-    }
-    t->merge = MG_NONE;
-  }
-  for (uint32_t i = 4; i < s->n; i++) {
-    const sx *o = s->items[i];
-    if (eg__sx_is(o, ":cost") && i + 1 < s->n && s->items[i + 1]->kind == SX_INT) {
-      e->tables[ti].cost = (uint64_t)s->items[++i]->i;
-    } else if (eg__sx_is(o, ":no-merge")) {
-      e->tables[ti].merge = MG_NONE;
-    } else if (eg__sx_is(o, ":merge") && i + 1 < s->n) {
-      const sx *m = s->items[++i];
-      cc *c = cc_new(e);
-      add_slot(c, "old", out);
-      add_slot(c, "new", out);
-      aexpr *ex = NULL;
-      a_expr(e, c, m, out, &c->tmp_expr);
-      ex = c->tmp_expr;
-      c->tmp_expr = NULL;
-      cc_done(e);
-      e->tables[ti].merge = MG_EXPR;
-      e->tables[ti].merge_expr = ex;
-      e->tables[ti].merge_nvars = 2;
-    } else if (eg__sx_is(o, ":unextractable")) {
-      e->tables[ti].unextractable = true;
-    } else if (eg__sx_is(o, ":internal-hidden")) {
-      e->tables[ti].hidden = true;
-    } else if (o->kind == SX_SYM && o->text[0] == ':') {
-      if (i + 1 < s->n && !(s->items[i + 1]->kind == SX_SYM && s->items[i + 1]->text[0] == ':'))
-        i++;
-    } else {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, o, "unexpected option in %s declaration", head(s));
-    }
-  }
-}
-
-static void decl_datatype(eg_engine *e, const sx *s) {
-  if (s->n < 2 || s->items[1]->kind != SX_SYM) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "(datatype Name variants...) expected");
-  }
-  uint32_t sort = add_sort(e, s->items[1], s->items[1]->text);
-  for (uint32_t i = 2; i < s->n; i++) variant(e, s->items[i], sort);
-}
-
-static void decl_datatype_star(eg_engine *e, const sx *s) {
-  /* first declare every sort, then the variants (mutual recursion) */
-  for (uint32_t i = 1; i < s->n; i++) {
-    const sx *d = s->items[i];
-    if (d->kind != SX_LIST || d->n < 1 || d->items[0]->kind != SX_SYM) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, d, "(Name variants...) expected in datatype*");
-    }
-    if (eg__sx_is(d->items[0], "sort")) continue;
-    add_sort(e, d->items[0], d->items[0]->text);
-  }
-  for (uint32_t i = 1; i < s->n; i++) {
-    const sx *d = s->items[i];
-    if (eg__sx_is(d->items[0], "sort")) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, d, "container sorts are not supported in datatype*");
-    }
-    uint32_t sort = (uint32_t)eg__sort_find(e, d->items[0]->text);
-    for (uint32_t k = 1; k < d->n; k++) variant(e, d->items[k], sort);
-  }
-}
-
-/* ====================================================================================
- * Rules
- * ==================================================================================== */
-
-static uint32_t rule_ruleset(eg_engine *e, const sx *s, uint32_t from) {
-  for (uint32_t i = from; i + 1 < s->n; i++)
-    if (eg__sx_is(s->items[i], ":ruleset")) {
-      const sx *n = s->items[i + 1];
-      int32_t r = n->kind == SX_SYM ? eg__ruleset_find(e, n->text) : -1;
-      if (r < 0) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, n, "unknown ruleset '%s' (declare it with (ruleset name))",
-                  n->kind == SX_SYM ? n->text : "?");
-      }
-      return (uint32_t)r;
-    }
-  return 0;
-}
-
-static const char *rule_name(const sx *s, uint32_t from) {
-  for (uint32_t i = from; i + 1 < s->n; i++)
-    if (eg__sx_is(s->items[i], ":name") && s->items[i + 1]->kind == SX_STR)
-      return s->items[i + 1]->text;
-  return NULL;
-}
-
-static bool has_flag(const sx *s, uint32_t from, const char *flag) {
-  for (uint32_t i = from; i < s->n; i++)
-    if (eg__sx_is(s->items[i], flag)) return true;
-  return false;
-}
-
-/* Moves the compiled scratch into a new rule of ruleset rs. */
-static void install_rule(eg_engine *e, cc *c, uint32_t rs, const char *name, bool naive,
-                         const sx *at) {
-  EG_GROW(e->rules, e->caprules, e->nrules + 1);
-  rule *r = &e->rules[e->nrules];
-  memset(r, 0, sizeof *r);
-  r->q = c->q;
-  memset(&c->q, 0, sizeof c->q);
-  r->acts = c->acts;
-  r->nacts = c->nacts;
-  c->acts = NULL;
-  c->nacts = 0;
-  r->nslots = c->nslots;
-  r->ruleset = rs;
-  r->naive = naive;
-  r->seen = 0;
-  r->at = at;
-  char buf[64];
-  if (!name) {
-    snprintf(buf, sizeof buf, "%s:%u:%u", at->file ? at->file : "<input>", at->line, at->col);
-    name = buf;
-  }
-  r->name = eg__strdup(name);
-  ruleset *R = &e->rulesets[rs];
-  EG_GROW(R->rules, R->caprules, R->nrules + 1);
-  R->rules[R->nrules++] = e->nrules;
-  e->nrules++;
-}
-
-static void cmd_rule(eg_engine *e, const sx *s) {
-  if (s->n < 3 || s->items[1]->kind != SX_LIST || s->items[2]->kind != SX_LIST) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "(rule (facts...) (actions...) [:ruleset r] [:name n]) expected");
-  }
-  uint32_t rs = rule_ruleset(e, s, 3);
-  cc *c = cc_new(e);
-  compile_query(e, c, (const sx *const *)s->items[1]->items, s->items[1]->n);
-  finish_query(e, c);
-  for (uint32_t i = 0; i < s->items[2]->n; i++) compile_action(e, c, s->items[2]->items[i]);
-  install_rule(e, c, rs, rule_name(s, 3),
-               has_flag(s, 3, ":naive"), s);
-  cc_done(e);
-}
-
-static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
-                        const sx *when, bool subsume, uint32_t rs, const char *name) {
-  cc *c = cc_new(e);
-  uint32_t root = q_term(e, c, lhs);
-  if (when) {
-    if (when->kind != SX_LIST) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, when, ":when expects a list of facts");
-    }
-    compile_query(e, c, (const sx *const *)when->items, when->n);
-  }
-  /* name the root so the actions can refer to it */
-  uint32_t r = vfind(c, root);
-  const char *rootname = "__rw_root";
-  if (c->q.var_name[r]) {
-    rootname = NULL;
-  } else {
-    c->q.var_name[r] = eg__strdup(rootname);
-  }
-  c->root_name = eg__strdup(c->q.var_name[r]);
-  finish_query(e, c);
-  int32_t slot = slot_by_name(c, c->root_name);
-  if (slot < 0) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, lhs, "the left side of a rewrite must be a term");
-  }
-  uint32_t rsort = c->slot_sort[slot];
-  action *a = new_action(c, eg__is_eq(e, rsort) ? AC_UNION : AC_EXPR, s);
-  if (a->kind == AC_UNION) {
-    a->a = mk_expr(AE_VAR, rsort, lhs);
-    a->a->var = (uint32_t)slot;
-    a_expr(e, c, rhs, rsort, &c->acts[c->nacts - 1].b);
-  } else {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, lhs, "rewrite of a %s value: the left side must be a term of a user sort",
-              sort_name(e, rsort));
-  }
-  if (subsume) {
-    int32_t ti;
-    eg_table *t = table_call(e, lhs, &ti);
-    action *sa = new_action(c, AC_SUBSUME, s);
-    sa->table = (uint32_t)ti;
-    table_args(e, c, sa, lhs, t);
-  }
-  install_rule(e, c, rs, name, false, s);
-  cc_done(e);
-}
-
-static void cmd_rewrite(eg_engine *e, const sx *s, bool bi) {
-  if (s->n < 3) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "(%s lhs rhs [:when (facts)] [:ruleset r]) expected", head(s));
-  }
-  const sx *when = NULL;
-  for (uint32_t i = 3; i + 1 < s->n; i++)
-    if (eg__sx_is(s->items[i], ":when")) when = s->items[i + 1];
-  bool subsume = has_flag(s, 3, ":subsume");
-  uint32_t rs = rule_ruleset(e, s, 3);
-  const char *name = rule_name(s, 3);
-  rewrite_one(e, s, s->items[1], s->items[2], when, subsume, rs, name);
-  if (bi) rewrite_one(e, s, s->items[2], s->items[1], when, subsume, rs, name);
+  action *a = eg__cc_new_action(c, AC_EXPR, s);
+  eg__cc_expr(e, c, s, NOSORT, &a->a);
 }
 
 /* ====================================================================================
@@ -1142,13 +791,13 @@ static void cmd_rewrite(eg_engine *e, const sx *s, bool bi) {
 
 query *eg__compile_facts(eg_engine *e, const sx *const *facts, uint32_t n);
 query *eg__compile_facts(eg_engine *e, const sx *const *facts, uint32_t n) {
-  cc *c = cc_new(e);
-  compile_query(e, c, facts, n);
-  finish_query(e, c);
+  cc *c = eg__cc_new(e);
+  eg__cc_facts(e, c, facts, n);
+  eg__cc_finish(e, c);
   query *q = eg__calloc(1, sizeof *q);
   *q = c->q;
   memset(&c->q, 0, sizeof c->q);
-  cc_done(e);
+  eg__cc_done(e);
   return q;
 }
 
@@ -1157,93 +806,24 @@ action *eg__compile_actions(eg_engine *e, const sx *const *acts, uint32_t n, uin
                             uint32_t *nslots);
 action *eg__compile_actions(eg_engine *e, const sx *const *acts, uint32_t n, uint32_t *nacts,
                             uint32_t *nslots) {
-  cc *c = cc_new(e);
-  for (uint32_t i = 0; i < n; i++) compile_action(e, c, acts[i]);
+  cc *c = eg__cc_new(e);
+  for (uint32_t i = 0; i < n; i++) eg__cc_action(e, c, acts[i]);
   action *a = c->acts;
   *nacts = c->nacts;
   *nslots = c->nslots;
   c->acts = NULL;
   c->nacts = 0;
-  cc_done(e);
+  eg__cc_done(e);
   return a;
 }
 
 /* Compiles one expression with no variables (globals allowed). */
 aexpr *eg__compile_expr(eg_engine *e, const sx *s);
 aexpr *eg__compile_expr(eg_engine *e, const sx *s) {
-  cc *c = cc_new(e);
-  a_expr(e, c, s, NOSORT, &c->tmp_expr);
+  cc *c = eg__cc_new(e);
+  eg__cc_expr(e, c, s, NOSORT, &c->tmp_expr);
   aexpr *a = c->tmp_expr;
   c->tmp_expr = NULL;
-  cc_done(e);
+  eg__cc_done(e);
   return a;
-}
-
-/* ====================================================================================
- * Declaration commands (called from eg_cmd.c)
- * ==================================================================================== */
-
-bool eg__declare(eg_engine *e, const sx *s);
-bool eg__declare(eg_engine *e, const sx *s) {
-  const char *h = head(s);
-  if (!h) return false;
-  if (strcmp(h, "datatype") == 0) {
-    decl_datatype(e, s);
-  } else if (strcmp(h, "datatype*") == 0) {
-    decl_datatype_star(e, s);
-  } else if (strcmp(h, "sort") == 0) {
-    if (s->n < 2 || s->items[1]->kind != SX_SYM) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "(sort Name) expected");
-    }
-    if (s->n >= 3 && s->items[2]->kind == SX_LIST) {
-      const sx *c = s->items[2];
-      if (!eg__sx_is(c->items[0], "Pair") || c->n != 3) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, c, "container sort (%s) is not supported; only (Pair A B) is",
-                  head(c) ? head(c) : "?");
-      }
-      uint32_t a = sort_of(e, c->items[1]), b = sort_of(e, c->items[2]);
-      uint32_t id = add_sort(e, s->items[1], s->items[1]->text);
-      e->sorts[id].kind = SK_PAIR;
-      e->sorts[id].elem[0] = a;
-      e->sorts[id].elem[1] = b;
-      eg__pair_prims_init(&e->sorts[id], id);
-      return true;
-    }
-    add_sort(e, s->items[1], s->items[1]->text);
-  } else if (strcmp(h, "constructor") == 0) {
-    decl_function(e, s, TK_CONSTRUCTOR);
-  } else if (strcmp(h, "function") == 0) {
-    decl_function(e, s, TK_FUNCTION);
-  } else if (strcmp(h, "relation") == 0) {
-    if (s->n != 3 || s->items[1]->kind != SX_SYM) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "(relation name (sorts...)) expected");
-    }
-    list_len(e, s->items[2], "sorts");
-    add_table(e, s, s->items[1]->text, TK_RELATION, (const sx *const *)s->items[2]->items,
-              s->items[2]->n, SORT_UNIT);
-  } else if (strcmp(h, "ruleset") == 0) {
-    if (s->n != 2 || s->items[1]->kind != SX_SYM) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "(ruleset name) expected");
-    }
-    if (eg__ruleset_find(e, s->items[1]->text) >= 0) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "ruleset '%s' is already defined", s->items[1]->text);
-    }
-    EG_GROW(e->rulesets, e->caprulesets, e->nrulesets + 1);
-    memset(&e->rulesets[e->nrulesets], 0, sizeof(ruleset));
-    e->rulesets[e->nrulesets++].name = eg__strdup(s->items[1]->text);
-  } else if (strcmp(h, "rule") == 0) {
-    cmd_rule(e, s);
-  } else if (strcmp(h, "rewrite") == 0) {
-    cmd_rewrite(e, s, false);
-  } else if (strcmp(h, "birewrite") == 0) {
-    cmd_rewrite(e, s, true);
-  } else {
-    return false;
-  }
-  return true;
 }

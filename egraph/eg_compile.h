@@ -1,0 +1,51 @@
+/* eg_compile.h: private interface between the compiler files (eg_compile.c: queries and
+ * actions; eg_decl.c: declarations, rules, rewrites). Not part of the public API. */
+#ifndef EG_COMPILE_H
+#define EG_COMPILE_H
+
+#include "eg_internal.h"
+
+#define NOSORT UINT32_MAX
+
+/* The compile scratch of one command: everything being built, freed by eg__cc_done or by
+ * the command boundary (eg__cc_abort) if the command fails. */
+typedef struct cc {
+  query q;
+  uint32_t capvars, capatoms, capprims;
+  uint32_t *alias;
+  const sx **var_at;
+  action *acts;
+  uint32_t nacts, capacts;
+  /* slots after compaction: query vars then action lets */
+  char **slot_name;
+  uint32_t *slot_sort;
+  uint32_t nslots, capslots;
+  aexpr *tmp_expr; /* an expression being built outside an action */
+  char **an;       /* names of variables merged into another (aliases) */
+  uint32_t *av;
+  uint32_t nan, capan;
+  char *root_name; /* rewrite: the name of the left side's variable */
+} cc;
+
+struct cc *eg__cc_new(eg_engine *e);
+void eg__cc_done(eg_engine *e);
+const char *eg__sort_name(eg_engine *e, uint32_t s);
+const char *eg__sx_head(const sx *s);
+
+/* queries */
+uint32_t eg__cc_vfind(cc *c, uint32_t v);
+uint32_t eg__cc_term(eg_engine *e, cc *c, const sx *s);
+void eg__cc_facts(eg_engine *e, cc *c, const sx *const *facts, uint32_t nfacts);
+void eg__cc_finish(eg_engine *e, cc *c);
+
+/* actions */
+int32_t eg__cc_slot(cc *c, const char *name);
+uint32_t eg__cc_add_slot(cc *c, const char *name, uint32_t sort);
+aexpr *eg__cc_mk_expr(aexpr_kind k, uint32_t sort, const sx *at);
+aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder);
+action *eg__cc_new_action(cc *c, action_kind k, const sx *at);
+eg_table *eg__cc_table_call(eg_engine *e, const sx *s, int32_t *ti_out);
+void eg__cc_table_args(eg_engine *e, cc *c, action *a, const sx *call, eg_table *t);
+void eg__cc_action(eg_engine *e, cc *c, const sx *s);
+
+#endif
