@@ -506,12 +506,13 @@ hl_status jr_build_node(reader *r, uint32_t i) {
   }
   if (t.node == HL_NONE) return builder_failed(r, row);
   if ((st = jr_check_dims(r, "result", t.view.ndim, t.view.dims))) return st;
-  /* Every view the lowering wrote must stay inside its buffer, as the canonical form's
-   * explicit views will be checked when it is read back. */
+  /* Every view the lowering wrote must pass the checks the canonical form's explicit
+   * views get when it is read back: sizes in range, reads inside the buffer. */
   for (uint32_t id = mark; id < hl_graph_node_count(g); id++) {
     const hl_node *made = hl_graph_node(g, id);
     for (uint32_t j = 0; j < made->n_in; j++) {
       hl_view v = made->in[j].view;
+      if ((st = jr_check_dims(r, "inputs", v.ndim, v.dims))) return st;
       if ((st = jr_check_view_bounds(r, "inputs", &v, made->in[j].node))) return st;
     }
   }
