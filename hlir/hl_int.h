@@ -30,18 +30,20 @@ int hl__grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
 
 /* bf16 <-> f32 at the bit level (round to nearest even; NaN -> quiet NaN keeping the
  * sign; overflow carries into inf), inline for the runtime's inner loops. */
-static inline uint16_t hl__bf16_enc(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7FC0u);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
+static inline uint16_t hl__bf16_enc(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)(((u >> 16) & 0x8000u) | 0x7FC0u);
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
 }
-static inline float hl__bf16_dec(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
+static inline float hl__bf16_dec(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
 }
 
 /* The generic (slow, obviously correct) f16 / bf16 converters, for tests of the fast
@@ -51,17 +53,17 @@ float hl__f16_slow_decode(uint16_t h);
 uint16_t hl__bf16_slow(float x);
 
 /* Normalises axis (negative counts from the end) against ndim; -1 when out of range. */
-static inline int hl__axis(int axis, uint32_t ndim) {
-  int n = (int)ndim;
-  if (axis < 0) axis += n;
-  return (axis < 0 || axis >= n) ? -1 : axis;
+static inline int hl__axis(int axis, uint32_t ndim)
+{
+    int n = (int)ndim;
+    if (axis < 0) axis += n;
+    return (axis < 0 || axis >= n) ? -1 : axis;
 }
 
 /* Prints dims as "[a, b]" to f. */
 void hl__dims_fprint(const hl_expr_pool *p, uint32_t ndim, const hl_expr *dims, FILE *f);
 /* Writes dims as "[a, b]" into buf (cap bytes, always NUL-terminated). */
-void hl__dims_str(const hl_expr_pool *p, uint32_t ndim, const hl_expr *dims, char *buf,
-                  size_t cap);
+void hl__dims_str(const hl_expr_pool *p, uint32_t ndim, const hl_expr *dims, char *buf, size_t cap);
 
 /* Graph internals used by the builder. */
 hl_error *hl__graph_err(hl_graph *g);

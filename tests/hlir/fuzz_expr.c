@@ -11,55 +11,58 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size > 4096) return 0;
-  char *text = malloc(size + 1);
-  if (!text) return 0;
-  memcpy(text, data, size);
-  text[size] = '\0';
-  hl_expr_pool *p = hl_expr_pool_new();
-  hl_error err;
-  hl_error_clear(&err);
-  hl_expr e;
-  if (p && hl_e_parse(p, text, &e, &err) == HL_OK) {
-    size_t n = hl_e_print(p, e, NULL, 0);
-    char *printed = malloc(n + 1);
-    if (printed) {
-      hl_e_print(p, e, printed, n + 1);
-      hl_expr back;
-      hl_error_clear(&err);
-      if (hl_e_parse(p, printed, &back, &err) != HL_OK) abort();
-      free(printed);
-      if (back != e) { /* only a too-large product of sums may differ: values agree */
-        int64_t vals[16];
-        for (int i = 0; i < 16; i++) vals[i] = 1 + i % 5;
-        hl_env env = {vals, NULL, hl_var_count(p) < 16 ? hl_var_count(p) : 16};
-        for (int64_t z = 0; z < 4; z++) {
-          int64_t x, y;
-          hl_error_clear(&err);
-          hl_status s1 = hl_e_eval(p, e, &env, z, &x, &err);
-          hl_error_clear(&err);
-          hl_status s2 = hl_e_eval(p, back, &env, z, &y, &err);
-          if (s1 == HL_OK && s2 == HL_OK && x != y) abort();
-        }
-      }
-    }
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size > 4096) return 0;
+    char *text = malloc(size + 1);
+    if (!text) return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    hl_expr_pool *p = hl_expr_pool_new();
+    hl_error err;
     hl_error_clear(&err);
-    if (hl_expr_pool_check(p, &err) != HL_OK) abort();
-    int64_t vals[16];
-    for (int i = 0; i < 16; i++) vals[i] = 1 + i % 5;
-    hl_env env = {vals, NULL, hl_var_count(p) < 16 ? hl_var_count(p) : 16};
-    hl_expr b = hl_e_subst_z(p, e, hl_e_z(p), 6);
-    for (int64_t z = 0; z < 6 && b != HL_NONE; z++) {
-      int64_t x, y;
-      hl_error_clear(&err);
-      hl_status s1 = hl_e_eval(p, e, &env, z, &x, &err);
-      hl_error_clear(&err);
-      hl_status s2 = hl_e_eval(p, b, &env, z, &y, &err);
-      if (s1 == HL_OK && s2 == HL_OK && x != y) abort();
+    hl_expr e;
+    if (p && hl_e_parse(p, text, &e, &err) == HL_OK) {
+        size_t n = hl_e_print(p, e, NULL, 0);
+        char *printed = malloc(n + 1);
+        if (printed) {
+            hl_e_print(p, e, printed, n + 1);
+            hl_expr back;
+            hl_error_clear(&err);
+            if (hl_e_parse(p, printed, &back, &err) != HL_OK) abort();
+            free(printed);
+            if (back != e) { /* only a too-large product of sums may differ: values agree */
+                int64_t vals[16];
+                for (int i = 0; i < 16; i++)
+                    vals[i] = 1 + i % 5;
+                hl_env env = {vals, NULL, hl_var_count(p) < 16 ? hl_var_count(p) : 16};
+                for (int64_t z = 0; z < 4; z++) {
+                    int64_t x, y;
+                    hl_error_clear(&err);
+                    hl_status s1 = hl_e_eval(p, e, &env, z, &x, &err);
+                    hl_error_clear(&err);
+                    hl_status s2 = hl_e_eval(p, back, &env, z, &y, &err);
+                    if (s1 == HL_OK && s2 == HL_OK && x != y) abort();
+                }
+            }
+        }
+        hl_error_clear(&err);
+        if (hl_expr_pool_check(p, &err) != HL_OK) abort();
+        int64_t vals[16];
+        for (int i = 0; i < 16; i++)
+            vals[i] = 1 + i % 5;
+        hl_env env = {vals, NULL, hl_var_count(p) < 16 ? hl_var_count(p) : 16};
+        hl_expr b = hl_e_subst_z(p, e, hl_e_z(p), 6);
+        for (int64_t z = 0; z < 6 && b != HL_NONE; z++) {
+            int64_t x, y;
+            hl_error_clear(&err);
+            hl_status s1 = hl_e_eval(p, e, &env, z, &x, &err);
+            hl_error_clear(&err);
+            hl_status s2 = hl_e_eval(p, b, &env, z, &y, &err);
+            if (s1 == HL_OK && s2 == HL_OK && x != y) abort();
+        }
     }
-  }
-  hl_expr_pool_free(p);
-  free(text);
-  return 0;
+    hl_expr_pool_free(p);
+    free(text);
+    return 0;
 }
