@@ -94,6 +94,8 @@ def generate(seed):
         out.append(r.choice(schedules))
     if r.random() < 0.3:
         out += ["(push)", r.choice(schedules), "(print-size)", "(pop)"]
+    if r.random() < 0.5:
+        out.append("(extract $t0)")
     out.append("(print-size)")
     return "\n".join(out) + "\n"
 
@@ -101,11 +103,17 @@ def sizes(text):
     return "\n".join(l for l in text.splitlines() if l.strip())
 
 def run_egglog(path):
-    code = ("import egglog.bindings as b, sys\n"
+    # table sizes as printed; an extracted term becomes its tree cost (every constructor
+    # here costs 1, every literal 1), printed as eqsat --snapshot prints it
+    code = ("import egglog.bindings as b, re, sys\n"
             "e = b.EGraph()\n"
             "for o in e.run_program(*e.parse_program(open(sys.argv[1]).read())):\n"
-            "    s = str(o)\n"
-            "    if s.startswith('(('): print(s)\n")
+            "    s = str(o).strip()\n"
+            "    if s.startswith('(('): print(s)\n"
+            "    elif s.startswith('(') and '\\n' not in s:\n"
+            "        toks = re.findall(r'\\(|\\)|\"[^\"]*\"|[^\\s()]+', s)\n"
+            "        n = sum(1 for i, t in enumerate(toks) if t not in '()' and toks[i-1] != '(')\n"
+            "        print('(extraction-costs %d)' % (s.count('(') + n))\n")
     try:
         p = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
                            timeout=60)
