@@ -50,6 +50,7 @@ void hl_expr_pool_free(hl_expr_pool *p)
     hl__free(p->vars);
     hl__free(p->nodes);
     hl__free(p->flags);
+    hl__free(p->size);
     hl__free(p->table);
     hl__free(p);
 }
@@ -89,6 +90,15 @@ static hl_expr intern(hl_expr_pool *p, const hl_expr_node *nd)
         if (node_eq(&p->nodes[p->table[s]], nd)) return p->table[s];
         s = (s + 1) & (p->tcap - 1);
     }
+    uint32_t size = 1;
+    if (nd->kind >= HL_E_ADD) {
+        uint64_t t = 1 + (uint64_t)p->size[nd->a] + p->size[nd->b];
+        if (t > HL__EXPR_MAX_SIZE) { /* too large to be a shape; refuse, pool unchanged */
+            p->refused = HL__REFUSED_TOO_LARGE;
+            return HL_NONE;
+        }
+        size = (uint32_t)t;
+    }
     if (p->n == HL_NONE - 1) goto oom;
     if ((uint64_t)(p->n + 1) * 2 > p->tcap) { /* keep load <= 1/2; on failure no change */
         if (rehash(p)) goto oom;
@@ -96,17 +106,21 @@ static hl_expr intern(hl_expr_pool *p, const hl_expr_node *nd)
         while (p->table[s] != HL_NONE)
             s = (s + 1) & (p->tcap - 1);
     }
-    if (p->n >= p->cap) { /* grow both arrays; on failure the pool is unchanged */
-        uint32_t cap = p->cap, cap2 = p->cap;
-        void *nodes = p->nodes, *flags = p->flags;
+    if (p->n >= p->cap) { /* grow the three arrays; on failure the pool is unchanged */
+        uint32_t cap = p->cap, cap2 = p->cap, cap3 = p->cap;
+        void *nodes = p->nodes, *flags = p->flags, *sizes = p->size;
         if (hl__grow(&nodes, &cap, p->n + 1, sizeof(hl_expr_node))) goto oom;
-        p->nodes = nodes; /* bigger block, same contents: harmless if flags fail */
+        p->nodes = nodes; /* bigger block, same contents: harmless if the next fail */
         if (hl__grow(&flags, &cap2, p->n + 1, 1)) goto oom;
         p->flags = flags;
+        if (hl__grow(&sizes, &cap3, p->n + 1, sizeof(uint32_t))) goto oom;
+        p->size = sizes;
         p->cap = cap < cap2 ? cap : cap2;
+        if (cap3 < p->cap) p->cap = cap3;
     }
     hl_expr id = p->n++;
     p->nodes[id] = *nd;
+    p->size[id] = size;
     uint8_t f = 0;
     if (nd->kind == HL_E_Z)
         f = EF_Z;
@@ -423,6 +437,10 @@ hl_status hl_expr_pool_check(const hl_expr_pool *p, hl_error *err)
                                     id);
             f = p->flags[n->a] | p->flags[n->b];
         }
+        uint64_t want_size = n->kind >= HL_E_ADD ? 1 + (uint64_t)p->size[n->a] + p->size[n->b] : 1;
+        if (p->size[id] != want_size || want_size > HL__EXPR_MAX_SIZE)
+            return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expr %u: tree size %u, should be %llu",
+                                id, p->size[id], (unsigned long long)want_size);
         if (p->flags[id] != f)
             return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expr %u: flags %u, should be %u", id,
                                 p->flags[id], f);

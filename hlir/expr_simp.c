@@ -229,7 +229,8 @@ static hl_expr sum_of(hl_expr_pool *p, int64_t zb, tvec *v)
     uint32_t w = 0;
     for (uint32_t i = 0; i < v->n; i++) {
         if (w > 0 && v->t[w - 1].m == v->t[i].m) {
-            if (__builtin_add_overflow(v->t[w - 1].k, v->t[i].k, &v->t[w - 1].k)) return HL_NONE;
+            if (__builtin_add_overflow(v->t[w - 1].k, v->t[i].k, &v->t[w - 1].k))
+                return hl__overflow(p);
         } else {
             v->t[w++] = v->t[i];
         }
@@ -264,7 +265,7 @@ static hl_expr add(hl_expr_pool *p, int64_t zb, hl_expr a, hl_expr b)
     tvec v = {0};
     if (!collect_terms(p, a, 1, &v) || !collect_terms(p, b, 1, &v)) {
         tv_free(&v);
-        return HL_NONE; /* a coefficient overflows int64 */
+        return hl__overflow(p);
     }
     hl_expr e = sum_of(p, zb, &v);
     tv_free(&v);
@@ -278,7 +279,7 @@ static hl_expr mul_flat(hl_expr_pool *p, hl_expr a, hl_expr b)
 {
     term ta = split_term(p, a), tb = split_term(p, b);
     int64_t k;
-    if (__builtin_mul_overflow(ta.k, tb.k, &k)) return HL_NONE; /* overflows int64 */
+    if (__builtin_mul_overflow(ta.k, tb.k, &k)) return hl__overflow(p);
     if (k == 0) return hl_e_num(p, 0);
     evec f = {0};
     collect_factors(p, ta.m, &f);
@@ -407,7 +408,7 @@ static hl_expr divmod(hl_expr_pool *p, int64_t zb, hl_expr_kind k, hl_expr a, hl
     if (!collect_terms(p, a, 1, &ta) || ta.oom) {
         tv_free(&ta);
         if (ta.oom) p->failed = true;
-        return HL_NONE; /* out of memory, or a coefficient overflows */
+        return p->failed ? HL_NONE : hl__overflow(p);
     }
     for (uint32_t i = 0; i < ta.n; i++) {
         term q;
@@ -449,7 +450,7 @@ static hl_expr divmod(hl_expr_pool *p, int64_t zb, hl_expr_kind k, hl_expr a, hl
     tv_free(&rest);
     if (oom || q == HL_NONE || r == HL_NONE) {
         if (oom) p->failed = true;
-        return HL_NONE; /* out of memory, or a coefficient overflows */
+        return HL_NONE; /* sum_of recorded why */
     }
     if (k == HL_E_MOD) return divmod(p, zb, HL_E_MOD, r, b);
     e = add(p, zb, q, divmod(p, zb, k, r, b));

@@ -297,9 +297,8 @@ static hl_expr oom_check(parser *ps, hl_expr e)
     if (hl_expr_pool_failed(ps->p))
         hl_error_set(ps->err, HL_ERR_NOMEM, HL_NONE, "out of memory while parsing an expression");
     else
-        hl_error_set(ps->err, HL_ERR_PARSE, HL_NONE,
-                     "expression \"%.200s\", column %zu: a value overflows int64", ps->text,
-                     ps->pos);
+        hl_error_set(ps->err, HL_ERR_PARSE, HL_NONE, "expression \"%.200s\", column %zu: %s",
+                     ps->text, ps->pos, hl__none_reason(ps->p));
     return e;
 }
 

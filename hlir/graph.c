@@ -181,7 +181,7 @@ static hl_status expr_ok(const hl_graph *g, hl_expr e, char *why, size_t cap)
         return HL_ERR_NOMEM;
     }
     if (e == HL_NONE) {
-        snprintf(why, cap, "an expression could not be built (a value overflows int64)");
+        snprintf(why, cap, "an expression could not be built (%s)", hl__none_reason(g->pool));
         return HL_ERR_EVAL;
     }
     if (e >= hl_expr_count(g->pool)) {

@@ -149,9 +149,11 @@ float hl_round_to(hl_dtype t, float x);
  * form.
  *
  * Failure: a constructor that cannot allocate returns HL_NONE and marks the pool
- * (hl_expr_pool_failed); one whose folded constant or coefficient would overflow int64
- * returns HL_NONE without marking it. Every constructor given an HL_NONE operand returns
- * HL_NONE, so a chain of constructions is checked once at its end.
+ * (hl_expr_pool_failed); one whose folded constant or coefficient would overflow int64,
+ * or whose tree would exceed 4096 nodes (no shape comes near; the bound keeps hostile
+ * input from making the tree walks exponential), returns HL_NONE without marking it.
+ * Every constructor given an HL_NONE operand returns HL_NONE, so a chain of
+ * constructions is checked once at its end.
  */
 
 typedef uint32_t hl_expr;

@@ -446,6 +446,23 @@ START_TEST(overflowing_values_are_rejected_not_wrapped)
 }
 END_TEST
 
+START_TEST(trees_over_the_size_bound_are_refused) {
+    /* min(e, e + 1) doubles the tree each round; the pool refuses past 4096 nodes */
+    hl_expr e = hl_e_add(P, hl_e_z(P), hl_e_var(P, "s"));
+    int rounds = 0;
+    while (e != HL_NONE && rounds < 40) {
+        e = hl_e_min(P, e, hl_e_add(P, e, hl_e_num(P, 1)));
+        rounds++;
+    }
+    ck_assert_uint_eq(e, HL_NONE);
+    ck_assert_int_lt(rounds, 16);
+    ck_assert(!hl_expr_pool_failed(P));
+    hl_error err;
+    hl_error_clear(&err);
+    ck_assert_int_eq(hl_expr_pool_check(P, &err), HL_OK);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hlir_expr");
@@ -468,6 +485,7 @@ int main(void)
     tcase_add_test(tc, random_expressions_keep_their_values);
     tcase_add_test(tc, pool_check_finds_a_non_canonical_sum);
     tcase_add_test(tc, overflowing_values_are_rejected_not_wrapped);
+    tcase_add_test(tc, trees_over_the_size_bound_are_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
