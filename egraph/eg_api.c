@@ -318,6 +318,25 @@ int eg_check_invariants(eg_engine *e, eg_error *err) {
         return EG_ERR_RUNTIME;
       }
     }
+    /* the memo rebuilt from scratch must hold exactly the live rows, at their slots */
+    uint32_t inmemo = 0;
+    for (uint32_t j = 0; j < t->nslots; j++) {
+      uint64_t sl = t->slots[j];
+      if (sl == 0 || sl == UINT64_C(0xFFFFFFFF)) continue;
+      uint32_t r = (uint32_t)sl - 1;
+      if (r >= t->nrows || (t->flags[r] & RF_DEAD) || t->slotpos[r] != j ||
+          (sl >> 32) != (t->khash[r] >> 32)) {
+        if (err) {
+          err->code = EG_ERR_RUNTIME;
+          snprintf(err->msg, sizeof err->msg,
+                   "invariant: table %s memo slot %u points to a dead or misplaced row", t->name,
+                   j);
+        }
+        return EG_ERR_RUNTIME;
+      }
+      inmemo++;
+    }
+    if (inmemo != live) live = UINT32_MAX;
     if (live != t->nlive) {
       if (err) {
         err->code = EG_ERR_RUNTIME;

@@ -157,9 +157,11 @@ static void decl_function(eg_engine *e, const sx *s, table_kind k) {
       e->tables[ti].unextractable = true;
     } else if (eg__sx_is(o, ":internal-hidden")) {
       e->tables[ti].hidden = true;
+    } else if (o->kind == SX_SYM && strncmp(o->text, ":internal-", 10) == 0) {
+      /* egglog's internal flags: accepted and ignored */
     } else if (o->kind == SX_SYM && o->text[0] == ':') {
-      if (i + 1 < s->n && !(s->items[i + 1]->kind == SX_SYM && s->items[i + 1]->text[0] == ':'))
-        i++;
+      e->err->code = EG_ERR_TYPE;
+      eg__throw(e, o, "unknown option %s for %s", o->text, eg__sx_head(s));
     } else {
       e->err->code = EG_ERR_TYPE;
       eg__throw(e, o, "unexpected option in %s declaration", eg__sx_head(s));
@@ -224,6 +226,35 @@ static const char *rule_name(const sx *s, uint32_t from) {
   return NULL;
 }
 
+/* Refuses options other than the allowed ones; with_arg[i] says whether allowed[i] takes
+ * an argument. Options named :internal-... (egglog's internal flags) are accepted. */
+static void check_options(eg_engine *e, const sx *s, uint32_t from, const char *const *allowed,
+                          const bool *with_arg, size_t n) {
+  for (uint32_t i = from; i < s->n; i++) {
+    const sx *o = s->items[i];
+    bool ok = false;
+    for (size_t k = 0; k < n && !ok; k++) {
+      if (eg__sx_is(o, allowed[k])) {
+        ok = true;
+        if (with_arg[k]) {
+          if (i + 1 >= s->n) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, o, "option %s needs a value", allowed[k]);
+          }
+          i++;
+        }
+      }
+    }
+    if (!ok && o->kind == SX_SYM && strncmp(o->text, ":internal-", 10) == 0) ok = true;
+    if (!ok) {
+      e->err->code = EG_ERR_TYPE;
+      if (o->kind == SX_SYM && o->text[0] == ':')
+        eg__throw(e, o, "unknown option %s for %s", o->text, eg__sx_head(s));
+      eg__throw(e, o, "unexpected argument to %s (options start with ':')", eg__sx_head(s));
+    }
+  }
+}
+
 static bool has_flag(const sx *s, uint32_t from, const char *flag) {
   for (uint32_t i = from; i < s->n; i++)
     if (eg__sx_is(s->items[i], flag)) return true;
@@ -264,6 +295,9 @@ static void cmd_rule(eg_engine *e, const sx *s) {
     e->err->code = EG_ERR_TYPE;
     eg__throw(e, s, "(rule (facts...) (actions...) [:ruleset r] [:name n]) expected");
   }
+  static const char *const opts[] = {":ruleset", ":name", ":naive", ":unsafe-seminaive"};
+  static const bool args[] = {true, true, false, false};
+  check_options(e, s, 3, opts, args, 4);
   uint32_t rs = rule_ruleset(e, s, 3);
   cc *c = eg__cc_new(e);
   eg__cc_facts(e, c, (const sx *const *)s->items[1]->items, s->items[1]->n);
@@ -330,6 +364,9 @@ static void cmd_rewrite(eg_engine *e, const sx *s, bool bi) {
   const sx *when = NULL;
   for (uint32_t i = 3; i + 1 < s->n; i++)
     if (eg__sx_is(s->items[i], ":when")) when = s->items[i + 1];
+  static const char *const opts[] = {":when", ":ruleset", ":name", ":subsume"};
+  static const bool args[] = {true, true, true, false};
+  check_options(e, s, 3, opts, args, 4);
   bool subsume = has_flag(s, 3, ":subsume");
   uint32_t rs = rule_ruleset(e, s, 3);
   const char *name = rule_name(s, 3);

@@ -66,6 +66,12 @@ START_TEST(unknown_function) {
 }
 END_TEST
 
+START_TEST(misspelled_rule_option_is_refused) {
+  expect("(relation R (i64))\n(rule ((R x)) ((R x)) :ruelset foo)", EG_ERR_TYPE, "bad.egg:2:23:",
+         "unknown option :ruelset");
+}
+END_TEST
+
 START_TEST(failed_check_is_an_error_and_keeps_earlier_effects) {
   eg_engine *e = t_engine();
   T_RUN(e, "(relation R (i64))");
@@ -119,6 +125,7 @@ Suite *errors_suite(void) {
   tcase_add_test(tc, ungrounded_variable);
   tcase_add_test(tc, unknown_function);
   tcase_add_test(tc, failed_check_is_an_error_and_keeps_earlier_effects);
+  tcase_add_test(tc, misspelled_rule_option_is_refused);
   tcase_add_test(tc, every_fail_typecheck_program_is_refused);
   suite_add_tcase(s, tc);
   return s;
