@@ -247,6 +247,10 @@ def main():
           "peak RSS / eqsat peak RSS (above 1: eqsat smaller).")
     print("medians of %d eqsat and %d egglog runs after %d warm-up run(s) each." %
           (a.runs, a.egglog_runs if use_egglog else 0, a.warmup))
+    missing = [name for name, ours, _ in rows if ours[0][2] is None]
+    if missing:
+        print("bench_egraph: no (print-size) output from eqsat on: %s" % ", ".join(missing))
+        sys.exit(1)
     if baseline is not None:
         print("egglog baseline: a Python child with egglog imported and an empty EGraph peaks "
               "at %.1f MiB (included in egglog's RSS above)." % baseline)
