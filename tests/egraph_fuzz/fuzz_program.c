@@ -4,7 +4,9 @@
  * checker and compiler of every command, and its execution, bounded by tiny limits (node
  * count, iterations, wall time) so no input can run away. Bad input must come back as an
  * error code with a located message; a crash, a sanitizer report, a leak or a hang is a
- * finding. Output goes nowhere.
+ * finding. Afterwards, whether the program failed or not, the engine is rebuilt, its
+ * invariants are checked (a violation aborts) and it is serialized to JSON. Output goes
+ * nowhere.
  *
  * include and input read files relative to the working directory (the ctest build
  * folder); the engine never writes files, so that is harmless. */
@@ -51,9 +53,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         err.msg[0] == '\0')
       abort();
   }
-  /* The engine must stay usable after a failed command. */
+  /* The engine must stay usable after a failed command: rebuilt, its invariants hold
+   * (eg_check_invariants recomputes the key index from scratch), and it serializes. */
   eg_error err2;
-  if (eg_rebuild(e, &err2) == 0) (void)eg_node_count(e);
+  if (eg_rebuild(e, &err2) == 0) {
+    if (eg_check_invariants(e, &err2) != 0) {
+      fprintf(stderr, "invariant violated after the program: %s\n", err2.msg);
+      abort();
+    }
+    eg_serialized s;
+    if (eg_serialize(e, NULL, NULL, 0, &s, &err2) == 0) {
+      if (eg_serialized_write_json(e, &s, sink) != 0) abort();
+      eg_serialized_free(&s);
+    }
+  }
   eg_engine_free(e);
   free(text);
   return 0;
