@@ -22,52 +22,54 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static FILE *sink;
 
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  (void)argc;
-  (void)argv;
-  sink = fopen("/dev/null", "w");
-  if (!sink) abort();
-  return 0;
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    sink = fopen("/dev/null", "w");
+    if (!sink) abort();
+    return 0;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  char *text = malloc(size + 1);
-  if (!text) return 0;
-  memcpy(text, data, size);
-  text[size] = '\0';
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (!text) return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
 
-  eg_options o;
-  eg_options_default(&o);
-  o.node_limit = 500;
-  o.iter_limit = 30;
-  o.time_limit_s = 0.5;
-  o.out = sink;
-  o.log = sink;
-  eg_engine *e = eg_engine_new(&o);
-  eg_error err;
-  memset(&err, 0x55, sizeof err); /* the engine must write a terminated message */
-  int rc = eg_run_text(e, text, "fuzz", &err);
-  if (rc != 0) {
-    /* The contract: a negative eg_errcode and a NUL-terminated located message. */
-    if (rc > 0 || rc < EG_ERR_ARG || err.code != rc || memchr(err.msg, '\0', sizeof err.msg) == NULL ||
-        err.msg[0] == '\0')
-      abort();
-  }
-  /* The engine must stay usable after a failed command: rebuilt, its invariants hold
-   * (eg_check_invariants recomputes the key index from scratch), and it serializes. */
-  eg_error err2;
-  if (eg_rebuild(e, &err2) == 0) {
-    if (eg_check_invariants(e, &err2) != 0) {
-      fprintf(stderr, "invariant violated after the program: %s\n", err2.msg);
-      abort();
+    eg_options o;
+    eg_options_default(&o);
+    o.node_limit = 500;
+    o.iter_limit = 30;
+    o.time_limit_s = 0.5;
+    o.out = sink;
+    o.log = sink;
+    eg_engine *e = eg_engine_new(&o);
+    eg_error err;
+    memset(&err, 0x55, sizeof err); /* the engine must write a terminated message */
+    int rc = eg_run_text(e, text, "fuzz", &err);
+    if (rc != 0) {
+        /* The contract: a negative eg_errcode and a NUL-terminated located message. */
+        if (rc > 0 || rc < EG_ERR_ARG || err.code != rc ||
+            memchr(err.msg, '\0', sizeof err.msg) == NULL || err.msg[0] == '\0')
+            abort();
     }
-    eg_serialized s;
-    if (eg_serialize(e, NULL, NULL, 0, &s, &err2) == 0) {
-      if (eg_serialized_write_json(e, &s, sink) != 0) abort();
-      eg_serialized_free(&s);
+    /* The engine must stay usable after a failed command: rebuilt, its invariants hold
+     * (eg_check_invariants recomputes the key index from scratch), and it serializes. */
+    eg_error err2;
+    if (eg_rebuild(e, &err2) == 0) {
+        if (eg_check_invariants(e, &err2) != 0) {
+            fprintf(stderr, "invariant violated after the program: %s\n", err2.msg);
+            abort();
+        }
+        eg_serialized s;
+        if (eg_serialize(e, NULL, NULL, 0, &s, &err2) == 0) {
+            if (eg_serialized_write_json(e, &s, sink) != 0) abort();
+            eg_serialized_free(&s);
+        }
     }
-  }
-  eg_engine_free(e);
-  free(text);
-  return 0;
+    eg_engine_free(e);
+    free(text);
+    return 0;
 }

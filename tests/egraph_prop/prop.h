@@ -13,7 +13,7 @@
 
 /* PCG32 (O'Neill), the project's generator for every random choice. */
 typedef struct {
-  uint64_t state, inc;
+    uint64_t state, inc;
 } pg_rng;
 void pg_rng_seed(pg_rng *r, uint64_t seed, uint64_t stream);
 uint32_t pg_rng_next(pg_rng *r);
@@ -22,8 +22,8 @@ uint32_t pg_rng_below(pg_rng *r, uint32_t n);
 
 /* A growable NUL-terminated string. */
 typedef struct {
-  char *s;
-  size_t len, cap;
+    char *s;
+    size_t len, cap;
 } pg_buf;
 void pg_buf_printf(pg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pg_buf_free(pg_buf *b);
@@ -33,19 +33,19 @@ enum { PG_I64 = -1 };
 enum { PG_MAX_COLS = 4, PG_MAX_TABLES = 16 };
 
 typedef struct {
-  char name[24];
-  int ncols;               /* inputs plus the output column, if any */
-  int col[PG_MAX_COLS];    /* PG_I64 or a datatype index */
+    char name[24];
+    int ncols;            /* inputs plus the output column, if any */
+    int col[PG_MAX_COLS]; /* PG_I64 or a datatype index */
 } pg_table;
 
 /* What the generator declared: the tables the canonical form reads. */
 typedef struct {
-  size_t schedule_at;      /* offset in the program text where the schedule starts */
-  int two_rulesets;        /* 1: rules are in rulesets rs0 and rs1; 0: the default one */
-  int iterations;          /* the schedule's repeat count */
-  int ndatatypes;
-  int ntables;
-  pg_table tables[PG_MAX_TABLES];
+    size_t schedule_at; /* offset in the program text where the schedule starts */
+    int two_rulesets;   /* 1: rules are in rulesets rs0 and rs1; 0: the default one */
+    int iterations;     /* the schedule's repeat count */
+    int ndatatypes;
+    int ntables;
+    pg_table tables[PG_MAX_TABLES];
 } pg_schema;
 
 /* Writes a random, well-typed program for seed into *text (caller frees with
@@ -64,10 +64,10 @@ void pg_generate(uint64_t seed, pg_buf *text, pg_schema *schema);
  * values or class structure changes the form (up to 64-bit hash collisions and the
  * rare graphs colour refinement cannot tell apart). */
 typedef struct {
-  size_t nrows;
-  uint64_t *rows;     /* sorted row hashes */
-  size_t nclasses;
-  uint64_t *classes;  /* sorted class labels */
+    size_t nrows;
+    uint64_t *rows; /* sorted row hashes */
+    size_t nclasses;
+    uint64_t *classes; /* sorted class labels */
 } pg_canon;
 
 /* Computes the canonical form of e's database (rebuilds e first). Returns 0, or an
