@@ -161,10 +161,13 @@ void eg_string_free(char *s);
 
 /* ---- serialization ---- */
 
-/* A plain snapshot of the e-graph: dense class ids 0..n_classes-1 (canonical classes in
- * increasing id order), nodes grouped by class in table order, each with its operator
- * (table name), literal payload and child classes. Literal children (i64, f64, String,
- * bool, Unit) are separate "primitive" classes holding one literal node each. */
+/* A plain snapshot of the e-graph. Classes are dense, 0..n_classes-1: first every e-class
+ * that has a constructor node, in increasing canonical id order, then one class per
+ * distinct literal child (i64, f64, String, bool, Unit, pair), in first-use order. Nodes
+ * are every live constructor row, in table order then row order, each with its operator
+ * (table name), its class and its child classes; then one literal node per literal class
+ * (table UINT32_MAX, op = the sort name, with its sort and payload). Only the tables of
+ * constructors are nodes; functions and relations are not part of the serialization. */
 typedef struct {
   uint32_t table;       /* table id, or UINT32_MAX for a literal node */
   const char *op;       /* table name, or the literal's sort name; borrowed from the engine */
@@ -188,9 +191,9 @@ typedef struct {
   uint32_t *roots;       /* class ids of the requested roots */
 } eg_serialized;
 
-/* Serializes every table row of constructor tables (the e-nodes) after a rebuild.
- * roots/nroots/root_sorts name values to mark as roots (may be 0). The caller frees
- * out with eg_serialized_free. */
+/* Serializes the e-graph (after a rebuild). roots[i] of sort root_sorts[i] are marked as
+ * roots (nroots may be 0, then both may be NULL). The caller frees out with
+ * eg_serialized_free (also after a failure, when out is zeroed). */
 int eg_serialize(eg_engine *e, const eg_value *roots, const int *root_sorts, size_t nroots,
                  eg_serialized *out, eg_error *err);
 void eg_serialized_free(eg_serialized *s);
