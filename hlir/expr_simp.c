@@ -396,7 +396,11 @@ static hl_expr divmod(hl_expr_pool *p, int64_t zb, hl_expr_kind k, hl_expr a, hl
     if (na && nb && va != INT64_MIN && vb != INT64_MIN) {
         int64_t q = floordiv(va, vb);
         if (k == HL_E_DIV) return hl_e_num(p, q);
-        if (k == HL_E_MOD) return hl_e_num(p, va - q * vb);
+        if (k == HL_E_MOD) { /* from the C remainder: q * vb itself may overflow */
+            int64_t r = va % vb;
+            if (r != 0 && ((r < 0) != (vb < 0))) r += vb;
+            return hl_e_num(p, r);
+        }
         return hl_e_num(p, -floordiv(-va, vb)); /* cdiv */
     }
     if (nb && vb == 1) return k == HL_E_MOD ? hl_e_num(p, 0) : a;

@@ -434,6 +434,9 @@ START_TEST(overflowing_values_are_rejected_not_wrapped)
     ck_assert_ptr_nonnull(strstr(err.msg, "overflows int64"));
     ck_assert(!hl_expr_pool_failed(P));
     ck_assert_uint_eq(hl_e_add(P, hl_e_num(P, INT64_MAX), hl_e_num(P, 1)), HL_NONE);
+    /* folding near the ends of int64 does not overflow on the way */
+    ck_assert_uint_eq(X("-9223372036854775807 % 75"), hl_e_num(P, 68));
+    ck_assert_uint_eq(X("-9223372036854775807 / 75"), hl_e_num(P, -122978293824730345));
     /* the smallest int64 prints as a sum that parses back */
     hl_expr m = X("-9223372036854775807 - 1");
     int64_t v;
