@@ -394,3 +394,33 @@ void eg_print_stats_json(const eg_engine *e, FILE *f) {
   }
   fprintf(f, "],\"rows\":%llu}\n", (unsigned long long)total);
 }
+
+void eg_dump(eg_engine *e, FILE *f) {
+  for (uint32_t ti = 0; ti < e->ntables; ti++) {
+    const eg_table *t = &e->tables[ti];
+    fprintf(f, "table %s (%s, %u inputs%s): %u live of %u rows\n", t->name,
+            t->kind == TK_CONSTRUCTOR ? "constructor"
+            : t->kind == TK_FUNCTION  ? "function"
+                                      : "relation",
+            t->n_in, t->has_out ? " + output" : "", t->nlive, t->nrows);
+    for (uint32_t r = 0; r < t->nrows; r++) {
+      if (t->flags[r] & RF_DEAD) continue;
+      const eg_value *row = t->cols + (size_t)r * t->ncols;
+      fprintf(f, "  [%u] ts=%u%s (", r, t->ts[r], (t->flags[r] & RF_SUBSUMED) ? " subsumed" : "");
+      for (uint32_t c = 0; c < t->ncols; c++) {
+        uint32_t so = c < t->n_in ? t->in_sort[c] : t->out_sort;
+        if (c == t->n_in) fputs(" ->", f);
+        if (eg__is_eq(e, so)) fprintf(f, " #%u", eg__find(e, (uint32_t)row[c]));
+        else {
+          fputc(' ', f);
+          eg__print_value(e, f, so, row[c]);
+        }
+      }
+      fputs(" )\n", f);
+    }
+  }
+  uint32_t roots = 0;
+  for (uint32_t i = 0; i < e->nids; i++)
+    if (eg__find(e, i) == i) roots++;
+  fprintf(f, "e-classes: %u (of %u ids)\n", roots, e->nids);
+}

@@ -213,6 +213,11 @@ void eg_print_stats(const eg_engine *e, FILE *f);
  * "matches"}]}], "tables": [{"name", "rows"}], "rows"}. */
 void eg_print_stats_json(const eg_engine *e, FILE *f);
 
+/* Debug dump: every table with its live rows (raw values, e-class ids as "#id" after
+ * find, the row's timestamp and flags), then the number of e-classes. For debugging
+ * only; the format may change. */
+void eg_dump(eg_engine *e, FILE *f);
+
 /* Total live rows over all tables (the e-node count). */
 uint64_t eg_node_count(const eg_engine *e);
 

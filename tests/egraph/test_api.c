@@ -160,6 +160,22 @@ START_TEST(conformance_programs_keep_invariants) {
 }
 END_TEST
 
+START_TEST(dump_lists_tables_rows_and_classes) {
+  eg_engine *e = t_engine();
+  T_RUN(e, "(datatype M (Num i64) (Add M M)) (let $t (Add (Num 1) (Num 2)))"
+           "(union (Num 1) (Num 2))");
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  eg_dump(e, f);
+  fclose(f);
+  ck_assert_ptr_nonnull(strstr(buf, "table Add (constructor, 2 inputs + output): 1 live"));
+  ck_assert_ptr_nonnull(strstr(buf, "e-classes: 2 (of 3 ids)"));
+  free(buf);
+  eg_engine_free(e);
+}
+END_TEST
+
 Suite *api_suite(void) {
   Suite *s = suite_create("api");
   TCase *tc = tcase_create("api");
@@ -168,6 +184,7 @@ Suite *api_suite(void) {
   tcase_add_test(tc, serialized_structure_has_dense_classes_and_children);
   tcase_add_test(tc, terms_added_from_c_are_matched_by_rules);
   tcase_add_test(tc, rows_are_readable_in_order);
+  tcase_add_test(tc, dump_lists_tables_rows_and_classes);
   suite_add_tcase(s, tc);
   TCase *slow = tcase_create("conformance-invariants");
   tcase_set_timeout(slow, 600);
