@@ -159,6 +159,8 @@ int eg_set(eg_engine *e, int table, const eg_value *args, size_t nargs, eg_value
   if (rc) return rc;
   eg_table *t = &e->tables[table];
   if (t->kind != TK_FUNCTION) return arg_error(err, "eg_set", "the table is not a function");
+  if (eg__is_eq(e, t->out_sort) && value >= e->nids)
+    return arg_error(err, "eg_set", "value is not an e-class id of this engine");
   eg_value row[32];
   memcpy(row, args, nargs * sizeof(eg_value));
   row[nargs] = value;

@@ -244,9 +244,9 @@ int eg_serialize(eg_engine *e, const eg_value *roots, const int *root_sorts, siz
   out->roots = eg__calloc(nroots + 1, sizeof(uint32_t));
   for (size_t i = 0; i < nroots; i++) {
     uint32_t so = (uint32_t)root_sorts[i];
-    if (so < e->nsorts && eg__is_eq(e, so)) {
+    if (so < e->nsorts && eg__is_eq(e, so) && roots[i] < e->nids) {
       uint32_t id = eg__find(e, (uint32_t)roots[i]);
-      if (id < e->nids && c.cls_of_id[id] != UINT32_MAX) out->roots[out->n_roots++] = c.cls_of_id[id];
+      if (c.cls_of_id[id] != UINT32_MAX) out->roots[out->n_roots++] = c.cls_of_id[id];
     }
   }
   eg__free(c.cls_of_id);

@@ -192,7 +192,8 @@ typedef struct {
 } eg_serialized;
 
 /* Serializes the e-graph (after a rebuild). roots[i] of sort root_sorts[i] are marked as
- * roots (nroots may be 0, then both may be NULL). The caller frees out with
+ * roots (nroots may be 0, then both may be NULL); a root that is not an e-class of this
+ * engine with at least one node is skipped, so n_roots <= nroots. The caller frees out with
  * eg_serialized_free (also after a failure, when out is zeroed). */
 int eg_serialize(eg_engine *e, const eg_value *roots, const int *root_sorts, size_t nroots,
                  eg_serialized *out, eg_error *err);

@@ -176,6 +176,30 @@ START_TEST(dump_lists_tables_rows_and_classes) {
 }
 END_TEST
 
+START_TEST(api_misuse_is_an_argument_error_not_a_crash) {
+  eg_engine *e = t_engine();
+  T_RUN(e, "(datatype M (Num i64)) (function f (i64) M :merge old) (relation R (i64))");
+  int f = eg_table_lookup(e, "f"), num = eg_table_lookup(e, "Num");
+  eg_value k = eg_value_i64(1), out;
+  eg_error err;
+  ck_assert_int_eq(eg_set(e, f, &k, 1, 123456, &err), EG_ERR_ARG);
+  ck_assert_ptr_nonnull(strstr(err.msg, "eg_set"));
+  ck_assert_int_eq(eg_add_term(e, 99, &k, 1, &out, &err), EG_ERR_ARG);
+  ck_assert_int_eq(eg_add_term(e, f, &k, 1, &out, &err), EG_ERR_ARG);
+  ck_assert_int_eq(eg_add_term(e, num, &k, 1, &out, &err), 0);
+  ck_assert_int_eq(eg_extract(e, 99, out, NULL, NULL, &err), EG_ERR_ARG);
+  eg_value roots[2] = {out, 777777};
+  int sorts[2] = {eg_sort_lookup(e, "M"), eg_sort_lookup(e, "M")};
+  eg_serialized s;
+  ck_assert_int_eq(eg_serialize(e, roots, sorts, 2, &s, &err), 0);
+  ck_assert_uint_eq(s.n_roots, 1);
+  eg_serialized_free(&s);
+  ck_assert_int_eq(eg_table_lookup(e, "nope"), -1);
+  ck_assert_ptr_null(eg_table_name(e, 42));
+  eg_engine_free(e);
+}
+END_TEST
+
 Suite *api_suite(void) {
   Suite *s = suite_create("api");
   TCase *tc = tcase_create("api");
@@ -185,6 +209,7 @@ Suite *api_suite(void) {
   tcase_add_test(tc, terms_added_from_c_are_matched_by_rules);
   tcase_add_test(tc, rows_are_readable_in_order);
   tcase_add_test(tc, dump_lists_tables_rows_and_classes);
+  tcase_add_test(tc, api_misuse_is_an_argument_error_not_a_crash);
   suite_add_tcase(s, tc);
   TCase *slow = tcase_create("conformance-invariants");
   tcase_set_timeout(slow, 600);
