@@ -715,7 +715,8 @@ hl_graph *hl_graph_load_json(const char *path, hl_error *err);
  * numbered inputs first; see docs/graph-json.md) as a NUL-terminated string that the
  * caller frees with free(). Deterministic: the same graph gives the same bytes, and
  * reading them back gives a graph that writes the same bytes. NULL with err set
- * (HL_ERR_NOMEM, or HL_ERR_ARG when g holds a builder error or is invalid). */
+ * (HL_ERR_NOMEM, or HL_ERR_ARG when g holds a builder error, has no output, or has an
+ * input or output name the format cannot hold). */
 char *hl_graph_write_json(const hl_graph *g, hl_error *err);
 /* As hl_graph_write_json, to the stream f (HL_ERR_IO when writing fails). */
 hl_status hl_graph_fwrite_json(const hl_graph *g, FILE *f, hl_error *err);

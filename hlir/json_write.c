@@ -214,6 +214,11 @@ char *hl_graph_write_json(const hl_graph *g, hl_error *err) {
   }
   uint32_t total = hl_graph_node_count(g);
   uint32_t ni = hl_graph_input_count(g), no = hl_graph_output_count(g);
+  if (no == 0) { /* the format requires one, so the text would not read back */
+    hl_error_set(err, HL_ERR_ARG, HL_NONE, "cannot write a graph without outputs (mark one "
+                 "with hl_output)");
+    return NULL;
+  }
   writer w = {g, hl_graph_exprs_c(g), hl__alloc(total, sizeof(uint32_t))};
   uint32_t *order = hl__alloc(total, sizeof(uint32_t));
   char *out = NULL;

@@ -238,6 +238,21 @@ START_TEST(writer_refuses_a_graph_with_a_builder_error) {
 }
 END_TEST
 
+/* The writer refuses what the reader would refuse: a graph without outputs. */
+START_TEST(writer_refuses_a_graph_without_outputs) {
+  hl_graph *g = hl_graph_new();
+  hl_expr d[1] = {hl_n(g, 3)};
+  hl_t x = hl_input(g, "x", HL_F32, 1, d);
+  ck_assert_uint_ne(hl_exp2(g, x).node, HL_NONE);
+  hl_error e;
+  hl_error_clear(&e);
+  ck_assert_ptr_null(hl_graph_write_json(g, &e));
+  ck_assert_int_eq(e.code, HL_ERR_ARG);
+  ck_assert_ptr_nonnull(strstr(e.msg, "without outputs"));
+  hl_graph_free(g);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("hlir_json_roundtrip");
   TCase *tc = tcase_create("core");
@@ -251,6 +266,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, constants_round_trip_bit_exact);
   tcase_add_test(tc, outputs_may_rename_and_take_a_view);
   tcase_add_test(tc, writer_refuses_a_graph_with_a_builder_error);
+  tcase_add_test(tc, writer_refuses_a_graph_without_outputs);
   suite_add_tcase(s, tc);
   return s;
 }
