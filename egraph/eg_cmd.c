@@ -17,647 +17,704 @@ bool eg__declare(eg_engine *e, const sx *s);
 void eg__cc_abort(eg_engine *e);
 void eg__fmt_f64(double d, char *buf, size_t n);
 
-static const char *head(const sx *s) {
-  return (s->kind == SX_LIST && s->n > 0 && s->items[0]->kind == SX_SYM) ? s->items[0]->text
-                                                                          : NULL;
+static const char *head(const sx *s)
+{
+    return (s->kind == SX_LIST && s->n > 0 && s->items[0]->kind == SX_SYM) ? s->items[0]->text
+                                                                           : NULL;
 }
 
-static _Noreturn void type_error(eg_engine *e, const sx *at, const char *msg) {
-  e->err->code = EG_ERR_TYPE;
-  eg__throw(e, at, "%s", msg);
+static _Noreturn void type_error(eg_engine *e, const sx *at, const char *msg)
+{
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, at, "%s", msg);
 }
 
 /* Scratch freed by the boundary when a command fails. */
 typedef struct {
-  query *q;
-  action *acts;
-  uint32_t nacts;
-  aexpr *ex;
-  eg_value *vals;
-  char *text; /* input file contents */
+    query *q;
+    action *acts;
+    uint32_t nacts;
+    aexpr *ex;
+    eg_value *vals;
+    char *text; /* input file contents */
 } scratch;
 
-static void scratch_free(scratch *s) {
-  if (s->q) {
-    eg__query_free(s->q);
-    eg__free(s->q);
-  }
-  eg__actions_free(s->acts, s->nacts);
-  eg__aexpr_free(s->ex);
-  eg__free(s->vals);
-  eg__free(s->text);
-  memset(s, 0, sizeof *s);
+static void scratch_free(scratch *s)
+{
+    if (s->q) {
+        eg__query_free(s->q);
+        eg__free(s->q);
+    }
+    eg__actions_free(s->acts, s->nacts);
+    eg__aexpr_free(s->ex);
+    eg__free(s->vals);
+    eg__free(s->text);
+    memset(s, 0, sizeof *s);
 }
 
 static void exec_command(eg_engine *e, const sx *s, scratch *sc);
 
-static int guarded(eg_engine *e, const sx *s) {
-  jmp_buf jb;
-  jmp_buf *saved = e->jmp;
-  scratch *sc = eg__calloc(1, sizeof *sc);
-  e->jmp = &jb;
-  int rc = 0;
-  if (setjmp(jb) == 0) {
-    exec_command(e, s, sc);
-  } else {
-    rc = e->err->code ? e->err->code : EG_ERR_RUNTIME;
-    eg__cc_abort(e);
-    for (uint32_t i = 0; i < e->npend; i++) eg__free(e->pend[i].row);
-    e->npend = 0;
-    e->in_search = false;
-    for (uint32_t i = 0; i < e->ntables; i++) e->tables[i].hi = UINT32_MAX;
-  }
-  scratch_free(sc);
-  eg__free(sc);
-  e->jmp = saved;
-  return rc;
+static int guarded(eg_engine *e, const sx *s)
+{
+    jmp_buf jb;
+    jmp_buf *saved = e->jmp;
+    scratch *sc = eg__calloc(1, sizeof *sc);
+    e->jmp = &jb;
+    int rc = 0;
+    if (setjmp(jb) == 0) {
+        exec_command(e, s, sc);
+    } else {
+        rc = e->err->code ? e->err->code : EG_ERR_RUNTIME;
+        eg__cc_abort(e);
+        for (uint32_t i = 0; i < e->npend; i++)
+            eg__free(e->pend[i].row);
+        e->npend = 0;
+        e->in_search = false;
+        for (uint32_t i = 0; i < e->ntables; i++)
+            e->tables[i].hi = UINT32_MAX;
+    }
+    scratch_free(sc);
+    eg__free(sc);
+    e->jmp = saved;
+    return rc;
 }
 
-int eg__command(eg_engine *e, const sx *form) { return guarded(e, form); }
+int eg__command(eg_engine *e, const sx *form)
+{
+    return guarded(e, form);
+}
 
-int eg__run_program(eg_engine *e, uint32_t first, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++) {
-    int rc = guarded(e, e->progs[first + i]);
-    if (rc) return rc;
-  }
-  return 0;
+int eg__run_program(eg_engine *e, uint32_t first, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        int rc = guarded(e, e->progs[first + i]);
+        if (rc) return rc;
+    }
+    return 0;
 }
 
 /* ---- schedules ---- */
 
 static bool run_cmd(eg_engine *e, const sx *s, uint32_t from, scratch *sc);
 
-static bool limit_hit(eg_engine *e) {
-  return e->last_stop == EG_STOP_NODE_LIMIT || e->last_stop == EG_STOP_TIME_LIMIT ||
-         e->last_stop == EG_STOP_ITER_LIMIT;
+static bool limit_hit(eg_engine *e)
+{
+    return e->last_stop == EG_STOP_NODE_LIMIT || e->last_stop == EG_STOP_TIME_LIMIT ||
+           e->last_stop == EG_STOP_ITER_LIMIT;
 }
 
 static bool sched(eg_engine *e, const sx *s, scratch *sc);
 
-static bool sched_seq(eg_engine *e, const sx *s, uint32_t from, scratch *sc) {
-  bool any = false;
-  for (uint32_t i = from; i < s->n && !limit_hit(e); i++) any |= sched(e, s->items[i], sc);
-  return any;
+static bool sched_seq(eg_engine *e, const sx *s, uint32_t from, scratch *sc)
+{
+    bool any = false;
+    for (uint32_t i = from; i < s->n && !limit_hit(e); i++)
+        any |= sched(e, s->items[i], sc);
+    return any;
 }
 
-static bool sched(eg_engine *e, const sx *s, scratch *sc) {
-  if (s->kind == SX_SYM) {
-    int32_t rs = eg__ruleset_find(e, s->text);
-    if (rs < 0) type_error(e, s, "unknown ruleset in schedule");
-    bool ch;
-    eg__run_ruleset(e, (uint32_t)rs, 1, NULL, &ch);
-    return ch;
-  }
-  const char *h = head(s);
-  if (!h) type_error(e, s, "expected a schedule: a ruleset, (run ...), (saturate ...), "
-                           "(seq ...) or (repeat n ...)");
-  if (strcmp(h, "saturate") == 0) {
-    bool any = false;
-    while (!limit_hit(e) && sched_seq(e, s, 1, sc)) any = true;
-    return any;
-  }
-  if (strcmp(h, "seq") == 0) return sched_seq(e, s, 1, sc);
-  if (strcmp(h, "repeat") == 0) {
-    if (s->n < 2 || s->items[1]->kind != SX_INT || s->items[1]->i < 0)
-      type_error(e, s, "(repeat n schedules...) expects a count");
-    bool any = false;
-    for (int64_t i = 0; i < s->items[1]->i && !limit_hit(e); i++) {
-      bool c = sched_seq(e, s, 2, sc);
-      any |= c;
-      if (!c) break;
+static bool sched(eg_engine *e, const sx *s, scratch *sc)
+{
+    if (s->kind == SX_SYM) {
+        int32_t rs = eg__ruleset_find(e, s->text);
+        if (rs < 0) type_error(e, s, "unknown ruleset in schedule");
+        bool ch;
+        eg__run_ruleset(e, (uint32_t)rs, 1, NULL, &ch);
+        return ch;
     }
-    return any;
-  }
-  if (strcmp(h, "run") == 0) return run_cmd(e, s, 1, sc);
-  type_error(e, s, "unknown schedule form");
+    const char *h = head(s);
+    if (!h)
+        type_error(e, s,
+                   "expected a schedule: a ruleset, (run ...), (saturate ...), "
+                   "(seq ...) or (repeat n ...)");
+    if (strcmp(h, "saturate") == 0) {
+        bool any = false;
+        while (!limit_hit(e) && sched_seq(e, s, 1, sc))
+            any = true;
+        return any;
+    }
+    if (strcmp(h, "seq") == 0) return sched_seq(e, s, 1, sc);
+    if (strcmp(h, "repeat") == 0) {
+        if (s->n < 2 || s->items[1]->kind != SX_INT || s->items[1]->i < 0)
+            type_error(e, s, "(repeat n schedules...) expects a count");
+        bool any = false;
+        for (int64_t i = 0; i < s->items[1]->i && !limit_hit(e); i++) {
+            bool c = sched_seq(e, s, 2, sc);
+            any |= c;
+            if (!c) break;
+        }
+        return any;
+    }
+    if (strcmp(h, "run") == 0) return run_cmd(e, s, 1, sc);
+    type_error(e, s, "unknown schedule form");
 }
 
 /* (run [ruleset] [n] [:until facts...]) */
-static bool run_cmd(eg_engine *e, const sx *s, uint32_t from, scratch *sc) {
-  uint32_t rs = 0;
-  uint64_t n = 1;
-  uint32_t i = from;
-  if (i < s->n && s->items[i]->kind == SX_SYM && s->items[i]->text[0] != ':') {
-    int32_t r = eg__ruleset_find(e, s->items[i]->text);
-    if (r < 0) type_error(e, s->items[i], "unknown ruleset");
-    rs = (uint32_t)r;
-    i++;
-  }
-  if (i < s->n && s->items[i]->kind == SX_INT) {
-    if (s->items[i]->i < 0) type_error(e, s->items[i], "iteration count must be >= 0");
-    n = (uint64_t)s->items[i]->i;
-    i++;
-  }
-  query *until = NULL;
-  if (i < s->n && eg__sx_is(s->items[i], ":until")) {
-    sc->q = eg__compile_facts(e, (const sx *const *)s->items + i + 1, s->n - i - 1);
-    until = sc->q;
-    i = s->n;
-  }
-  if (i < s->n) type_error(e, s->items[i], "unexpected argument to run");
-  bool ch;
-  eg_stop_reason why = eg__run_ruleset(e, rs, n, until, &ch);
-  if (until) {
-    eg__query_free(sc->q);
-    eg__free(sc->q);
-    sc->q = NULL;
-  }
-  if (why == EG_STOP_NODE_LIMIT || why == EG_STOP_TIME_LIMIT || why == EG_STOP_ITER_LIMIT)
-    fprintf(e->log, "run stopped: %s (%llu rows, %llu iterations); results so far kept\n",
-            why == EG_STOP_NODE_LIMIT   ? "node limit reached"
-            : why == EG_STOP_TIME_LIMIT ? "time limit reached"
-                                        : "iteration limit reached",
-            (unsigned long long)eg_node_count(e), (unsigned long long)e->iterations);
-  return ch;
+static bool run_cmd(eg_engine *e, const sx *s, uint32_t from, scratch *sc)
+{
+    uint32_t rs = 0;
+    uint64_t n = 1;
+    uint32_t i = from;
+    if (i < s->n && s->items[i]->kind == SX_SYM && s->items[i]->text[0] != ':') {
+        int32_t r = eg__ruleset_find(e, s->items[i]->text);
+        if (r < 0) type_error(e, s->items[i], "unknown ruleset");
+        rs = (uint32_t)r;
+        i++;
+    }
+    if (i < s->n && s->items[i]->kind == SX_INT) {
+        if (s->items[i]->i < 0) type_error(e, s->items[i], "iteration count must be >= 0");
+        n = (uint64_t)s->items[i]->i;
+        i++;
+    }
+    query *until = NULL;
+    if (i < s->n && eg__sx_is(s->items[i], ":until")) {
+        sc->q = eg__compile_facts(e, (const sx *const *)s->items + i + 1, s->n - i - 1);
+        until = sc->q;
+        i = s->n;
+    }
+    if (i < s->n) type_error(e, s->items[i], "unexpected argument to run");
+    bool ch;
+    eg_stop_reason why = eg__run_ruleset(e, rs, n, until, &ch);
+    if (until) {
+        eg__query_free(sc->q);
+        eg__free(sc->q);
+        sc->q = NULL;
+    }
+    if (why == EG_STOP_NODE_LIMIT || why == EG_STOP_TIME_LIMIT || why == EG_STOP_ITER_LIMIT)
+        fprintf(e->log, "run stopped: %s (%llu rows, %llu iterations); results so far kept\n",
+                why == EG_STOP_NODE_LIMIT   ? "node limit reached"
+                : why == EG_STOP_TIME_LIMIT ? "time limit reached"
+                                            : "iteration limit reached",
+                (unsigned long long)eg_node_count(e), (unsigned long long)e->iterations);
+    return ch;
 }
 
 /* ---- check ---- */
 
-static bool on_any(eg_engine *e, void *ctx, eg_value *vals) {
-  (void)e;
-  (void)vals;
-  *(bool *)ctx = true;
-  return false;
+static bool on_any(eg_engine *e, void *ctx, eg_value *vals)
+{
+    (void)e;
+    (void)vals;
+    *(bool *)ctx = true;
+    return false;
 }
 
-static void cmd_check(eg_engine *e, const sx *s, scratch *sc) {
-  eg__rebuild(e);
-  sc->q = eg__compile_facts(e, (const sx *const *)s->items + 1, s->n - 1);
-  sc->vals = eg__calloc(sc->q->nvars + 1, sizeof(eg_value));
-  bool hit = false;
-  eg__query_run(e, sc->q, true, 0, true, sc->vals, on_any, &hit);
-  if (!hit) {
-    e->err->code = EG_ERR_RUNTIME;
-    eg__throw(e, s, "check failed: no match for the facts");
-  }
+static void cmd_check(eg_engine *e, const sx *s, scratch *sc)
+{
+    eg__rebuild(e);
+    sc->q = eg__compile_facts(e, (const sx *const *)s->items + 1, s->n - 1);
+    sc->vals = eg__calloc(sc->q->nvars + 1, sizeof(eg_value));
+    bool hit = false;
+    eg__query_run(e, sc->q, true, 0, true, sc->vals, on_any, &hit);
+    if (!hit) {
+        e->err->code = EG_ERR_RUNTIME;
+        eg__throw(e, s, "check failed: no match for the facts");
+    }
 }
 
 /* ---- printing ---- */
 
-static int cmp_name(const void *a, const void *b) {
-  const eg_table *x = *(const eg_table *const *)a, *y = *(const eg_table *const *)b;
-  return strcmp(x->name, y->name);
+static int cmp_name(const void *a, const void *b)
+{
+    const eg_table *x = *(const eg_table *const *)a, *y = *(const eg_table *const *)b;
+    return strcmp(x->name, y->name);
 }
 
-static void print_size(eg_engine *e, const sx *s) {
-  eg__rebuild(e);
-  if (s->n >= 2) {
-    int32_t ti = s->items[1]->kind == SX_SYM ? eg__table_find(e, s->items[1]->text) : -1;
-    if (ti < 0) type_error(e, s->items[1], "unknown table in print-size");
-    fprintf(e->out, "%u\n", e->tables[ti].nlive);
-    return;
-  }
-  eg_table **ts = eg__calloc(e->ntables + 1, sizeof(eg_table *));
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < e->ntables; i++)
-    if (!e->tables[i].hidden) ts[n++] = &e->tables[i];
-  qsort(ts, n, sizeof *ts, cmp_name);
-  fputc('(', e->out);
-  for (uint32_t i = 0; i < n; i++)
-    fprintf(e->out, "%s(%s %u)", i ? "\n " : "", ts[i]->name, ts[i]->nlive);
-  fputs(")\n", e->out);
-  eg__free(ts);
-}
-
-static void print_function(eg_engine *e, const sx *s) {
-  eg__rebuild(e);
-  if (s->n < 2 || s->items[1]->kind != SX_SYM) type_error(e, s, "(print-function name [n]) expected");
-  int32_t ti = eg__table_find(e, s->items[1]->text);
-  if (ti < 0) type_error(e, s->items[1], "unknown function in print-function");
-  int64_t lim = -1;
-  if (s->n >= 3 && s->items[2]->kind == SX_INT) lim = s->items[2]->i;
-  FILE *f = e->opt.snapshot ? e->log : e->out;
-  eg_table *t = &e->tables[ti];
-  /* e-class values print as their cheapest term, as egglog does */
-  uint32_t *brow = NULL, *btab = NULL;
-  uint64_t *cost = eg__extract_costs(e, &brow, &btab);
-  fputs("(\n", f);
-  int64_t k = 0;
-  for (uint32_t r = 0; r < t->nrows && (lim < 0 || k < lim); r++) {
-    if (t->flags[r] & RF_DEAD) continue;
-    const eg_value *row = t->cols + (size_t)r * t->ncols;
-    for (int pass = 0; pass < (t->has_out ? 1 : 2); pass++) {
-      if (pass) fputs(" -> ", f);
-      else fputs("   ", f);
-      fprintf(f, "(%s", t->name);
-      for (uint32_t c = 0; c < t->n_in; c++) {
-        fputc(' ', f);
-        eg__print_term(e, f, t->in_sort[c], row[c], cost, brow, btab);
-      }
-      fputc(')', f);
+static void print_size(eg_engine *e, const sx *s)
+{
+    eg__rebuild(e);
+    if (s->n >= 2) {
+        int32_t ti = s->items[1]->kind == SX_SYM ? eg__table_find(e, s->items[1]->text) : -1;
+        if (ti < 0) type_error(e, s->items[1], "unknown table in print-size");
+        fprintf(e->out, "%u\n", e->tables[ti].nlive);
+        return;
     }
-    if (t->has_out) {
-      fputs(" -> ", f);
-      eg__print_term(e, f, t->out_sort, row[t->n_in], cost, brow, btab);
-    }
-    fputc('\n', f);
-    k++;
-  }
-  fputs(")\n", f);
-  eg__free(cost);
-  eg__free(brow);
-  eg__free(btab);
-}
-
-typedef struct {
-  uint64_t cost;
-  uint32_t table, row;
-} variant;
-
-static int cmp_variant(const void *a, const void *b) {
-  const variant *x = a, *y = b;
-  if (x->cost != y->cost) return x->cost < y->cost ? -1 : 1;
-  if (x->table != y->table) return x->table < y->table ? -1 : 1;
-  return x->row < y->row ? -1 : (x->row > y->row);
-}
-
-/* (extract e n): up to n e-nodes of e's class, cheapest first, children at their best. */
-static void print_variants(eg_engine *e, uint32_t sort, eg_value v, int64_t n,
-                           const uint64_t *cost, const uint32_t *brow, const uint32_t *btab) {
-  uint32_t cls = eg__find(e, (uint32_t)v);
-  variant *vs = NULL;
-  uint32_t nv = 0, cap = 0;
-  for (uint32_t ti = 0; ti < e->ntables; ti++) {
-    eg_table *t = &e->tables[ti];
-    if (t->kind != TK_CONSTRUCTOR || t->unextractable) continue;
-    for (uint32_t r = 0; r < t->nrows; r++) {
-      if (t->flags[r] & (RF_DEAD | RF_SUBSUMED)) continue;
-      const eg_value *row = t->cols + (size_t)r * t->ncols;
-      if (eg__find(e, (uint32_t)row[t->n_in]) != cls) continue;
-      uint64_t c = t->cost;
-      for (uint32_t k = 0; k < t->n_in; k++) {
-        uint64_t cc = eg__value_cost(e, t->in_sort[k], row[k], cost);
-        c = (cc == UINT64_MAX || c > UINT64_MAX - cc) ? UINT64_MAX : c + cc;
-      }
-      if (c == UINT64_MAX) continue;
-      EG_GROW(vs, cap, nv + 1);
-      vs[nv++] = (variant){c, ti, r};
-    }
-  }
-  qsort(vs, nv, sizeof *vs, cmp_variant);
-  fputs("(\n", e->out);
-  for (uint32_t i = 0; i < nv && (int64_t)i < n; i++) {
-    eg_table *t = &e->tables[vs[i].table];
-    const eg_value *row = t->cols + (size_t)vs[i].row * t->ncols;
-    fprintf(e->out, "   (%s", t->name);
-    for (uint32_t k = 0; k < t->n_in; k++) {
-      fputc(' ', e->out);
-      eg__print_term(e, e->out, t->in_sort[k], row[k], cost, brow, btab);
-    }
+    eg_table **ts = eg__calloc(e->ntables + 1, sizeof(eg_table *));
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < e->ntables; i++)
+        if (!e->tables[i].hidden) ts[n++] = &e->tables[i];
+    qsort(ts, n, sizeof *ts, cmp_name);
+    fputc('(', e->out);
+    for (uint32_t i = 0; i < n; i++)
+        fprintf(e->out, "%s(%s %u)", i ? "\n " : "", ts[i]->name, ts[i]->nlive);
     fputs(")\n", e->out);
-  }
-  fputs(")\n", e->out);
-  eg__free(vs);
-  (void)sort;
+    eg__free(ts);
 }
 
-static void cmd_extract(eg_engine *e, const sx *s, scratch *sc) {
-  if (s->n < 2) type_error(e, s, "(extract expr [n]) expected");
-  sc->ex = eg__compile_expr(e, s->items[1]);
-  eg_value v = eg__eval(e, sc->ex, NULL);
-  eg__rebuild(e);
-  uint32_t sort = sc->ex->sort;
-  v = eg__canon(e, sort, v);
-  uint32_t *brow = NULL, *btab = NULL;
-  uint64_t *cost = eg__extract_costs(e, &brow, &btab);
-  uint64_t c = eg__value_cost(e, sort, v, cost);
-  if (c == UINT64_MAX) {
+static void print_function(eg_engine *e, const sx *s)
+{
+    eg__rebuild(e);
+    if (s->n < 2 || s->items[1]->kind != SX_SYM)
+        type_error(e, s, "(print-function name [n]) expected");
+    int32_t ti = eg__table_find(e, s->items[1]->text);
+    if (ti < 0) type_error(e, s->items[1], "unknown function in print-function");
+    int64_t lim = -1;
+    if (s->n >= 3 && s->items[2]->kind == SX_INT) lim = s->items[2]->i;
+    FILE *f = e->opt.snapshot ? e->log : e->out;
+    eg_table *t = &e->tables[ti];
+    /* e-class values print as their cheapest term, as egglog does */
+    uint32_t *brow = NULL, *btab = NULL;
+    uint64_t *cost = eg__extract_costs(e, &brow, &btab);
+    fputs("(\n", f);
+    int64_t k = 0;
+    for (uint32_t r = 0; r < t->nrows && (lim < 0 || k < lim); r++) {
+        if (t->flags[r] & RF_DEAD) continue;
+        const eg_value *row = t->cols + (size_t)r * t->ncols;
+        for (int pass = 0; pass < (t->has_out ? 1 : 2); pass++) {
+            if (pass)
+                fputs(" -> ", f);
+            else
+                fputs("   ", f);
+            fprintf(f, "(%s", t->name);
+            for (uint32_t c = 0; c < t->n_in; c++) {
+                fputc(' ', f);
+                eg__print_term(e, f, t->in_sort[c], row[c], cost, brow, btab);
+            }
+            fputc(')', f);
+        }
+        if (t->has_out) {
+            fputs(" -> ", f);
+            eg__print_term(e, f, t->out_sort, row[t->n_in], cost, brow, btab);
+        }
+        fputc('\n', f);
+        k++;
+    }
+    fputs(")\n", f);
     eg__free(cost);
     eg__free(brow);
     eg__free(btab);
-    e->err->code = EG_ERR_RUNTIME;
-    eg__throw(e, s, "extract: no extractable term for this value");
-  }
-  bool variants = s->n >= 3;
-  if (e->opt.snapshot) {
-    if (!variants) fprintf(e->out, "(extraction-costs %llu)\n", (unsigned long long)c);
-  } else if (!variants || !eg__is_eq(e, sort)) {
-    eg__print_term(e, e->out, sort, v, cost, brow, btab);
-    fputc('\n', e->out);
-  } else {
-    print_variants(e, sort, v, s->items[2]->kind == SX_INT ? s->items[2]->i : 1, cost, brow, btab);
-  }
-  eg__free(cost);
-  eg__free(brow);
-  eg__free(btab);
+}
+
+typedef struct {
+    uint64_t cost;
+    uint32_t table, row;
+} variant;
+
+static int cmp_variant(const void *a, const void *b)
+{
+    const variant *x = a, *y = b;
+    if (x->cost != y->cost) return x->cost < y->cost ? -1 : 1;
+    if (x->table != y->table) return x->table < y->table ? -1 : 1;
+    return x->row < y->row ? -1 : (x->row > y->row);
+}
+
+/* (extract e n): up to n e-nodes of e's class, cheapest first, children at their best. */
+static void print_variants(eg_engine *e, uint32_t sort, eg_value v, int64_t n, const uint64_t *cost,
+                           const uint32_t *brow, const uint32_t *btab)
+{
+    uint32_t cls = eg__find(e, (uint32_t)v);
+    variant *vs = NULL;
+    uint32_t nv = 0, cap = 0;
+    for (uint32_t ti = 0; ti < e->ntables; ti++) {
+        eg_table *t = &e->tables[ti];
+        if (t->kind != TK_CONSTRUCTOR || t->unextractable) continue;
+        for (uint32_t r = 0; r < t->nrows; r++) {
+            if (t->flags[r] & (RF_DEAD | RF_SUBSUMED)) continue;
+            const eg_value *row = t->cols + (size_t)r * t->ncols;
+            if (eg__find(e, (uint32_t)row[t->n_in]) != cls) continue;
+            uint64_t c = t->cost;
+            for (uint32_t k = 0; k < t->n_in; k++) {
+                uint64_t cc = eg__value_cost(e, t->in_sort[k], row[k], cost);
+                c = (cc == UINT64_MAX || c > UINT64_MAX - cc) ? UINT64_MAX : c + cc;
+            }
+            if (c == UINT64_MAX) continue;
+            EG_GROW(vs, cap, nv + 1);
+            vs[nv++] = (variant){c, ti, r};
+        }
+    }
+    qsort(vs, nv, sizeof *vs, cmp_variant);
+    fputs("(\n", e->out);
+    for (uint32_t i = 0; i < nv && (int64_t)i < n; i++) {
+        eg_table *t = &e->tables[vs[i].table];
+        const eg_value *row = t->cols + (size_t)vs[i].row * t->ncols;
+        fprintf(e->out, "   (%s", t->name);
+        for (uint32_t k = 0; k < t->n_in; k++) {
+            fputc(' ', e->out);
+            eg__print_term(e, e->out, t->in_sort[k], row[k], cost, brow, btab);
+        }
+        fputs(")\n", e->out);
+    }
+    fputs(")\n", e->out);
+    eg__free(vs);
+    (void)sort;
+}
+
+static void cmd_extract(eg_engine *e, const sx *s, scratch *sc)
+{
+    if (s->n < 2) type_error(e, s, "(extract expr [n]) expected");
+    sc->ex = eg__compile_expr(e, s->items[1]);
+    eg_value v = eg__eval(e, sc->ex, NULL);
+    eg__rebuild(e);
+    uint32_t sort = sc->ex->sort;
+    v = eg__canon(e, sort, v);
+    uint32_t *brow = NULL, *btab = NULL;
+    uint64_t *cost = eg__extract_costs(e, &brow, &btab);
+    uint64_t c = eg__value_cost(e, sort, v, cost);
+    if (c == UINT64_MAX) {
+        eg__free(cost);
+        eg__free(brow);
+        eg__free(btab);
+        e->err->code = EG_ERR_RUNTIME;
+        eg__throw(e, s, "extract: no extractable term for this value");
+    }
+    bool variants = s->n >= 3;
+    if (e->opt.snapshot) {
+        if (!variants) fprintf(e->out, "(extraction-costs %llu)\n", (unsigned long long)c);
+    } else if (!variants || !eg__is_eq(e, sort)) {
+        eg__print_term(e, e->out, sort, v, cost, brow, btab);
+        fputc('\n', e->out);
+    } else {
+        print_variants(e, sort, v, s->items[2]->kind == SX_INT ? s->items[2]->i : 1, cost, brow,
+                       btab);
+    }
+    eg__free(cost);
+    eg__free(brow);
+    eg__free(btab);
 }
 
 /* ---- let, input, include ---- */
 
-static void cmd_let(eg_engine *e, const sx *s, scratch *sc) {
-  if (s->n != 3 || s->items[1]->kind != SX_SYM) type_error(e, s, "(let name expr) expected");
-  const char *name = s->items[1]->text;
-  if (eg__global_find(e, name) >= 0) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s->items[1], "global %s is already defined; globals cannot be redefined", name);
-  }
-  if (eg__table_find(e, name) >= 0) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s->items[1], "'%s' is already the name of a table", name);
-  }
-  sc->ex = eg__compile_expr(e, s->items[2]);
-  eg_value v = eg__eval(e, sc->ex, NULL);
-  EG_GROW(e->globals, e->capglobals, e->nglobals + 1);
-  global *g = &e->globals[e->nglobals++];
-  g->name = eg__strdup(name);
-  g->sort = sc->ex->sort;
-  g->val = v;
-  eg__rebuild(e);
+static void cmd_let(eg_engine *e, const sx *s, scratch *sc)
+{
+    if (s->n != 3 || s->items[1]->kind != SX_SYM) type_error(e, s, "(let name expr) expected");
+    const char *name = s->items[1]->text;
+    if (eg__global_find(e, name) >= 0) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s->items[1], "global %s is already defined; globals cannot be redefined",
+                  name);
+    }
+    if (eg__table_find(e, name) >= 0) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s->items[1], "'%s' is already the name of a table", name);
+    }
+    sc->ex = eg__compile_expr(e, s->items[2]);
+    eg_value v = eg__eval(e, sc->ex, NULL);
+    EG_GROW(e->globals, e->capglobals, e->nglobals + 1);
+    global *g = &e->globals[e->nglobals++];
+    g->name = eg__strdup(name);
+    g->sort = sc->ex->sort;
+    g->val = v;
+    eg__rebuild(e);
 }
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, n = 0;
-  char *buf = eg__alloc(cap);
-  size_t k;
-  while ((k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-    n += k;
-    if (n + 1 >= cap) buf = eg__realloc(buf, cap *= 2);
-  }
-  fclose(f);
-  buf[n] = 0;
-  if (len) *len = n;
-  return buf;
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = eg__alloc(cap);
+    size_t k;
+    while ((k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += k;
+        if (n + 1 >= cap) buf = eg__realloc(buf, cap *= 2);
+    }
+    fclose(f);
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
 }
 
 char *eg__slurp(const char *path, size_t *len);
-char *eg__slurp(const char *path, size_t *len) { return slurp(path, len); }
+char *eg__slurp(const char *path, size_t *len)
+{
+    return slurp(path, len);
+}
 
 static void parse_field(eg_engine *e, const sx *at, uint32_t sort, char *f, eg_value *out,
-                        uint32_t line) {
-  size_t l = strlen(f);
-  if (l >= 2 && f[0] == '"' && f[l - 1] == '"') {
-    f[l - 1] = 0;
-    f++;
-  }
-  char *end;
-  switch (sort) {
-  case SORT_I64:
-    errno = 0;
-    *out = (eg_value)strtoll(f, &end, 10);
-    if (*end || errno || !*f) goto bad;
-    return;
-  case SORT_F64: {
-    double d = strtod(f, &end);
-    if (*end || !*f) goto bad;
-    memcpy(out, &d, sizeof d);
-    return;
-  }
-  case SORT_STRING: *out = eg__intern(e, f, strlen(f)); return;
-  case SORT_BOOL:
-    if (strcmp(f, "true") == 0) *out = 1;
-    else if (strcmp(f, "false") == 0) *out = 0;
-    else goto bad;
-    return;
-  default: break;
-  }
-bad:
-  e->err->code = EG_ERR_RUNTIME;
-  eg__throw(e, at, "input line %u: cannot read '%s' as %s", line, f, e->sorts[sort].name);
-}
-
-static void cmd_input(eg_engine *e, const sx *s, scratch *sc) {
-  if (s->n != 3 || s->items[1]->kind != SX_SYM || s->items[2]->kind != SX_STR)
-    type_error(e, s, "(input table \"file\") expected");
-  int32_t ti = eg__table_find(e, s->items[1]->text);
-  if (ti < 0) type_error(e, s->items[1], "unknown table in input");
-  eg_table *t = &e->tables[ti];
-  if (t->kind == TK_CONSTRUCTOR) type_error(e, s, "input cannot fill a constructor");
-  for (uint32_t c = 0; c < t->ncols; c++) {
-    uint32_t so = c < t->n_in ? t->in_sort[c] : t->out_sort;
-    if (eg__is_eq(e, so)) type_error(e, s, "input needs a table whose columns are primitive sorts");
-  }
-  char *text = sc->text = slurp(s->items[2]->text, NULL);
-  if (!text) {
-    e->err->code = EG_ERR_IO;
-    eg__throw(e, s->items[2], "cannot read input file '%s': %s", s->items[2]->text,
-              strerror(errno));
-  }
-  /* the text is parsed line by line; the scratch frees it, also on error */
-  uint32_t line = 0;
-  char *p = text;
-  while (*p) {
-    char *nl = strchr(p, '\n');
-    if (nl) *nl = 0;
-    line++;
-    size_t l = strlen(p);
-    if (l && p[l - 1] == '\r') p[--l] = 0;
-    if (l) {
-      char *fields[32];
-      uint32_t nf = 0;
-      char *q = p;
-      for (;;) {
-        if (nf < 32) fields[nf++] = q;
-        char *tab = strchr(q, '\t');
-        if (!tab) break;
-        *tab = 0;
-        q = tab + 1;
-      }
-      eg_value row[32];
-      if (nf != t->ncols) {
-        e->err->code = EG_ERR_RUNTIME;
-        eg__throw(e, s, "input line %u has %u fields; %s needs %u", line, nf, t->name, t->ncols);
-      }
-      for (uint32_t c = 0; c < nf; c++) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s", fields[c]);
-        uint32_t so = c < t->n_in ? t->in_sort[c] : t->out_sort;
-        parse_field(e, s, so, tmp, &row[c], line);
-      }
-      if (t->kind == TK_RELATION) eg__lookup_or_insert(e, t, row);
-      else eg__insert(e, t, row, false);
+                        uint32_t line)
+{
+    size_t l = strlen(f);
+    if (l >= 2 && f[0] == '"' && f[l - 1] == '"') {
+        f[l - 1] = 0;
+        f++;
     }
-    if (!nl) break;
-    p = nl + 1;
-  }
-  eg__free(text);
-  sc->text = NULL;
-  eg__rebuild(e);
+    char *end;
+    switch (sort) {
+    case SORT_I64:
+        errno = 0;
+        *out = (eg_value)strtoll(f, &end, 10);
+        if (*end || errno || !*f) goto bad;
+        return;
+    case SORT_F64: {
+        double d = strtod(f, &end);
+        if (*end || !*f) goto bad;
+        memcpy(out, &d, sizeof d);
+        return;
+    }
+    case SORT_STRING:
+        *out = eg__intern(e, f, strlen(f));
+        return;
+    case SORT_BOOL:
+        if (strcmp(f, "true") == 0)
+            *out = 1;
+        else if (strcmp(f, "false") == 0)
+            *out = 0;
+        else
+            goto bad;
+        return;
+    default:
+        break;
+    }
+bad:
+    e->err->code = EG_ERR_RUNTIME;
+    eg__throw(e, at, "input line %u: cannot read '%s' as %s", line, f, e->sorts[sort].name);
 }
 
-static void cmd_include(eg_engine *e, const sx *s) {
-  if (s->n != 2 || s->items[1]->kind != SX_STR) type_error(e, s, "(include \"file\") expected");
-  const char *path = s->items[1]->text;
-  char *text = slurp(path, NULL);
-  if (!text) {
-    e->err->code = EG_ERR_IO;
-    eg__throw(e, s->items[1], "cannot read included file '%s': %s", path, strerror(errno));
-  }
-  EG_GROW(e->files, e->capfiles, e->nfiles + 1);
-  e->files[e->nfiles++] = eg__strdup(path);
-  const char *fname = e->files[e->nfiles - 1];
-  sx **forms = NULL;
-  uint32_t n = 0;
-  int rc = eg__sx_parse(text, fname, &forms, &n, e->err);
-  eg__free(text);
-  if (rc) longjmp(*e->jmp, 1); /* e->err holds the parse error */
-  /* the forms stay alive: rules keep pointers to their source */
-  for (uint32_t i = 0; i < n; i++) {
-    EG_GROW(e->progs, e->capprogs, e->nprogs + 1);
-    e->progs[e->nprogs++] = forms[i];
-  }
-  eg__free(forms);
-  uint32_t first = e->nprogs - n;
-  for (uint32_t i = 0; i < n; i++) {
-    int r = guarded(e, e->progs[first + i]);
-    if (r) longjmp(*e->jmp, 1);
-  }
+static void cmd_input(eg_engine *e, const sx *s, scratch *sc)
+{
+    if (s->n != 3 || s->items[1]->kind != SX_SYM || s->items[2]->kind != SX_STR)
+        type_error(e, s, "(input table \"file\") expected");
+    int32_t ti = eg__table_find(e, s->items[1]->text);
+    if (ti < 0) type_error(e, s->items[1], "unknown table in input");
+    eg_table *t = &e->tables[ti];
+    if (t->kind == TK_CONSTRUCTOR) type_error(e, s, "input cannot fill a constructor");
+    for (uint32_t c = 0; c < t->ncols; c++) {
+        uint32_t so = c < t->n_in ? t->in_sort[c] : t->out_sort;
+        if (eg__is_eq(e, so))
+            type_error(e, s, "input needs a table whose columns are primitive sorts");
+    }
+    char *text = sc->text = slurp(s->items[2]->text, NULL);
+    if (!text) {
+        e->err->code = EG_ERR_IO;
+        eg__throw(e, s->items[2], "cannot read input file '%s': %s", s->items[2]->text,
+                  strerror(errno));
+    }
+    /* the text is parsed line by line; the scratch frees it, also on error */
+    uint32_t line = 0;
+    char *p = text;
+    while (*p) {
+        char *nl = strchr(p, '\n');
+        if (nl) *nl = 0;
+        line++;
+        size_t l = strlen(p);
+        if (l && p[l - 1] == '\r') p[--l] = 0;
+        if (l) {
+            char *fields[32];
+            uint32_t nf = 0;
+            char *q = p;
+            for (;;) {
+                if (nf < 32) fields[nf++] = q;
+                char *tab = strchr(q, '\t');
+                if (!tab) break;
+                *tab = 0;
+                q = tab + 1;
+            }
+            eg_value row[32];
+            if (nf != t->ncols) {
+                e->err->code = EG_ERR_RUNTIME;
+                eg__throw(e, s, "input line %u has %u fields; %s needs %u", line, nf, t->name,
+                          t->ncols);
+            }
+            for (uint32_t c = 0; c < nf; c++) {
+                char tmp[4096];
+                snprintf(tmp, sizeof tmp, "%s", fields[c]);
+                uint32_t so = c < t->n_in ? t->in_sort[c] : t->out_sort;
+                parse_field(e, s, so, tmp, &row[c], line);
+            }
+            if (t->kind == TK_RELATION)
+                eg__lookup_or_insert(e, t, row);
+            else
+                eg__insert(e, t, row, false);
+        }
+        if (!nl) break;
+        p = nl + 1;
+    }
+    eg__free(text);
+    sc->text = NULL;
+    eg__rebuild(e);
+}
+
+static void cmd_include(eg_engine *e, const sx *s)
+{
+    if (s->n != 2 || s->items[1]->kind != SX_STR) type_error(e, s, "(include \"file\") expected");
+    const char *path = s->items[1]->text;
+    char *text = slurp(path, NULL);
+    if (!text) {
+        e->err->code = EG_ERR_IO;
+        eg__throw(e, s->items[1], "cannot read included file '%s': %s", path, strerror(errno));
+    }
+    EG_GROW(e->files, e->capfiles, e->nfiles + 1);
+    e->files[e->nfiles++] = eg__strdup(path);
+    const char *fname = e->files[e->nfiles - 1];
+    sx **forms = NULL;
+    uint32_t n = 0;
+    int rc = eg__sx_parse(text, fname, &forms, &n, e->err);
+    eg__free(text);
+    if (rc) longjmp(*e->jmp, 1); /* e->err holds the parse error */
+    /* the forms stay alive: rules keep pointers to their source */
+    for (uint32_t i = 0; i < n; i++) {
+        EG_GROW(e->progs, e->capprogs, e->nprogs + 1);
+        e->progs[e->nprogs++] = forms[i];
+    }
+    eg__free(forms);
+    uint32_t first = e->nprogs - n;
+    for (uint32_t i = 0; i < n; i++) {
+        int r = guarded(e, e->progs[first + i]);
+        if (r) longjmp(*e->jmp, 1);
+    }
 }
 
 /* ---- push / pop ---- */
 
-void eg__push(eg_engine *e) {
-  eg__rebuild(e);
-  EG_GROW(e->frames, e->capframes, e->nframes + 1);
-  frame *f = &e->frames[e->nframes++];
-  memset(f, 0, sizeof *f);
-  f->ntables = e->ntables;
-  f->tables = eg__calloc(e->ntables + 1, sizeof(eg_table));
-  for (uint32_t i = 0; i < e->ntables; i++) eg__table_copy(&f->tables[i], &e->tables[i]);
-  f->nids = e->nids;
-  f->uf = eg__array(NULL, e->nids + 1, sizeof(uint32_t));
-  if (e->nids) memcpy(f->uf, e->uf, e->nids * sizeof(uint32_t));
-  f->nglobals = e->nglobals;
-  f->globals = eg__calloc(e->nglobals + 1, sizeof(global));
-  for (uint32_t i = 0; i < e->nglobals; i++) {
-    f->globals[i] = e->globals[i];
-    f->globals[i].name = eg__strdup(e->globals[i].name);
-  }
-  f->nsorts = e->nsorts;
-  f->nrules = e->nrules;
-  f->nrulesets = e->nrulesets;
-  f->rule_seen = eg__array(NULL, e->nrules + 1, sizeof(uint32_t));
-  for (uint32_t i = 0; i < e->nrules; i++) f->rule_seen[i] = e->rules[i].seen;
-  f->ts = e->ts;
+void eg__push(eg_engine *e)
+{
+    eg__rebuild(e);
+    EG_GROW(e->frames, e->capframes, e->nframes + 1);
+    frame *f = &e->frames[e->nframes++];
+    memset(f, 0, sizeof *f);
+    f->ntables = e->ntables;
+    f->tables = eg__calloc(e->ntables + 1, sizeof(eg_table));
+    for (uint32_t i = 0; i < e->ntables; i++)
+        eg__table_copy(&f->tables[i], &e->tables[i]);
+    f->nids = e->nids;
+    f->uf = eg__array(NULL, e->nids + 1, sizeof(uint32_t));
+    if (e->nids) memcpy(f->uf, e->uf, e->nids * sizeof(uint32_t));
+    f->nglobals = e->nglobals;
+    f->globals = eg__calloc(e->nglobals + 1, sizeof(global));
+    for (uint32_t i = 0; i < e->nglobals; i++) {
+        f->globals[i] = e->globals[i];
+        f->globals[i].name = eg__strdup(e->globals[i].name);
+    }
+    f->nsorts = e->nsorts;
+    f->nrules = e->nrules;
+    f->nrulesets = e->nrulesets;
+    f->rule_seen = eg__array(NULL, e->nrules + 1, sizeof(uint32_t));
+    for (uint32_t i = 0; i < e->nrules; i++)
+        f->rule_seen[i] = e->rules[i].seen;
+    f->ts = e->ts;
 }
 
-int eg__pop(eg_engine *e) {
-  if (!e->nframes) return -1;
-  frame *f = &e->frames[--e->nframes];
-  uint32_t nt = f->ntables;
-  for (uint32_t i = 0; i < e->ntables; i++) {
-    eg__table_fini(&e->tables[i]);
-    if (i >= nt) {
-      eg__free(e->tables[i].name);
-      eg__free(e->tables[i].in_sort);
-      eg__aexpr_free(e->tables[i].merge_expr);
+int eg__pop(eg_engine *e)
+{
+    if (!e->nframes) return -1;
+    frame *f = &e->frames[--e->nframes];
+    uint32_t nt = f->ntables;
+    for (uint32_t i = 0; i < e->ntables; i++) {
+        eg__table_fini(&e->tables[i]);
+        if (i >= nt) {
+            eg__free(e->tables[i].name);
+            eg__free(e->tables[i].in_sort);
+            eg__aexpr_free(e->tables[i].merge_expr);
+        }
     }
-  }
-  for (uint32_t i = 0; i < nt; i++) {
-    eg_table *t = &e->tables[i];
-    eg_table *s = &f->tables[i];
-    t->cols = s->cols;
-    t->ts = s->ts;
-    t->flags = s->flags;
-    t->khash = s->khash;
-    t->slotpos = s->slotpos;
-    t->nrows = s->nrows;
-    t->cap = s->nrows;
-    t->nlive = s->nlive;
-    t->slots = s->slots;
-    t->nslots = s->nslots;
-    t->nused = s->nused;
-    t->version = s->version + 1000003;
-    t->hi = UINT32_MAX;
-    t->six = NULL;
-    t->nsix = t->capsix = 0;
-  }
-  eg__free(f->tables);
-  e->ntables = nt;
-  eg__free(e->uf);
-  e->uf = f->uf;
-  e->nids = f->nids;
-  e->capids = f->nids + 1;
-  for (uint32_t i = 0; i < e->nglobals; i++) eg__free(e->globals[i].name);
-  eg__free(e->globals);
-  e->globals = f->globals;
-  e->nglobals = f->nglobals;
-  e->capglobals = f->nglobals + 1;
-  for (uint32_t i = f->nrules; i < e->nrules; i++) {
-    rule *r = &e->rules[i];
-    eg__free(r->name);
-    eg__query_free(&r->q);
-    eg__actions_free(r->acts, r->nacts);
-  }
-  e->nrules = f->nrules;
-  for (uint32_t i = 0; i < e->nrules; i++) e->rules[i].seen = f->rule_seen[i];
-  for (uint32_t i = f->nrulesets; i < e->nrulesets; i++) {
-    eg__free(e->rulesets[i].name);
-    eg__free(e->rulesets[i].rules);
-  }
-  e->nrulesets = f->nrulesets;
-  for (uint32_t i = 0; i < e->nrulesets; i++) {
-    ruleset *R = &e->rulesets[i];
-    uint32_t w = 0;
-    for (uint32_t k = 0; k < R->nrules; k++)
-      if (R->rules[k] < e->nrules) R->rules[w++] = R->rules[k];
-    R->nrules = w;
-  }
-  for (uint32_t i = f->nsorts; i < e->nsorts; i++) {
-    eg__free(e->sorts[i].name);
-    eg__free(e->sorts[i].pair_prims);
-  }
-  e->nsorts = f->nsorts;
-  eg__free(f->rule_seen);
-  memset(f, 0, sizeof *f);
-  return 0;
+    for (uint32_t i = 0; i < nt; i++) {
+        eg_table *t = &e->tables[i];
+        eg_table *s = &f->tables[i];
+        t->cols = s->cols;
+        t->ts = s->ts;
+        t->flags = s->flags;
+        t->khash = s->khash;
+        t->slotpos = s->slotpos;
+        t->nrows = s->nrows;
+        t->cap = s->nrows;
+        t->nlive = s->nlive;
+        t->slots = s->slots;
+        t->nslots = s->nslots;
+        t->nused = s->nused;
+        t->version = s->version + 1000003;
+        t->hi = UINT32_MAX;
+        t->six = NULL;
+        t->nsix = t->capsix = 0;
+    }
+    eg__free(f->tables);
+    e->ntables = nt;
+    eg__free(e->uf);
+    e->uf = f->uf;
+    e->nids = f->nids;
+    e->capids = f->nids + 1;
+    for (uint32_t i = 0; i < e->nglobals; i++)
+        eg__free(e->globals[i].name);
+    eg__free(e->globals);
+    e->globals = f->globals;
+    e->nglobals = f->nglobals;
+    e->capglobals = f->nglobals + 1;
+    for (uint32_t i = f->nrules; i < e->nrules; i++) {
+        rule *r = &e->rules[i];
+        eg__free(r->name);
+        eg__query_free(&r->q);
+        eg__actions_free(r->acts, r->nacts);
+    }
+    e->nrules = f->nrules;
+    for (uint32_t i = 0; i < e->nrules; i++)
+        e->rules[i].seen = f->rule_seen[i];
+    for (uint32_t i = f->nrulesets; i < e->nrulesets; i++) {
+        eg__free(e->rulesets[i].name);
+        eg__free(e->rulesets[i].rules);
+    }
+    e->nrulesets = f->nrulesets;
+    for (uint32_t i = 0; i < e->nrulesets; i++) {
+        ruleset *R = &e->rulesets[i];
+        uint32_t w = 0;
+        for (uint32_t k = 0; k < R->nrules; k++)
+            if (R->rules[k] < e->nrules) R->rules[w++] = R->rules[k];
+        R->nrules = w;
+    }
+    for (uint32_t i = f->nsorts; i < e->nsorts; i++) {
+        eg__free(e->sorts[i].name);
+        eg__free(e->sorts[i].pair_prims);
+    }
+    e->nsorts = f->nsorts;
+    eg__free(f->rule_seen);
+    memset(f, 0, sizeof *f);
+    return 0;
 }
 
 /* ---- dispatch ---- */
 
-static void exec_command(eg_engine *e, const sx *s, scratch *sc) {
-  const char *h = head(s);
-  if (!h) {
-    if (s->kind == SX_LIST && s->n == 0) return;
-    type_error(e, s, "expected a command (a parenthesized form)");
-  }
-  if (eg__declare(e, s)) return;
-  if (strcmp(h, "run") == 0) {
-    run_cmd(e, s, 1, sc);
-  } else if (strcmp(h, "run-schedule") == 0) {
-    eg__rebuild(e);
-    sched_seq(e, s, 1, sc);
-  } else if (strcmp(h, "check") == 0) {
-    cmd_check(e, s, sc);
-  } else if (strcmp(h, "fail") == 0) {
-    if (s->n != 2) type_error(e, s, "(fail command) expected");
-    int rc = guarded(e, s->items[1]);
-    if (rc == 0) {
-      e->err->code = EG_ERR_RUNTIME;
-      eg__throw(e, s, "the command inside fail succeeded, but it was expected to fail");
+static void exec_command(eg_engine *e, const sx *s, scratch *sc)
+{
+    const char *h = head(s);
+    if (!h) {
+        if (s->kind == SX_LIST && s->n == 0) return;
+        type_error(e, s, "expected a command (a parenthesized form)");
     }
-    e->err->code = 0;
-    e->err->msg[0] = 0;
-  } else if (strcmp(h, "extract") == 0) {
-    cmd_extract(e, s, sc);
-  } else if (strcmp(h, "print-size") == 0) {
-    print_size(e, s);
-  } else if (strcmp(h, "print-function") == 0) {
-    print_function(e, s);
-  } else if (strcmp(h, "print-stats") == 0) {
-    if (!e->opt.snapshot) eg_print_stats(e, e->log);
-  } else if (strcmp(h, "let") == 0) {
-    cmd_let(e, s, sc);
-  } else if (strcmp(h, "include") == 0) {
-    cmd_include(e, s);
-  } else if (strcmp(h, "input") == 0) {
-    cmd_input(e, s, sc);
-  } else if (strcmp(h, "push") == 0) {
-    int64_t n = s->n >= 2 && s->items[1]->kind == SX_INT ? s->items[1]->i : 1;
-    for (int64_t i = 0; i < n; i++) eg__push(e);
-  } else if (strcmp(h, "pop") == 0) {
-    int64_t n = s->n >= 2 && s->items[1]->kind == SX_INT ? s->items[1]->i : 1;
-    for (int64_t i = 0; i < n; i++)
-      if (eg__pop(e)) {
-        e->err->code = EG_ERR_RUNTIME;
-        eg__throw(e, s, "pop without a matching push");
-      }
-  } else {
-    uint32_t nslots = 0;
-    sc->acts = eg__compile_actions(e, (const sx *const *)&s, 1, &sc->nacts, &nslots);
-    sc->vals = eg__calloc(nslots + 1, sizeof(eg_value));
-    eg__exec_actions(e, sc->acts, sc->nacts, sc->vals);
-    eg__rebuild(e);
-  }
+    if (eg__declare(e, s)) return;
+    if (strcmp(h, "run") == 0) {
+        run_cmd(e, s, 1, sc);
+    } else if (strcmp(h, "run-schedule") == 0) {
+        eg__rebuild(e);
+        sched_seq(e, s, 1, sc);
+    } else if (strcmp(h, "check") == 0) {
+        cmd_check(e, s, sc);
+    } else if (strcmp(h, "fail") == 0) {
+        if (s->n != 2) type_error(e, s, "(fail command) expected");
+        int rc = guarded(e, s->items[1]);
+        if (rc == 0) {
+            e->err->code = EG_ERR_RUNTIME;
+            eg__throw(e, s, "the command inside fail succeeded, but it was expected to fail");
+        }
+        e->err->code = 0;
+        e->err->msg[0] = 0;
+    } else if (strcmp(h, "extract") == 0) {
+        cmd_extract(e, s, sc);
+    } else if (strcmp(h, "print-size") == 0) {
+        print_size(e, s);
+    } else if (strcmp(h, "print-function") == 0) {
+        print_function(e, s);
+    } else if (strcmp(h, "print-stats") == 0) {
+        if (!e->opt.snapshot) eg_print_stats(e, e->log);
+    } else if (strcmp(h, "let") == 0) {
+        cmd_let(e, s, sc);
+    } else if (strcmp(h, "include") == 0) {
+        cmd_include(e, s);
+    } else if (strcmp(h, "input") == 0) {
+        cmd_input(e, s, sc);
+    } else if (strcmp(h, "push") == 0) {
+        int64_t n = s->n >= 2 && s->items[1]->kind == SX_INT ? s->items[1]->i : 1;
+        for (int64_t i = 0; i < n; i++)
+            eg__push(e);
+    } else if (strcmp(h, "pop") == 0) {
+        int64_t n = s->n >= 2 && s->items[1]->kind == SX_INT ? s->items[1]->i : 1;
+        for (int64_t i = 0; i < n; i++)
+            if (eg__pop(e)) {
+                e->err->code = EG_ERR_RUNTIME;
+                eg__throw(e, s, "pop without a matching push");
+            }
+    } else {
+        uint32_t nslots = 0;
+        sc->acts = eg__compile_actions(e, (const sx *const *)&s, 1, &sc->nacts, &nslots);
+        sc->vals = eg__calloc(nslots + 1, sizeof(eg_value));
+        eg__exec_actions(e, sc->acts, sc->nacts, sc->vals);
+        eg__rebuild(e);
+    }
 }

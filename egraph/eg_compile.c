@@ -15,774 +15,837 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void cc_free(cc *c) {
-  if (!c) return;
-  eg__query_free(&c->q);
-  eg__free(c->alias);
-  eg__free(c->var_at);
-  eg__actions_free(c->acts, c->nacts);
-  for (uint32_t i = 0; i < c->nslots; i++) eg__free(c->slot_name[i]);
-  eg__free(c->slot_name);
-  eg__free(c->slot_sort);
-  eg__aexpr_free(c->tmp_expr);
-  for (uint32_t i = 0; i < c->nan; i++) eg__free(c->an[i]);
-  eg__free(c->an);
-  eg__free(c->av);
-  eg__free(c->root_name);
-  eg__free(c);
+static void cc_free(cc *c)
+{
+    if (!c) return;
+    eg__query_free(&c->q);
+    eg__free(c->alias);
+    eg__free(c->var_at);
+    eg__actions_free(c->acts, c->nacts);
+    for (uint32_t i = 0; i < c->nslots; i++)
+        eg__free(c->slot_name[i]);
+    eg__free(c->slot_name);
+    eg__free(c->slot_sort);
+    eg__aexpr_free(c->tmp_expr);
+    for (uint32_t i = 0; i < c->nan; i++)
+        eg__free(c->an[i]);
+    eg__free(c->an);
+    eg__free(c->av);
+    eg__free(c->root_name);
+    eg__free(c);
 }
 
-cc *eg__cc_new(eg_engine *e) {
-  cc *c = eg__calloc(1, sizeof *c);
-  e->cc = c;
-  return c;
+cc *eg__cc_new(eg_engine *e)
+{
+    cc *c = eg__calloc(1, sizeof *c);
+    e->cc = c;
+    return c;
 }
 
-void eg__cc_done(eg_engine *e) {
-  cc_free(e->cc);
-  e->cc = NULL;
+void eg__cc_done(eg_engine *e)
+{
+    cc_free(e->cc);
+    e->cc = NULL;
 }
 
 void eg__cc_abort(eg_engine *e);
-void eg__cc_abort(eg_engine *e) { eg__cc_done(e); }
-
-void eg__query_free(query *q) {
-  for (uint32_t i = 0; i < q->nvars; i++) eg__free(q->var_name ? q->var_name[i] : NULL);
-  eg__free(q->var_name);
-  eg__free(q->var_sort);
-  eg__free(q->is_const);
-  eg__free(q->const_val);
-  eg__free(q->const_global);
-  for (uint32_t i = 0; i < q->natoms; i++) eg__free(q->atoms[i].var);
-  eg__free(q->atoms);
-  for (uint32_t i = 0; i < q->nprims; i++) eg__free(q->prims[i].args);
-  eg__free(q->prims);
-  memset(q, 0, sizeof *q);
+void eg__cc_abort(eg_engine *e)
+{
+    eg__cc_done(e);
 }
 
-void eg__aexpr_free(aexpr *a) {
-  if (!a) return;
-  for (uint32_t i = 0; i < a->nargs; i++) eg__aexpr_free(a->args[i]);
-  eg__free(a->args);
-  eg__free(a);
+void eg__query_free(query *q)
+{
+    for (uint32_t i = 0; i < q->nvars; i++)
+        eg__free(q->var_name ? q->var_name[i] : NULL);
+    eg__free(q->var_name);
+    eg__free(q->var_sort);
+    eg__free(q->is_const);
+    eg__free(q->const_val);
+    eg__free(q->const_global);
+    for (uint32_t i = 0; i < q->natoms; i++)
+        eg__free(q->atoms[i].var);
+    eg__free(q->atoms);
+    for (uint32_t i = 0; i < q->nprims; i++)
+        eg__free(q->prims[i].args);
+    eg__free(q->prims);
+    memset(q, 0, sizeof *q);
 }
 
-void eg__actions_free(action *acts, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++) {
-    action *a = &acts[i];
-    for (uint32_t k = 0; k < a->nargs; k++) eg__aexpr_free(a->args[k]);
+void eg__aexpr_free(aexpr *a)
+{
+    if (!a) return;
+    for (uint32_t i = 0; i < a->nargs; i++)
+        eg__aexpr_free(a->args[i]);
     eg__free(a->args);
-    eg__aexpr_free(a->a);
-    eg__aexpr_free(a->b);
-    eg__free(a->msg);
-  }
-  eg__free(acts);
+    eg__free(a);
 }
 
-const char *eg__sort_name(eg_engine *e, uint32_t s) {
-  return s == NOSORT ? "?" : e->sorts[s].name;
+void eg__actions_free(action *acts, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        action *a = &acts[i];
+        for (uint32_t k = 0; k < a->nargs; k++)
+            eg__aexpr_free(a->args[k]);
+        eg__free(a->args);
+        eg__aexpr_free(a->a);
+        eg__aexpr_free(a->b);
+        eg__free(a->msg);
+    }
+    eg__free(acts);
 }
 
-const char *eg__sx_head(const sx *s) {
-  return (s->kind == SX_LIST && s->n > 0 && s->items[0]->kind == SX_SYM) ? s->items[0]->text
-                                                                          : NULL;
+const char *eg__sort_name(eg_engine *e, uint32_t s)
+{
+    return s == NOSORT ? "?" : e->sorts[s].name;
+}
+
+const char *eg__sx_head(const sx *s)
+{
+    return (s->kind == SX_LIST && s->n > 0 && s->items[0]->kind == SX_SYM) ? s->items[0]->text
+                                                                           : NULL;
 }
 
 /* ====================================================================================
  * Query variables
  * ==================================================================================== */
 
-static uint32_t new_var(cc *c, const char *name, uint32_t sort, const sx *at) {
-  query *q = &c->q;
-  if (q->nvars + 1 > c->capvars) {
-    uint32_t n = c->capvars ? c->capvars * 2 : 16;
-    q->var_name = eg__array(q->var_name, n, sizeof(char *));
-    q->var_sort = eg__array(q->var_sort, n, sizeof(uint32_t));
-    q->is_const = eg__array(q->is_const, n, sizeof(bool));
-    q->const_val = eg__array(q->const_val, n, sizeof(eg_value));
-    q->const_global = eg__array(q->const_global, n, sizeof(int32_t));
-    c->alias = eg__array(c->alias, n, sizeof(uint32_t));
-    c->var_at = eg__array(c->var_at, n, sizeof(sx *));
-    c->capvars = n;
-  }
-  uint32_t v = q->nvars++;
-  q->var_name[v] = name ? eg__strdup(name) : NULL;
-  q->var_sort[v] = sort;
-  q->is_const[v] = false;
-  q->const_val[v] = 0;
-  q->const_global[v] = -1;
-  c->alias[v] = v;
-  c->var_at[v] = at;
-  return v;
-}
-
-uint32_t eg__cc_vfind(cc *c, uint32_t v) {
-  while (c->alias[v] != v) v = c->alias[v] = c->alias[c->alias[v]];
-  return v;
-}
-
-static void set_sort(eg_engine *e, cc *c, uint32_t v, uint32_t sort, const sx *at) {
-  v = eg__cc_vfind(c, v);
-  uint32_t *s = &c->q.var_sort[v];
-  if (*s == NOSORT) *s = sort;
-  else if (sort != NOSORT && *s != sort) {
-    e->err->code = EG_ERR_TYPE;
-    if (c->q.var_name[v])
-      eg__throw(e, at, "type mismatch: variable %s has sort %s here but %s elsewhere",
-                c->q.var_name[v], eg__sort_name(e, sort), eg__sort_name(e, *s));
-    eg__throw(e, at, "type mismatch: expected %s, got %s", eg__sort_name(e, *s),
-              eg__sort_name(e, sort));
-  }
-}
-
-static void unify(eg_engine *e, cc *c, uint32_t a, uint32_t b, const sx *at) {
-  a = eg__cc_vfind(c, a);
-  b = eg__cc_vfind(c, b);
-  if (a == b) return;
-  query *q = &c->q;
-  set_sort(e, c, a, q->var_sort[b], at);
-  if (a > b) {
-    uint32_t t = a;
-    a = b;
-    b = t;
-  }
-  /* keep a, merge b into it */
-  if (q->is_const[a] && q->is_const[b] &&
-      (q->const_global[a] >= 0 || q->const_global[b] >= 0 || q->const_val[a] != q->const_val[b])) {
-    if (q->const_global[a] < 0 && q->const_global[b] < 0) {
-      q->never = true; /* two different literals */
-    } else {
-      /* compared at run time, when the globals' canonical values are known */
-      EG_GROW(q->prims, c->capprims, q->nprims + 1);
-      q_prim *p = &q->prims[q->nprims++];
-      p->prim = eg__prim_eq();
-      p->args = eg__calloc(3, sizeof(uint32_t));
-      p->args[0] = a;
-      p->args[1] = b;
-      p->nargs = 2;
-      p->at = at;
-      p->res = new_var(c, NULL, SORT_UNIT, at);
+static uint32_t new_var(cc *c, const char *name, uint32_t sort, const sx *at)
+{
+    query *q = &c->q;
+    if (q->nvars + 1 > c->capvars) {
+        uint32_t n = c->capvars ? c->capvars * 2 : 16;
+        q->var_name = eg__array(q->var_name, n, sizeof(char *));
+        q->var_sort = eg__array(q->var_sort, n, sizeof(uint32_t));
+        q->is_const = eg__array(q->is_const, n, sizeof(bool));
+        q->const_val = eg__array(q->const_val, n, sizeof(eg_value));
+        q->const_global = eg__array(q->const_global, n, sizeof(int32_t));
+        c->alias = eg__array(c->alias, n, sizeof(uint32_t));
+        c->var_at = eg__array(c->var_at, n, sizeof(sx *));
+        c->capvars = n;
     }
-    return;
-  }
-  if (q->is_const[b] && !q->is_const[a]) {
-    q->is_const[a] = true;
-    q->const_val[a] = q->const_val[b];
-    q->const_global[a] = q->const_global[b];
-  }
-  if (!q->var_name[a] && q->var_name[b]) {
-    q->var_name[a] = q->var_name[b];
-    q->var_name[b] = NULL;
-  } else if (q->var_name[b]) {
-    EG_GROW(c->an, c->capan, c->nan + 1);
-    c->av = eg__array(c->av, c->capan, sizeof(uint32_t));
-    c->an[c->nan] = eg__strdup(q->var_name[b]);
-    c->av[c->nan++] = b;
-  }
-  c->alias[b] = a;
+    uint32_t v = q->nvars++;
+    q->var_name[v] = name ? eg__strdup(name) : NULL;
+    q->var_sort[v] = sort;
+    q->is_const[v] = false;
+    q->const_val[v] = 0;
+    q->const_global[v] = -1;
+    c->alias[v] = v;
+    c->var_at[v] = at;
+    return v;
 }
 
-static int32_t var_by_name(cc *c, const char *name) {
-  for (uint32_t v = 0; v < c->q.nvars; v++)
-    if (c->q.var_name[v] && strcmp(c->q.var_name[v], name) == 0) return (int32_t)v;
-  for (uint32_t i = 0; i < c->nan; i++)
-    if (strcmp(c->an[i], name) == 0) return (int32_t)c->av[i];
-  return -1;
+uint32_t eg__cc_vfind(cc *c, uint32_t v)
+{
+    while (c->alias[v] != v)
+        v = c->alias[v] = c->alias[c->alias[v]];
+    return v;
 }
 
-static uint32_t const_var(eg_engine *e, cc *c, uint32_t sort, eg_value val, const sx *at) {
-  uint32_t v = new_var(c, NULL, sort, at);
-  c->q.is_const[v] = true;
-  c->q.const_val[v] = val;
-  (void)e;
-  return v;
+static void set_sort(eg_engine *e, cc *c, uint32_t v, uint32_t sort, const sx *at)
+{
+    v = eg__cc_vfind(c, v);
+    uint32_t *s = &c->q.var_sort[v];
+    if (*s == NOSORT)
+        *s = sort;
+    else if (sort != NOSORT && *s != sort) {
+        e->err->code = EG_ERR_TYPE;
+        if (c->q.var_name[v])
+            eg__throw(e, at, "type mismatch: variable %s has sort %s here but %s elsewhere",
+                      c->q.var_name[v], eg__sort_name(e, sort), eg__sort_name(e, *s));
+        eg__throw(e, at, "type mismatch: expected %s, got %s", eg__sort_name(e, *s),
+                  eg__sort_name(e, sort));
+    }
 }
 
-static bool literal(eg_engine *e, const sx *s, uint32_t *sort, eg_value *val) {
-  switch (s->kind) {
-  case SX_INT: *sort = SORT_I64; *val = (eg_value)s->i; return true;
-  case SX_FLOAT: {
-    double d = s->f;
-    if (d == 0) d = 0.0;
-    memcpy(val, &d, sizeof d);
-    *sort = SORT_F64;
-    return true;
-  }
-  case SX_STR: *sort = SORT_STRING; *val = eg__intern(e, s->text, strlen(s->text)); return true;
-  case SX_SYM:
-    if (strcmp(s->text, "true") == 0 || strcmp(s->text, "false") == 0) {
-      *sort = SORT_BOOL;
-      *val = s->text[0] == 't';
-      return true;
+static void unify(eg_engine *e, cc *c, uint32_t a, uint32_t b, const sx *at)
+{
+    a = eg__cc_vfind(c, a);
+    b = eg__cc_vfind(c, b);
+    if (a == b) return;
+    query *q = &c->q;
+    set_sort(e, c, a, q->var_sort[b], at);
+    if (a > b) {
+        uint32_t t = a;
+        a = b;
+        b = t;
+    }
+    /* keep a, merge b into it */
+    if (q->is_const[a] && q->is_const[b] &&
+        (q->const_global[a] >= 0 || q->const_global[b] >= 0 ||
+         q->const_val[a] != q->const_val[b])) {
+        if (q->const_global[a] < 0 && q->const_global[b] < 0) {
+            q->never = true; /* two different literals */
+        } else {
+            /* compared at run time, when the globals' canonical values are known */
+            EG_GROW(q->prims, c->capprims, q->nprims + 1);
+            q_prim *p = &q->prims[q->nprims++];
+            p->prim = eg__prim_eq();
+            p->args = eg__calloc(3, sizeof(uint32_t));
+            p->args[0] = a;
+            p->args[1] = b;
+            p->nargs = 2;
+            p->at = at;
+            p->res = new_var(c, NULL, SORT_UNIT, at);
+        }
+        return;
+    }
+    if (q->is_const[b] && !q->is_const[a]) {
+        q->is_const[a] = true;
+        q->const_val[a] = q->const_val[b];
+        q->const_global[a] = q->const_global[b];
+    }
+    if (!q->var_name[a] && q->var_name[b]) {
+        q->var_name[a] = q->var_name[b];
+        q->var_name[b] = NULL;
+    } else if (q->var_name[b]) {
+        EG_GROW(c->an, c->capan, c->nan + 1);
+        c->av = eg__array(c->av, c->capan, sizeof(uint32_t));
+        c->an[c->nan] = eg__strdup(q->var_name[b]);
+        c->av[c->nan++] = b;
+    }
+    c->alias[b] = a;
+}
+
+static int32_t var_by_name(cc *c, const char *name)
+{
+    for (uint32_t v = 0; v < c->q.nvars; v++)
+        if (c->q.var_name[v] && strcmp(c->q.var_name[v], name) == 0) return (int32_t)v;
+    for (uint32_t i = 0; i < c->nan; i++)
+        if (strcmp(c->an[i], name) == 0) return (int32_t)c->av[i];
+    return -1;
+}
+
+static uint32_t const_var(eg_engine *e, cc *c, uint32_t sort, eg_value val, const sx *at)
+{
+    uint32_t v = new_var(c, NULL, sort, at);
+    c->q.is_const[v] = true;
+    c->q.const_val[v] = val;
+    (void)e;
+    return v;
+}
+
+static bool literal(eg_engine *e, const sx *s, uint32_t *sort, eg_value *val)
+{
+    switch (s->kind) {
+    case SX_INT:
+        *sort = SORT_I64;
+        *val = (eg_value)s->i;
+        return true;
+    case SX_FLOAT: {
+        double d = s->f;
+        if (d == 0) d = 0.0;
+        memcpy(val, &d, sizeof d);
+        *sort = SORT_F64;
+        return true;
+    }
+    case SX_STR:
+        *sort = SORT_STRING;
+        *val = eg__intern(e, s->text, strlen(s->text));
+        return true;
+    case SX_SYM:
+        if (strcmp(s->text, "true") == 0 || strcmp(s->text, "false") == 0) {
+            *sort = SORT_BOOL;
+            *val = s->text[0] == 't';
+            return true;
+        }
+        return false;
+    case SX_LIST:
+        if (s->n == 0) {
+            *sort = SORT_UNIT;
+            *val = 0;
+            return true;
+        }
+        return false;
     }
     return false;
-  case SX_LIST:
-    if (s->n == 0) {
-      *sort = SORT_UNIT;
-      *val = 0;
-      return true;
-    }
-    return false;
-  }
-  return false;
 }
 
 /* ====================================================================================
  * Query terms and facts
  * ==================================================================================== */
 
-static uint32_t add_atom(cc *c, uint32_t table, uint32_t ncols) {
-  query *q = &c->q;
-  EG_GROW(q->atoms, c->capatoms, q->natoms + 1);
-  q_atom *a = &q->atoms[q->natoms++];
-  a->table = table;
-  a->ncols = ncols;
-  a->var = eg__calloc(ncols + 1, sizeof(uint32_t));
-  return q->natoms - 1;
+static uint32_t add_atom(cc *c, uint32_t table, uint32_t ncols)
+{
+    query *q = &c->q;
+    EG_GROW(q->atoms, c->capatoms, q->natoms + 1);
+    q_atom *a = &q->atoms[q->natoms++];
+    a->table = table;
+    a->ncols = ncols;
+    a->var = eg__calloc(ncols + 1, sizeof(uint32_t));
+    return q->natoms - 1;
 }
 
 uint32_t eg__cc_term(eg_engine *e, cc *c, const sx *s);
 
-static void check_arity(eg_engine *e, const sx *s, const char *what, uint32_t want,
-                        uint32_t got) {
-  if (want != got) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "wrong number of arguments: %s takes %u, got %u", what, want, got);
-  }
+static void check_arity(eg_engine *e, const sx *s, const char *what, uint32_t want, uint32_t got)
+{
+    if (want != got) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "wrong number of arguments: %s takes %u, got %u", what, want, got);
+    }
 }
 
-static uint32_t q_call(eg_engine *e, cc *c, const sx *s, bool as_fact) {
-  const char *h = eg__sx_head(s);
-  if (!h) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "expected a call (name args...) in a query");
-  }
-  uint32_t nargs = s->n - 1;
-  int32_t ti = eg__table_find(e, h);
-  if (ti >= 0) {
-    eg_table *t = &e->tables[ti];
-    check_arity(e, s, t->name, t->n_in, nargs);
-    uint32_t argv[32];
+static uint32_t q_call(eg_engine *e, cc *c, const sx *s, bool as_fact)
+{
+    const char *h = eg__sx_head(s);
+    if (!h) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "expected a call (name args...) in a query");
+    }
+    uint32_t nargs = s->n - 1;
+    int32_t ti = eg__table_find(e, h);
+    if (ti >= 0) {
+        eg_table *t = &e->tables[ti];
+        check_arity(e, s, t->name, t->n_in, nargs);
+        uint32_t argv[32];
+        if (nargs > 31) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s, "too many arguments (at most 31)");
+        }
+        for (uint32_t i = 0; i < nargs; i++) {
+            argv[i] = eg__cc_term(e, c, s->items[i + 1]);
+            set_sort(e, c, argv[i], t->in_sort[i], s->items[i + 1]);
+        }
+        uint32_t out = NOSORT;
+        if (t->has_out) {
+            out = new_var(c, NULL, t->out_sort, s);
+        }
+        uint32_t ai = add_atom(c, (uint32_t)ti, t->ncols);
+        for (uint32_t i = 0; i < nargs; i++)
+            c->q.atoms[ai].var[i] = argv[i];
+        if (t->has_out) c->q.atoms[ai].var[nargs] = out;
+        if (!t->has_out) {
+            if (as_fact) return NOSORT;
+            return const_var(e, c, SORT_UNIT, 0, s);
+        }
+        return out;
+    }
+    /* primitive */
+    query *q = &c->q;
     if (nargs > 31) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "too many arguments (at most 31)");
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "too many arguments (at most 31)");
+    }
+    uint32_t *args = eg__calloc(nargs + 1, sizeof(uint32_t));
+    EG_GROW(q->prims, c->capprims, q->nprims + 1);
+    q_prim *p = &q->prims[q->nprims++];
+    p->prim = NULL;
+    p->args = args;
+    p->nargs = nargs;
+    p->res = NOSORT;
+    uint32_t pi = q->nprims - 1;
+    bool known = false;
+    uint32_t dummy[1];
+    eg__prim_resolve(e, h, dummy, 0, &known);
+    if (!known) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "unknown function or primitive '%s'", h);
     }
     for (uint32_t i = 0; i < nargs; i++) {
-      argv[i] = eg__cc_term(e, c, s->items[i + 1]);
-      set_sort(e, c, argv[i], t->in_sort[i], s->items[i + 1]);
+        uint32_t v = eg__cc_term(e, c, s->items[i + 1]);
+        q->prims[pi].args[i] = v;
     }
-    uint32_t out = NOSORT;
-    if (t->has_out) {
-      out = new_var(c, NULL, t->out_sort, s);
-    }
-    uint32_t ai = add_atom(c, (uint32_t)ti, t->ncols);
-    for (uint32_t i = 0; i < nargs; i++) c->q.atoms[ai].var[i] = argv[i];
-    if (t->has_out) c->q.atoms[ai].var[nargs] = out;
-    if (!t->has_out) {
-      if (as_fact) return NOSORT;
-      return const_var(e, c, SORT_UNIT, 0, s);
-    }
-    return out;
-  }
-  /* primitive */
-  query *q = &c->q;
-  if (nargs > 31) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "too many arguments (at most 31)");
-  }
-  uint32_t *args = eg__calloc(nargs + 1, sizeof(uint32_t));
-  EG_GROW(q->prims, c->capprims, q->nprims + 1);
-  q_prim *p = &q->prims[q->nprims++];
-  p->prim = NULL;
-  p->args = args;
-  p->nargs = nargs;
-  p->res = NOSORT;
-  uint32_t pi = q->nprims - 1;
-  bool known = false;
-  uint32_t dummy[1];
-  eg__prim_resolve(e, h, dummy, 0, &known);
-  if (!known) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "unknown function or primitive '%s'", h);
-  }
-  for (uint32_t i = 0; i < nargs; i++) {
-    uint32_t v = eg__cc_term(e, c, s->items[i + 1]);
-    q->prims[pi].args[i] = v;
-  }
-  uint32_t res = new_var(c, NULL, NOSORT, s);
-  q->prims[pi].res = res;
-  q->prims[pi].at = s; /* resolved in eg__cc_finish */
-  return res;
+    uint32_t res = new_var(c, NULL, NOSORT, s);
+    q->prims[pi].res = res;
+    q->prims[pi].at = s; /* resolved in eg__cc_finish */
+    return res;
 }
 
-uint32_t eg__cc_term(eg_engine *e, cc *c, const sx *s) {
-  uint32_t sort;
-  eg_value val;
-  if (literal(e, s, &sort, &val)) return const_var(e, c, sort, val, s);
-  if (s->kind == SX_SYM) {
-    if (strcmp(s->text, "_") == 0) return new_var(c, NULL, NOSORT, s);
-    int32_t v = var_by_name(c, s->text);
-    if (v >= 0) return eg__cc_vfind(c, (uint32_t)v);
-    int32_t g = eg__global_find(e, s->text);
-    if (g >= 0) {
-      uint32_t cv = const_var(e, c, e->globals[g].sort, 0, s);
-      c->q.const_global[cv] = g;
-      return cv;
+uint32_t eg__cc_term(eg_engine *e, cc *c, const sx *s)
+{
+    uint32_t sort;
+    eg_value val;
+    if (literal(e, s, &sort, &val)) return const_var(e, c, sort, val, s);
+    if (s->kind == SX_SYM) {
+        if (strcmp(s->text, "_") == 0) return new_var(c, NULL, NOSORT, s);
+        int32_t v = var_by_name(c, s->text);
+        if (v >= 0) return eg__cc_vfind(c, (uint32_t)v);
+        int32_t g = eg__global_find(e, s->text);
+        if (g >= 0) {
+            uint32_t cv = const_var(e, c, e->globals[g].sort, 0, s);
+            c->q.const_global[cv] = g;
+            return cv;
+        }
+        int32_t ti = eg__table_find(e, s->text);
+        if (ti >= 0 && e->tables[ti].n_in == 0) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s, "'%s' is a table: write (%s) to use its value", s->text, s->text);
+        }
+        return new_var(c, s->text, NOSORT, s);
     }
-    int32_t ti = eg__table_find(e, s->text);
-    if (ti >= 0 && e->tables[ti].n_in == 0) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "'%s' is a table: write (%s) to use its value", s->text, s->text);
-    }
-    return new_var(c, s->text, NOSORT, s);
-  }
-  if (s->kind == SX_LIST) return q_call(e, c, s, false);
-  e->err->code = EG_ERR_TYPE;
-  eg__throw(e, s, "unexpected term in a query");
+    if (s->kind == SX_LIST) return q_call(e, c, s, false);
+    e->err->code = EG_ERR_TYPE;
+    eg__throw(e, s, "unexpected term in a query");
 }
 
-static void q_fact(eg_engine *e, cc *c, const sx *f) {
-  const char *h = eg__sx_head(f);
-  if (!h) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, f, "a fact must be a call or (= a b)");
-  }
-  if (strcmp(h, "=") == 0) {
-    if (f->n < 3) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, f, "(= a b) needs at least two terms");
+static void q_fact(eg_engine *e, cc *c, const sx *f)
+{
+    const char *h = eg__sx_head(f);
+    if (!h) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, f, "a fact must be a call or (= a b)");
     }
-    uint32_t a = eg__cc_term(e, c, f->items[1]);
-    for (uint32_t i = 2; i < f->n; i++) {
-      uint32_t b = eg__cc_term(e, c, f->items[i]);
-      unify(e, c, a, b, f);
+    if (strcmp(h, "=") == 0) {
+        if (f->n < 3) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, f, "(= a b) needs at least two terms");
+        }
+        uint32_t a = eg__cc_term(e, c, f->items[1]);
+        for (uint32_t i = 2; i < f->n; i++) {
+            uint32_t b = eg__cc_term(e, c, f->items[i]);
+            unify(e, c, a, b, f);
+        }
+        return;
     }
-    return;
-  }
-  q_call(e, c, f, true);
+    q_call(e, c, f, true);
 }
 
 /* Resolves primitive overloads, checks sorts and grounding, compacts variables. */
-void eg__cc_finish(eg_engine *e, cc *c) {
-  query *q = &c->q;
-  /* resolve primitives to a fixpoint on known argument sorts */
-  bool progress = true;
-  uint32_t unresolved = q->nprims;
-  bool *done = eg__calloc(q->nprims + 1, sizeof(bool));
-  const sx **src = eg__calloc(q->nprims + 1, sizeof(sx *));
-  for (uint32_t i = 0; i < q->nprims; i++) src[i] = q->prims[i].at;
-  while (progress && unresolved) {
-    progress = false;
-    for (uint32_t i = 0; i < q->nprims; i++) {
-      if (done[i]) continue;
-      q_prim *p = &q->prims[i];
-      if (p->prim) { /* internal, already resolved */
-        set_sort(e, c, p->res, p->prim->ret, src[i]);
-        done[i] = true;
-        unresolved--;
-        progress = true;
-        continue;
-      }
-      uint32_t sorts[32];
-      bool all = true;
-      for (uint32_t a = 0; a < p->nargs && a < 32; a++) {
-        sorts[a] = q->var_sort[eg__cc_vfind(c, p->args[a])];
-        if (sorts[a] == NOSORT) all = false;
-      }
-      if (!all) continue;
-      bool known;
-      const eg_prim *pr = eg__prim_resolve(e, src[i]->items[0]->text, sorts, p->nargs, &known);
-      if (!pr) {
-        char buf[256];
-        size_t o = 0;
-        for (uint32_t a = 0; a < p->nargs && o < sizeof buf - 40; a++)
-          o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", a ? " " : "",
-                                eg__sort_name(e, sorts[a]));
-        buf[o] = 0;
+void eg__cc_finish(eg_engine *e, cc *c)
+{
+    query *q = &c->q;
+    /* resolve primitives to a fixpoint on known argument sorts */
+    bool progress = true;
+    uint32_t unresolved = q->nprims;
+    bool *done = eg__calloc(q->nprims + 1, sizeof(bool));
+    const sx **src = eg__calloc(q->nprims + 1, sizeof(sx *));
+    for (uint32_t i = 0; i < q->nprims; i++)
+        src[i] = q->prims[i].at;
+    while (progress && unresolved) {
+        progress = false;
+        for (uint32_t i = 0; i < q->nprims; i++) {
+            if (done[i]) continue;
+            q_prim *p = &q->prims[i];
+            if (p->prim) { /* internal, already resolved */
+                set_sort(e, c, p->res, p->prim->ret, src[i]);
+                done[i] = true;
+                unresolved--;
+                progress = true;
+                continue;
+            }
+            uint32_t sorts[32];
+            bool all = true;
+            for (uint32_t a = 0; a < p->nargs && a < 32; a++) {
+                sorts[a] = q->var_sort[eg__cc_vfind(c, p->args[a])];
+                if (sorts[a] == NOSORT) all = false;
+            }
+            if (!all) continue;
+            bool known;
+            const eg_prim *pr =
+                eg__prim_resolve(e, src[i]->items[0]->text, sorts, p->nargs, &known);
+            if (!pr) {
+                char buf[256];
+                size_t o = 0;
+                for (uint32_t a = 0; a < p->nargs && o < sizeof buf - 40; a++)
+                    o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", a ? " " : "",
+                                          eg__sort_name(e, sorts[a]));
+                buf[o] = 0;
+                eg__free(done);
+                const sx *at = src[i];
+                eg__free(src);
+                e->err->code = EG_ERR_TYPE;
+                eg__throw(e, at, "no primitive '%s' takes (%s) (wrong arity or argument sorts)",
+                          at->items[0]->text, buf);
+            }
+            p->prim = pr;
+            set_sort(e, c, p->res, pr->ret, src[i]);
+            done[i] = true;
+            unresolved--;
+            progress = true;
+        }
+    }
+    if (unresolved) {
+        const sx *at = NULL;
+        for (uint32_t i = 0; i < q->nprims; i++)
+            if (!done[i]) {
+                at = src[i];
+                break;
+            }
         eg__free(done);
-        const sx *at = src[i];
         eg__free(src);
         e->err->code = EG_ERR_TYPE;
-        eg__throw(e, at, "no primitive '%s' takes (%s) (wrong arity or argument sorts)",
-                  at->items[0]->text, buf);
-      }
-      p->prim = pr;
-      set_sort(e, c, p->res, pr->ret, src[i]);
-      done[i] = true;
-      unresolved--;
-      progress = true;
-    }
-  }
-  if (unresolved) {
-    const sx *at = NULL;
-    for (uint32_t i = 0; i < q->nprims; i++)
-      if (!done[i]) {
-        at = src[i];
-        break;
-      }
-    eg__free(done);
-    eg__free(src);
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, at,
-              "cannot infer the sorts of this primitive call: its variables are not bound by "
-              "any table atom (ungrounded)");
-  }
-  eg__free(done);
-  /* grounding: const, in an atom, or result of a prim over grounded args */
-  uint32_t nv = q->nvars;
-  bool *gr = eg__calloc(nv + 1, sizeof(bool));
-  for (uint32_t v = 0; v < nv; v++)
-    if (q->is_const[eg__cc_vfind(c, v)]) gr[eg__cc_vfind(c, v)] = true;
-  for (uint32_t a = 0; a < q->natoms; a++)
-    for (uint32_t k = 0; k < q->atoms[a].ncols; k++) gr[eg__cc_vfind(c, q->atoms[a].var[k])] = true;
-  progress = true;
-  while (progress) {
-    progress = false;
-    for (uint32_t i = 0; i < q->nprims; i++) {
-      q_prim *p = &q->prims[i];
-      uint32_t r = eg__cc_vfind(c, p->res);
-      if (gr[r]) continue;
-      bool all = true;
-      for (uint32_t a = 0; a < p->nargs; a++)
-        if (!gr[eg__cc_vfind(c, p->args[a])]) all = false;
-      if (all) {
-        gr[r] = true;
-        progress = true;
-      }
-    }
-  }
-  for (uint32_t v = 0; v < nv; v++) {
-    uint32_t r = eg__cc_vfind(c, v);
-    if (!gr[r]) {
-      const char *nm = q->var_name[r] ? q->var_name[r] : (q->var_name[v] ? q->var_name[v] : NULL);
-      const sx *at = c->var_at[v];
-      eg__free(gr);
-      eg__free(src);
-      e->err->code = EG_ERR_TYPE;
-      if (nm)
         eg__throw(e, at,
-                  "variable %s is ungrounded: it must appear as an argument or result of a "
-                  "table in the query",
-                  nm);
-      eg__throw(e, at, "ungrounded term: it must be bound by a table in the query");
+                  "cannot infer the sorts of this primitive call: its variables are not bound by "
+                  "any table atom (ungrounded)");
     }
-    if (q->var_sort[r] == NOSORT) {
-      eg__free(gr);
-      eg__free(src);
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, c->var_at[v], "cannot infer the sort of variable %s",
-                q->var_name[r] ? q->var_name[r] : "_");
+    eg__free(done);
+    /* grounding: const, in an atom, or result of a prim over grounded args */
+    uint32_t nv = q->nvars;
+    bool *gr = eg__calloc(nv + 1, sizeof(bool));
+    for (uint32_t v = 0; v < nv; v++)
+        if (q->is_const[eg__cc_vfind(c, v)]) gr[eg__cc_vfind(c, v)] = true;
+    for (uint32_t a = 0; a < q->natoms; a++)
+        for (uint32_t k = 0; k < q->atoms[a].ncols; k++)
+            gr[eg__cc_vfind(c, q->atoms[a].var[k])] = true;
+    progress = true;
+    while (progress) {
+        progress = false;
+        for (uint32_t i = 0; i < q->nprims; i++) {
+            q_prim *p = &q->prims[i];
+            uint32_t r = eg__cc_vfind(c, p->res);
+            if (gr[r]) continue;
+            bool all = true;
+            for (uint32_t a = 0; a < p->nargs; a++)
+                if (!gr[eg__cc_vfind(c, p->args[a])]) all = false;
+            if (all) {
+                gr[r] = true;
+                progress = true;
+            }
+        }
     }
-  }
-  eg__free(gr);
-  eg__free(src);
-  /* compact: representatives in increasing order get dense new ids */
-  uint32_t *map = eg__array(NULL, nv + 1, sizeof(uint32_t));
-  uint32_t n = 0;
-  for (uint32_t v = 0; v < nv; v++)
-    if (eg__cc_vfind(c, v) == v) map[v] = n++;
-  for (uint32_t v = 0; v < nv; v++) map[v] = map[eg__cc_vfind(c, v)];
-  char **nn = eg__calloc(n + 1, sizeof(char *));
-  uint32_t *ns = eg__calloc(n + 1, sizeof(uint32_t));
-  bool *nc = eg__calloc(n + 1, sizeof(bool));
-  eg_value *ncv = eg__calloc(n + 1, sizeof(eg_value));
-  int32_t *ng = eg__calloc(n + 1, sizeof(int32_t));
-  for (uint32_t v = 0; v < nv; v++) {
-    uint32_t r = eg__cc_vfind(c, v);
-    if (r != v) {
-      /* a merged variable's name stays visible as an alias name */
-      continue;
+    for (uint32_t v = 0; v < nv; v++) {
+        uint32_t r = eg__cc_vfind(c, v);
+        if (!gr[r]) {
+            const char *nm =
+                q->var_name[r] ? q->var_name[r] : (q->var_name[v] ? q->var_name[v] : NULL);
+            const sx *at = c->var_at[v];
+            eg__free(gr);
+            eg__free(src);
+            e->err->code = EG_ERR_TYPE;
+            if (nm)
+                eg__throw(e, at,
+                          "variable %s is ungrounded: it must appear as an argument or result of a "
+                          "table in the query",
+                          nm);
+            eg__throw(e, at, "ungrounded term: it must be bound by a table in the query");
+        }
+        if (q->var_sort[r] == NOSORT) {
+            eg__free(gr);
+            eg__free(src);
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, c->var_at[v], "cannot infer the sort of variable %s",
+                      q->var_name[r] ? q->var_name[r] : "_");
+        }
     }
-    uint32_t m = map[v];
-    nn[m] = q->var_name[v];
-    q->var_name[v] = NULL;
-    ns[m] = q->var_sort[v];
-    nc[m] = q->is_const[v];
-    ncv[m] = q->const_val[v];
-    ng[m] = q->const_global[v];
-  }
-  /* names of merged variables: keep them reachable through slot names */
-  c->capslots = n + 8;
-  c->slot_name = eg__calloc(c->capslots, sizeof(char *));
-  c->slot_sort = eg__calloc(c->capslots, sizeof(uint32_t));
-  for (uint32_t v = 0; v < n; v++) {
-    c->slot_name[v] = nn[v] ? eg__strdup(nn[v]) : NULL;
-    c->slot_sort[v] = ns[v];
-  }
-  c->nslots = n;
-  for (uint32_t v = 0; v < nv; v++) eg__free(q->var_name[v]);
-  eg__free(q->var_name);
-  eg__free(q->var_sort);
-  eg__free(q->is_const);
-  eg__free(q->const_val);
-  eg__free(q->const_global);
-  q->var_name = nn;
-  q->var_sort = ns;
-  q->is_const = nc;
-  q->const_val = ncv;
-  q->const_global = ng;
-  q->nvars = n;
-  c->capvars = n;
-  for (uint32_t a = 0; a < q->natoms; a++)
-    for (uint32_t k = 0; k < q->atoms[a].ncols; k++) q->atoms[a].var[k] = map[q->atoms[a].var[k]];
-  for (uint32_t i = 0; i < q->nprims; i++) {
-    for (uint32_t a = 0; a < q->prims[i].nargs; a++)
-      q->prims[i].args[a] = map[q->prims[i].args[a]];
-    q->prims[i].res = map[q->prims[i].res];
-  }
-  for (uint32_t i = 0; i < c->nan; i++) c->av[i] = map[c->av[i]];
-  eg__free(map);
-  for (uint32_t v = 0; v < n; v++) c->alias[v] = v;
+    eg__free(gr);
+    eg__free(src);
+    /* compact: representatives in increasing order get dense new ids */
+    uint32_t *map = eg__array(NULL, nv + 1, sizeof(uint32_t));
+    uint32_t n = 0;
+    for (uint32_t v = 0; v < nv; v++)
+        if (eg__cc_vfind(c, v) == v) map[v] = n++;
+    for (uint32_t v = 0; v < nv; v++)
+        map[v] = map[eg__cc_vfind(c, v)];
+    char **nn = eg__calloc(n + 1, sizeof(char *));
+    uint32_t *ns = eg__calloc(n + 1, sizeof(uint32_t));
+    bool *nc = eg__calloc(n + 1, sizeof(bool));
+    eg_value *ncv = eg__calloc(n + 1, sizeof(eg_value));
+    int32_t *ng = eg__calloc(n + 1, sizeof(int32_t));
+    for (uint32_t v = 0; v < nv; v++) {
+        uint32_t r = eg__cc_vfind(c, v);
+        if (r != v) {
+            /* a merged variable's name stays visible as an alias name */
+            continue;
+        }
+        uint32_t m = map[v];
+        nn[m] = q->var_name[v];
+        q->var_name[v] = NULL;
+        ns[m] = q->var_sort[v];
+        nc[m] = q->is_const[v];
+        ncv[m] = q->const_val[v];
+        ng[m] = q->const_global[v];
+    }
+    /* names of merged variables: keep them reachable through slot names */
+    c->capslots = n + 8;
+    c->slot_name = eg__calloc(c->capslots, sizeof(char *));
+    c->slot_sort = eg__calloc(c->capslots, sizeof(uint32_t));
+    for (uint32_t v = 0; v < n; v++) {
+        c->slot_name[v] = nn[v] ? eg__strdup(nn[v]) : NULL;
+        c->slot_sort[v] = ns[v];
+    }
+    c->nslots = n;
+    for (uint32_t v = 0; v < nv; v++)
+        eg__free(q->var_name[v]);
+    eg__free(q->var_name);
+    eg__free(q->var_sort);
+    eg__free(q->is_const);
+    eg__free(q->const_val);
+    eg__free(q->const_global);
+    q->var_name = nn;
+    q->var_sort = ns;
+    q->is_const = nc;
+    q->const_val = ncv;
+    q->const_global = ng;
+    q->nvars = n;
+    c->capvars = n;
+    for (uint32_t a = 0; a < q->natoms; a++)
+        for (uint32_t k = 0; k < q->atoms[a].ncols; k++)
+            q->atoms[a].var[k] = map[q->atoms[a].var[k]];
+    for (uint32_t i = 0; i < q->nprims; i++) {
+        for (uint32_t a = 0; a < q->prims[i].nargs; a++)
+            q->prims[i].args[a] = map[q->prims[i].args[a]];
+        q->prims[i].res = map[q->prims[i].res];
+    }
+    for (uint32_t i = 0; i < c->nan; i++)
+        c->av[i] = map[c->av[i]];
+    eg__free(map);
+    for (uint32_t v = 0; v < n; v++)
+        c->alias[v] = v;
 }
 
 /* Variables that appear in the facts but were merged into another keep their names
  * only through the representative: look names up through this helper. */
-void eg__cc_facts(eg_engine *e, cc *c, const sx *const *facts, uint32_t nfacts) {
-  for (uint32_t i = 0; i < nfacts; i++) q_fact(e, c, facts[i]);
+void eg__cc_facts(eg_engine *e, cc *c, const sx *const *facts, uint32_t nfacts)
+{
+    for (uint32_t i = 0; i < nfacts; i++)
+        q_fact(e, c, facts[i]);
 }
 
 /* ====================================================================================
  * Action expressions
  * ==================================================================================== */
 
-aexpr *eg__cc_mk_expr(aexpr_kind k, uint32_t sort, const sx *at) {
-  aexpr *a = eg__calloc(1, sizeof *a);
-  a->kind = k;
-  a->sort = sort;
-  a->at = at;
-  return a;
+aexpr *eg__cc_mk_expr(aexpr_kind k, uint32_t sort, const sx *at)
+{
+    aexpr *a = eg__calloc(1, sizeof *a);
+    a->kind = k;
+    a->sort = sort;
+    a->at = at;
+    return a;
 }
 
-int32_t eg__cc_slot(cc *c, const char *name) {
-  for (uint32_t i = c->nslots; i-- > 0;)
-    if (c->slot_name[i] && strcmp(c->slot_name[i], name) == 0) return (int32_t)i;
-  for (uint32_t i = 0; i < c->nan; i++)
-    if (strcmp(c->an[i], name) == 0) return (int32_t)c->av[i];
-  return -1;
+int32_t eg__cc_slot(cc *c, const char *name)
+{
+    for (uint32_t i = c->nslots; i-- > 0;)
+        if (c->slot_name[i] && strcmp(c->slot_name[i], name) == 0) return (int32_t)i;
+    for (uint32_t i = 0; i < c->nan; i++)
+        if (strcmp(c->an[i], name) == 0) return (int32_t)c->av[i];
+    return -1;
 }
 
-uint32_t eg__cc_add_slot(cc *c, const char *name, uint32_t sort) {
-  EG_GROW(c->slot_name, c->capslots, c->nslots + 1);
-  c->slot_sort = eg__array(c->slot_sort, c->capslots, sizeof(uint32_t));
-  c->slot_name[c->nslots] = name ? eg__strdup(name) : NULL;
-  c->slot_sort[c->nslots] = sort;
-  return c->nslots++;
+uint32_t eg__cc_add_slot(cc *c, const char *name, uint32_t sort)
+{
+    EG_GROW(c->slot_name, c->capslots, c->nslots + 1);
+    c->slot_sort = eg__array(c->slot_sort, c->capslots, sizeof(uint32_t));
+    c->slot_name[c->nslots] = name ? eg__strdup(name) : NULL;
+    c->slot_sort[c->nslots] = sort;
+    return c->nslots++;
 }
 
 /* Builds an expression; *holder receives it as soon as it exists so a throw frees it. */
 aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder);
 
-static void expect_sort(eg_engine *e, const sx *at, uint32_t want, uint32_t got) {
-  if (want != NOSORT && got != want) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, at, "type mismatch: expected %s, got %s", eg__sort_name(e, want),
-              eg__sort_name(e, got));
-  }
+static void expect_sort(eg_engine *e, const sx *at, uint32_t want, uint32_t got)
+{
+    if (want != NOSORT && got != want) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, at, "type mismatch: expected %s, got %s", eg__sort_name(e, want),
+                  eg__sort_name(e, got));
+    }
 }
 
-aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder) {
-  uint32_t sort;
-  eg_value val;
-  if (literal(e, s, &sort, &val)) {
-    aexpr *a = eg__cc_mk_expr(AE_CONST, sort, s);
-    a->c = val;
-    *holder = a;
-    expect_sort(e, s, want, sort);
-    return a;
-  }
-  if (s->kind == SX_SYM) {
-    int32_t v = eg__cc_slot(c, s->text);
-    if (v >= 0) {
-      aexpr *a = eg__cc_mk_expr(AE_VAR, c->slot_sort[v], s);
-      a->var = (uint32_t)v;
-      *holder = a;
-      expect_sort(e, s, want, a->sort);
-      return a;
+aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder)
+{
+    uint32_t sort;
+    eg_value val;
+    if (literal(e, s, &sort, &val)) {
+        aexpr *a = eg__cc_mk_expr(AE_CONST, sort, s);
+        a->c = val;
+        *holder = a;
+        expect_sort(e, s, want, sort);
+        return a;
     }
-    int32_t g = eg__global_find(e, s->text);
-    if (g >= 0) {
-      aexpr *a = eg__cc_mk_expr(AE_GLOBAL, e->globals[g].sort, s);
-      a->global = (uint32_t)g;
-      *holder = a;
-      expect_sort(e, s, want, a->sort);
-      return a;
+    if (s->kind == SX_SYM) {
+        int32_t v = eg__cc_slot(c, s->text);
+        if (v >= 0) {
+            aexpr *a = eg__cc_mk_expr(AE_VAR, c->slot_sort[v], s);
+            a->var = (uint32_t)v;
+            *holder = a;
+            expect_sort(e, s, want, a->sort);
+            return a;
+        }
+        int32_t g = eg__global_find(e, s->text);
+        if (g >= 0) {
+            aexpr *a = eg__cc_mk_expr(AE_GLOBAL, e->globals[g].sort, s);
+            a->global = (uint32_t)g;
+            *holder = a;
+            expect_sort(e, s, want, a->sort);
+            return a;
+        }
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "unbound variable '%s' (not bound by the query, a let, or a global)",
+                  s->text);
     }
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "unbound variable '%s' (not bound by the query, a let, or a global)",
-              s->text);
-  }
-  const char *h = eg__sx_head(s);
-  if (!h) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "expected an expression");
-  }
-  uint32_t nargs = s->n - 1;
-  int32_t ti = eg__table_find(e, h);
-  if (ti >= 0) {
-    eg_table *t = &e->tables[ti];
-    check_arity(e, s, t->name, t->n_in, nargs);
-    aexpr *a = eg__cc_mk_expr(AE_TABLE, t->has_out ? t->out_sort : SORT_UNIT, s);
+    const char *h = eg__sx_head(s);
+    if (!h) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "expected an expression");
+    }
+    uint32_t nargs = s->n - 1;
+    int32_t ti = eg__table_find(e, h);
+    if (ti >= 0) {
+        eg_table *t = &e->tables[ti];
+        check_arity(e, s, t->name, t->n_in, nargs);
+        aexpr *a = eg__cc_mk_expr(AE_TABLE, t->has_out ? t->out_sort : SORT_UNIT, s);
+        *holder = a;
+        a->table = (uint32_t)ti;
+        a->args = eg__calloc(nargs + 1, sizeof(aexpr *));
+        for (uint32_t i = 0; i < nargs; i++) {
+            a->nargs = i + 1; /* before the call: a throw inside must still free args[i] */
+            eg__cc_expr(e, c, s->items[i + 1], e->tables[ti].in_sort[i], &a->args[i]);
+        }
+        expect_sort(e, s, want, a->sort);
+        return a;
+    }
+    bool known = false;
+    uint32_t dummy[1];
+    eg__prim_resolve(e, h, dummy, 0, &known);
+    if (!known) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "unknown function or primitive '%s'", h);
+    }
+    aexpr *a = eg__cc_mk_expr(AE_PRIM, NOSORT, s);
     *holder = a;
-    a->table = (uint32_t)ti;
     a->args = eg__calloc(nargs + 1, sizeof(aexpr *));
-    for (uint32_t i = 0; i < nargs; i++) {
-      a->nargs = i + 1; /* before the call: a throw inside must still free args[i] */
-      eg__cc_expr(e, c, s->items[i + 1], e->tables[ti].in_sort[i], &a->args[i]);
+    uint32_t sorts[32];
+    if (nargs > 31) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "too many arguments (at most 31)");
     }
+    for (uint32_t i = 0; i < nargs; i++) {
+        a->nargs = i + 1;
+        eg__cc_expr(e, c, s->items[i + 1], NOSORT, &a->args[i]);
+        sorts[i] = a->args[i]->sort;
+    }
+    const eg_prim *p = eg__prim_resolve(e, h, sorts, nargs, &known);
+    if (!p) {
+        char buf[256];
+        size_t o = 0;
+        for (uint32_t i = 0; i < nargs && o < sizeof buf - 40; i++)
+            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "",
+                                  eg__sort_name(e, sorts[i]));
+        buf[o] = 0;
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "no primitive '%s' takes (%s) (wrong arity or argument sorts)", h, buf);
+    }
+    a->prim = p;
+    a->sort = p->ret;
     expect_sort(e, s, want, a->sort);
     return a;
-  }
-  bool known = false;
-  uint32_t dummy[1];
-  eg__prim_resolve(e, h, dummy, 0, &known);
-  if (!known) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "unknown function or primitive '%s'", h);
-  }
-  aexpr *a = eg__cc_mk_expr(AE_PRIM, NOSORT, s);
-  *holder = a;
-  a->args = eg__calloc(nargs + 1, sizeof(aexpr *));
-  uint32_t sorts[32];
-  if (nargs > 31) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "too many arguments (at most 31)");
-  }
-  for (uint32_t i = 0; i < nargs; i++) {
-    a->nargs = i + 1;
-    eg__cc_expr(e, c, s->items[i + 1], NOSORT, &a->args[i]);
-    sorts[i] = a->args[i]->sort;
-  }
-  const eg_prim *p = eg__prim_resolve(e, h, sorts, nargs, &known);
-  if (!p) {
-    char buf[256];
-    size_t o = 0;
-    for (uint32_t i = 0; i < nargs && o < sizeof buf - 40; i++)
-      o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "", eg__sort_name(e, sorts[i]));
-    buf[o] = 0;
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "no primitive '%s' takes (%s) (wrong arity or argument sorts)", h, buf);
-  }
-  a->prim = p;
-  a->sort = p->ret;
-  expect_sort(e, s, want, a->sort);
-  return a;
 }
 
 /* ====================================================================================
  * Actions
  * ==================================================================================== */
 
-action *eg__cc_new_action(cc *c, action_kind k, const sx *at) {
-  EG_GROW(c->acts, c->capacts, c->nacts + 1);
-  action *a = &c->acts[c->nacts++];
-  memset(a, 0, sizeof *a);
-  a->kind = k;
-  a->at = at;
-  return a;
+action *eg__cc_new_action(cc *c, action_kind k, const sx *at)
+{
+    EG_GROW(c->acts, c->capacts, c->nacts + 1);
+    action *a = &c->acts[c->nacts++];
+    memset(a, 0, sizeof *a);
+    a->kind = k;
+    a->at = at;
+    return a;
 }
 
-eg_table *eg__cc_table_call(eg_engine *e, const sx *s, int32_t *ti_out) {
-  const char *h = eg__sx_head(s);
-  int32_t ti = h ? eg__table_find(e, h) : -1;
-  if (ti < 0) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "expected a call of a function, constructor or relation%s%s%s",
-              h ? " (unknown name '" : "", h ? h : "", h ? "')" : "");
-  }
-  *ti_out = ti;
-  check_arity(e, s, e->tables[ti].name, e->tables[ti].n_in, s->n - 1);
-  return &e->tables[ti];
+eg_table *eg__cc_table_call(eg_engine *e, const sx *s, int32_t *ti_out)
+{
+    const char *h = eg__sx_head(s);
+    int32_t ti = h ? eg__table_find(e, h) : -1;
+    if (ti < 0) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "expected a call of a function, constructor or relation%s%s%s",
+                  h ? " (unknown name '" : "", h ? h : "", h ? "')" : "");
+    }
+    *ti_out = ti;
+    check_arity(e, s, e->tables[ti].name, e->tables[ti].n_in, s->n - 1);
+    return &e->tables[ti];
 }
 
-void eg__cc_table_args(eg_engine *e, cc *c, action *a, const sx *call, eg_table *t) {
-  a->args = eg__calloc(call->n, sizeof(aexpr *));
-  for (uint32_t i = 0; i + 1 < call->n; i++) {
-    a->nargs = i + 1;
-    eg__cc_expr(e, c, call->items[i + 1], t->in_sort[i], &a->args[i]);
-  }
+void eg__cc_table_args(eg_engine *e, cc *c, action *a, const sx *call, eg_table *t)
+{
+    a->args = eg__calloc(call->n, sizeof(aexpr *));
+    for (uint32_t i = 0; i + 1 < call->n; i++) {
+        a->nargs = i + 1;
+        eg__cc_expr(e, c, call->items[i + 1], t->in_sort[i], &a->args[i]);
+    }
 }
 
-void eg__cc_action(eg_engine *e, cc *c, const sx *s) {
-  const char *h = eg__sx_head(s);
-  if (!h) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "expected an action");
-  }
-  if (strcmp(h, "let") == 0) {
-    if (s->n != 3 || s->items[1]->kind != SX_SYM) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "(let name expr) expected");
+void eg__cc_action(eg_engine *e, cc *c, const sx *s)
+{
+    const char *h = eg__sx_head(s);
+    if (!h) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "expected an action");
     }
-    const char *name = s->items[1]->text;
-    if (eg__cc_slot(c, name) >= 0) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s->items[1], "variable %s is already bound; let cannot rebind it", name);
+    if (strcmp(h, "let") == 0) {
+        if (s->n != 3 || s->items[1]->kind != SX_SYM) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s, "(let name expr) expected");
+        }
+        const char *name = s->items[1]->text;
+        if (eg__cc_slot(c, name) >= 0) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s->items[1], "variable %s is already bound; let cannot rebind it", name);
+        }
+        action *a = eg__cc_new_action(c, AC_LET, s);
+        eg__cc_expr(e, c, s->items[2], NOSORT, &a->a);
+        a = &c->acts[c->nacts - 1];
+        a->var = eg__cc_add_slot(c, name, a->a->sort);
+        return;
     }
-    action *a = eg__cc_new_action(c, AC_LET, s);
-    eg__cc_expr(e, c, s->items[2], NOSORT, &a->a);
-    a = &c->acts[c->nacts - 1];
-    a->var = eg__cc_add_slot(c, name, a->a->sort);
-    return;
-  }
-  if (strcmp(h, "set") == 0) {
-    if (s->n != 3) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "(set (f args...) value) expected");
+    if (strcmp(h, "set") == 0) {
+        if (s->n != 3) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s, "(set (f args...) value) expected");
+        }
+        int32_t ti;
+        eg_table *t = eg__cc_table_call(e, s->items[1], &ti);
+        if (t->kind != TK_FUNCTION) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s, "cannot set %s: it is a %s; use union (or call it) instead", t->name,
+                      t->kind == TK_RELATION ? "relation" : "constructor");
+        }
+        action *a = eg__cc_new_action(c, AC_SET, s);
+        a->table = (uint32_t)ti;
+        eg__cc_table_args(e, c, a, s->items[1], t);
+        eg__cc_expr(e, c, s->items[2], t->out_sort, &c->acts[c->nacts - 1].b);
+        return;
     }
-    int32_t ti;
-    eg_table *t = eg__cc_table_call(e, s->items[1], &ti);
-    if (t->kind != TK_FUNCTION) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "cannot set %s: it is a %s; use union (or call it) instead", t->name,
-                t->kind == TK_RELATION ? "relation" : "constructor");
+    if (strcmp(h, "delete") == 0 || strcmp(h, "subsume") == 0) {
+        if (s->n != 2) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s, "(%s (f args...)) expected", h);
+        }
+        int32_t ti;
+        eg_table *t = eg__cc_table_call(e, s->items[1], &ti);
+        bool sub = h[0] == 's';
+        if (sub && t->kind == TK_FUNCTION) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s, "cannot subsume %s: only constructors and relations can be subsumed",
+                      t->name);
+        }
+        action *a = eg__cc_new_action(c, sub ? AC_SUBSUME : AC_DELETE, s);
+        a->table = (uint32_t)ti;
+        eg__cc_table_args(e, c, a, s->items[1], t);
+        return;
     }
-    action *a = eg__cc_new_action(c, AC_SET, s);
-    a->table = (uint32_t)ti;
-    eg__cc_table_args(e, c, a, s->items[1], t);
-    eg__cc_expr(e, c, s->items[2], t->out_sort, &c->acts[c->nacts - 1].b);
-    return;
-  }
-  if (strcmp(h, "delete") == 0 || strcmp(h, "subsume") == 0) {
-    if (s->n != 2) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "(%s (f args...)) expected", h);
+    if (strcmp(h, "union") == 0) {
+        if (s->n != 3) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s, "(union a b) expected");
+        }
+        action *a = eg__cc_new_action(c, AC_UNION, s);
+        eg__cc_expr(e, c, s->items[1], NOSORT, &a->a);
+        a = &c->acts[c->nacts - 1];
+        if (!eg__is_eq(e, a->a->sort)) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s->items[1],
+                      "cannot union values of sort %s: only user sorts (e-classes) "
+                      "can be unioned",
+                      eg__sort_name(e, a->a->sort));
+        }
+        eg__cc_expr(e, c, s->items[2], a->a->sort, &a->b);
+        return;
     }
-    int32_t ti;
-    eg_table *t = eg__cc_table_call(e, s->items[1], &ti);
-    bool sub = h[0] == 's';
-    if (sub && t->kind == TK_FUNCTION) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "cannot subsume %s: only constructors and relations can be subsumed",
-                t->name);
+    if (strcmp(h, "panic") == 0) {
+        action *a = eg__cc_new_action(c, AC_PANIC, s);
+        a->msg = eg__strdup(s->n > 1 && s->items[1]->kind == SX_STR ? s->items[1]->text : "panic");
+        return;
     }
-    action *a = eg__cc_new_action(c, sub ? AC_SUBSUME : AC_DELETE, s);
-    a->table = (uint32_t)ti;
-    eg__cc_table_args(e, c, a, s->items[1], t);
-    return;
-  }
-  if (strcmp(h, "union") == 0) {
-    if (s->n != 3) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "(union a b) expected");
-    }
-    action *a = eg__cc_new_action(c, AC_UNION, s);
-    eg__cc_expr(e, c, s->items[1], NOSORT, &a->a);
-    a = &c->acts[c->nacts - 1];
-    if (!eg__is_eq(e, a->a->sort)) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s->items[1], "cannot union values of sort %s: only user sorts (e-classes) "
-                "can be unioned", eg__sort_name(e, a->a->sort));
-    }
-    eg__cc_expr(e, c, s->items[2], a->a->sort, &a->b);
-    return;
-  }
-  if (strcmp(h, "panic") == 0) {
-    action *a = eg__cc_new_action(c, AC_PANIC, s);
-    a->msg = eg__strdup(s->n > 1 && s->items[1]->kind == SX_STR ? s->items[1]->text : "panic");
-    return;
-  }
-  action *a = eg__cc_new_action(c, AC_EXPR, s);
-  eg__cc_expr(e, c, s, NOSORT, &a->a);
+    action *a = eg__cc_new_action(c, AC_EXPR, s);
+    eg__cc_expr(e, c, s, NOSORT, &a->a);
 }
 
 /* ====================================================================================
@@ -790,40 +853,44 @@ void eg__cc_action(eg_engine *e, cc *c, const sx *s) {
  * ==================================================================================== */
 
 query *eg__compile_facts(eg_engine *e, const sx *const *facts, uint32_t n);
-query *eg__compile_facts(eg_engine *e, const sx *const *facts, uint32_t n) {
-  cc *c = eg__cc_new(e);
-  eg__cc_facts(e, c, facts, n);
-  eg__cc_finish(e, c);
-  query *q = eg__calloc(1, sizeof *q);
-  *q = c->q;
-  memset(&c->q, 0, sizeof c->q);
-  eg__cc_done(e);
-  return q;
+query *eg__compile_facts(eg_engine *e, const sx *const *facts, uint32_t n)
+{
+    cc *c = eg__cc_new(e);
+    eg__cc_facts(e, c, facts, n);
+    eg__cc_finish(e, c);
+    query *q = eg__calloc(1, sizeof *q);
+    *q = c->q;
+    memset(&c->q, 0, sizeof c->q);
+    eg__cc_done(e);
+    return q;
 }
 
 /* Compiles top-level actions; returns them with their slot count. */
 action *eg__compile_actions(eg_engine *e, const sx *const *acts, uint32_t n, uint32_t *nacts,
                             uint32_t *nslots);
 action *eg__compile_actions(eg_engine *e, const sx *const *acts, uint32_t n, uint32_t *nacts,
-                            uint32_t *nslots) {
-  cc *c = eg__cc_new(e);
-  for (uint32_t i = 0; i < n; i++) eg__cc_action(e, c, acts[i]);
-  action *a = c->acts;
-  *nacts = c->nacts;
-  *nslots = c->nslots;
-  c->acts = NULL;
-  c->nacts = 0;
-  eg__cc_done(e);
-  return a;
+                            uint32_t *nslots)
+{
+    cc *c = eg__cc_new(e);
+    for (uint32_t i = 0; i < n; i++)
+        eg__cc_action(e, c, acts[i]);
+    action *a = c->acts;
+    *nacts = c->nacts;
+    *nslots = c->nslots;
+    c->acts = NULL;
+    c->nacts = 0;
+    eg__cc_done(e);
+    return a;
 }
 
 /* Compiles one expression with no variables (globals allowed). */
 aexpr *eg__compile_expr(eg_engine *e, const sx *s);
-aexpr *eg__compile_expr(eg_engine *e, const sx *s) {
-  cc *c = eg__cc_new(e);
-  eg__cc_expr(e, c, s, NOSORT, &c->tmp_expr);
-  aexpr *a = c->tmp_expr;
-  c->tmp_expr = NULL;
-  eg__cc_done(e);
-  return a;
+aexpr *eg__compile_expr(eg_engine *e, const sx *s)
+{
+    cc *c = eg__cc_new(e);
+    eg__cc_expr(e, c, s, NOSORT, &c->tmp_expr);
+    aexpr *a = c->tmp_expr;
+    c->tmp_expr = NULL;
+    eg__cc_done(e);
+    return a;
 }

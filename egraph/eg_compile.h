@@ -10,21 +10,21 @@
 /* The compile scratch of one command: everything being built, freed by eg__cc_done or by
  * the command boundary (eg__cc_abort) if the command fails. */
 typedef struct cc {
-  query q;
-  uint32_t capvars, capatoms, capprims;
-  uint32_t *alias;
-  const sx **var_at;
-  action *acts;
-  uint32_t nacts, capacts;
-  /* slots after compaction: query vars then action lets */
-  char **slot_name;
-  uint32_t *slot_sort;
-  uint32_t nslots, capslots;
-  aexpr *tmp_expr; /* an expression being built outside an action */
-  char **an;       /* names of variables merged into another (aliases) */
-  uint32_t *av;
-  uint32_t nan, capan;
-  char *root_name; /* rewrite: the name of the left side's variable */
+    query q;
+    uint32_t capvars, capatoms, capprims;
+    uint32_t *alias;
+    const sx **var_at;
+    action *acts;
+    uint32_t nacts, capacts;
+    /* slots after compaction: query vars then action lets */
+    char **slot_name;
+    uint32_t *slot_sort;
+    uint32_t nslots, capslots;
+    aexpr *tmp_expr; /* an expression being built outside an action */
+    char **an;       /* names of variables merged into another (aliases) */
+    uint32_t *av;
+    uint32_t nan, capan;
+    char *root_name; /* rewrite: the name of the left side's variable */
 } cc;
 
 struct cc *eg__cc_new(eg_engine *e);

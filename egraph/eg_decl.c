@@ -10,368 +10,389 @@
  * Declarations
  * ==================================================================================== */
 
-static uint32_t sort_of(eg_engine *e, const sx *s) {
-  if (s->kind != SX_SYM) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "expected a sort name");
-  }
-  int32_t i = eg__sort_find(e, s->text);
-  if (i < 0) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "unknown sort '%s'", s->text);
-  }
-  return (uint32_t)i;
+static uint32_t sort_of(eg_engine *e, const sx *s)
+{
+    if (s->kind != SX_SYM) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "expected a sort name");
+    }
+    int32_t i = eg__sort_find(e, s->text);
+    if (i < 0) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "unknown sort '%s'", s->text);
+    }
+    return (uint32_t)i;
 }
 
-static void check_fresh_name(eg_engine *e, const sx *at, const char *name) {
-  if (eg__table_find(e, name) >= 0 || eg__sort_find(e, name) >= 0) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, at, "'%s' is already defined", name);
-  }
+static void check_fresh_name(eg_engine *e, const sx *at, const char *name)
+{
+    if (eg__table_find(e, name) >= 0 || eg__sort_find(e, name) >= 0) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, at, "'%s' is already defined", name);
+    }
 }
 
-static uint32_t add_sort(eg_engine *e, const sx *at, const char *name) {
-  check_fresh_name(e, at, name);
-  EG_GROW(e->sorts, e->capsorts, e->nsorts + 1);
-  e->sorts[e->nsorts].name = eg__strdup(name);
-  e->sorts[e->nsorts].kind = SK_EQ;
-  e->sorts[e->nsorts].pair_prims = NULL;
-  return e->nsorts++;
+static uint32_t add_sort(eg_engine *e, const sx *at, const char *name)
+{
+    check_fresh_name(e, at, name);
+    EG_GROW(e->sorts, e->capsorts, e->nsorts + 1);
+    e->sorts[e->nsorts].name = eg__strdup(name);
+    e->sorts[e->nsorts].kind = SK_EQ;
+    e->sorts[e->nsorts].pair_prims = NULL;
+    return e->nsorts++;
 }
 
 static eg_table *add_table(eg_engine *e, const sx *at, const char *name, table_kind k,
-                           const sx *const *in, uint32_t n_in, uint32_t out) {
-  check_fresh_name(e, at, name);
-  if (n_in > 30) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, at, "'%s' has %u columns; at most 30 are supported", name, n_in);
-  }
-  uint32_t *ins = eg__calloc(n_in + 1, sizeof(uint32_t));
-  for (uint32_t i = 0; i < n_in; i++) {
-    if (in[i]->kind != SX_SYM || eg__sort_find(e, in[i]->text) < 0) {
-      eg__free(ins);
-      sort_of(e, in[i]);
+                           const sx *const *in, uint32_t n_in, uint32_t out)
+{
+    check_fresh_name(e, at, name);
+    if (n_in > 30) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, at, "'%s' has %u columns; at most 30 are supported", name, n_in);
     }
-    ins[i] = (uint32_t)eg__sort_find(e, in[i]->text);
-  }
-  EG_GROW(e->tables, e->captables, e->ntables + 1);
-  eg_table *t = &e->tables[e->ntables];
-  memset(t, 0, sizeof *t);
-  eg__table_init(t);
-  t->hi = UINT32_MAX;
-  t->name = eg__strdup(name);
-  t->id = e->ntables++;
-  t->kind = k;
-  t->n_in = n_in;
-  t->in_sort = ins;
-  t->has_out = k != TK_RELATION && out != SORT_UNIT;
-  t->out_sort = k == TK_RELATION ? SORT_UNIT : out;
-  t->ncols = n_in + (t->has_out ? 1 : 0);
-  t->merge = k == TK_CONSTRUCTOR ? MG_UNION : MG_NONE;
-  t->cost = 1;
-  for (uint32_t i = 0; i < n_in; i++)
-    if (eg__is_eq(e, ins[i])) t->has_eq = true;
-  if (t->has_out && eg__is_eq(e, t->out_sort)) t->has_eq = true;
-  return t;
+    uint32_t *ins = eg__calloc(n_in + 1, sizeof(uint32_t));
+    for (uint32_t i = 0; i < n_in; i++) {
+        if (in[i]->kind != SX_SYM || eg__sort_find(e, in[i]->text) < 0) {
+            eg__free(ins);
+            sort_of(e, in[i]);
+        }
+        ins[i] = (uint32_t)eg__sort_find(e, in[i]->text);
+    }
+    EG_GROW(e->tables, e->captables, e->ntables + 1);
+    eg_table *t = &e->tables[e->ntables];
+    memset(t, 0, sizeof *t);
+    eg__table_init(t);
+    t->hi = UINT32_MAX;
+    t->name = eg__strdup(name);
+    t->id = e->ntables++;
+    t->kind = k;
+    t->n_in = n_in;
+    t->in_sort = ins;
+    t->has_out = k != TK_RELATION && out != SORT_UNIT;
+    t->out_sort = k == TK_RELATION ? SORT_UNIT : out;
+    t->ncols = n_in + (t->has_out ? 1 : 0);
+    t->merge = k == TK_CONSTRUCTOR ? MG_UNION : MG_NONE;
+    t->cost = 1;
+    for (uint32_t i = 0; i < n_in; i++)
+        if (eg__is_eq(e, ins[i])) t->has_eq = true;
+    if (t->has_out && eg__is_eq(e, t->out_sort)) t->has_eq = true;
+    return t;
 }
 
-static uint32_t list_len(eg_engine *e, const sx *s, const char *what) {
-  if (s->kind != SX_LIST) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "expected a list of %s", what);
-  }
-  return s->n;
+static uint32_t list_len(eg_engine *e, const sx *s, const char *what)
+{
+    if (s->kind != SX_LIST) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "expected a list of %s", what);
+    }
+    return s->n;
 }
 
 /* (Name sorts... [:cost N] [:unextractable] [:internal-hidden]) as a constructor of sort */
-static void variant(eg_engine *e, const sx *v, uint32_t sort) {
-  if (v->kind != SX_LIST || v->n < 1 || v->items[0]->kind != SX_SYM) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, v, "expected a constructor (Name sorts...)");
-  }
-  uint32_t n = 1;
-  while (n < v->n && !(v->items[n]->kind == SX_SYM && v->items[n]->text[0] == ':')) n++;
-  eg_table *t = add_table(e, v, v->items[0]->text, TK_CONSTRUCTOR,
-                          (const sx *const *)v->items + 1, n - 1, sort);
-  for (uint32_t i = n; i < v->n; i++) {
-    if (eg__sx_is(v->items[i], ":cost") && i + 1 < v->n && v->items[i + 1]->kind == SX_INT) {
-      t->cost = (uint64_t)v->items[++i]->i;
-    } else if (eg__sx_is(v->items[i], ":unextractable")) {
-      t->unextractable = true;
-    } else if (eg__sx_is(v->items[i], ":internal-hidden")) {
-      t->hidden = true;
+static void variant(eg_engine *e, const sx *v, uint32_t sort)
+{
+    if (v->kind != SX_LIST || v->n < 1 || v->items[0]->kind != SX_SYM) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, v, "expected a constructor (Name sorts...)");
     }
-  }
+    uint32_t n = 1;
+    while (n < v->n && !(v->items[n]->kind == SX_SYM && v->items[n]->text[0] == ':'))
+        n++;
+    eg_table *t = add_table(e, v, v->items[0]->text, TK_CONSTRUCTOR,
+                            (const sx *const *)v->items + 1, n - 1, sort);
+    for (uint32_t i = n; i < v->n; i++) {
+        if (eg__sx_is(v->items[i], ":cost") && i + 1 < v->n && v->items[i + 1]->kind == SX_INT) {
+            t->cost = (uint64_t)v->items[++i]->i;
+        } else if (eg__sx_is(v->items[i], ":unextractable")) {
+            t->unextractable = true;
+        } else if (eg__sx_is(v->items[i], ":internal-hidden")) {
+            t->hidden = true;
+        }
+    }
 }
 
-static void decl_function(eg_engine *e, const sx *s, table_kind k) {
-  /* (constructor name (sorts) out opts...) (function name (sorts) out opts...) */
-  if (s->n < 4 || s->items[1]->kind != SX_SYM) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "(%s name (input sorts...) output-sort ...) expected", eg__sx_head(s));
-  }
-  list_len(e, s->items[2], "input sorts");
-  uint32_t out = sort_of(e, s->items[3]);
-  if (k == TK_CONSTRUCTOR && !eg__is_eq(e, out)) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s->items[3],
-              "constructor %s must return a user sort (declared with sort or datatype), not %s",
-              s->items[1]->text, e->sorts[out].name);
-  }
-  eg_table *t = add_table(e, s, s->items[1]->text, k, (const sx *const *)s->items[2]->items,
-                          s->items[2]->n, out);
-  uint32_t ti = t->id;
-  if (k == TK_FUNCTION) {
-    bool has_merge = false;
-    for (uint32_t i = 4; i < s->n; i++)
-      if (eg__sx_is(s->items[i], ":merge") || eg__sx_is(s->items[i], ":no-merge")) has_merge = true;
-    if (!has_merge) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s,
-                "function %s must say how values merge: add :merge (e.g. (min old new)) or "
-                ":no-merge",
-                t->name);
+static void decl_function(eg_engine *e, const sx *s, table_kind k)
+{
+    /* (constructor name (sorts) out opts...) (function name (sorts) out opts...) */
+    if (s->n < 4 || s->items[1]->kind != SX_SYM) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "(%s name (input sorts...) output-sort ...) expected", eg__sx_head(s));
     }
-    t->merge = MG_NONE;
-  }
-  for (uint32_t i = 4; i < s->n; i++) {
-    const sx *o = s->items[i];
-    if (eg__sx_is(o, ":cost") && i + 1 < s->n && s->items[i + 1]->kind == SX_INT) {
-      e->tables[ti].cost = (uint64_t)s->items[++i]->i;
-    } else if (eg__sx_is(o, ":no-merge")) {
-      e->tables[ti].merge = MG_NONE;
-    } else if (eg__sx_is(o, ":merge") && i + 1 < s->n) {
-      const sx *m = s->items[++i];
-      cc *c = eg__cc_new(e);
-      eg__cc_add_slot(c, "old", out);
-      eg__cc_add_slot(c, "new", out);
-      aexpr *ex = NULL;
-      eg__cc_expr(e, c, m, out, &c->tmp_expr);
-      ex = c->tmp_expr;
-      c->tmp_expr = NULL;
-      eg__cc_done(e);
-      e->tables[ti].merge = MG_EXPR;
-      e->tables[ti].merge_expr = ex;
-      e->tables[ti].merge_nvars = 2;
-    } else if (eg__sx_is(o, ":unextractable")) {
-      e->tables[ti].unextractable = true;
-    } else if (eg__sx_is(o, ":internal-hidden")) {
-      e->tables[ti].hidden = true;
-    } else if (o->kind == SX_SYM && strncmp(o->text, ":internal-", 10) == 0) {
-      /* egglog's internal flags: accepted and ignored */
-    } else if (o->kind == SX_SYM && o->text[0] == ':') {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, o, "unknown option %s for %s", o->text, eg__sx_head(s));
-    } else {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, o, "unexpected option in %s declaration", eg__sx_head(s));
+    list_len(e, s->items[2], "input sorts");
+    uint32_t out = sort_of(e, s->items[3]);
+    if (k == TK_CONSTRUCTOR && !eg__is_eq(e, out)) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s->items[3],
+                  "constructor %s must return a user sort (declared with sort or datatype), not %s",
+                  s->items[1]->text, e->sorts[out].name);
     }
-  }
+    eg_table *t = add_table(e, s, s->items[1]->text, k, (const sx *const *)s->items[2]->items,
+                            s->items[2]->n, out);
+    uint32_t ti = t->id;
+    if (k == TK_FUNCTION) {
+        bool has_merge = false;
+        for (uint32_t i = 4; i < s->n; i++)
+            if (eg__sx_is(s->items[i], ":merge") || eg__sx_is(s->items[i], ":no-merge"))
+                has_merge = true;
+        if (!has_merge) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s,
+                      "function %s must say how values merge: add :merge (e.g. (min old new)) or "
+                      ":no-merge",
+                      t->name);
+        }
+        t->merge = MG_NONE;
+    }
+    for (uint32_t i = 4; i < s->n; i++) {
+        const sx *o = s->items[i];
+        if (eg__sx_is(o, ":cost") && i + 1 < s->n && s->items[i + 1]->kind == SX_INT) {
+            e->tables[ti].cost = (uint64_t)s->items[++i]->i;
+        } else if (eg__sx_is(o, ":no-merge")) {
+            e->tables[ti].merge = MG_NONE;
+        } else if (eg__sx_is(o, ":merge") && i + 1 < s->n) {
+            const sx *m = s->items[++i];
+            cc *c = eg__cc_new(e);
+            eg__cc_add_slot(c, "old", out);
+            eg__cc_add_slot(c, "new", out);
+            aexpr *ex = NULL;
+            eg__cc_expr(e, c, m, out, &c->tmp_expr);
+            ex = c->tmp_expr;
+            c->tmp_expr = NULL;
+            eg__cc_done(e);
+            e->tables[ti].merge = MG_EXPR;
+            e->tables[ti].merge_expr = ex;
+            e->tables[ti].merge_nvars = 2;
+        } else if (eg__sx_is(o, ":unextractable")) {
+            e->tables[ti].unextractable = true;
+        } else if (eg__sx_is(o, ":internal-hidden")) {
+            e->tables[ti].hidden = true;
+        } else if (o->kind == SX_SYM && strncmp(o->text, ":internal-", 10) == 0) {
+            /* egglog's internal flags: accepted and ignored */
+        } else if (o->kind == SX_SYM && o->text[0] == ':') {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, o, "unknown option %s for %s", o->text, eg__sx_head(s));
+        } else {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, o, "unexpected option in %s declaration", eg__sx_head(s));
+        }
+    }
 }
 
-static void decl_datatype(eg_engine *e, const sx *s) {
-  if (s->n < 2 || s->items[1]->kind != SX_SYM) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "(datatype Name variants...) expected");
-  }
-  uint32_t sort = add_sort(e, s->items[1], s->items[1]->text);
-  for (uint32_t i = 2; i < s->n; i++) variant(e, s->items[i], sort);
+static void decl_datatype(eg_engine *e, const sx *s)
+{
+    if (s->n < 2 || s->items[1]->kind != SX_SYM) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "(datatype Name variants...) expected");
+    }
+    uint32_t sort = add_sort(e, s->items[1], s->items[1]->text);
+    for (uint32_t i = 2; i < s->n; i++)
+        variant(e, s->items[i], sort);
 }
 
-static void decl_datatype_star(eg_engine *e, const sx *s) {
-  /* first declare every sort, then the variants (mutual recursion) */
-  for (uint32_t i = 1; i < s->n; i++) {
-    const sx *d = s->items[i];
-    if (d->kind != SX_LIST || d->n < 1 || d->items[0]->kind != SX_SYM) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, d, "(Name variants...) expected in datatype*");
+static void decl_datatype_star(eg_engine *e, const sx *s)
+{
+    /* first declare every sort, then the variants (mutual recursion) */
+    for (uint32_t i = 1; i < s->n; i++) {
+        const sx *d = s->items[i];
+        if (d->kind != SX_LIST || d->n < 1 || d->items[0]->kind != SX_SYM) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, d, "(Name variants...) expected in datatype*");
+        }
+        if (eg__sx_is(d->items[0], "sort")) continue;
+        add_sort(e, d->items[0], d->items[0]->text);
     }
-    if (eg__sx_is(d->items[0], "sort")) continue;
-    add_sort(e, d->items[0], d->items[0]->text);
-  }
-  for (uint32_t i = 1; i < s->n; i++) {
-    const sx *d = s->items[i];
-    if (eg__sx_is(d->items[0], "sort")) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, d, "container sorts are not supported in datatype*");
+    for (uint32_t i = 1; i < s->n; i++) {
+        const sx *d = s->items[i];
+        if (eg__sx_is(d->items[0], "sort")) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, d, "container sorts are not supported in datatype*");
+        }
+        uint32_t sort = (uint32_t)eg__sort_find(e, d->items[0]->text);
+        for (uint32_t k = 1; k < d->n; k++)
+            variant(e, d->items[k], sort);
     }
-    uint32_t sort = (uint32_t)eg__sort_find(e, d->items[0]->text);
-    for (uint32_t k = 1; k < d->n; k++) variant(e, d->items[k], sort);
-  }
 }
 
 /* ====================================================================================
  * Rules
  * ==================================================================================== */
 
-static uint32_t rule_ruleset(eg_engine *e, const sx *s, uint32_t from) {
-  for (uint32_t i = from; i + 1 < s->n; i++)
-    if (eg__sx_is(s->items[i], ":ruleset")) {
-      const sx *n = s->items[i + 1];
-      int32_t r = n->kind == SX_SYM ? eg__ruleset_find(e, n->text) : -1;
-      if (r < 0) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, n, "unknown ruleset '%s' (declare it with (ruleset name))",
-                  n->kind == SX_SYM ? n->text : "?");
-      }
-      return (uint32_t)r;
-    }
-  return 0;
+static uint32_t rule_ruleset(eg_engine *e, const sx *s, uint32_t from)
+{
+    for (uint32_t i = from; i + 1 < s->n; i++)
+        if (eg__sx_is(s->items[i], ":ruleset")) {
+            const sx *n = s->items[i + 1];
+            int32_t r = n->kind == SX_SYM ? eg__ruleset_find(e, n->text) : -1;
+            if (r < 0) {
+                e->err->code = EG_ERR_TYPE;
+                eg__throw(e, n, "unknown ruleset '%s' (declare it with (ruleset name))",
+                          n->kind == SX_SYM ? n->text : "?");
+            }
+            return (uint32_t)r;
+        }
+    return 0;
 }
 
-static const char *rule_name(const sx *s, uint32_t from) {
-  for (uint32_t i = from; i + 1 < s->n; i++)
-    if (eg__sx_is(s->items[i], ":name") && s->items[i + 1]->kind == SX_STR)
-      return s->items[i + 1]->text;
-  return NULL;
+static const char *rule_name(const sx *s, uint32_t from)
+{
+    for (uint32_t i = from; i + 1 < s->n; i++)
+        if (eg__sx_is(s->items[i], ":name") && s->items[i + 1]->kind == SX_STR)
+            return s->items[i + 1]->text;
+    return NULL;
 }
 
 /* Refuses options other than the allowed ones; with_arg[i] says whether allowed[i] takes
  * an argument. Options named :internal-... (egglog's internal flags) are accepted. */
 static void check_options(eg_engine *e, const sx *s, uint32_t from, const char *const *allowed,
-                          const bool *with_arg, size_t n) {
-  for (uint32_t i = from; i < s->n; i++) {
-    const sx *o = s->items[i];
-    bool ok = false;
-    for (size_t k = 0; k < n && !ok; k++) {
-      if (eg__sx_is(o, allowed[k])) {
-        ok = true;
-        if (with_arg[k]) {
-          if (i + 1 >= s->n) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, o, "option %s needs a value", allowed[k]);
-          }
-          i++;
+                          const bool *with_arg, size_t n)
+{
+    for (uint32_t i = from; i < s->n; i++) {
+        const sx *o = s->items[i];
+        bool ok = false;
+        for (size_t k = 0; k < n && !ok; k++) {
+            if (eg__sx_is(o, allowed[k])) {
+                ok = true;
+                if (with_arg[k]) {
+                    if (i + 1 >= s->n) {
+                        e->err->code = EG_ERR_TYPE;
+                        eg__throw(e, o, "option %s needs a value", allowed[k]);
+                    }
+                    i++;
+                }
+            }
         }
-      }
+        if (!ok && o->kind == SX_SYM && strncmp(o->text, ":internal-", 10) == 0) ok = true;
+        if (!ok) {
+            e->err->code = EG_ERR_TYPE;
+            if (o->kind == SX_SYM && o->text[0] == ':')
+                eg__throw(e, o, "unknown option %s for %s", o->text, eg__sx_head(s));
+            eg__throw(e, o, "unexpected argument to %s (options start with ':')", eg__sx_head(s));
+        }
     }
-    if (!ok && o->kind == SX_SYM && strncmp(o->text, ":internal-", 10) == 0) ok = true;
-    if (!ok) {
-      e->err->code = EG_ERR_TYPE;
-      if (o->kind == SX_SYM && o->text[0] == ':')
-        eg__throw(e, o, "unknown option %s for %s", o->text, eg__sx_head(s));
-      eg__throw(e, o, "unexpected argument to %s (options start with ':')", eg__sx_head(s));
-    }
-  }
 }
 
-static bool has_flag(const sx *s, uint32_t from, const char *flag) {
-  for (uint32_t i = from; i < s->n; i++)
-    if (eg__sx_is(s->items[i], flag)) return true;
-  return false;
+static bool has_flag(const sx *s, uint32_t from, const char *flag)
+{
+    for (uint32_t i = from; i < s->n; i++)
+        if (eg__sx_is(s->items[i], flag)) return true;
+    return false;
 }
 
 /* Moves the compiled scratch into a new rule of ruleset rs. */
 static void install_rule(eg_engine *e, cc *c, uint32_t rs, const char *name, bool naive,
-                         const sx *at) {
-  EG_GROW(e->rules, e->caprules, e->nrules + 1);
-  rule *r = &e->rules[e->nrules];
-  memset(r, 0, sizeof *r);
-  r->q = c->q;
-  memset(&c->q, 0, sizeof c->q);
-  r->acts = c->acts;
-  r->nacts = c->nacts;
-  c->acts = NULL;
-  c->nacts = 0;
-  r->nslots = c->nslots;
-  r->ruleset = rs;
-  r->naive = naive;
-  r->seen = 0;
-  r->at = at;
-  char buf[64];
-  if (!name) {
-    snprintf(buf, sizeof buf, "%s:%u:%u", at->file ? at->file : "<input>", at->line, at->col);
-    name = buf;
-  }
-  r->name = eg__strdup(name);
-  ruleset *R = &e->rulesets[rs];
-  EG_GROW(R->rules, R->caprules, R->nrules + 1);
-  R->rules[R->nrules++] = e->nrules;
-  e->nrules++;
-}
-
-static void cmd_rule(eg_engine *e, const sx *s) {
-  if (s->n < 3 || s->items[1]->kind != SX_LIST || s->items[2]->kind != SX_LIST) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "(rule (facts...) (actions...) [:ruleset r] [:name n]) expected");
-  }
-  static const char *const opts[] = {":ruleset", ":name", ":naive", ":unsafe-seminaive"};
-  static const bool args[] = {true, true, false, false};
-  check_options(e, s, 3, opts, args, 4);
-  uint32_t rs = rule_ruleset(e, s, 3);
-  cc *c = eg__cc_new(e);
-  eg__cc_facts(e, c, (const sx *const *)s->items[1]->items, s->items[1]->n);
-  eg__cc_finish(e, c);
-  for (uint32_t i = 0; i < s->items[2]->n; i++) eg__cc_action(e, c, s->items[2]->items[i]);
-  install_rule(e, c, rs, rule_name(s, 3),
-               has_flag(s, 3, ":naive"), s);
-  eg__cc_done(e);
-}
-
-static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
-                        const sx *when, bool subsume, uint32_t rs, const char *name) {
-  cc *c = eg__cc_new(e);
-  uint32_t root = eg__cc_term(e, c, lhs);
-  if (when) {
-    if (when->kind != SX_LIST) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, when, ":when expects a list of facts");
+                         const sx *at)
+{
+    EG_GROW(e->rules, e->caprules, e->nrules + 1);
+    rule *r = &e->rules[e->nrules];
+    memset(r, 0, sizeof *r);
+    r->q = c->q;
+    memset(&c->q, 0, sizeof c->q);
+    r->acts = c->acts;
+    r->nacts = c->nacts;
+    c->acts = NULL;
+    c->nacts = 0;
+    r->nslots = c->nslots;
+    r->ruleset = rs;
+    r->naive = naive;
+    r->seen = 0;
+    r->at = at;
+    char buf[64];
+    if (!name) {
+        snprintf(buf, sizeof buf, "%s:%u:%u", at->file ? at->file : "<input>", at->line, at->col);
+        name = buf;
     }
-    eg__cc_facts(e, c, (const sx *const *)when->items, when->n);
-  }
-  /* name the root so the actions can refer to it */
-  uint32_t r = eg__cc_vfind(c, root);
-  const char *rootname = "__rw_root";
-  if (c->q.var_name[r]) {
-    rootname = NULL;
-  } else {
-    c->q.var_name[r] = eg__strdup(rootname);
-  }
-  c->root_name = eg__strdup(c->q.var_name[r]);
-  eg__cc_finish(e, c);
-  int32_t slot = eg__cc_slot(c, c->root_name);
-  if (slot < 0) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, lhs, "the left side of a rewrite must be a term");
-  }
-  uint32_t rsort = c->slot_sort[slot];
-  action *a = eg__cc_new_action(c, eg__is_eq(e, rsort) ? AC_UNION : AC_EXPR, s);
-  if (a->kind == AC_UNION) {
-    a->a = eg__cc_mk_expr(AE_VAR, rsort, lhs);
-    a->a->var = (uint32_t)slot;
-    eg__cc_expr(e, c, rhs, rsort, &c->acts[c->nacts - 1].b);
-  } else {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, lhs, "rewrite of a %s value: the left side must be a term of a user sort",
-              eg__sort_name(e, rsort));
-  }
-  if (subsume) {
-    int32_t ti;
-    eg_table *t = eg__cc_table_call(e, lhs, &ti);
-    action *sa = eg__cc_new_action(c, AC_SUBSUME, s);
-    sa->table = (uint32_t)ti;
-    eg__cc_table_args(e, c, sa, lhs, t);
-  }
-  install_rule(e, c, rs, name, false, s);
-  eg__cc_done(e);
+    r->name = eg__strdup(name);
+    ruleset *R = &e->rulesets[rs];
+    EG_GROW(R->rules, R->caprules, R->nrules + 1);
+    R->rules[R->nrules++] = e->nrules;
+    e->nrules++;
 }
 
-static void cmd_rewrite(eg_engine *e, const sx *s, bool bi) {
-  if (s->n < 3) {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "(%s lhs rhs [:when (facts)] [:ruleset r]) expected", eg__sx_head(s));
-  }
-  const sx *when = NULL;
-  for (uint32_t i = 3; i + 1 < s->n; i++)
-    if (eg__sx_is(s->items[i], ":when")) when = s->items[i + 1];
-  static const char *const opts[] = {":when", ":ruleset", ":name", ":subsume"};
-  static const bool args[] = {true, true, true, false};
-  check_options(e, s, 3, opts, args, 4);
-  bool subsume = has_flag(s, 3, ":subsume");
-  uint32_t rs = rule_ruleset(e, s, 3);
-  const char *name = rule_name(s, 3);
-  rewrite_one(e, s, s->items[1], s->items[2], when, subsume, rs, name);
-  if (bi) rewrite_one(e, s, s->items[2], s->items[1], when, subsume, rs, name);
+static void cmd_rule(eg_engine *e, const sx *s)
+{
+    if (s->n < 3 || s->items[1]->kind != SX_LIST || s->items[2]->kind != SX_LIST) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "(rule (facts...) (actions...) [:ruleset r] [:name n]) expected");
+    }
+    static const char *const opts[] = {":ruleset", ":name", ":naive", ":unsafe-seminaive"};
+    static const bool args[] = {true, true, false, false};
+    check_options(e, s, 3, opts, args, 4);
+    uint32_t rs = rule_ruleset(e, s, 3);
+    cc *c = eg__cc_new(e);
+    eg__cc_facts(e, c, (const sx *const *)s->items[1]->items, s->items[1]->n);
+    eg__cc_finish(e, c);
+    for (uint32_t i = 0; i < s->items[2]->n; i++)
+        eg__cc_action(e, c, s->items[2]->items[i]);
+    install_rule(e, c, rs, rule_name(s, 3), has_flag(s, 3, ":naive"), s);
+    eg__cc_done(e);
+}
+
+static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs, const sx *when,
+                        bool subsume, uint32_t rs, const char *name)
+{
+    cc *c = eg__cc_new(e);
+    uint32_t root = eg__cc_term(e, c, lhs);
+    if (when) {
+        if (when->kind != SX_LIST) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, when, ":when expects a list of facts");
+        }
+        eg__cc_facts(e, c, (const sx *const *)when->items, when->n);
+    }
+    /* name the root so the actions can refer to it */
+    uint32_t r = eg__cc_vfind(c, root);
+    const char *rootname = "__rw_root";
+    if (c->q.var_name[r]) {
+        rootname = NULL;
+    } else {
+        c->q.var_name[r] = eg__strdup(rootname);
+    }
+    c->root_name = eg__strdup(c->q.var_name[r]);
+    eg__cc_finish(e, c);
+    int32_t slot = eg__cc_slot(c, c->root_name);
+    if (slot < 0) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, lhs, "the left side of a rewrite must be a term");
+    }
+    uint32_t rsort = c->slot_sort[slot];
+    action *a = eg__cc_new_action(c, eg__is_eq(e, rsort) ? AC_UNION : AC_EXPR, s);
+    if (a->kind == AC_UNION) {
+        a->a = eg__cc_mk_expr(AE_VAR, rsort, lhs);
+        a->a->var = (uint32_t)slot;
+        eg__cc_expr(e, c, rhs, rsort, &c->acts[c->nacts - 1].b);
+    } else {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, lhs, "rewrite of a %s value: the left side must be a term of a user sort",
+                  eg__sort_name(e, rsort));
+    }
+    if (subsume) {
+        int32_t ti;
+        eg_table *t = eg__cc_table_call(e, lhs, &ti);
+        action *sa = eg__cc_new_action(c, AC_SUBSUME, s);
+        sa->table = (uint32_t)ti;
+        eg__cc_table_args(e, c, sa, lhs, t);
+    }
+    install_rule(e, c, rs, name, false, s);
+    eg__cc_done(e);
+}
+
+static void cmd_rewrite(eg_engine *e, const sx *s, bool bi)
+{
+    if (s->n < 3) {
+        e->err->code = EG_ERR_TYPE;
+        eg__throw(e, s, "(%s lhs rhs [:when (facts)] [:ruleset r]) expected", eg__sx_head(s));
+    }
+    const sx *when = NULL;
+    for (uint32_t i = 3; i + 1 < s->n; i++)
+        if (eg__sx_is(s->items[i], ":when")) when = s->items[i + 1];
+    static const char *const opts[] = {":when", ":ruleset", ":name", ":subsume"};
+    static const bool args[] = {true, true, true, false};
+    check_options(e, s, 3, opts, args, 4);
+    bool subsume = has_flag(s, 3, ":subsume");
+    uint32_t rs = rule_ruleset(e, s, 3);
+    const char *name = rule_name(s, 3);
+    rewrite_one(e, s, s->items[1], s->items[2], when, subsume, rs, name);
+    if (bi) rewrite_one(e, s, s->items[2], s->items[1], when, subsume, rs, name);
 }
 
 /* ====================================================================================
@@ -379,66 +400,67 @@ static void cmd_rewrite(eg_engine *e, const sx *s, bool bi) {
  * ==================================================================================== */
 
 bool eg__declare(eg_engine *e, const sx *s);
-bool eg__declare(eg_engine *e, const sx *s) {
-  const char *h = eg__sx_head(s);
-  if (!h) return false;
-  if (strcmp(h, "datatype") == 0) {
-    decl_datatype(e, s);
-  } else if (strcmp(h, "datatype*") == 0) {
-    decl_datatype_star(e, s);
-  } else if (strcmp(h, "sort") == 0) {
-    if (s->n < 2 || s->items[1]->kind != SX_SYM) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "(sort Name) expected");
+bool eg__declare(eg_engine *e, const sx *s)
+{
+    const char *h = eg__sx_head(s);
+    if (!h) return false;
+    if (strcmp(h, "datatype") == 0) {
+        decl_datatype(e, s);
+    } else if (strcmp(h, "datatype*") == 0) {
+        decl_datatype_star(e, s);
+    } else if (strcmp(h, "sort") == 0) {
+        if (s->n < 2 || s->items[1]->kind != SX_SYM) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s, "(sort Name) expected");
+        }
+        if (s->n >= 3 && s->items[2]->kind == SX_LIST) {
+            const sx *c = s->items[2];
+            if (!eg__sx_is(c->items[0], "Pair") || c->n != 3) {
+                e->err->code = EG_ERR_TYPE;
+                eg__throw(e, c, "container sort (%s) is not supported; only (Pair A B) is",
+                          eg__sx_head(c) ? eg__sx_head(c) : "?");
+            }
+            uint32_t a = sort_of(e, c->items[1]), b = sort_of(e, c->items[2]);
+            uint32_t id = add_sort(e, s->items[1], s->items[1]->text);
+            e->sorts[id].kind = SK_PAIR;
+            e->sorts[id].elem[0] = a;
+            e->sorts[id].elem[1] = b;
+            eg__pair_prims_init(&e->sorts[id], id);
+            return true;
+        }
+        add_sort(e, s->items[1], s->items[1]->text);
+    } else if (strcmp(h, "constructor") == 0) {
+        decl_function(e, s, TK_CONSTRUCTOR);
+    } else if (strcmp(h, "function") == 0) {
+        decl_function(e, s, TK_FUNCTION);
+    } else if (strcmp(h, "relation") == 0) {
+        if (s->n != 3 || s->items[1]->kind != SX_SYM) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s, "(relation name (sorts...)) expected");
+        }
+        list_len(e, s->items[2], "sorts");
+        add_table(e, s, s->items[1]->text, TK_RELATION, (const sx *const *)s->items[2]->items,
+                  s->items[2]->n, SORT_UNIT);
+    } else if (strcmp(h, "ruleset") == 0) {
+        if (s->n != 2 || s->items[1]->kind != SX_SYM) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s, "(ruleset name) expected");
+        }
+        if (eg__ruleset_find(e, s->items[1]->text) >= 0) {
+            e->err->code = EG_ERR_TYPE;
+            eg__throw(e, s, "ruleset '%s' is already defined", s->items[1]->text);
+        }
+        EG_GROW(e->rulesets, e->caprulesets, e->nrulesets + 1);
+        memset(&e->rulesets[e->nrulesets], 0, sizeof(ruleset));
+        e->rulesets[e->nrulesets++].name = eg__strdup(s->items[1]->text);
+    } else if (strcmp(h, "rule") == 0) {
+        cmd_rule(e, s);
+    } else if (strcmp(h, "rewrite") == 0) {
+        cmd_rewrite(e, s, false);
+    } else if (strcmp(h, "birewrite") == 0) {
+        cmd_rewrite(e, s, true);
+    } else {
+        return false;
     }
-    if (s->n >= 3 && s->items[2]->kind == SX_LIST) {
-      const sx *c = s->items[2];
-      if (!eg__sx_is(c->items[0], "Pair") || c->n != 3) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, c, "container sort (%s) is not supported; only (Pair A B) is",
-                  eg__sx_head(c) ? eg__sx_head(c) : "?");
-      }
-      uint32_t a = sort_of(e, c->items[1]), b = sort_of(e, c->items[2]);
-      uint32_t id = add_sort(e, s->items[1], s->items[1]->text);
-      e->sorts[id].kind = SK_PAIR;
-      e->sorts[id].elem[0] = a;
-      e->sorts[id].elem[1] = b;
-      eg__pair_prims_init(&e->sorts[id], id);
-      return true;
-    }
-    add_sort(e, s->items[1], s->items[1]->text);
-  } else if (strcmp(h, "constructor") == 0) {
-    decl_function(e, s, TK_CONSTRUCTOR);
-  } else if (strcmp(h, "function") == 0) {
-    decl_function(e, s, TK_FUNCTION);
-  } else if (strcmp(h, "relation") == 0) {
-    if (s->n != 3 || s->items[1]->kind != SX_SYM) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "(relation name (sorts...)) expected");
-    }
-    list_len(e, s->items[2], "sorts");
-    add_table(e, s, s->items[1]->text, TK_RELATION, (const sx *const *)s->items[2]->items,
-              s->items[2]->n, SORT_UNIT);
-  } else if (strcmp(h, "ruleset") == 0) {
-    if (s->n != 2 || s->items[1]->kind != SX_SYM) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "(ruleset name) expected");
-    }
-    if (eg__ruleset_find(e, s->items[1]->text) >= 0) {
-      e->err->code = EG_ERR_TYPE;
-      eg__throw(e, s, "ruleset '%s' is already defined", s->items[1]->text);
-    }
-    EG_GROW(e->rulesets, e->caprulesets, e->nrulesets + 1);
-    memset(&e->rulesets[e->nrulesets], 0, sizeof(ruleset));
-    e->rulesets[e->nrulesets++].name = eg__strdup(s->items[1]->text);
-  } else if (strcmp(h, "rule") == 0) {
-    cmd_rule(e, s);
-  } else if (strcmp(h, "rewrite") == 0) {
-    cmd_rewrite(e, s, false);
-  } else if (strcmp(h, "birewrite") == 0) {
-    cmd_rewrite(e, s, true);
-  } else {
-    return false;
-  }
-  return true;
+    return true;
 }

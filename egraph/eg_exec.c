@@ -30,8 +30,9 @@
 
 void eg__fmt_f64(double d, char *buf, size_t n);
 
-eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v) {
-  return eg__is_eq(e, sort) ? eg__find(e, (uint32_t)v) : v;
+eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v)
+{
+    return eg__is_eq(e, sort) ? eg__find(e, (uint32_t)v) : v;
 }
 
 /* ====================================================================================
@@ -40,565 +41,606 @@ eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v) {
 
 /* Join state. Atom modes: 0 all rows, 1 old rows (ts < seen), 2 new rows (ts >= seen). */
 typedef struct {
-  eg_engine *e;
-  query *q;
-  uint32_t seen;
-  bool subsumed_ok;
-  eg_value *vals;
-  match_fn fn;
-  void *ctx;
-  bool stop;
-  uint8_t *bound;  /* per variable */
-  uint8_t *adone;  /* per atom */
-  uint8_t *pdone;  /* per primitive */
-  uint8_t *mode;   /* per atom */
-  uint32_t *split; /* per atom: first row with ts >= seen (within visible rows) */
-  uint32_t *vhi;   /* per atom: visible rows [0, vhi) */
-  uint32_t *undo;  /* variables bound, as a stack */
-  uint32_t nundo;
-  uint32_t *pundo; /* primitives run, as a stack */
-  uint32_t npundo;
+    eg_engine *e;
+    query *q;
+    uint32_t seen;
+    bool subsumed_ok;
+    eg_value *vals;
+    match_fn fn;
+    void *ctx;
+    bool stop;
+    uint8_t *bound;  /* per variable */
+    uint8_t *adone;  /* per atom */
+    uint8_t *pdone;  /* per primitive */
+    uint8_t *mode;   /* per atom */
+    uint32_t *split; /* per atom: first row with ts >= seen (within visible rows) */
+    uint32_t *vhi;   /* per atom: visible rows [0, vhi) */
+    uint32_t *undo;  /* variables bound, as a stack */
+    uint32_t nundo;
+    uint32_t *pundo; /* primitives run, as a stack */
+    uint32_t npundo;
 } jctx;
 
-static uint32_t vis_hi(const eg_table *t) { return t->hi == UINT32_MAX ? t->nrows : t->hi; }
+static uint32_t vis_hi(const eg_table *t)
+{
+    return t->hi == UINT32_MAX ? t->nrows : t->hi;
+}
 
 /* Where an atom's candidate rows come from, given the bound variables. */
 typedef struct {
-  int kind; /* 0 range [lo, hi), 1 index group, 2 single row */
-  uint32_t lo, hi;
-  const uint32_t *rows;
-  uint32_t mask;
+    int kind; /* 0 range [lo, hi), 1 index group, 2 single row */
+    uint32_t lo, hi;
+    const uint32_t *rows;
+    uint32_t mask;
 } source;
 
-static uint32_t atom_mask(const jctx *j, const q_atom *a) {
-  uint32_t m = 0;
-  for (uint32_t c = 0; c < a->ncols; c++)
-    if (j->bound[a->var[c]]) m |= 1u << c;
-  return m;
+static uint32_t atom_mask(const jctx *j, const q_atom *a)
+{
+    uint32_t m = 0;
+    for (uint32_t c = 0; c < a->ncols; c++)
+        if (j->bound[a->var[c]]) m |= 1u << c;
+    return m;
 }
 
 /* Fills src for atom ai and returns an upper bound of its candidate rows. */
-static uint32_t atom_source(jctx *j, uint32_t ai, source *src) {
-  const q_atom *a = &j->q->atoms[ai];
-  eg_table *t = &j->e->tables[a->table];
-  uint32_t hi = j->vhi[ai];
-  uint32_t mask = atom_mask(j, a);
-  src->mask = mask;
-  if (mask == 0) {
-    src->kind = 0;
-    src->lo = j->mode[ai] == 2 ? j->split[ai] : 0;
-    src->hi = j->mode[ai] == 1 ? j->split[ai] : hi;
-    return src->hi - src->lo;
-  }
-  uint32_t inmask = t->n_in >= 32 ? UINT32_MAX : (1u << t->n_in) - 1;
-  if ((mask & inmask) == inmask) {
-    eg_value key[32];
-    for (uint32_t c = 0; c < t->n_in; c++) key[c] = j->vals[a->var[c]];
-    int64_t r = eg__table_lookup(t, key, eg__key_hash(key, t->n_in));
-    src->kind = 2;
-    if (r < 0 || (uint32_t)r >= hi) return 0;
-    src->lo = (uint32_t)r;
-    return 1;
-  }
-  const sindex *ix = eg__table_six(t, mask, hi);
-  eg_value byc[32];
-  for (uint32_t c = 0; c < a->ncols; c++)
-    if (mask >> c & 1) byc[c] = j->vals[a->var[c]];
-  int64_t g = eg__six_lookup(t, ix, byc);
-  src->kind = 1;
-  if (g < 0) return 0;
-  src->rows = ix->rows + ix->gstart[g];
-  src->lo = 0;
-  src->hi = ix->gstart[g + 1] - ix->gstart[g];
-  return src->hi;
+static uint32_t atom_source(jctx *j, uint32_t ai, source *src)
+{
+    const q_atom *a = &j->q->atoms[ai];
+    eg_table *t = &j->e->tables[a->table];
+    uint32_t hi = j->vhi[ai];
+    uint32_t mask = atom_mask(j, a);
+    src->mask = mask;
+    if (mask == 0) {
+        src->kind = 0;
+        src->lo = j->mode[ai] == 2 ? j->split[ai] : 0;
+        src->hi = j->mode[ai] == 1 ? j->split[ai] : hi;
+        return src->hi - src->lo;
+    }
+    uint32_t inmask = t->n_in >= 32 ? UINT32_MAX : (1u << t->n_in) - 1;
+    if ((mask & inmask) == inmask) {
+        eg_value key[32];
+        for (uint32_t c = 0; c < t->n_in; c++)
+            key[c] = j->vals[a->var[c]];
+        int64_t r = eg__table_lookup(t, key, eg__key_hash(key, t->n_in));
+        src->kind = 2;
+        if (r < 0 || (uint32_t)r >= hi) return 0;
+        src->lo = (uint32_t)r;
+        return 1;
+    }
+    const sindex *ix = eg__table_six(t, mask, hi);
+    eg_value byc[32];
+    for (uint32_t c = 0; c < a->ncols; c++)
+        if (mask >> c & 1) byc[c] = j->vals[a->var[c]];
+    int64_t g = eg__six_lookup(t, ix, byc);
+    src->kind = 1;
+    if (g < 0) return 0;
+    src->rows = ix->rows + ix->gstart[g];
+    src->lo = 0;
+    src->hi = ix->gstart[g + 1] - ix->gstart[g];
+    return src->hi;
 }
 
 static void join(jctx *j, uint32_t ndone);
 
 /* Tries row r of atom ai: filters, binds its unbound variables, recurses. */
-static void try_row(jctx *j, uint32_t ai, const source *src, uint32_t r, uint32_t ndone) {
-  const q_atom *a = &j->q->atoms[ai];
-  const eg_table *t = &j->e->tables[a->table];
-  uint8_t fl = t->flags[r];
-  if (fl & RF_DEAD) return;
-  if (!j->subsumed_ok && (fl & RF_SUBSUMED)) return;
-  if (j->mode[ai] == 1 && t->ts[r] >= j->seen) return;
-  if (j->mode[ai] == 2 && t->ts[r] < j->seen) return;
-  const eg_value *row = t->cols + (size_t)r * t->ncols;
-  eg_value *vals = j->vals;
-  if (src->kind != 1) {
-    for (uint32_t c = 0; c < a->ncols; c++)
-      if ((src->mask >> c & 1) && row[c] != vals[a->var[c]]) return;
-  }
-  uint32_t mark = j->nundo;
-  bool ok = true;
-  for (uint32_t c = 0; c < a->ncols; c++) {
-    if (src->mask >> c & 1) continue;
-    uint32_t v = a->var[c];
-    if (j->bound[v]) { /* repeated variable within the atom */
-      if (vals[v] != row[c]) {
-        ok = false;
-        break;
-      }
-      continue;
+static void try_row(jctx *j, uint32_t ai, const source *src, uint32_t r, uint32_t ndone)
+{
+    const q_atom *a = &j->q->atoms[ai];
+    const eg_table *t = &j->e->tables[a->table];
+    uint8_t fl = t->flags[r];
+    if (fl & RF_DEAD) return;
+    if (!j->subsumed_ok && (fl & RF_SUBSUMED)) return;
+    if (j->mode[ai] == 1 && t->ts[r] >= j->seen) return;
+    if (j->mode[ai] == 2 && t->ts[r] < j->seen) return;
+    const eg_value *row = t->cols + (size_t)r * t->ncols;
+    eg_value *vals = j->vals;
+    if (src->kind != 1) {
+        for (uint32_t c = 0; c < a->ncols; c++)
+            if ((src->mask >> c & 1) && row[c] != vals[a->var[c]]) return;
     }
-    vals[v] = row[c];
-    j->bound[v] = 1;
-    j->undo[j->nundo++] = v;
-  }
-  if (ok) join(j, ndone + 1);
-  while (j->nundo > mark) j->bound[j->undo[--j->nundo]] = 0;
+    uint32_t mark = j->nundo;
+    bool ok = true;
+    for (uint32_t c = 0; c < a->ncols; c++) {
+        if (src->mask >> c & 1) continue;
+        uint32_t v = a->var[c];
+        if (j->bound[v]) { /* repeated variable within the atom */
+            if (vals[v] != row[c]) {
+                ok = false;
+                break;
+            }
+            continue;
+        }
+        vals[v] = row[c];
+        j->bound[v] = 1;
+        j->undo[j->nundo++] = v;
+    }
+    if (ok) join(j, ndone + 1);
+    while (j->nundo > mark)
+        j->bound[j->undo[--j->nundo]] = 0;
 }
 
 /* One level of the join: run every primitive whose inputs are bound, then expand the
  * remaining atom with the fewest candidate rows (an empty one ends this branch). */
-static void join(jctx *j, uint32_t ndone) {
-  if (j->stop) return;
-  query *q = j->q;
-  eg_engine *e = j->e;
-  uint32_t mark = j->nundo, pmark = j->npundo;
-  bool ok = true;
-  bool more = true;
-  while (more && ok) {
-    more = false;
-    for (uint32_t i = 0; i < q->nprims && ok; i++) {
-      if (j->pdone[i]) continue;
-      const q_prim *p = &q->prims[i];
-      bool ready = true;
-      for (uint32_t k = 0; k < p->nargs; k++)
-        if (!j->bound[p->args[k]]) ready = false;
-      if (!ready) continue;
-      eg_value args[32], out;
-      for (uint32_t k = 0; k < p->nargs; k++) args[k] = j->vals[p->args[k]];
-      const char *why;
-      if (eg__prim_call(e, p->prim, args, p->nargs, &out, &why) != PR_OK) {
-        ok = false;
-        break;
-      }
-      if (j->bound[p->res]) {
-        if (j->vals[p->res] != out) {
-          ok = false;
-          break;
+static void join(jctx *j, uint32_t ndone)
+{
+    if (j->stop) return;
+    query *q = j->q;
+    eg_engine *e = j->e;
+    uint32_t mark = j->nundo, pmark = j->npundo;
+    bool ok = true;
+    bool more = true;
+    while (more && ok) {
+        more = false;
+        for (uint32_t i = 0; i < q->nprims && ok; i++) {
+            if (j->pdone[i]) continue;
+            const q_prim *p = &q->prims[i];
+            bool ready = true;
+            for (uint32_t k = 0; k < p->nargs; k++)
+                if (!j->bound[p->args[k]]) ready = false;
+            if (!ready) continue;
+            eg_value args[32], out;
+            for (uint32_t k = 0; k < p->nargs; k++)
+                args[k] = j->vals[p->args[k]];
+            const char *why;
+            if (eg__prim_call(e, p->prim, args, p->nargs, &out, &why) != PR_OK) {
+                ok = false;
+                break;
+            }
+            if (j->bound[p->res]) {
+                if (j->vals[p->res] != out) {
+                    ok = false;
+                    break;
+                }
+            } else {
+                j->vals[p->res] = out;
+                j->bound[p->res] = 1;
+                j->undo[j->nundo++] = p->res;
+            }
+            j->pdone[i] = 1;
+            j->pundo[j->npundo++] = i;
+            more = true;
         }
-      } else {
-        j->vals[p->res] = out;
-        j->bound[p->res] = 1;
-        j->undo[j->nundo++] = p->res;
-      }
-      j->pdone[i] = 1;
-      j->pundo[j->npundo++] = i;
-      more = true;
     }
-  }
-  if (ok) {
-    if (ndone == q->natoms) {
-      if (!j->fn(e, j->ctx, j->vals)) j->stop = true;
-    } else {
-      int best = -1;
-      uint32_t bestsz = UINT32_MAX;
-      source bsrc = {0}, src;
-      for (uint32_t ai = 0; ai < q->natoms; ai++) {
-        if (j->adone[ai]) continue;
-        uint32_t sz = atom_source(j, ai, &src);
-        if (sz == 0) {
-          best = -1;
-          bestsz = 0;
-          break;
-        }
-        if (sz < bestsz) {
-          best = (int)ai;
-          bestsz = sz;
-          bsrc = src;
-        }
-      }
-      if (best >= 0) {
-        uint32_t ai = (uint32_t)best;
-        j->adone[ai] = 1;
-        if (bsrc.kind == 0) {
-          for (uint32_t r = bsrc.lo; r < bsrc.hi && !j->stop; r++) try_row(j, ai, &bsrc, r, ndone);
-        } else if (bsrc.kind == 2) {
-          try_row(j, ai, &bsrc, bsrc.lo, ndone);
+    if (ok) {
+        if (ndone == q->natoms) {
+            if (!j->fn(e, j->ctx, j->vals)) j->stop = true;
         } else {
-          for (uint32_t k = 0; k < bsrc.hi && !j->stop; k++)
-            try_row(j, ai, &bsrc, bsrc.rows[k], ndone);
+            int best = -1;
+            uint32_t bestsz = UINT32_MAX;
+            source bsrc = {0}, src;
+            for (uint32_t ai = 0; ai < q->natoms; ai++) {
+                if (j->adone[ai]) continue;
+                uint32_t sz = atom_source(j, ai, &src);
+                if (sz == 0) {
+                    best = -1;
+                    bestsz = 0;
+                    break;
+                }
+                if (sz < bestsz) {
+                    best = (int)ai;
+                    bestsz = sz;
+                    bsrc = src;
+                }
+            }
+            if (best >= 0) {
+                uint32_t ai = (uint32_t)best;
+                j->adone[ai] = 1;
+                if (bsrc.kind == 0) {
+                    for (uint32_t r = bsrc.lo; r < bsrc.hi && !j->stop; r++)
+                        try_row(j, ai, &bsrc, r, ndone);
+                } else if (bsrc.kind == 2) {
+                    try_row(j, ai, &bsrc, bsrc.lo, ndone);
+                } else {
+                    for (uint32_t k = 0; k < bsrc.hi && !j->stop; k++)
+                        try_row(j, ai, &bsrc, bsrc.rows[k], ndone);
+                }
+                j->adone[ai] = 0;
+            }
         }
-        j->adone[ai] = 0;
-      }
     }
-  }
-  while (j->npundo > pmark) j->pdone[j->pundo[--j->npundo]] = 0;
-  while (j->nundo > mark) j->bound[j->undo[--j->nundo]] = 0;
+    while (j->npundo > pmark)
+        j->pdone[j->pundo[--j->npundo]] = 0;
+    while (j->nundo > mark)
+        j->bound[j->undo[--j->nundo]] = 0;
 }
 
 void eg__query_run(eg_engine *e, query *q, bool naive, uint32_t seen, bool subsumed_ok,
-                   eg_value *vals, match_fn fn, void *ctx) {
-  if (q->never) return;
-  uint32_t nv = q->nvars, na = q->natoms;
-  jctx j = {e, q, seen, subsumed_ok, vals, fn, ctx, false, NULL, NULL, NULL, NULL, NULL, NULL,
-            NULL, 0, NULL, 0};
-  uint8_t *bytes = eg__calloc((size_t)nv + 3 * (size_t)na + q->nprims + 4, 1);
-  uint32_t *words = eg__calloc((size_t)nv + 2 * (size_t)na + q->nprims + 4, sizeof(uint32_t));
-  j.bound = bytes;
-  j.adone = bytes + nv;
-  j.mode = bytes + nv + na;
-  j.pdone = bytes + nv + 2 * na;
-  j.undo = words;
-  j.split = words + nv;
-  j.vhi = words + nv + na;
-  j.pundo = words + nv + 2 * na;
-  for (uint32_t v = 0; v < nv; v++) {
-    if (!q->is_const[v]) continue;
-    if (q->const_global[v] >= 0) {
-      global *g = &e->globals[q->const_global[v]];
-      vals[v] = eg__canon(e, g->sort, g->val);
+                   eg_value *vals, match_fn fn, void *ctx)
+{
+    if (q->never) return;
+    uint32_t nv = q->nvars, na = q->natoms;
+    jctx j = {e,    q,    seen, subsumed_ok, vals, fn,   ctx, false, NULL,
+              NULL, NULL, NULL, NULL,        NULL, NULL, 0,   NULL,  0};
+    uint8_t *bytes = eg__calloc((size_t)nv + 3 * (size_t)na + q->nprims + 4, 1);
+    uint32_t *words = eg__calloc((size_t)nv + 2 * (size_t)na + q->nprims + 4, sizeof(uint32_t));
+    j.bound = bytes;
+    j.adone = bytes + nv;
+    j.mode = bytes + nv + na;
+    j.pdone = bytes + nv + 2 * na;
+    j.undo = words;
+    j.split = words + nv;
+    j.vhi = words + nv + na;
+    j.pundo = words + nv + 2 * na;
+    for (uint32_t v = 0; v < nv; v++) {
+        if (!q->is_const[v]) continue;
+        if (q->const_global[v] >= 0) {
+            global *g = &e->globals[q->const_global[v]];
+            vals[v] = eg__canon(e, g->sort, g->val);
+        } else {
+            vals[v] = q->const_val[v];
+        }
+        j.bound[v] = 1;
+    }
+    for (uint32_t i = 0; i < na; i++) {
+        eg_table *t = &e->tables[q->atoms[i].table];
+        j.vhi[i] = vis_hi(t);
+        uint32_t sp = eg__table_first_ts(t, seen);
+        j.split[i] = sp < j.vhi[i] ? sp : j.vhi[i];
+    }
+    if (naive || na == 0) {
+        join(&j, 0);
     } else {
-      vals[v] = q->const_val[v];
+        for (uint32_t i = 0; i < na && !j.stop; i++) {
+            if (j.split[i] >= j.vhi[i]) continue; /* nothing new in this atom */
+            for (uint32_t k = 0; k < na; k++)
+                j.mode[k] = k < i ? 1 : (k == i ? 2 : 0);
+            join(&j, 0);
+        }
     }
-    j.bound[v] = 1;
-  }
-  for (uint32_t i = 0; i < na; i++) {
-    eg_table *t = &e->tables[q->atoms[i].table];
-    j.vhi[i] = vis_hi(t);
-    uint32_t sp = eg__table_first_ts(t, seen);
-    j.split[i] = sp < j.vhi[i] ? sp : j.vhi[i];
-  }
-  if (naive || na == 0) {
-    join(&j, 0);
-  } else {
-    for (uint32_t i = 0; i < na && !j.stop; i++) {
-      if (j.split[i] >= j.vhi[i]) continue; /* nothing new in this atom */
-      for (uint32_t k = 0; k < na; k++) j.mode[k] = k < i ? 1 : (k == i ? 2 : 0);
-      join(&j, 0);
-    }
-  }
-  eg__free(bytes);
-  eg__free(words);
+    eg__free(bytes);
+    eg__free(words);
 }
 
 /* ====================================================================================
  * Inserting with merge semantics
  * ==================================================================================== */
 
-static void canon_row(eg_engine *e, const eg_table *t, eg_value *row) {
-  for (uint32_t c = 0; c < t->n_in; c++)
-    if (eg__is_eq(e, t->in_sort[c])) row[c] = eg__find(e, (uint32_t)row[c]);
-  if (t->has_out && eg__is_eq(e, t->out_sort))
-    row[t->n_in] = eg__find(e, (uint32_t)row[t->n_in]);
+static void canon_row(eg_engine *e, const eg_table *t, eg_value *row)
+{
+    for (uint32_t c = 0; c < t->n_in; c++)
+        if (eg__is_eq(e, t->in_sort[c])) row[c] = eg__find(e, (uint32_t)row[c]);
+    if (t->has_out && eg__is_eq(e, t->out_sort)) row[t->n_in] = eg__find(e, (uint32_t)row[t->n_in]);
 }
 
-static void print_key(eg_engine *e, const eg_table *t, const eg_value *row, char *buf,
-                      size_t n) {
-  size_t o = (size_t)snprintf(buf, n, "(%s", t->name);
-  for (uint32_t c = 0; c < t->n_in && o < n - 32; c++) {
-    uint32_t s = t->in_sort[c];
-    if (s == SORT_I64)
-      o += (size_t)snprintf(buf + o, n - o, " %lld", (long long)(int64_t)row[c]);
-    else if (s == SORT_STRING)
-      o += (size_t)snprintf(buf + o, n - o, " \"%s\"", eg__str(e, (uint32_t)row[c]));
-    else
-      o += (size_t)snprintf(buf + o, n - o, " #%llu", (unsigned long long)row[c]);
-  }
-  snprintf(buf + o, n - o, ")");
+static void print_key(eg_engine *e, const eg_table *t, const eg_value *row, char *buf, size_t n)
+{
+    size_t o = (size_t)snprintf(buf, n, "(%s", t->name);
+    for (uint32_t c = 0; c < t->n_in && o < n - 32; c++) {
+        uint32_t s = t->in_sort[c];
+        if (s == SORT_I64)
+            o += (size_t)snprintf(buf + o, n - o, " %lld", (long long)(int64_t)row[c]);
+        else if (s == SORT_STRING)
+            o += (size_t)snprintf(buf + o, n - o, " \"%s\"", eg__str(e, (uint32_t)row[c]));
+        else
+            o += (size_t)snprintf(buf + o, n - o, " #%llu", (unsigned long long)row[c]);
+    }
+    snprintf(buf + o, n - o, ")");
 }
 
 static eg_value merge_values(eg_engine *e, eg_table *t, const eg_value *row, eg_value old,
-                             eg_value nw) {
-  switch (t->merge) {
-  case MG_UNION:
-    eg__union(e, (uint32_t)old, (uint32_t)nw);
-    return eg__find(e, (uint32_t)old);
-  case MG_NONE: {
-    if (old == nw) return old;
-    char buf[256];
-    print_key(e, t, row, buf, sizeof buf);
-    e->err->code = EG_ERR_RUNTIME;
-    eg__throw(e, NULL,
-              "function %s has no :merge and was given two different values for %s; add a "
-              ":merge to the declaration",
-              t->name, buf);
-  }
-  case MG_EXPR: {
-    eg_value vals[64];
-    vals[0] = old;
-    vals[1] = nw;
-    eg_value m = eg__eval(e, t->merge_expr, vals);
-    return eg__canon(e, t->out_sort, m);
-  }
-  }
-  return old;
+                             eg_value nw)
+{
+    switch (t->merge) {
+    case MG_UNION:
+        eg__union(e, (uint32_t)old, (uint32_t)nw);
+        return eg__find(e, (uint32_t)old);
+    case MG_NONE: {
+        if (old == nw) return old;
+        char buf[256];
+        print_key(e, t, row, buf, sizeof buf);
+        e->err->code = EG_ERR_RUNTIME;
+        eg__throw(e, NULL,
+                  "function %s has no :merge and was given two different values for %s; add a "
+                  ":merge to the declaration",
+                  t->name, buf);
+    }
+    case MG_EXPR: {
+        eg_value vals[64];
+        vals[0] = old;
+        vals[1] = nw;
+        eg_value m = eg__eval(e, t->merge_expr, vals);
+        return eg__canon(e, t->out_sort, m);
+    }
+    }
+    return old;
 }
 
-void eg__insert(eg_engine *e, eg_table *t, const eg_value *row_in, bool subsumed) {
-  eg_value row[32];
-  memcpy(row, row_in, t->ncols * sizeof(eg_value));
-  canon_row(e, t, row);
-  uint64_t h = eg__key_hash(row, t->n_in);
-  int64_t r = eg__table_lookup(t, row, h);
-  if (r < 0) {
-    eg__table_append(e, t, row, h, subsumed ? RF_SUBSUMED : 0);
-    e->changed = true;
-    return;
-  }
-  uint32_t ri = (uint32_t)r;
-  uint8_t fl = t->flags[ri];
-  if (!t->has_out) {
-    if (subsumed && !(fl & RF_SUBSUMED)) {
-      t->flags[ri] |= RF_SUBSUMED;
-      e->changed = true;
+void eg__insert(eg_engine *e, eg_table *t, const eg_value *row_in, bool subsumed)
+{
+    eg_value row[32];
+    memcpy(row, row_in, t->ncols * sizeof(eg_value));
+    canon_row(e, t, row);
+    uint64_t h = eg__key_hash(row, t->n_in);
+    int64_t r = eg__table_lookup(t, row, h);
+    if (r < 0) {
+        eg__table_append(e, t, row, h, subsumed ? RF_SUBSUMED : 0);
+        e->changed = true;
+        return;
     }
-    return;
-  }
-  eg_value old = t->cols[(size_t)ri * t->ncols + t->n_in];
-  eg_value m = merge_values(e, t, row, old, row[t->n_in]);
-  /* the merge may have grown the table: re-find the row */
-  r = eg__table_lookup(t, row, h);
-  if (r < 0) return;
-  ri = (uint32_t)r;
-  old = t->cols[(size_t)ri * t->ncols + t->n_in];
-  if (t->merge == MG_UNION) {
-    if (subsumed && !(t->flags[ri] & RF_SUBSUMED)) {
-      t->flags[ri] |= RF_SUBSUMED;
-      e->changed = true;
+    uint32_t ri = (uint32_t)r;
+    uint8_t fl = t->flags[ri];
+    if (!t->has_out) {
+        if (subsumed && !(fl & RF_SUBSUMED)) {
+            t->flags[ri] |= RF_SUBSUMED;
+            e->changed = true;
+        }
+        return;
     }
-    return;
-  }
-  bool sub = subsumed || (t->flags[ri] & RF_SUBSUMED);
-  if (m == old && sub == !!(t->flags[ri] & RF_SUBSUMED)) return;
-  if (m == old) {
-    t->flags[ri] |= RF_SUBSUMED;
+    eg_value old = t->cols[(size_t)ri * t->ncols + t->n_in];
+    eg_value m = merge_values(e, t, row, old, row[t->n_in]);
+    /* the merge may have grown the table: re-find the row */
+    r = eg__table_lookup(t, row, h);
+    if (r < 0) return;
+    ri = (uint32_t)r;
+    old = t->cols[(size_t)ri * t->ncols + t->n_in];
+    if (t->merge == MG_UNION) {
+        if (subsumed && !(t->flags[ri] & RF_SUBSUMED)) {
+            t->flags[ri] |= RF_SUBSUMED;
+            e->changed = true;
+        }
+        return;
+    }
+    bool sub = subsumed || (t->flags[ri] & RF_SUBSUMED);
+    if (m == old && sub == !!(t->flags[ri] & RF_SUBSUMED)) return;
+    if (m == old) {
+        t->flags[ri] |= RF_SUBSUMED;
+        e->changed = true;
+        return;
+    }
+    eg__table_kill(t, ri);
+    row[t->n_in] = m;
+    eg__table_append(e, t, row, h, sub ? RF_SUBSUMED : 0);
     e->changed = true;
-    return;
-  }
-  eg__table_kill(t, ri);
-  row[t->n_in] = m;
-  eg__table_append(e, t, row, h, sub ? RF_SUBSUMED : 0);
-  e->changed = true;
 }
 
-eg_value eg__lookup_or_insert(eg_engine *e, eg_table *t, eg_value *key) {
-  for (uint32_t c = 0; c < t->n_in; c++)
-    if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
-  uint64_t h = eg__key_hash(key, t->n_in);
-  int64_t r = eg__table_lookup(t, key, h);
-  if (r >= 0) {
-    if (!t->has_out) return 0;
-    return eg__canon(e, t->out_sort, t->cols[(size_t)r * t->ncols + t->n_in]);
-  }
-  eg_value row[32];
-  memcpy(row, key, t->n_in * sizeof(eg_value));
-  eg_value out = 0;
-  if (t->has_out) {
-    out = eg__new_id(e);
-    row[t->n_in] = out;
-  }
-  eg__table_append(e, t, row, h, 0);
-  e->changed = true;
-  return out;
+eg_value eg__lookup_or_insert(eg_engine *e, eg_table *t, eg_value *key)
+{
+    for (uint32_t c = 0; c < t->n_in; c++)
+        if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
+    uint64_t h = eg__key_hash(key, t->n_in);
+    int64_t r = eg__table_lookup(t, key, h);
+    if (r >= 0) {
+        if (!t->has_out) return 0;
+        return eg__canon(e, t->out_sort, t->cols[(size_t)r * t->ncols + t->n_in]);
+    }
+    eg_value row[32];
+    memcpy(row, key, t->n_in * sizeof(eg_value));
+    eg_value out = 0;
+    if (t->has_out) {
+        out = eg__new_id(e);
+        row[t->n_in] = out;
+    }
+    eg__table_append(e, t, row, h, 0);
+    e->changed = true;
+    return out;
 }
 
 /* ====================================================================================
  * Actions
  * ==================================================================================== */
 
-eg_value eg__eval(eg_engine *e, const aexpr *a, eg_value *vals) {
-  switch (a->kind) {
-  case AE_VAR: return eg__canon(e, a->sort, vals[a->var]);
-  case AE_CONST: return a->c;
-  case AE_GLOBAL: {
-    global *g = &e->globals[a->global];
-    return eg__canon(e, g->sort, g->val);
-  }
-  case AE_PRIM: {
-    eg_value args[32], out;
-    for (uint32_t i = 0; i < a->nargs; i++) args[i] = eg__eval(e, a->args[i], vals);
-    const char *why;
-    if (eg__prim_call(e, a->prim, args, a->nargs, &out, &why) != PR_OK) {
-      e->err->code = EG_ERR_RUNTIME;
-      eg__throw(e, a->at, "primitive %s failed%s%s", a->prim->name, why ? ": " : "",
-                why ? why : "");
-    }
-    return out;
-  }
-  case AE_TABLE: {
-    eg_table *t = &e->tables[a->table];
-    eg_value key[32];
-    for (uint32_t i = 0; i < a->nargs; i++) key[i] = eg__eval(e, a->args[i], vals);
-    if (t->kind == TK_FUNCTION) {
-      for (uint32_t c = 0; c < t->n_in; c++)
-        if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
-      int64_t r = eg__table_lookup(t, key, eg__key_hash(key, t->n_in));
-      if (r < 0) {
-        char buf[256];
-        print_key(e, t, key, buf, sizeof buf);
-        e->err->code = EG_ERR_RUNTIME;
-        eg__throw(e, a->at, "lookup of %s failed: the function has no value there", buf);
-      }
-      return t->has_out ? eg__canon(e, t->out_sort, t->cols[(size_t)r * t->ncols + t->n_in]) : 0;
-    }
-    return eg__lookup_or_insert(e, t, key);
-  }
-  }
-  return 0;
-}
-
-static void pend(eg_engine *e, uint32_t table, const eg_value *row, uint32_t n, uint8_t op) {
-  EG_GROW(e->pend, e->cappend, e->npend + 1);
-  pending_op *p = &e->pend[e->npend++];
-  p->table = table;
-  p->op = op;
-  p->row = eg__alloc((n + 1) * sizeof(eg_value));
-  memcpy(p->row, row, n * sizeof(eg_value));
-}
-
-void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *vals) {
-  for (uint32_t i = 0; i < n; i++) {
-    const action *a = &acts[i];
+eg_value eg__eval(eg_engine *e, const aexpr *a, eg_value *vals)
+{
     switch (a->kind) {
-    case AC_LET: vals[a->var] = eg__eval(e, a->a, vals); break;
-    case AC_SET: {
-      eg_table *t = &e->tables[a->table];
-      eg_value row[32];
-      for (uint32_t k = 0; k < a->nargs; k++) row[k] = eg__eval(e, a->args[k], vals);
-      row[t->n_in] = eg__eval(e, a->b, vals);
-      if (e->in_search) pend(e, a->table, row, t->ncols, 0);
-      else eg__insert(e, t, row, false);
-      break;
+    case AE_VAR:
+        return eg__canon(e, a->sort, vals[a->var]);
+    case AE_CONST:
+        return a->c;
+    case AE_GLOBAL: {
+        global *g = &e->globals[a->global];
+        return eg__canon(e, g->sort, g->val);
     }
-    case AC_DELETE:
-    case AC_SUBSUME: {
-      eg_table *t = &e->tables[a->table];
-      eg_value row[32];
-      for (uint32_t k = 0; k < a->nargs; k++) row[k] = eg__eval(e, a->args[k], vals);
-      pend(e, a->table, row, t->n_in, a->kind == AC_DELETE ? 1 : 2);
-      if (!e->in_search) eg__flush_pending(e);
-      break;
+    case AE_PRIM: {
+        eg_value args[32], out;
+        for (uint32_t i = 0; i < a->nargs; i++)
+            args[i] = eg__eval(e, a->args[i], vals);
+        const char *why;
+        if (eg__prim_call(e, a->prim, args, a->nargs, &out, &why) != PR_OK) {
+            e->err->code = EG_ERR_RUNTIME;
+            eg__throw(e, a->at, "primitive %s failed%s%s", a->prim->name, why ? ": " : "",
+                      why ? why : "");
+        }
+        return out;
     }
-    case AC_UNION: {
-      eg_value x = eg__eval(e, a->a, vals), y = eg__eval(e, a->b, vals);
-      eg__union(e, (uint32_t)x, (uint32_t)y);
-      break;
-    }
-    case AC_PANIC:
-      e->err->code = EG_ERR_RUNTIME;
-      eg__throw(e, a->at, "panic: %s", a->msg);
-    case AC_EXPR: {
-      const aexpr *x = a->a;
-      if (x->kind == AE_TABLE && e->tables[x->table].kind == TK_RELATION) {
-        eg_table *t = &e->tables[x->table];
-        eg_value row[32];
-        for (uint32_t k = 0; k < x->nargs; k++) row[k] = eg__eval(e, x->args[k], vals);
-        /* staged like set: applied after this iteration's deletes, as egglog does */
-        if (e->in_search) pend(e, x->table, row, t->n_in, 3);
-        else eg__lookup_or_insert(e, t, row);
-      } else {
-        (void)eg__eval(e, x, vals);
-      }
-      break;
+    case AE_TABLE: {
+        eg_table *t = &e->tables[a->table];
+        eg_value key[32];
+        for (uint32_t i = 0; i < a->nargs; i++)
+            key[i] = eg__eval(e, a->args[i], vals);
+        if (t->kind == TK_FUNCTION) {
+            for (uint32_t c = 0; c < t->n_in; c++)
+                if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
+            int64_t r = eg__table_lookup(t, key, eg__key_hash(key, t->n_in));
+            if (r < 0) {
+                char buf[256];
+                print_key(e, t, key, buf, sizeof buf);
+                e->err->code = EG_ERR_RUNTIME;
+                eg__throw(e, a->at, "lookup of %s failed: the function has no value there", buf);
+            }
+            return t->has_out ? eg__canon(e, t->out_sort, t->cols[(size_t)r * t->ncols + t->n_in])
+                              : 0;
+        }
+        return eg__lookup_or_insert(e, t, key);
     }
     }
-  }
+    return 0;
+}
+
+static void pend(eg_engine *e, uint32_t table, const eg_value *row, uint32_t n, uint8_t op)
+{
+    EG_GROW(e->pend, e->cappend, e->npend + 1);
+    pending_op *p = &e->pend[e->npend++];
+    p->table = table;
+    p->op = op;
+    p->row = eg__alloc((n + 1) * sizeof(eg_value));
+    memcpy(p->row, row, n * sizeof(eg_value));
+}
+
+void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *vals)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const action *a = &acts[i];
+        switch (a->kind) {
+        case AC_LET:
+            vals[a->var] = eg__eval(e, a->a, vals);
+            break;
+        case AC_SET: {
+            eg_table *t = &e->tables[a->table];
+            eg_value row[32];
+            for (uint32_t k = 0; k < a->nargs; k++)
+                row[k] = eg__eval(e, a->args[k], vals);
+            row[t->n_in] = eg__eval(e, a->b, vals);
+            if (e->in_search)
+                pend(e, a->table, row, t->ncols, 0);
+            else
+                eg__insert(e, t, row, false);
+            break;
+        }
+        case AC_DELETE:
+        case AC_SUBSUME: {
+            eg_table *t = &e->tables[a->table];
+            eg_value row[32];
+            for (uint32_t k = 0; k < a->nargs; k++)
+                row[k] = eg__eval(e, a->args[k], vals);
+            pend(e, a->table, row, t->n_in, a->kind == AC_DELETE ? 1 : 2);
+            if (!e->in_search) eg__flush_pending(e);
+            break;
+        }
+        case AC_UNION: {
+            eg_value x = eg__eval(e, a->a, vals), y = eg__eval(e, a->b, vals);
+            eg__union(e, (uint32_t)x, (uint32_t)y);
+            break;
+        }
+        case AC_PANIC:
+            e->err->code = EG_ERR_RUNTIME;
+            eg__throw(e, a->at, "panic: %s", a->msg);
+        case AC_EXPR: {
+            const aexpr *x = a->a;
+            if (x->kind == AE_TABLE && e->tables[x->table].kind == TK_RELATION) {
+                eg_table *t = &e->tables[x->table];
+                eg_value row[32];
+                for (uint32_t k = 0; k < x->nargs; k++)
+                    row[k] = eg__eval(e, x->args[k], vals);
+                /* staged like set: applied after this iteration's deletes, as egglog does */
+                if (e->in_search)
+                    pend(e, x->table, row, t->n_in, 3);
+                else
+                    eg__lookup_or_insert(e, t, row);
+            } else {
+                (void)eg__eval(e, x, vals);
+            }
+            break;
+        }
+        }
+    }
 }
 
 /* Applies the pending writes: first every delete (of rows that existed when the
  * iteration began), then sets, relation inserts and subsumes in the order they were
  * made. Deleting first matches egglog, where a row both deleted and inserted by one
  * iteration stays. */
-static void apply_delete(eg_engine *e, const pending_op *p) {
-  eg_table *t = &e->tables[p->table];
-  eg_value key[32];
-  memcpy(key, p->row, t->n_in * sizeof(eg_value));
-  for (uint32_t c = 0; c < t->n_in; c++)
-    if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
-  int64_t r = eg__table_lookup(t, key, eg__key_hash(key, t->n_in));
-  if (r >= 0 && (t->hi == UINT32_MAX || (uint32_t)r < t->hi)) {
-    eg__table_kill(t, (uint32_t)r);
-    e->changed = true;
-  }
+static void apply_delete(eg_engine *e, const pending_op *p)
+{
+    eg_table *t = &e->tables[p->table];
+    eg_value key[32];
+    memcpy(key, p->row, t->n_in * sizeof(eg_value));
+    for (uint32_t c = 0; c < t->n_in; c++)
+        if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
+    int64_t r = eg__table_lookup(t, key, eg__key_hash(key, t->n_in));
+    if (r >= 0 && (t->hi == UINT32_MAX || (uint32_t)r < t->hi)) {
+        eg__table_kill(t, (uint32_t)r);
+        e->changed = true;
+    }
 }
 
-static void apply_other(eg_engine *e, const pending_op *p) {
-  eg_table *t = &e->tables[p->table];
-  if (p->op == 0) {
-    eg__insert(e, t, p->row, false);
-    return;
-  }
-  eg_value key[32];
-  memcpy(key, p->row, t->n_in * sizeof(eg_value));
-  if (p->op == 3) {
-    eg__lookup_or_insert(e, t, key);
-    return;
-  }
-  for (uint32_t c = 0; c < t->n_in; c++)
-    if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
-  uint64_t h = eg__key_hash(key, t->n_in);
-  int64_t r = eg__table_lookup(t, key, h);
-  if (r < 0) {
-    eg__lookup_or_insert(e, t, key);
-    r = eg__table_lookup(t, key, h);
-  }
-  if (r >= 0 && !(t->flags[r] & RF_SUBSUMED)) {
-    t->flags[r] |= RF_SUBSUMED;
-    e->changed = true;
-  }
+static void apply_other(eg_engine *e, const pending_op *p)
+{
+    eg_table *t = &e->tables[p->table];
+    if (p->op == 0) {
+        eg__insert(e, t, p->row, false);
+        return;
+    }
+    eg_value key[32];
+    memcpy(key, p->row, t->n_in * sizeof(eg_value));
+    if (p->op == 3) {
+        eg__lookup_or_insert(e, t, key);
+        return;
+    }
+    for (uint32_t c = 0; c < t->n_in; c++)
+        if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
+    uint64_t h = eg__key_hash(key, t->n_in);
+    int64_t r = eg__table_lookup(t, key, h);
+    if (r < 0) {
+        eg__lookup_or_insert(e, t, key);
+        r = eg__table_lookup(t, key, h);
+    }
+    if (r >= 0 && !(t->flags[r] & RF_SUBSUMED)) {
+        t->flags[r] |= RF_SUBSUMED;
+        e->changed = true;
+    }
 }
 
-void eg__flush_pending(eg_engine *e) {
-  if (!e->npend) return;
-  for (uint32_t i = 0; i < e->npend; i++)
-    if (e->pend[i].op == 1) apply_delete(e, &e->pend[i]);
-  /* apply_other may queue nothing (not in search), but merges may grow e->pend's tables;
-   * e->pend itself is not appended to outside the search phase */
-  for (uint32_t i = 0; i < e->npend; i++)
-    if (e->pend[i].op != 1) apply_other(e, &e->pend[i]);
-  for (uint32_t i = 0; i < e->npend; i++) {
-    eg__free(e->pend[i].row);
-    e->pend[i].row = NULL;
-  }
-  e->npend = 0;
+void eg__flush_pending(eg_engine *e)
+{
+    if (!e->npend) return;
+    for (uint32_t i = 0; i < e->npend; i++)
+        if (e->pend[i].op == 1) apply_delete(e, &e->pend[i]);
+    /* apply_other may queue nothing (not in search), but merges may grow e->pend's tables;
+     * e->pend itself is not appended to outside the search phase */
+    for (uint32_t i = 0; i < e->npend; i++)
+        if (e->pend[i].op != 1) apply_other(e, &e->pend[i]);
+    for (uint32_t i = 0; i < e->npend; i++) {
+        eg__free(e->pend[i].row);
+        e->pend[i].row = NULL;
+    }
+    e->npend = 0;
 }
 
 /* ====================================================================================
  * Rebuilding
  * ==================================================================================== */
 
-static bool row_stale(eg_engine *e, const eg_table *t, const eg_value *row) {
-  const uint32_t *uf = e->uf;
-  for (uint32_t c = 0; c < t->n_in; c++)
-    if (e->sorts[t->in_sort[c]].kind == SK_EQ && uf[row[c]] != row[c]) return true;
-  if (t->has_out && e->sorts[t->out_sort].kind == SK_EQ && uf[row[t->n_in]] != row[t->n_in])
-    return true;
-  return false;
+static bool row_stale(eg_engine *e, const eg_table *t, const eg_value *row)
+{
+    const uint32_t *uf = e->uf;
+    for (uint32_t c = 0; c < t->n_in; c++)
+        if (e->sorts[t->in_sort[c]].kind == SK_EQ && uf[row[c]] != row[c]) return true;
+    if (t->has_out && e->sorts[t->out_sort].kind == SK_EQ && uf[row[t->n_in]] != row[t->n_in])
+        return true;
+    return false;
 }
 
-void eg__rebuild(eg_engine *e) {
-  for (;;) {
-    eg__flush_pending(e);
-    if (e->unions == e->canon_unions) break; /* no union since rows were canonical */
-    e->canon_unions = e->unions;
-    /* compress every path once so stale checks are one load */
-    for (uint32_t i = 0; i < e->nids; i++) e->uf[i] = e->uf[e->uf[i]];
-    for (uint32_t ti = 0; ti < e->ntables; ti++) {
-      eg_table *t = &e->tables[ti];
-      if (!t->has_eq) continue;
-      uint32_t n = t->nrows;
-      for (uint32_t r = 0; r < n; r++) {
-        if (t->flags[r] & RF_DEAD) continue;
-        const eg_value *row = t->cols + (size_t)r * t->ncols;
-        if (!row_stale(e, t, row)) continue;
-        eg_value tmp[32];
-        memcpy(tmp, row, t->ncols * sizeof(eg_value));
-        bool sub = t->flags[r] & RF_SUBSUMED;
-        eg__table_kill(t, r);
-        eg__insert(e, t, tmp, sub);
-        t = &e->tables[ti];
-      }
+void eg__rebuild(eg_engine *e)
+{
+    for (;;) {
+        eg__flush_pending(e);
+        if (e->unions == e->canon_unions) break; /* no union since rows were canonical */
+        e->canon_unions = e->unions;
+        /* compress every path once so stale checks are one load */
+        for (uint32_t i = 0; i < e->nids; i++)
+            e->uf[i] = e->uf[e->uf[i]];
+        for (uint32_t ti = 0; ti < e->ntables; ti++) {
+            eg_table *t = &e->tables[ti];
+            if (!t->has_eq) continue;
+            uint32_t n = t->nrows;
+            for (uint32_t r = 0; r < n; r++) {
+                if (t->flags[r] & RF_DEAD) continue;
+                const eg_value *row = t->cols + (size_t)r * t->ncols;
+                if (!row_stale(e, t, row)) continue;
+                eg_value tmp[32];
+                memcpy(tmp, row, t->ncols * sizeof(eg_value));
+                bool sub = t->flags[r] & RF_SUBSUMED;
+                eg__table_kill(t, r);
+                eg__insert(e, t, tmp, sub);
+                t = &e->tables[ti];
+            }
+        }
+        /* merges during the pass may have made more unions: then the loop runs again */
     }
-    /* merges during the pass may have made more unions: then the loop runs again */
-  }
-  for (uint32_t ti = 0; ti < e->ntables; ti++) {
-    eg_table *t = &e->tables[ti];
-    if (t->nrows - t->nlive > t->nrows / 2 && t->nrows > 64) eg__table_compact(t);
-  }
+    for (uint32_t ti = 0; ti < e->ntables; ti++) {
+        eg_table *t = &e->tables[ti];
+        if (t->nrows - t->nlive > t->nrows / 2 && t->nrows > 64) eg__table_compact(t);
+    }
 }
 
 /* ====================================================================================
@@ -606,123 +648,132 @@ void eg__rebuild(eg_engine *e) {
  * ==================================================================================== */
 
 typedef struct {
-  rule *r;
+    rule *r;
 } mctx;
 
 /* Checks the node and time limits while an iteration runs, so one exploding iteration
  * also stops cleanly; the rows made so far are kept and rebuilt. */
-static bool limits_hit(eg_engine *e) {
-  /* pending writes count: most of them become rows */
-  if (e->opt.node_limit && eg_node_count(e) + e->npend >= e->opt.node_limit) {
-    e->limit_stop = EG_STOP_NODE_LIMIT;
+static bool limits_hit(eg_engine *e)
+{
+    /* pending writes count: most of them become rows */
+    if (e->opt.node_limit && eg_node_count(e) + e->npend >= e->opt.node_limit) {
+        e->limit_stop = EG_STOP_NODE_LIMIT;
+        return true;
+    }
+    if (e->opt.time_limit_s > 0 && eg__now() - e->run_start > e->opt.time_limit_s) {
+        e->limit_stop = EG_STOP_TIME_LIMIT;
+        return true;
+    }
+    return false;
+}
+
+static bool on_match(eg_engine *e, void *ctx, eg_value *vals)
+{
+    rule *r = ((mctx *)ctx)->r;
+    r->matches++;
+    eg__exec_actions(e, r->acts, r->nacts, vals);
+    if (++e->match_tick >= 4096) {
+        e->match_tick = 0;
+        if ((e->opt.node_limit || e->opt.time_limit_s > 0) && limits_hit(e)) return false;
+    }
     return true;
-  }
-  if (e->opt.time_limit_s > 0 && eg__now() - e->run_start > e->opt.time_limit_s) {
-    e->limit_stop = EG_STOP_TIME_LIMIT;
-    return true;
-  }
-  return false;
 }
 
-static bool on_match(eg_engine *e, void *ctx, eg_value *vals) {
-  rule *r = ((mctx *)ctx)->r;
-  r->matches++;
-  eg__exec_actions(e, r->acts, r->nacts, vals);
-  if (++e->match_tick >= 4096) {
-    e->match_tick = 0;
-    if ((e->opt.node_limit || e->opt.time_limit_s > 0) && limits_hit(e)) return false;
-  }
-  return true;
+static bool on_until(eg_engine *e, void *ctx, eg_value *vals)
+{
+    (void)e;
+    (void)vals;
+    *(bool *)ctx = true;
+    return false;
 }
 
-static bool on_until(eg_engine *e, void *ctx, eg_value *vals) {
-  (void)e;
-  (void)vals;
-  *(bool *)ctx = true;
-  return false;
+uint64_t eg_node_count(const eg_engine *e)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < e->ntables; i++)
+        n += e->tables[i].nlive;
+    return n;
 }
 
-uint64_t eg_node_count(const eg_engine *e) {
-  uint64_t n = 0;
-  for (uint32_t i = 0; i < e->ntables; i++) n += e->tables[i].nlive;
-  return n;
-}
-
-static bool until_holds(eg_engine *e, query *until) {
-  bool hit = false;
-  eg_value *vals = eg__calloc(until->nvars + 1, sizeof(eg_value));
-  eg__query_run(e, until, true, 0, true, vals, on_until, &hit);
-  eg__free(vals);
-  return hit;
+static bool until_holds(eg_engine *e, query *until)
+{
+    bool hit = false;
+    eg_value *vals = eg__calloc(until->nvars + 1, sizeof(eg_value));
+    eg__query_run(e, until, true, 0, true, vals, on_until, &hit);
+    eg__free(vals);
+    return hit;
 }
 
 /* One iteration of ruleset rs; returns whether the database changed. */
-static bool iteration(eg_engine *e, uint32_t rs) {
-  ruleset *R = &e->rulesets[rs];
-  double t0 = eg__now();
-  uint32_t cur = e->ts;
-  e->ts = cur + 1;
-  e->changed = false;
-  for (uint32_t ti = 0; ti < e->ntables; ti++) e->tables[ti].hi = e->tables[ti].nrows;
-  e->in_search = true;
-  uint32_t maxslots = 1;
-  for (uint32_t k = 0; k < R->nrules; k++)
-    if (e->rules[R->rules[k]].nslots > maxslots) maxslots = e->rules[R->rules[k]].nslots;
-  eg_value *vals = eg__calloc(maxslots + 1, sizeof(eg_value));
-  for (uint32_t k = 0; k < R->nrules && !e->limit_stop; k++) {
-    rule *r = &e->rules[R->rules[k]];
-    double r0 = eg__now();
-    uint64_t m0 = r->matches;
-    mctx mc = {r};
-    bool naive = r->naive || e->opt.naive;
-    eg__query_run(e, &r->q, naive, r->seen, false, vals, on_match, &mc);
-    if (!e->limit_stop) r->seen = cur + 1; /* an interrupted rule re-matches later */
-    double dt = eg__now() - r0;
-    r->time_s += dt;
-    R->matches += r->matches - m0;
-  }
-  eg__free(vals);
-  e->in_search = false;
-  eg__flush_pending(e); /* deletes see which rows existed when the iteration began */
-  for (uint32_t ti = 0; ti < e->ntables; ti++) e->tables[ti].hi = UINT32_MAX;
-  double t1 = eg__now();
-  e->search_s += t1 - t0;
-  eg__rebuild(e);
-  double t2 = eg__now();
-  e->rebuild_s += t2 - t1;
-  R->time_s += t2 - t0;
-  R->iterations++;
-  e->iterations++;
-  return e->changed;
+static bool iteration(eg_engine *e, uint32_t rs)
+{
+    ruleset *R = &e->rulesets[rs];
+    double t0 = eg__now();
+    uint32_t cur = e->ts;
+    e->ts = cur + 1;
+    e->changed = false;
+    for (uint32_t ti = 0; ti < e->ntables; ti++)
+        e->tables[ti].hi = e->tables[ti].nrows;
+    e->in_search = true;
+    uint32_t maxslots = 1;
+    for (uint32_t k = 0; k < R->nrules; k++)
+        if (e->rules[R->rules[k]].nslots > maxslots) maxslots = e->rules[R->rules[k]].nslots;
+    eg_value *vals = eg__calloc(maxslots + 1, sizeof(eg_value));
+    for (uint32_t k = 0; k < R->nrules && !e->limit_stop; k++) {
+        rule *r = &e->rules[R->rules[k]];
+        double r0 = eg__now();
+        uint64_t m0 = r->matches;
+        mctx mc = {r};
+        bool naive = r->naive || e->opt.naive;
+        eg__query_run(e, &r->q, naive, r->seen, false, vals, on_match, &mc);
+        if (!e->limit_stop) r->seen = cur + 1; /* an interrupted rule re-matches later */
+        double dt = eg__now() - r0;
+        r->time_s += dt;
+        R->matches += r->matches - m0;
+    }
+    eg__free(vals);
+    e->in_search = false;
+    eg__flush_pending(e); /* deletes see which rows existed when the iteration began */
+    for (uint32_t ti = 0; ti < e->ntables; ti++)
+        e->tables[ti].hi = UINT32_MAX;
+    double t1 = eg__now();
+    e->search_s += t1 - t0;
+    eg__rebuild(e);
+    double t2 = eg__now();
+    e->rebuild_s += t2 - t1;
+    R->time_s += t2 - t0;
+    R->iterations++;
+    e->iterations++;
+    return e->changed;
 }
 
-eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *until,
-                               bool *changed) {
-  eg__rebuild(e);
-  *changed = false;
-  double start = eg__now();
-  e->run_start = start;
-  e->limit_stop = 0;
-  for (uint64_t i = 0; i < n; i++) {
-    if (until && until_holds(e, until)) return e->last_stop = EG_STOP_UNTIL;
-    if (e->opt.iter_limit && e->iterations >= e->opt.iter_limit)
-      return e->last_stop = EG_STOP_ITER_LIMIT;
-    if (e->opt.node_limit && eg_node_count(e) >= e->opt.node_limit)
-      return e->last_stop = EG_STOP_NODE_LIMIT;
-    if (e->opt.time_limit_s > 0 && eg__now() - start > e->opt.time_limit_s)
-      return e->last_stop = EG_STOP_TIME_LIMIT;
-    bool c = iteration(e, rs);
-    if (e->opt.progress)
-      fprintf(e->log, "\r%llu iterations, %llu rows ", (unsigned long long)e->iterations,
-              (unsigned long long)eg_node_count(e));
-    if (e->limit_stop) {
-      *changed |= c;
-      eg_stop_reason why = (eg_stop_reason)e->limit_stop;
-      e->limit_stop = 0;
-      return e->last_stop = why;
+eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *until, bool *changed)
+{
+    eg__rebuild(e);
+    *changed = false;
+    double start = eg__now();
+    e->run_start = start;
+    e->limit_stop = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (until && until_holds(e, until)) return e->last_stop = EG_STOP_UNTIL;
+        if (e->opt.iter_limit && e->iterations >= e->opt.iter_limit)
+            return e->last_stop = EG_STOP_ITER_LIMIT;
+        if (e->opt.node_limit && eg_node_count(e) >= e->opt.node_limit)
+            return e->last_stop = EG_STOP_NODE_LIMIT;
+        if (e->opt.time_limit_s > 0 && eg__now() - start > e->opt.time_limit_s)
+            return e->last_stop = EG_STOP_TIME_LIMIT;
+        bool c = iteration(e, rs);
+        if (e->opt.progress)
+            fprintf(e->log, "\r%llu iterations, %llu rows ", (unsigned long long)e->iterations,
+                    (unsigned long long)eg_node_count(e));
+        if (e->limit_stop) {
+            *changed |= c;
+            eg_stop_reason why = (eg_stop_reason)e->limit_stop;
+            e->limit_stop = 0;
+            return e->last_stop = why;
+        }
+        if (!c) return e->last_stop = EG_STOP_SATURATED;
+        *changed = true;
     }
-    if (!c) return e->last_stop = EG_STOP_SATURATED;
-    *changed = true;
-  }
-  return e->last_stop = EG_STOP_ITERATIONS;
+    return e->last_stop = EG_STOP_ITERATIONS;
 }

@@ -29,7 +29,7 @@
 #include <stdio.h>
 
 /* ---- memory: the one door (eg_mem.c) ---- */
-void *eg__alloc(size_t n);                     /* aborts on OOM with a message */
+void *eg__alloc(size_t n); /* aborts on OOM with a message */
 void *eg__calloc(size_t n, size_t size);
 void *eg__realloc(void *p, size_t n);
 void *eg__array(void *p, size_t n, size_t size); /* overflow-checked realloc */
@@ -38,28 +38,29 @@ char *eg__strdup(const char *s);
 char *eg__strndup(const char *s, size_t n);
 
 /* Growable array helper: ensures cap >= need (in elements). */
-#define EG_GROW(ptr, cap, need)                                                    \
-  do {                                                                             \
-    if ((size_t)(need) > (size_t)(cap)) {                                          \
-      size_t nc_ = (cap) ? (size_t)(cap) * 2 : 8;                                  \
-      while (nc_ < (size_t)(need)) nc_ *= 2;                                       \
-      (ptr) = eg__array((ptr), nc_, sizeof(*(ptr)));                               \
-      (cap) = nc_;                                                                 \
-    }                                                                              \
-  } while (0)
+#define EG_GROW(ptr, cap, need)                                                                    \
+    do {                                                                                           \
+        if ((size_t)(need) > (size_t)(cap)) {                                                      \
+            size_t nc_ = (cap) ? (size_t)(cap)*2 : 8;                                              \
+            while (nc_ < (size_t)(need))                                                           \
+                nc_ *= 2;                                                                          \
+            (ptr) = eg__array((ptr), nc_, sizeof(*(ptr)));                                         \
+            (cap) = nc_;                                                                           \
+        }                                                                                          \
+    } while (0)
 
 /* ---- s-expressions (eg_sexp.c) ---- */
 typedef enum { SX_LIST, SX_SYM, SX_INT, SX_FLOAT, SX_STR } sx_kind;
 
 typedef struct sx {
-  sx_kind kind;
-  uint32_t line, col;
-  const char *file; /* borrowed: owned by the engine's file-name list */
-  char *text;       /* SYM / STR: owned */
-  int64_t i;
-  double f;
-  struct sx **items; /* LIST: owned */
-  uint32_t n;
+    sx_kind kind;
+    uint32_t line, col;
+    const char *file; /* borrowed: owned by the engine's file-name list */
+    char *text;       /* SYM / STR: owned */
+    int64_t i;
+    double f;
+    struct sx **items; /* LIST: owned */
+    uint32_t n;
 } sx;
 
 /* Parses all top-level forms of text. Returns 0, or -1 with err filled. */
@@ -73,11 +74,11 @@ typedef enum { SK_UNIT, SK_BOOL, SK_I64, SK_F64, SK_STRING, SK_EQ, SK_PAIR } sor
 typedef struct eg_prim eg_prim;
 
 typedef struct {
-  char *name;
-  sort_kind kind;
-  /* SK_PAIR: element sorts and the sort's own primitives (pair, pair-first, pair-second) */
-  uint32_t elem[2];
-  eg_prim *pair_prims; /* owned, 3 entries */
+    char *name;
+    sort_kind kind;
+    /* SK_PAIR: element sorts and the sort's own primitives (pair, pair-first, pair-second) */
+    uint32_t elem[2];
+    eg_prim *pair_prims; /* owned, 3 entries */
 } eg_sort;
 
 enum { SORT_UNIT = 0, SORT_BOOL, SORT_I64, SORT_F64, SORT_STRING, SORT_NBUILTIN };
@@ -91,61 +92,61 @@ enum { RF_DEAD = 1, RF_SUBSUMED = 2 };
 struct aexpr;
 
 typedef struct {
-  uint32_t mask;    /* columns in the key */
-  uint32_t hi;      /* rows [0, hi) indexed */
-  uint64_t version; /* table version when built */
-  uint32_t *slots;  /* group id + 1, 0 = empty */
-  uint32_t nslots;
-  uint32_t *gfirst; /* per group: a row holding its key */
-  uint32_t *gstart; /* per group: start in rows[] (ngroups + 1 entries) */
-  uint32_t ngroups;
-  uint32_t *rows;
+    uint32_t mask;    /* columns in the key */
+    uint32_t hi;      /* rows [0, hi) indexed */
+    uint64_t version; /* table version when built */
+    uint32_t *slots;  /* group id + 1, 0 = empty */
+    uint32_t nslots;
+    uint32_t *gfirst; /* per group: a row holding its key */
+    uint32_t *gstart; /* per group: start in rows[] (ngroups + 1 entries) */
+    uint32_t ngroups;
+    uint32_t *rows;
 } sindex;
 
 typedef struct eg_table {
-  char *name;
-  uint32_t id;
-  table_kind kind;
-  uint32_t n_in;
-  bool has_out;
-  uint32_t ncols;
-  uint32_t *in_sort;
-  uint32_t out_sort;
-  merge_kind merge;
-  struct aexpr *merge_expr; /* MG_EXPR: vars 0 = old, 1 = new */
-  uint32_t merge_nvars;
-  uint64_t cost;
-  bool hidden;      /* :internal-hidden (not in print-size) */
-  bool unextractable;
-  bool has_eq;      /* any eq-sort column */
-  /* storage */
-  eg_value *cols;
-  uint32_t *ts;
-  uint8_t *flags;
-  uint64_t *khash;
-  uint32_t *slotpos; /* per row: its slot in the primary index (valid while live) */
-  uint32_t nrows, cap, nlive;
-  uint32_t hi;      /* rows visible to the current search phase; UINT32_MAX: all */
-  uint64_t version; /* bumped whenever a row dies */
-  /* primary index: open addressing, linear probing; a slot holds the key hash's high
-   * 32 bits above (row + 1); 0 is empty, SLOT_DELETED a removed entry */
-  uint64_t *slots;
-  uint32_t nslots, nused;
-  /* secondary indexes cached for one search phase */
-  sindex *six;
-  uint32_t nsix, capsix;
+    char *name;
+    uint32_t id;
+    table_kind kind;
+    uint32_t n_in;
+    bool has_out;
+    uint32_t ncols;
+    uint32_t *in_sort;
+    uint32_t out_sort;
+    merge_kind merge;
+    struct aexpr *merge_expr; /* MG_EXPR: vars 0 = old, 1 = new */
+    uint32_t merge_nvars;
+    uint64_t cost;
+    bool hidden; /* :internal-hidden (not in print-size) */
+    bool unextractable;
+    bool has_eq; /* any eq-sort column */
+    /* storage */
+    eg_value *cols;
+    uint32_t *ts;
+    uint8_t *flags;
+    uint64_t *khash;
+    uint32_t *slotpos; /* per row: its slot in the primary index (valid while live) */
+    uint32_t nrows, cap, nlive;
+    uint32_t hi;      /* rows visible to the current search phase; UINT32_MAX: all */
+    uint64_t version; /* bumped whenever a row dies */
+    /* primary index: open addressing, linear probing; a slot holds the key hash's high
+     * 32 bits above (row + 1); 0 is empty, SLOT_DELETED a removed entry */
+    uint64_t *slots;
+    uint32_t nslots, nused;
+    /* secondary indexes cached for one search phase */
+    sindex *six;
+    uint32_t nsix, capsix;
 } eg_table;
 
 /* ---- primitives (eg_prim.c) ---- */
 typedef enum { PR_OK = 0, PR_FAIL = 1 } prim_status;
 
 struct eg_prim {
-  const char *name;
-  int nargs;     /* -1: variadic (>= 1) */
-  uint32_t arg;  /* sort of every argument (builtin sorts) */
-  uint32_t arg2; /* sort of second argument when different, else same as arg */
-  uint32_t ret;
-  int op;
+    const char *name;
+    int nargs;     /* -1: variadic (>= 1) */
+    uint32_t arg;  /* sort of every argument (builtin sorts) */
+    uint32_t arg2; /* sort of second argument when different, else same as arg */
+    uint32_t ret;
+    int op;
 };
 
 const eg_prim *eg__prim_find(const char *name, const uint32_t *arg_sorts, uint32_t nargs,
@@ -165,170 +166,170 @@ prim_status eg__prim_call(struct eg_engine *e, const eg_prim *p, const eg_value 
 typedef enum { AE_VAR, AE_CONST, AE_GLOBAL, AE_PRIM, AE_TABLE } aexpr_kind;
 
 typedef struct aexpr {
-  aexpr_kind kind;
-  uint32_t sort;
-  uint32_t var;       /* AE_VAR */
-  eg_value c;         /* AE_CONST */
-  uint32_t global;    /* AE_GLOBAL */
-  const eg_prim *prim;
-  uint32_t table;     /* AE_TABLE */
-  struct aexpr **args;
-  uint32_t nargs;
-  const sx *at;       /* source, for run-time errors */
+    aexpr_kind kind;
+    uint32_t sort;
+    uint32_t var;    /* AE_VAR */
+    eg_value c;      /* AE_CONST */
+    uint32_t global; /* AE_GLOBAL */
+    const eg_prim *prim;
+    uint32_t table; /* AE_TABLE */
+    struct aexpr **args;
+    uint32_t nargs;
+    const sx *at; /* source, for run-time errors */
 } aexpr;
 
 typedef enum { AC_LET, AC_SET, AC_UNION, AC_DELETE, AC_SUBSUME, AC_PANIC, AC_EXPR } action_kind;
 
 typedef struct {
-  action_kind kind;
-  uint32_t var;     /* AC_LET */
-  uint32_t table;   /* AC_SET / AC_DELETE / AC_SUBSUME */
-  aexpr **args;     /* table args */
-  uint32_t nargs;
-  aexpr *a, *b;     /* LET: a; SET: b value; UNION: a,b; EXPR: a */
-  char *msg;        /* PANIC */
-  const sx *at;
+    action_kind kind;
+    uint32_t var;   /* AC_LET */
+    uint32_t table; /* AC_SET / AC_DELETE / AC_SUBSUME */
+    aexpr **args;   /* table args */
+    uint32_t nargs;
+    aexpr *a, *b; /* LET: a; SET: b value; UNION: a,b; EXPR: a */
+    char *msg;    /* PANIC */
+    const sx *at;
 } action;
 
 /* ---- queries ---- */
 typedef struct {
-  uint32_t table;
-  uint32_t ncols;
-  uint32_t *var; /* per column: query variable */
+    uint32_t table;
+    uint32_t ncols;
+    uint32_t *var; /* per column: query variable */
 } q_atom;
 
 typedef struct {
-  const eg_prim *prim;
-  uint32_t *args;
-  uint32_t nargs;
-  uint32_t res; /* variable receiving (or compared with) the result */
-  const sx *at; /* the call, for messages */
+    const eg_prim *prim;
+    uint32_t *args;
+    uint32_t nargs;
+    uint32_t res; /* variable receiving (or compared with) the result */
+    const sx *at; /* the call, for messages */
 } q_prim;
 
 typedef struct {
-  uint32_t nvars;
-  uint32_t *var_sort;
-  char **var_name;
-  bool *is_const;
-  eg_value *const_val;
-  int32_t *const_global; /* >= 0: variable is the value of that global */
-  q_atom *atoms;
-  uint32_t natoms;
-  q_prim *prims;
-  uint32_t nprims;
-  bool never; /* contradictory constants: no match */
+    uint32_t nvars;
+    uint32_t *var_sort;
+    char **var_name;
+    bool *is_const;
+    eg_value *const_val;
+    int32_t *const_global; /* >= 0: variable is the value of that global */
+    q_atom *atoms;
+    uint32_t natoms;
+    q_prim *prims;
+    uint32_t nprims;
+    bool never; /* contradictory constants: no match */
 } query;
 
 typedef struct {
-  char *name;
-  uint32_t ruleset;
-  query q;
-  action *acts;
-  uint32_t nacts;
-  uint32_t nslots; /* variables incl. action lets */
-  bool naive;
-  uint32_t seen;   /* rows with ts >= seen are new to this rule */
-  /* stats */
-  double time_s;
-  uint64_t matches;
-  const sx *at;
+    char *name;
+    uint32_t ruleset;
+    query q;
+    action *acts;
+    uint32_t nacts;
+    uint32_t nslots; /* variables incl. action lets */
+    bool naive;
+    uint32_t seen; /* rows with ts >= seen are new to this rule */
+    /* stats */
+    double time_s;
+    uint64_t matches;
+    const sx *at;
 } rule;
 
 typedef struct {
-  char *name;
-  uint32_t *rules;
-  uint32_t nrules, caprules;
-  double time_s;
-  uint64_t matches;
-  uint32_t iterations;
+    char *name;
+    uint32_t *rules;
+    uint32_t nrules, caprules;
+    double time_s;
+    uint64_t matches;
+    uint32_t iterations;
 } ruleset;
 
 typedef struct {
-  char *name;
-  uint32_t sort;
-  eg_value val;
+    char *name;
+    uint32_t sort;
+    eg_value val;
 } global;
 
 typedef struct {
-  uint32_t table;
-  eg_value *row; /* ncols values */
-  uint8_t op;    /* 0 set, 1 delete, 2 subsume, 3 relation insert */
+    uint32_t table;
+    eg_value *row; /* ncols values */
+    uint8_t op;    /* 0 set, 1 delete, 2 subsume, 3 relation insert */
 } pending_op;
 
 /* Saved state for push/pop. */
 typedef struct {
-  eg_table *tables; /* shallow struct copies with deep-copied storage */
-  uint32_t ntables;
-  uint32_t *uf;
-  uint32_t nids;
-  global *globals;
-  uint32_t nglobals;
-  uint32_t nsorts, nrules, nrulesets;
-  uint32_t *rule_seen;
-  uint32_t ts;
+    eg_table *tables; /* shallow struct copies with deep-copied storage */
+    uint32_t ntables;
+    uint32_t *uf;
+    uint32_t nids;
+    global *globals;
+    uint32_t nglobals;
+    uint32_t nsorts, nrules, nrulesets;
+    uint32_t *rule_seen;
+    uint32_t ts;
 } frame;
 
 struct eg_engine {
-  eg_options opt;
-  /* sorts, tables, rules */
-  eg_sort *sorts;
-  uint32_t nsorts, capsorts;
-  eg_table *tables;
-  uint32_t ntables, captables;
-  rule *rules;
-  uint32_t nrules, caprules;
-  ruleset *rulesets;
-  uint32_t nrulesets, caprulesets;
-  global *globals;
-  uint32_t nglobals, capglobals;
-  /* strings */
-  char **strs;
-  uint64_t *str_hash;
-  uint32_t nstrs, capstrs;
-  uint32_t *str_slots;
-  uint32_t str_nslots;
-  /* interned pair values: id -> (first, second) */
-  eg_value *pairs;
-  uint64_t *pair_hash;
-  uint32_t npairs, cappairs;
-  uint32_t *pair_slots;
-  uint32_t pair_nslots;
-  /* union-find over e-class ids */
-  uint32_t *uf;
-  uint32_t nids, capids;
-  uint64_t unions;       /* successful unions, ever */
-  uint64_t canon_unions; /* value of unions when every row was last made canonical */
-  /* time */
-  uint32_t ts;
-  bool changed;
-  bool in_search;
-  /* pending writes (sets, deletes, subsumes) */
-  pending_op *pend;
-  uint32_t npend, cappend;
-  eg_value *pend_vals;
-  size_t npend_vals, cappend_vals;
-  /* push/pop */
-  frame *frames;
-  uint32_t nframes, capframes;
-  /* files: names kept alive for sx locations; parsed programs kept for rules */
-  char **files;
-  uint32_t nfiles, capfiles;
-  sx **progs;
-  uint32_t nprogs, capprogs;
-  /* error state for the command being run */
-  void *cc; /* compile scratch of the current command, freed if it fails */
-  eg_error *err;
-  jmp_buf *jmp;
-  /* statistics */
-  uint64_t iterations;
-  double search_s, apply_s, rebuild_s;
-  eg_stop_reason last_stop;
-  double run_start;         /* when the current run began (time limit) */
-  int limit_stop;           /* a limit cut the current iteration short: its reason, or 0 */
-  uint64_t match_tick;      /* matches since the last limit check */
-  /* output */
-  FILE *out;
-  FILE *log;
+    eg_options opt;
+    /* sorts, tables, rules */
+    eg_sort *sorts;
+    uint32_t nsorts, capsorts;
+    eg_table *tables;
+    uint32_t ntables, captables;
+    rule *rules;
+    uint32_t nrules, caprules;
+    ruleset *rulesets;
+    uint32_t nrulesets, caprulesets;
+    global *globals;
+    uint32_t nglobals, capglobals;
+    /* strings */
+    char **strs;
+    uint64_t *str_hash;
+    uint32_t nstrs, capstrs;
+    uint32_t *str_slots;
+    uint32_t str_nslots;
+    /* interned pair values: id -> (first, second) */
+    eg_value *pairs;
+    uint64_t *pair_hash;
+    uint32_t npairs, cappairs;
+    uint32_t *pair_slots;
+    uint32_t pair_nslots;
+    /* union-find over e-class ids */
+    uint32_t *uf;
+    uint32_t nids, capids;
+    uint64_t unions;       /* successful unions, ever */
+    uint64_t canon_unions; /* value of unions when every row was last made canonical */
+    /* time */
+    uint32_t ts;
+    bool changed;
+    bool in_search;
+    /* pending writes (sets, deletes, subsumes) */
+    pending_op *pend;
+    uint32_t npend, cappend;
+    eg_value *pend_vals;
+    size_t npend_vals, cappend_vals;
+    /* push/pop */
+    frame *frames;
+    uint32_t nframes, capframes;
+    /* files: names kept alive for sx locations; parsed programs kept for rules */
+    char **files;
+    uint32_t nfiles, capfiles;
+    sx **progs;
+    uint32_t nprogs, capprogs;
+    /* error state for the command being run */
+    void *cc; /* compile scratch of the current command, freed if it fails */
+    eg_error *err;
+    jmp_buf *jmp;
+    /* statistics */
+    uint64_t iterations;
+    double search_s, apply_s, rebuild_s;
+    eg_stop_reason last_stop;
+    double run_start;    /* when the current run began (time limit) */
+    int limit_stop;      /* a limit cut the current iteration short: its reason, or 0 */
+    uint64_t match_tick; /* matches since the last limit check */
+    /* output */
+    FILE *out;
+    FILE *log;
 };
 
 /* ---- engine internals ---- */
@@ -351,21 +352,23 @@ _Noreturn void eg__throw(struct eg_engine *e, const sx *at, const char *fmt, ...
 uint32_t eg__intern(struct eg_engine *e, const char *s, size_t n);
 const char *eg__str(const struct eg_engine *e, uint32_t id);
 uint32_t eg__new_id(struct eg_engine *e);
-static inline uint32_t eg__find(struct eg_engine *e, uint32_t x) {
-  uint32_t *uf = e->uf;
-  while (uf[x] != x) {
-    uf[x] = uf[uf[x]];
-    x = uf[x];
-  }
-  return x;
+static inline uint32_t eg__find(struct eg_engine *e, uint32_t x)
+{
+    uint32_t *uf = e->uf;
+    while (uf[x] != x) {
+        uf[x] = uf[uf[x]];
+        x = uf[x];
+    }
+    return x;
 }
 bool eg__union(struct eg_engine *e, uint32_t a, uint32_t b);
 int32_t eg__sort_find(const struct eg_engine *e, const char *name);
 int32_t eg__table_find(const struct eg_engine *e, const char *name);
 int32_t eg__global_find(const struct eg_engine *e, const char *name);
 int32_t eg__ruleset_find(const struct eg_engine *e, const char *name);
-static inline bool eg__is_eq(const struct eg_engine *e, uint32_t sort) {
-  return e->sorts[sort].kind == SK_EQ;
+static inline bool eg__is_eq(const struct eg_engine *e, uint32_t sort)
+{
+    return e->sorts[sort].kind == SK_EQ;
 }
 double eg__now(void);
 

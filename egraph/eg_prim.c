@@ -11,15 +11,71 @@
 #include <string.h>
 
 enum {
-  OP_IADD, OP_ISUB, OP_IMUL, OP_IDIV, OP_IMOD, OP_IAND, OP_IOR, OP_IXOR, OP_ISHL, OP_ISHR,
-  OP_INOT, OP_IMIN, OP_IMAX, OP_ILT, OP_IGT, OP_ILE, OP_IGE, OP_BILT, OP_BIGT, OP_BILE,
-  OP_BIGE, OP_BIEQ, OP_ITOF, OP_ITOS, OP_IABS, OP_ILOG2, OP_INEG,
-  OP_FADD, OP_FSUB, OP_FMUL, OP_FDIV, OP_FMOD, OP_FPOW, OP_FNEG, OP_FMIN, OP_FMAX, OP_FEXP,
-  OP_FLOG, OP_FSQRT, OP_FABS, OP_FLT, OP_FGT, OP_FLE, OP_FGE, OP_FTOI, OP_FTOS, OP_FFLOOR,
-  OP_FCEIL, OP_FROUND,
-  OP_SCAT, OP_SCOUNT, OP_SREPL, OP_SLT, OP_SGT,
-  OP_BAND, OP_BOR, OP_BNOT, OP_BXOR, OP_BIMP,
-  OP_NE_I, OP_NE_F, OP_NE_S, OP_NE_B, OP_NE_U, OP_EQ
+    OP_IADD,
+    OP_ISUB,
+    OP_IMUL,
+    OP_IDIV,
+    OP_IMOD,
+    OP_IAND,
+    OP_IOR,
+    OP_IXOR,
+    OP_ISHL,
+    OP_ISHR,
+    OP_INOT,
+    OP_IMIN,
+    OP_IMAX,
+    OP_ILT,
+    OP_IGT,
+    OP_ILE,
+    OP_IGE,
+    OP_BILT,
+    OP_BIGT,
+    OP_BILE,
+    OP_BIGE,
+    OP_BIEQ,
+    OP_ITOF,
+    OP_ITOS,
+    OP_IABS,
+    OP_ILOG2,
+    OP_INEG,
+    OP_FADD,
+    OP_FSUB,
+    OP_FMUL,
+    OP_FDIV,
+    OP_FMOD,
+    OP_FPOW,
+    OP_FNEG,
+    OP_FMIN,
+    OP_FMAX,
+    OP_FEXP,
+    OP_FLOG,
+    OP_FSQRT,
+    OP_FABS,
+    OP_FLT,
+    OP_FGT,
+    OP_FLE,
+    OP_FGE,
+    OP_FTOI,
+    OP_FTOS,
+    OP_FFLOOR,
+    OP_FCEIL,
+    OP_FROUND,
+    OP_SCAT,
+    OP_SCOUNT,
+    OP_SREPL,
+    OP_SLT,
+    OP_SGT,
+    OP_BAND,
+    OP_BOR,
+    OP_BNOT,
+    OP_BXOR,
+    OP_BIMP,
+    OP_NE_I,
+    OP_NE_F,
+    OP_NE_S,
+    OP_NE_B,
+    OP_NE_U,
+    OP_EQ
 };
 
 #define I SORT_I64
@@ -29,40 +85,71 @@ enum {
 #define U SORT_UNIT
 
 static const eg_prim prims[] = {
-    {"+", 2, I, I, I, OP_IADD},        {"-", 2, I, I, I, OP_ISUB},
-    {"*", 2, I, I, I, OP_IMUL},        {"/", 2, I, I, I, OP_IDIV},
-    {"%", 2, I, I, I, OP_IMOD},        {"&", 2, I, I, I, OP_IAND},
-    {"|", 2, I, I, I, OP_IOR},         {"^", 2, I, I, I, OP_IXOR},
-    {"<<", 2, I, I, I, OP_ISHL},       {">>", 2, I, I, I, OP_ISHR},
-    {"not-i64", 1, I, I, I, OP_INOT},  {"min", 2, I, I, I, OP_IMIN},
-    {"max", 2, I, I, I, OP_IMAX},      {"<", 2, I, I, U, OP_ILT},
-    {">", 2, I, I, U, OP_IGT},         {"<=", 2, I, I, U, OP_ILE},
-    {">=", 2, I, I, U, OP_IGE},        {"bool-<", 2, I, I, B, OP_BILT},
-    {"bool->", 2, I, I, B, OP_BIGT},   {"bool-<=", 2, I, I, B, OP_BILE},
-    {"bool->=", 2, I, I, B, OP_BIGE},  {"bool-=", 2, I, I, B, OP_BIEQ},
-    {"to-f64", 1, I, I, F, OP_ITOF},   {"to-string", 1, I, I, S, OP_ITOS},
-    {"abs", 1, I, I, I, OP_IABS},      {"log2", 1, I, I, I, OP_ILOG2},
-    {"neg", 1, I, I, I, OP_INEG},      {"-", 1, I, I, I, OP_INEG},
-    {"+", 2, F, F, F, OP_FADD},        {"-", 2, F, F, F, OP_FSUB},
-    {"*", 2, F, F, F, OP_FMUL},        {"/", 2, F, F, F, OP_FDIV},
-    {"%", 2, F, F, F, OP_FMOD},        {"^", 2, F, F, F, OP_FPOW},
-    {"neg", 1, F, F, F, OP_FNEG},      {"-", 1, F, F, F, OP_FNEG},
-    {"min", 2, F, F, F, OP_FMIN},      {"max", 2, F, F, F, OP_FMAX},
-    {"exp", 1, F, F, F, OP_FEXP},      {"log", 1, F, F, F, OP_FLOG},
-    {"sqrt", 1, F, F, F, OP_FSQRT},    {"abs", 1, F, F, F, OP_FABS},
-    {"<", 2, F, F, U, OP_FLT},         {">", 2, F, F, U, OP_FGT},
-    {"<=", 2, F, F, U, OP_FLE},        {">=", 2, F, F, U, OP_FGE},
-    {"to-i64", 1, F, F, I, OP_FTOI},   {"to-string", 1, F, F, S, OP_FTOS},
-    {"floor", 1, F, F, F, OP_FFLOOR},  {"ceil", 1, F, F, F, OP_FCEIL},
+    {"+", 2, I, I, I, OP_IADD},
+    {"-", 2, I, I, I, OP_ISUB},
+    {"*", 2, I, I, I, OP_IMUL},
+    {"/", 2, I, I, I, OP_IDIV},
+    {"%", 2, I, I, I, OP_IMOD},
+    {"&", 2, I, I, I, OP_IAND},
+    {"|", 2, I, I, I, OP_IOR},
+    {"^", 2, I, I, I, OP_IXOR},
+    {"<<", 2, I, I, I, OP_ISHL},
+    {">>", 2, I, I, I, OP_ISHR},
+    {"not-i64", 1, I, I, I, OP_INOT},
+    {"min", 2, I, I, I, OP_IMIN},
+    {"max", 2, I, I, I, OP_IMAX},
+    {"<", 2, I, I, U, OP_ILT},
+    {">", 2, I, I, U, OP_IGT},
+    {"<=", 2, I, I, U, OP_ILE},
+    {">=", 2, I, I, U, OP_IGE},
+    {"bool-<", 2, I, I, B, OP_BILT},
+    {"bool->", 2, I, I, B, OP_BIGT},
+    {"bool-<=", 2, I, I, B, OP_BILE},
+    {"bool->=", 2, I, I, B, OP_BIGE},
+    {"bool-=", 2, I, I, B, OP_BIEQ},
+    {"to-f64", 1, I, I, F, OP_ITOF},
+    {"to-string", 1, I, I, S, OP_ITOS},
+    {"abs", 1, I, I, I, OP_IABS},
+    {"log2", 1, I, I, I, OP_ILOG2},
+    {"neg", 1, I, I, I, OP_INEG},
+    {"-", 1, I, I, I, OP_INEG},
+    {"+", 2, F, F, F, OP_FADD},
+    {"-", 2, F, F, F, OP_FSUB},
+    {"*", 2, F, F, F, OP_FMUL},
+    {"/", 2, F, F, F, OP_FDIV},
+    {"%", 2, F, F, F, OP_FMOD},
+    {"^", 2, F, F, F, OP_FPOW},
+    {"neg", 1, F, F, F, OP_FNEG},
+    {"-", 1, F, F, F, OP_FNEG},
+    {"min", 2, F, F, F, OP_FMIN},
+    {"max", 2, F, F, F, OP_FMAX},
+    {"exp", 1, F, F, F, OP_FEXP},
+    {"log", 1, F, F, F, OP_FLOG},
+    {"sqrt", 1, F, F, F, OP_FSQRT},
+    {"abs", 1, F, F, F, OP_FABS},
+    {"<", 2, F, F, U, OP_FLT},
+    {">", 2, F, F, U, OP_FGT},
+    {"<=", 2, F, F, U, OP_FLE},
+    {">=", 2, F, F, U, OP_FGE},
+    {"to-i64", 1, F, F, I, OP_FTOI},
+    {"to-string", 1, F, F, S, OP_FTOS},
+    {"floor", 1, F, F, F, OP_FFLOOR},
+    {"ceil", 1, F, F, F, OP_FCEIL},
     {"round", 1, F, F, F, OP_FROUND},
-    {"+", -1, S, S, S, OP_SCAT},       {"count-matches", 2, S, S, I, OP_SCOUNT},
-    {"replace", 3, S, S, S, OP_SREPL}, {"<", 2, S, S, U, OP_SLT},
+    {"+", -1, S, S, S, OP_SCAT},
+    {"count-matches", 2, S, S, I, OP_SCOUNT},
+    {"replace", 3, S, S, S, OP_SREPL},
+    {"<", 2, S, S, U, OP_SLT},
     {">", 2, S, S, U, OP_SGT},
-    {"and", 2, B, B, B, OP_BAND},      {"or", 2, B, B, B, OP_BOR},
-    {"not", 1, B, B, B, OP_BNOT},      {"xor", 2, B, B, B, OP_BXOR},
+    {"and", 2, B, B, B, OP_BAND},
+    {"or", 2, B, B, B, OP_BOR},
+    {"not", 1, B, B, B, OP_BNOT},
+    {"xor", 2, B, B, B, OP_BXOR},
     {"=>", 2, B, B, B, OP_BIMP},
-    {"!=", 2, I, I, U, OP_NE_I},       {"!=", 2, F, F, U, OP_NE_F},
-    {"!=", 2, S, S, U, OP_NE_S},       {"!=", 2, B, B, U, OP_NE_B},
+    {"!=", 2, I, I, U, OP_NE_I},
+    {"!=", 2, F, F, U, OP_NE_F},
+    {"!=", 2, S, S, U, OP_NE_S},
+    {"!=", 2, B, B, U, OP_NE_B},
     {"!=", 2, U, U, U, OP_NE_U},
 };
 #undef I
@@ -76,309 +163,430 @@ static const eg_prim prim_ne_eq = {"!=", 2, UINT32_MAX, UINT32_MAX, SORT_UNIT, O
 
 /* Internal: equality of two query constants (e.g. two globals in a check). */
 static const eg_prim prim_eq = {"=", 2, UINT32_MAX, UINT32_MAX, SORT_UNIT, OP_EQ};
-const eg_prim *eg__prim_eq(void) { return &prim_eq; }
+const eg_prim *eg__prim_eq(void)
+{
+    return &prim_eq;
+}
 
-void eg__pair_prims_init(eg_sort *s, uint32_t self) {
-  eg_prim *p = eg__calloc(3, sizeof(eg_prim));
-  p[0] = (eg_prim){"pair", 2, s->elem[0], s->elem[1], self, EG_OP_PAIR};
-  p[1] = (eg_prim){"pair-first", 1, self, self, s->elem[0], EG_OP_PAIR_FIRST};
-  p[2] = (eg_prim){"pair-second", 1, self, self, s->elem[1], EG_OP_PAIR_SECOND};
-  s->pair_prims = p;
+void eg__pair_prims_init(eg_sort *s, uint32_t self)
+{
+    eg_prim *p = eg__calloc(3, sizeof(eg_prim));
+    p[0] = (eg_prim){"pair", 2, s->elem[0], s->elem[1], self, EG_OP_PAIR};
+    p[1] = (eg_prim){"pair-first", 1, self, self, s->elem[0], EG_OP_PAIR_FIRST};
+    p[2] = (eg_prim){"pair-second", 1, self, self, s->elem[1], EG_OP_PAIR_SECOND};
+    s->pair_prims = p;
 }
 
 const eg_prim *eg__prim_resolve(const eg_engine *e, const char *name, const uint32_t *arg_sorts,
-                                uint32_t nargs, bool *name_known) {
-  for (uint32_t i = 0; i < e->nsorts; i++) {
-    const eg_prim *p = e->sorts[i].pair_prims;
-    if (!p) continue;
-    for (int k = 0; k < 3; k++) {
-      if (strcmp(p[k].name, name) != 0) continue;
-      *name_known = true;
-      if ((uint32_t)p[k].nargs != nargs) continue;
-      if (nargs >= 1 && arg_sorts[0] != p[k].arg) continue;
-      if (nargs >= 2 && arg_sorts[1] != p[k].arg2) continue;
-      return &p[k];
+                                uint32_t nargs, bool *name_known)
+{
+    for (uint32_t i = 0; i < e->nsorts; i++) {
+        const eg_prim *p = e->sorts[i].pair_prims;
+        if (!p) continue;
+        for (int k = 0; k < 3; k++) {
+            if (strcmp(p[k].name, name) != 0) continue;
+            *name_known = true;
+            if ((uint32_t)p[k].nargs != nargs) continue;
+            if (nargs >= 1 && arg_sorts[0] != p[k].arg) continue;
+            if (nargs >= 2 && arg_sorts[1] != p[k].arg2) continue;
+            return &p[k];
+        }
     }
-  }
-  bool known = false;
-  const eg_prim *p = eg__prim_find(name, arg_sorts, nargs, &known);
-  if (known) *name_known = true;
-  else if (!*name_known) *name_known = false;
-  return p;
+    bool known = false;
+    const eg_prim *p = eg__prim_find(name, arg_sorts, nargs, &known);
+    if (known)
+        *name_known = true;
+    else if (!*name_known)
+        *name_known = false;
+    return p;
 }
 
-static eg_value pair_intern(eg_engine *e, eg_value a, eg_value b) {
-  eg_value k[2] = {a, b};
-  uint64_t h = XXH3_64bits(k, sizeof k);
-  if (e->pair_nslots == 0 || (e->npairs + 1) * 2 > e->pair_nslots) {
-    uint32_t ns = e->pair_nslots ? e->pair_nslots * 2 : 64;
-    uint32_t *sl = eg__calloc(ns, sizeof *sl);
-    for (uint32_t i = 0; i < e->npairs; i++) {
-      uint32_t j = (uint32_t)e->pair_hash[i] & (ns - 1);
-      while (sl[j]) j = (j + 1) & (ns - 1);
-      sl[j] = i + 1;
+static eg_value pair_intern(eg_engine *e, eg_value a, eg_value b)
+{
+    eg_value k[2] = {a, b};
+    uint64_t h = XXH3_64bits(k, sizeof k);
+    if (e->pair_nslots == 0 || (e->npairs + 1) * 2 > e->pair_nslots) {
+        uint32_t ns = e->pair_nslots ? e->pair_nslots * 2 : 64;
+        uint32_t *sl = eg__calloc(ns, sizeof *sl);
+        for (uint32_t i = 0; i < e->npairs; i++) {
+            uint32_t j = (uint32_t)e->pair_hash[i] & (ns - 1);
+            while (sl[j])
+                j = (j + 1) & (ns - 1);
+            sl[j] = i + 1;
+        }
+        eg__free(e->pair_slots);
+        e->pair_slots = sl;
+        e->pair_nslots = ns;
     }
-    eg__free(e->pair_slots);
-    e->pair_slots = sl;
-    e->pair_nslots = ns;
-  }
-  uint32_t j = (uint32_t)h & (e->pair_nslots - 1);
-  while (e->pair_slots[j]) {
-    uint32_t id = e->pair_slots[j] - 1;
-    if (e->pairs[2 * id] == a && e->pairs[2 * id + 1] == b) return id;
-    j = (j + 1) & (e->pair_nslots - 1);
-  }
-  EG_GROW(e->pair_hash, e->cappairs, e->npairs + 1);
-  e->pairs = eg__array(e->pairs, 2 * (size_t)e->cappairs, sizeof(eg_value));
-  e->pairs[2 * e->npairs] = a;
-  e->pairs[2 * e->npairs + 1] = b;
-  e->pair_hash[e->npairs] = h;
-  e->pair_slots[j] = e->npairs + 1;
-  return e->npairs++;
+    uint32_t j = (uint32_t)h & (e->pair_nslots - 1);
+    while (e->pair_slots[j]) {
+        uint32_t id = e->pair_slots[j] - 1;
+        if (e->pairs[2 * id] == a && e->pairs[2 * id + 1] == b) return id;
+        j = (j + 1) & (e->pair_nslots - 1);
+    }
+    EG_GROW(e->pair_hash, e->cappairs, e->npairs + 1);
+    e->pairs = eg__array(e->pairs, 2 * (size_t)e->cappairs, sizeof(eg_value));
+    e->pairs[2 * e->npairs] = a;
+    e->pairs[2 * e->npairs + 1] = b;
+    e->pair_hash[e->npairs] = h;
+    e->pair_slots[j] = e->npairs + 1;
+    return e->npairs++;
 }
 
 const eg_prim *eg__prim_find(const char *name, const uint32_t *arg_sorts, uint32_t nargs,
-                             bool *name_known) {
-  *name_known = false;
-  for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++) {
-    const eg_prim *p = &prims[i];
-    if (strcmp(p->name, name) != 0) continue;
-    *name_known = true;
-    if (p->nargs >= 0 && (uint32_t)p->nargs != nargs) continue;
-    if (p->nargs < 0 && nargs < 1) continue;
-    bool ok = true;
-    for (uint32_t a = 0; a < nargs && ok; a++) {
-      uint32_t want = (a == 1) ? p->arg2 : p->arg;
-      if (p->nargs < 0) want = p->arg;
-      if (arg_sorts[a] != want) ok = false;
+                             bool *name_known)
+{
+    *name_known = false;
+    for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++) {
+        const eg_prim *p = &prims[i];
+        if (strcmp(p->name, name) != 0) continue;
+        *name_known = true;
+        if (p->nargs >= 0 && (uint32_t)p->nargs != nargs) continue;
+        if (p->nargs < 0 && nargs < 1) continue;
+        bool ok = true;
+        for (uint32_t a = 0; a < nargs && ok; a++) {
+            uint32_t want = (a == 1) ? p->arg2 : p->arg;
+            if (p->nargs < 0) want = p->arg;
+            if (arg_sorts[a] != want) ok = false;
+        }
+        if (ok) return p;
     }
-    if (ok) return p;
-  }
-  if (strcmp(name, "!=") == 0) {
-    *name_known = true;
-    if (nargs == 2 && arg_sorts[0] == arg_sorts[1] && arg_sorts[0] >= SORT_NBUILTIN)
-      return &prim_ne_eq;
-  }
-  return NULL;
+    if (strcmp(name, "!=") == 0) {
+        *name_known = true;
+        if (nargs == 2 && arg_sorts[0] == arg_sorts[1] && arg_sorts[0] >= SORT_NBUILTIN)
+            return &prim_ne_eq;
+    }
+    return NULL;
 }
 
-static double f_of(eg_value v) {
-  double d;
-  memcpy(&d, &v, sizeof d);
-  return d;
+static double f_of(eg_value v)
+{
+    double d;
+    memcpy(&d, &v, sizeof d);
+    return d;
 }
-static eg_value of_f(double d) {
-  if (d == 0) d = 0.0; /* one zero */
-  eg_value v;
-  memcpy(&v, &d, sizeof v);
-  return v;
+static eg_value of_f(double d)
+{
+    if (d == 0) d = 0.0; /* one zero */
+    eg_value v;
+    memcpy(&v, &d, sizeof v);
+    return v;
 }
-static int64_t i_of(eg_value v) { return (int64_t)v; }
-static eg_value of_i(int64_t i) { return (eg_value)i; }
+static int64_t i_of(eg_value v)
+{
+    return (int64_t)v;
+}
+static eg_value of_i(int64_t i)
+{
+    return (eg_value)i;
+}
 
 /* Shortest text that reads back as the same double, always with a '.' or exponent. */
-static void fmt_f64(double d, char *buf, size_t n) {
-  if (isnan(d)) {
-    snprintf(buf, n, "NaN");
-    return;
-  }
-  if (isinf(d)) {
-    snprintf(buf, n, d < 0 ? "-inf" : "inf");
-    return;
-  }
-  for (int p = 1; p <= 17; p++) {
-    snprintf(buf, n, "%.*g", p, d);
-    double back;
-    if (sscanf(buf, "%lf", &back) == 1 && back == d) break;
-  }
-  if (!strpbrk(buf, ".e")) {
-    size_t l = strlen(buf);
-    if (l + 3 < n) memcpy(buf + l, ".0", 3);
-  } else if (strchr(buf, 'e')) {
-    /* egglog writes plain decimals; keep %g's exponent form for huge values */
-  }
+static void fmt_f64(double d, char *buf, size_t n)
+{
+    if (isnan(d)) {
+        snprintf(buf, n, "NaN");
+        return;
+    }
+    if (isinf(d)) {
+        snprintf(buf, n, d < 0 ? "-inf" : "inf");
+        return;
+    }
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, n, "%.*g", p, d);
+        double back;
+        if (sscanf(buf, "%lf", &back) == 1 && back == d) break;
+    }
+    if (!strpbrk(buf, ".e")) {
+        size_t l = strlen(buf);
+        if (l + 3 < n) memcpy(buf + l, ".0", 3);
+    } else if (strchr(buf, 'e')) {
+        /* egglog writes plain decimals; keep %g's exponent form for huge values */
+    }
 }
 
 void eg__fmt_f64(double d, char *buf, size_t n);
-void eg__fmt_f64(double d, char *buf, size_t n) { fmt_f64(d, buf, n); }
+void eg__fmt_f64(double d, char *buf, size_t n)
+{
+    fmt_f64(d, buf, n);
+}
 
-static prim_status pred(bool b, eg_value *out) {
-  *out = 0;
-  return b ? PR_OK : PR_FAIL;
+static prim_status pred(bool b, eg_value *out)
+{
+    *out = 0;
+    return b ? PR_OK : PR_FAIL;
 }
 
 prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uint32_t nargs,
-                          eg_value *out, const char **why) {
-  *why = NULL;
-  int64_t x = nargs > 0 ? i_of(a[0]) : 0, y = nargs > 1 ? i_of(a[1]) : 0;
-  double fx = nargs > 0 ? f_of(a[0]) : 0, fy = nargs > 1 ? f_of(a[1]) : 0;
-  char buf[64];
-  switch (p->op) {
-  case OP_IADD: *out = of_i((int64_t)((uint64_t)x + (uint64_t)y)); return PR_OK;
-  case OP_ISUB: *out = of_i((int64_t)((uint64_t)x - (uint64_t)y)); return PR_OK;
-  case OP_IMUL: *out = of_i((int64_t)((uint64_t)x * (uint64_t)y)); return PR_OK;
-  case OP_IDIV:
-  case OP_IMOD:
-    if (y == 0) {
-      *why = "division by zero";
-      return PR_FAIL;
+                          eg_value *out, const char **why)
+{
+    *why = NULL;
+    int64_t x = nargs > 0 ? i_of(a[0]) : 0, y = nargs > 1 ? i_of(a[1]) : 0;
+    double fx = nargs > 0 ? f_of(a[0]) : 0, fy = nargs > 1 ? f_of(a[1]) : 0;
+    char buf[64];
+    switch (p->op) {
+    case OP_IADD:
+        *out = of_i((int64_t)((uint64_t)x + (uint64_t)y));
+        return PR_OK;
+    case OP_ISUB:
+        *out = of_i((int64_t)((uint64_t)x - (uint64_t)y));
+        return PR_OK;
+    case OP_IMUL:
+        *out = of_i((int64_t)((uint64_t)x * (uint64_t)y));
+        return PR_OK;
+    case OP_IDIV:
+    case OP_IMOD:
+        if (y == 0) {
+            *why = "division by zero";
+            return PR_FAIL;
+        }
+        if (x == INT64_MIN && y == -1) {
+            *why = "integer overflow in division";
+            return PR_FAIL;
+        }
+        *out = of_i(p->op == OP_IDIV ? x / y : x % y);
+        return PR_OK;
+    case OP_IAND:
+        *out = of_i(x & y);
+        return PR_OK;
+    case OP_IOR:
+        *out = of_i(x | y);
+        return PR_OK;
+    case OP_IXOR:
+        *out = of_i(x ^ y);
+        return PR_OK;
+    case OP_ISHL:
+        *out = (y < 0 || y > 63) ? 0 : of_i((int64_t)((uint64_t)x << y));
+        return PR_OK;
+    case OP_ISHR:
+        *out = (y < 0 || y > 63) ? of_i(x < 0 ? -1 : 0) : of_i(x >> y);
+        return PR_OK;
+    case OP_INOT:
+        *out = of_i(~x);
+        return PR_OK;
+    case OP_IMIN:
+        *out = of_i(x < y ? x : y);
+        return PR_OK;
+    case OP_IMAX:
+        *out = of_i(x > y ? x : y);
+        return PR_OK;
+    case OP_ILT:
+        return pred(x < y, out);
+    case OP_IGT:
+        return pred(x > y, out);
+    case OP_ILE:
+        return pred(x <= y, out);
+    case OP_IGE:
+        return pred(x >= y, out);
+    case OP_BILT:
+        *out = x < y;
+        return PR_OK;
+    case OP_BIGT:
+        *out = x > y;
+        return PR_OK;
+    case OP_BILE:
+        *out = x <= y;
+        return PR_OK;
+    case OP_BIGE:
+        *out = x >= y;
+        return PR_OK;
+    case OP_BIEQ:
+        *out = x == y;
+        return PR_OK;
+    case OP_ITOF:
+        *out = of_f((double)x);
+        return PR_OK;
+    case OP_ITOS:
+        snprintf(buf, sizeof buf, "%lld", (long long)x);
+        *out = eg__intern(e, buf, strlen(buf));
+        return PR_OK;
+    case OP_IABS:
+        *out = of_i(x < 0 ? (int64_t)(0 - (uint64_t)x) : x);
+        return PR_OK;
+    case OP_ILOG2:
+        if (x <= 0) {
+            *why = "log2 of a non-positive integer";
+            return PR_FAIL;
+        }
+        {
+            int64_t r = 0;
+            while (x >>= 1)
+                r++;
+            *out = of_i(r);
+        }
+        return PR_OK;
+    case OP_INEG:
+        *out = of_i((int64_t)(0 - (uint64_t)x));
+        return PR_OK;
+    case OP_FADD:
+        *out = of_f(fx + fy);
+        return PR_OK;
+    case OP_FSUB:
+        *out = of_f(fx - fy);
+        return PR_OK;
+    case OP_FMUL:
+        *out = of_f(fx * fy);
+        return PR_OK;
+    case OP_FDIV:
+        *out = of_f(fx / fy);
+        return PR_OK;
+    case OP_FMOD:
+        *out = of_f(fmod(fx, fy));
+        return PR_OK;
+    case OP_FPOW:
+        *out = of_f(pow(fx, fy));
+        return PR_OK;
+    case OP_FNEG:
+        *out = of_f(-fx);
+        return PR_OK;
+    case OP_FMIN:
+        *out = of_f(fx < fy ? fx : fy);
+        return PR_OK;
+    case OP_FMAX:
+        *out = of_f(fx > fy ? fx : fy);
+        return PR_OK;
+    case OP_FEXP:
+        *out = of_f(exp(fx));
+        return PR_OK;
+    case OP_FLOG:
+        if (!(fx > 0)) {
+            *why = "log of a non-positive number";
+            return PR_FAIL;
+        }
+        *out = of_f(log(fx));
+        return PR_OK;
+    case OP_FSQRT:
+        if (fx < 0) {
+            *why = "sqrt of a negative number";
+            return PR_FAIL;
+        }
+        *out = of_f(sqrt(fx));
+        return PR_OK;
+    case OP_FABS:
+        *out = of_f(fabs(fx));
+        return PR_OK;
+    case OP_FLT:
+        return pred(fx < fy, out);
+    case OP_FGT:
+        return pred(fx > fy, out);
+    case OP_FLE:
+        return pred(fx <= fy, out);
+    case OP_FGE:
+        return pred(fx >= fy, out);
+    case OP_FTOI:
+        if (!(fx > -9.2e18 && fx < 9.2e18)) {
+            *why = "f64 out of the range of i64";
+            return PR_FAIL;
+        }
+        *out = of_i((int64_t)fx);
+        return PR_OK;
+    case OP_FTOS:
+        fmt_f64(fx, buf, sizeof buf);
+        *out = eg__intern(e, buf, strlen(buf));
+        return PR_OK;
+    case OP_FFLOOR:
+        *out = of_f(floor(fx));
+        return PR_OK;
+    case OP_FCEIL:
+        *out = of_f(ceil(fx));
+        return PR_OK;
+    case OP_FROUND:
+        *out = of_f(round(fx));
+        return PR_OK;
+    case OP_SCAT: {
+        size_t len = 0;
+        for (uint32_t i = 0; i < nargs; i++)
+            len += strlen(eg__str(e, (uint32_t)a[i]));
+        char *s = eg__alloc(len + 1);
+        size_t o = 0;
+        for (uint32_t i = 0; i < nargs; i++) {
+            const char *t = eg__str(e, (uint32_t)a[i]);
+            size_t l = strlen(t);
+            memcpy(s + o, t, l);
+            o += l;
+        }
+        s[o] = 0;
+        *out = eg__intern(e, s, o);
+        eg__free(s);
+        return PR_OK;
     }
-    if (x == INT64_MIN && y == -1) {
-      *why = "integer overflow in division";
-      return PR_FAIL;
+    case OP_SCOUNT: {
+        const char *s = eg__str(e, (uint32_t)a[0]), *t = eg__str(e, (uint32_t)a[1]);
+        size_t tl = strlen(t);
+        int64_t c = 0;
+        if (tl)
+            for (const char *q = strstr(s, t); q; q = strstr(q + tl, t))
+                c++;
+        *out = of_i(c);
+        return PR_OK;
     }
-    *out = of_i(p->op == OP_IDIV ? x / y : x % y);
-    return PR_OK;
-  case OP_IAND: *out = of_i(x & y); return PR_OK;
-  case OP_IOR: *out = of_i(x | y); return PR_OK;
-  case OP_IXOR: *out = of_i(x ^ y); return PR_OK;
-  case OP_ISHL: *out = (y < 0 || y > 63) ? 0 : of_i((int64_t)((uint64_t)x << y)); return PR_OK;
-  case OP_ISHR: *out = (y < 0 || y > 63) ? of_i(x < 0 ? -1 : 0) : of_i(x >> y); return PR_OK;
-  case OP_INOT: *out = of_i(~x); return PR_OK;
-  case OP_IMIN: *out = of_i(x < y ? x : y); return PR_OK;
-  case OP_IMAX: *out = of_i(x > y ? x : y); return PR_OK;
-  case OP_ILT: return pred(x < y, out);
-  case OP_IGT: return pred(x > y, out);
-  case OP_ILE: return pred(x <= y, out);
-  case OP_IGE: return pred(x >= y, out);
-  case OP_BILT: *out = x < y; return PR_OK;
-  case OP_BIGT: *out = x > y; return PR_OK;
-  case OP_BILE: *out = x <= y; return PR_OK;
-  case OP_BIGE: *out = x >= y; return PR_OK;
-  case OP_BIEQ: *out = x == y; return PR_OK;
-  case OP_ITOF: *out = of_f((double)x); return PR_OK;
-  case OP_ITOS:
-    snprintf(buf, sizeof buf, "%lld", (long long)x);
-    *out = eg__intern(e, buf, strlen(buf));
-    return PR_OK;
-  case OP_IABS: *out = of_i(x < 0 ? (int64_t)(0 - (uint64_t)x) : x); return PR_OK;
-  case OP_ILOG2:
-    if (x <= 0) {
-      *why = "log2 of a non-positive integer";
-      return PR_FAIL;
+    case OP_SREPL: {
+        const char *s = eg__str(e, (uint32_t)a[0]), *t = eg__str(e, (uint32_t)a[1]),
+                   *r = eg__str(e, (uint32_t)a[2]);
+        size_t tl = strlen(t), rl = strlen(r), sl = strlen(s);
+        if (!tl) {
+            *out = a[0];
+            return PR_OK;
+        }
+        size_t cnt = 0;
+        for (const char *q = strstr(s, t); q; q = strstr(q + tl, t))
+            cnt++;
+        char *res = eg__alloc(sl + cnt * rl + 1), *w = res;
+        const char *q = s, *m;
+        while ((m = strstr(q, t))) {
+            memcpy(w, q, (size_t)(m - q));
+            w += m - q;
+            memcpy(w, r, rl);
+            w += rl;
+            q = m + tl;
+        }
+        strcpy(w, q);
+        *out = eg__intern(e, res, strlen(res));
+        eg__free(res);
+        return PR_OK;
     }
-    {
-      int64_t r = 0;
-      while (x >>= 1) r++;
-      *out = of_i(r);
+    case OP_SLT:
+        return pred(strcmp(eg__str(e, (uint32_t)a[0]), eg__str(e, (uint32_t)a[1])) < 0, out);
+    case OP_SGT:
+        return pred(strcmp(eg__str(e, (uint32_t)a[0]), eg__str(e, (uint32_t)a[1])) > 0, out);
+    case OP_BAND:
+        *out = a[0] && a[1];
+        return PR_OK;
+    case OP_BOR:
+        *out = a[0] || a[1];
+        return PR_OK;
+    case OP_BNOT:
+        *out = !a[0];
+        return PR_OK;
+    case OP_BXOR:
+        *out = (!a[0]) != (!a[1]);
+        return PR_OK;
+    case OP_BIMP:
+        *out = !a[0] || a[1];
+        return PR_OK;
+    case OP_NE_F:
+        return pred(fx != fy, out);
+    case OP_NE_I:
+    case OP_NE_S:
+    case OP_NE_B:
+    case OP_NE_U:
+        return pred(a[0] != a[1], out);
+    case OP_EQ:
+        return pred(a[0] == a[1], out);
+    case EG_OP_PAIR:
+        *out = pair_intern(e, a[0], a[1]);
+        return PR_OK;
+    case EG_OP_PAIR_FIRST:
+    case EG_OP_PAIR_SECOND:
+        if (a[0] >= e->npairs) {
+            *why = "not a pair value";
+            return PR_FAIL;
+        }
+        *out = e->pairs[2 * a[0] + (p->op == EG_OP_PAIR_SECOND)];
+        if (e->sorts[p->ret].kind == SK_EQ) *out = eg__find(e, (uint32_t)*out);
+        return PR_OK;
+    default:
+        *why = "unknown primitive";
+        return PR_FAIL;
     }
-    return PR_OK;
-  case OP_INEG: *out = of_i((int64_t)(0 - (uint64_t)x)); return PR_OK;
-  case OP_FADD: *out = of_f(fx + fy); return PR_OK;
-  case OP_FSUB: *out = of_f(fx - fy); return PR_OK;
-  case OP_FMUL: *out = of_f(fx * fy); return PR_OK;
-  case OP_FDIV: *out = of_f(fx / fy); return PR_OK;
-  case OP_FMOD: *out = of_f(fmod(fx, fy)); return PR_OK;
-  case OP_FPOW: *out = of_f(pow(fx, fy)); return PR_OK;
-  case OP_FNEG: *out = of_f(-fx); return PR_OK;
-  case OP_FMIN: *out = of_f(fx < fy ? fx : fy); return PR_OK;
-  case OP_FMAX: *out = of_f(fx > fy ? fx : fy); return PR_OK;
-  case OP_FEXP: *out = of_f(exp(fx)); return PR_OK;
-  case OP_FLOG:
-    if (!(fx > 0)) {
-      *why = "log of a non-positive number";
-      return PR_FAIL;
-    }
-    *out = of_f(log(fx));
-    return PR_OK;
-  case OP_FSQRT:
-    if (fx < 0) {
-      *why = "sqrt of a negative number";
-      return PR_FAIL;
-    }
-    *out = of_f(sqrt(fx));
-    return PR_OK;
-  case OP_FABS: *out = of_f(fabs(fx)); return PR_OK;
-  case OP_FLT: return pred(fx < fy, out);
-  case OP_FGT: return pred(fx > fy, out);
-  case OP_FLE: return pred(fx <= fy, out);
-  case OP_FGE: return pred(fx >= fy, out);
-  case OP_FTOI:
-    if (!(fx > -9.2e18 && fx < 9.2e18)) {
-      *why = "f64 out of the range of i64";
-      return PR_FAIL;
-    }
-    *out = of_i((int64_t)fx);
-    return PR_OK;
-  case OP_FTOS:
-    fmt_f64(fx, buf, sizeof buf);
-    *out = eg__intern(e, buf, strlen(buf));
-    return PR_OK;
-  case OP_FFLOOR: *out = of_f(floor(fx)); return PR_OK;
-  case OP_FCEIL: *out = of_f(ceil(fx)); return PR_OK;
-  case OP_FROUND: *out = of_f(round(fx)); return PR_OK;
-  case OP_SCAT: {
-    size_t len = 0;
-    for (uint32_t i = 0; i < nargs; i++) len += strlen(eg__str(e, (uint32_t)a[i]));
-    char *s = eg__alloc(len + 1);
-    size_t o = 0;
-    for (uint32_t i = 0; i < nargs; i++) {
-      const char *t = eg__str(e, (uint32_t)a[i]);
-      size_t l = strlen(t);
-      memcpy(s + o, t, l);
-      o += l;
-    }
-    s[o] = 0;
-    *out = eg__intern(e, s, o);
-    eg__free(s);
-    return PR_OK;
-  }
-  case OP_SCOUNT: {
-    const char *s = eg__str(e, (uint32_t)a[0]), *t = eg__str(e, (uint32_t)a[1]);
-    size_t tl = strlen(t);
-    int64_t c = 0;
-    if (tl)
-      for (const char *q = strstr(s, t); q; q = strstr(q + tl, t)) c++;
-    *out = of_i(c);
-    return PR_OK;
-  }
-  case OP_SREPL: {
-    const char *s = eg__str(e, (uint32_t)a[0]), *t = eg__str(e, (uint32_t)a[1]),
-               *r = eg__str(e, (uint32_t)a[2]);
-    size_t tl = strlen(t), rl = strlen(r), sl = strlen(s);
-    if (!tl) {
-      *out = a[0];
-      return PR_OK;
-    }
-    size_t cnt = 0;
-    for (const char *q = strstr(s, t); q; q = strstr(q + tl, t)) cnt++;
-    char *res = eg__alloc(sl + cnt * rl + 1), *w = res;
-    const char *q = s, *m;
-    while ((m = strstr(q, t))) {
-      memcpy(w, q, (size_t)(m - q));
-      w += m - q;
-      memcpy(w, r, rl);
-      w += rl;
-      q = m + tl;
-    }
-    strcpy(w, q);
-    *out = eg__intern(e, res, strlen(res));
-    eg__free(res);
-    return PR_OK;
-  }
-  case OP_SLT: return pred(strcmp(eg__str(e, (uint32_t)a[0]), eg__str(e, (uint32_t)a[1])) < 0, out);
-  case OP_SGT: return pred(strcmp(eg__str(e, (uint32_t)a[0]), eg__str(e, (uint32_t)a[1])) > 0, out);
-  case OP_BAND: *out = a[0] && a[1]; return PR_OK;
-  case OP_BOR: *out = a[0] || a[1]; return PR_OK;
-  case OP_BNOT: *out = !a[0]; return PR_OK;
-  case OP_BXOR: *out = (!a[0]) != (!a[1]); return PR_OK;
-  case OP_BIMP: *out = !a[0] || a[1]; return PR_OK;
-  case OP_NE_F: return pred(fx != fy, out);
-  case OP_NE_I:
-  case OP_NE_S:
-  case OP_NE_B:
-  case OP_NE_U: return pred(a[0] != a[1], out);
-  case OP_EQ: return pred(a[0] == a[1], out);
-  case EG_OP_PAIR: *out = pair_intern(e, a[0], a[1]); return PR_OK;
-  case EG_OP_PAIR_FIRST:
-  case EG_OP_PAIR_SECOND:
-    if (a[0] >= e->npairs) {
-      *why = "not a pair value";
-      return PR_FAIL;
-    }
-    *out = e->pairs[2 * a[0] + (p->op == EG_OP_PAIR_SECOND)];
-    if (e->sorts[p->ret].kind == SK_EQ) *out = eg__find(e, (uint32_t)*out);
-    return PR_OK;
-  default: *why = "unknown primitive"; return PR_FAIL;
-  }
 }

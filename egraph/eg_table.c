@@ -10,295 +10,321 @@
 #include <string.h>
 #include <xxhash.h>
 
-void eg__table_init(eg_table *t) {
-  t->cols = NULL;
-  t->ts = NULL;
-  t->flags = NULL;
-  t->khash = NULL;
-  t->slotpos = NULL;
-  t->nrows = t->cap = t->nlive = 0;
-  t->slots = NULL;
-  t->nslots = t->nused = 0;
-  t->six = NULL;
-  t->nsix = t->capsix = 0;
-  t->version = 0;
+void eg__table_init(eg_table *t)
+{
+    t->cols = NULL;
+    t->ts = NULL;
+    t->flags = NULL;
+    t->khash = NULL;
+    t->slotpos = NULL;
+    t->nrows = t->cap = t->nlive = 0;
+    t->slots = NULL;
+    t->nslots = t->nused = 0;
+    t->six = NULL;
+    t->nsix = t->capsix = 0;
+    t->version = 0;
 }
 
-static void six_free(sindex *ix) {
-  eg__free(ix->slots);
-  eg__free(ix->gfirst);
-  eg__free(ix->gstart);
-  eg__free(ix->rows);
+static void six_free(sindex *ix)
+{
+    eg__free(ix->slots);
+    eg__free(ix->gfirst);
+    eg__free(ix->gstart);
+    eg__free(ix->rows);
 }
 
-void eg__table_clear_six(eg_table *t) {
-  for (uint32_t i = 0; i < t->nsix; i++) six_free(&t->six[i]);
-  t->nsix = 0;
+void eg__table_clear_six(eg_table *t)
+{
+    for (uint32_t i = 0; i < t->nsix; i++)
+        six_free(&t->six[i]);
+    t->nsix = 0;
 }
 
-void eg__table_fini(eg_table *t) {
-  eg__free(t->cols);
-  eg__free(t->ts);
-  eg__free(t->flags);
-  eg__free(t->khash);
-  eg__free(t->slotpos);
-  eg__free(t->slots);
-  eg__table_clear_six(t);
-  eg__free(t->six);
-  t->cols = NULL;
-  t->ts = NULL;
-  t->flags = NULL;
-  t->khash = NULL;
-  t->slotpos = NULL;
-  t->slots = NULL;
-  t->six = NULL;
-  t->nrows = t->cap = t->nlive = t->nslots = t->nused = t->nsix = t->capsix = 0;
+void eg__table_fini(eg_table *t)
+{
+    eg__free(t->cols);
+    eg__free(t->ts);
+    eg__free(t->flags);
+    eg__free(t->khash);
+    eg__free(t->slotpos);
+    eg__free(t->slots);
+    eg__table_clear_six(t);
+    eg__free(t->six);
+    t->cols = NULL;
+    t->ts = NULL;
+    t->flags = NULL;
+    t->khash = NULL;
+    t->slotpos = NULL;
+    t->slots = NULL;
+    t->six = NULL;
+    t->nrows = t->cap = t->nlive = t->nslots = t->nused = t->nsix = t->capsix = 0;
 }
 
-void eg__table_copy(eg_table *dst, const eg_table *src) {
-  *dst = *src;
-  size_t nc = (size_t)src->ncols;
-  dst->cap = src->nrows;
-  dst->cols = eg__array(NULL, (size_t)src->nrows * nc + 1, sizeof(eg_value));
-  dst->ts = eg__array(NULL, src->nrows + 1, sizeof(uint32_t));
-  dst->flags = eg__array(NULL, src->nrows + 1, 1);
-  dst->khash = eg__array(NULL, src->nrows + 1, sizeof(uint64_t));
-  dst->slotpos = eg__array(NULL, src->nrows + 1, sizeof(uint32_t));
-  dst->slots = eg__array(NULL, src->nslots + 1, sizeof(uint64_t));
-  if (src->nrows) {
-    memcpy(dst->cols, src->cols, (size_t)src->nrows * nc * sizeof(eg_value));
-    memcpy(dst->ts, src->ts, src->nrows * sizeof(uint32_t));
-    memcpy(dst->flags, src->flags, src->nrows);
-    memcpy(dst->khash, src->khash, src->nrows * sizeof(uint64_t));
-    memcpy(dst->slotpos, src->slotpos, src->nrows * sizeof(uint32_t));
-  }
-  if (src->nslots) memcpy(dst->slots, src->slots, src->nslots * sizeof(uint64_t));
+void eg__table_copy(eg_table *dst, const eg_table *src)
+{
+    *dst = *src;
+    size_t nc = (size_t)src->ncols;
+    dst->cap = src->nrows;
+    dst->cols = eg__array(NULL, (size_t)src->nrows * nc + 1, sizeof(eg_value));
+    dst->ts = eg__array(NULL, src->nrows + 1, sizeof(uint32_t));
+    dst->flags = eg__array(NULL, src->nrows + 1, 1);
+    dst->khash = eg__array(NULL, src->nrows + 1, sizeof(uint64_t));
+    dst->slotpos = eg__array(NULL, src->nrows + 1, sizeof(uint32_t));
+    dst->slots = eg__array(NULL, src->nslots + 1, sizeof(uint64_t));
+    if (src->nrows) {
+        memcpy(dst->cols, src->cols, (size_t)src->nrows * nc * sizeof(eg_value));
+        memcpy(dst->ts, src->ts, src->nrows * sizeof(uint32_t));
+        memcpy(dst->flags, src->flags, src->nrows);
+        memcpy(dst->khash, src->khash, src->nrows * sizeof(uint64_t));
+        memcpy(dst->slotpos, src->slotpos, src->nrows * sizeof(uint32_t));
+    }
+    if (src->nslots) memcpy(dst->slots, src->slots, src->nslots * sizeof(uint64_t));
 
-  dst->six = NULL;
-  dst->nsix = dst->capsix = 0;
+    dst->six = NULL;
+    dst->nsix = dst->capsix = 0;
 }
 
-uint64_t eg__key_hash(const eg_value *key, uint32_t n) {
-  return XXH3_64bits(key, (size_t)n * sizeof(eg_value));
+uint64_t eg__key_hash(const eg_value *key, uint32_t n)
+{
+    return XXH3_64bits(key, (size_t)n * sizeof(eg_value));
 }
 
 #define SLOT_DELETED UINT64_C(0xFFFFFFFF)
 
-static inline uint64_t slot_of(uint64_t h, uint32_t r) {
-  return (h & UINT64_C(0xFFFFFFFF00000000)) | (uint64_t)(r + 1);
+static inline uint64_t slot_of(uint64_t h, uint32_t r)
+{
+    return (h & UINT64_C(0xFFFFFFFF00000000)) | (uint64_t)(r + 1);
 }
 
-static inline bool key_eq(const eg_value *a, const eg_value *b, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++)
-    if (a[i] != b[i]) return false;
-  return true;
+static inline bool key_eq(const eg_value *a, const eg_value *b, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return false;
+    return true;
 }
 
-int64_t eg__table_lookup(const eg_table *t, const eg_value *key, uint64_t h) {
-  if (!t->nslots) return -1;
-  uint32_t m = t->nslots - 1, j = (uint32_t)h & m;
-  uint64_t hi = h & UINT64_C(0xFFFFFFFF00000000);
-  for (;;) {
-    uint64_t s = t->slots[j];
-    if (s == 0) return -1;
-    if ((s & UINT64_C(0xFFFFFFFF00000000)) == hi && s != SLOT_DELETED) {
-      uint32_t r = (uint32_t)s - 1;
-      if (key_eq(t->cols + (size_t)r * t->ncols, key, t->n_in)) return r;
+int64_t eg__table_lookup(const eg_table *t, const eg_value *key, uint64_t h)
+{
+    if (!t->nslots) return -1;
+    uint32_t m = t->nslots - 1, j = (uint32_t)h & m;
+    uint64_t hi = h & UINT64_C(0xFFFFFFFF00000000);
+    for (;;) {
+        uint64_t s = t->slots[j];
+        if (s == 0) return -1;
+        if ((s & UINT64_C(0xFFFFFFFF00000000)) == hi && s != SLOT_DELETED) {
+            uint32_t r = (uint32_t)s - 1;
+            if (key_eq(t->cols + (size_t)r * t->ncols, key, t->n_in)) return r;
+        }
+        j = (j + 1) & m;
     }
-    j = (j + 1) & m;
-  }
 }
 
-static void rehash(eg_table *t, uint32_t ns) {
-  uint64_t *sl = eg__calloc(ns, sizeof *sl);
-  for (uint32_t r = 0; r < t->nrows; r++) {
-    if (t->flags[r] & RF_DEAD) continue;
-    uint32_t j = (uint32_t)t->khash[r] & (ns - 1);
-    while (sl[j]) j = (j + 1) & (ns - 1);
-    sl[j] = slot_of(t->khash[r], r);
+static void rehash(eg_table *t, uint32_t ns)
+{
+    uint64_t *sl = eg__calloc(ns, sizeof *sl);
+    for (uint32_t r = 0; r < t->nrows; r++) {
+        if (t->flags[r] & RF_DEAD) continue;
+        uint32_t j = (uint32_t)t->khash[r] & (ns - 1);
+        while (sl[j])
+            j = (j + 1) & (ns - 1);
+        sl[j] = slot_of(t->khash[r], r);
+        t->slotpos[r] = j;
+    }
+    eg__free(t->slots);
+    t->slots = sl;
+    t->nslots = ns;
+    t->nused = t->nlive;
+}
+
+uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64_t h, uint8_t flags)
+{
+    if (t->nrows + 1 > t->cap) {
+        uint32_t nc = t->cap ? t->cap * 2 : 16;
+        t->cols = eg__array(t->cols, (size_t)nc * (t->ncols ? t->ncols : 1), sizeof(eg_value));
+        t->ts = eg__array(t->ts, nc, sizeof(uint32_t));
+        t->flags = eg__array(t->flags, nc, 1);
+        t->khash = eg__array(t->khash, nc, sizeof(uint64_t));
+        t->slotpos = eg__array(t->slotpos, nc, sizeof(uint32_t));
+        t->cap = nc;
+    }
+    if (t->nslots == 0 || (t->nused + 1) * 2 > t->nslots) {
+        uint32_t ns = 16;
+        while ((t->nlive + 1) * 4 > ns)
+            ns *= 2; /* live load <= 1/4 after a rehash */
+        rehash(t, ns);
+    }
+    uint32_t r = t->nrows++;
+    memcpy(t->cols + (size_t)r * t->ncols, row, t->ncols * sizeof(eg_value));
+    t->ts[r] = e->ts;
+    t->flags[r] = flags;
+    t->khash[r] = h;
+    uint32_t j = (uint32_t)h & (t->nslots - 1);
+    while (t->slots[j] != 0 && t->slots[j] != SLOT_DELETED)
+        j = (j + 1) & (t->nslots - 1);
+    if (t->slots[j] == 0) t->nused++;
+    t->slots[j] = slot_of(h, r);
     t->slotpos[r] = j;
-  }
-  eg__free(t->slots);
-  t->slots = sl;
-  t->nslots = ns;
-  t->nused = t->nlive;
+    t->nlive++;
+    return r;
 }
 
-uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64_t h,
-                          uint8_t flags) {
-  if (t->nrows + 1 > t->cap) {
-    uint32_t nc = t->cap ? t->cap * 2 : 16;
-    t->cols = eg__array(t->cols, (size_t)nc * (t->ncols ? t->ncols : 1), sizeof(eg_value));
-    t->ts = eg__array(t->ts, nc, sizeof(uint32_t));
-    t->flags = eg__array(t->flags, nc, 1);
-    t->khash = eg__array(t->khash, nc, sizeof(uint64_t));
-    t->slotpos = eg__array(t->slotpos, nc, sizeof(uint32_t));
-    t->cap = nc;
-  }
-  if (t->nslots == 0 || (t->nused + 1) * 2 > t->nslots) {
-    uint32_t ns = 16;
-    while ((t->nlive + 1) * 4 > ns) ns *= 2; /* live load <= 1/4 after a rehash */
-    rehash(t, ns);
-  }
-  uint32_t r = t->nrows++;
-  memcpy(t->cols + (size_t)r * t->ncols, row, t->ncols * sizeof(eg_value));
-  t->ts[r] = e->ts;
-  t->flags[r] = flags;
-  t->khash[r] = h;
-  uint32_t j = (uint32_t)h & (t->nslots - 1);
-  while (t->slots[j] != 0 && t->slots[j] != SLOT_DELETED) j = (j + 1) & (t->nslots - 1);
-  if (t->slots[j] == 0) t->nused++;
-  t->slots[j] = slot_of(h, r);
-  t->slotpos[r] = j;
-  t->nlive++;
-  return r;
-}
-
-void eg__table_kill(eg_table *t, uint32_t r) {
-  if (t->flags[r] & RF_DEAD) return;
-  uint32_t j = t->slotpos[r];
-  if ((uint32_t)t->slots[j] != r + 1 || t->slots[j] == SLOT_DELETED) { /* not expected */
-    j = (uint32_t)t->khash[r] & (t->nslots - 1);
-    while ((uint32_t)t->slots[j] != r + 1 || t->slots[j] == SLOT_DELETED) j = (j + 1) & (t->nslots - 1);
-  }
-  t->slots[j] = SLOT_DELETED;
-  t->flags[r] |= RF_DEAD;
-  t->nlive--;
-  t->version++;
+void eg__table_kill(eg_table *t, uint32_t r)
+{
+    if (t->flags[r] & RF_DEAD) return;
+    uint32_t j = t->slotpos[r];
+    if ((uint32_t)t->slots[j] != r + 1 || t->slots[j] == SLOT_DELETED) { /* not expected */
+        j = (uint32_t)t->khash[r] & (t->nslots - 1);
+        while ((uint32_t)t->slots[j] != r + 1 || t->slots[j] == SLOT_DELETED)
+            j = (j + 1) & (t->nslots - 1);
+    }
+    t->slots[j] = SLOT_DELETED;
+    t->flags[r] |= RF_DEAD;
+    t->nlive--;
+    t->version++;
 }
 
 /* Drops dead rows, keeping the order (and so the timestamp order) of the live ones. */
-void eg__table_compact(eg_table *t) {
-  if (t->nlive == t->nrows) return;
-  uint32_t w = 0;
-  for (uint32_t r = 0; r < t->nrows; r++) {
-    if (t->flags[r] & RF_DEAD) continue;
-    if (w != r) {
-      memmove(t->cols + (size_t)w * t->ncols, t->cols + (size_t)r * t->ncols,
-              t->ncols * sizeof(eg_value));
-      t->ts[w] = t->ts[r];
-      t->flags[w] = t->flags[r];
-      t->khash[w] = t->khash[r];
+void eg__table_compact(eg_table *t)
+{
+    if (t->nlive == t->nrows) return;
+    uint32_t w = 0;
+    for (uint32_t r = 0; r < t->nrows; r++) {
+        if (t->flags[r] & RF_DEAD) continue;
+        if (w != r) {
+            memmove(t->cols + (size_t)w * t->ncols, t->cols + (size_t)r * t->ncols,
+                    t->ncols * sizeof(eg_value));
+            t->ts[w] = t->ts[r];
+            t->flags[w] = t->flags[r];
+            t->khash[w] = t->khash[r];
+        }
+        w++;
     }
-    w++;
-  }
-  t->nrows = w;
-  t->version++;
-  uint32_t ns = 16;
-  while ((t->nlive + 1) * 4 > ns) ns *= 2;
-  rehash(t, ns);
+    t->nrows = w;
+    t->version++;
+    uint32_t ns = 16;
+    while ((t->nlive + 1) * 4 > ns)
+        ns *= 2;
+    rehash(t, ns);
 }
 
 /* The first row whose timestamp is >= ts (rows are in timestamp order). */
-uint32_t eg__table_first_ts(const eg_table *t, uint32_t ts) {
-  uint32_t lo = 0, hi = t->nrows;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (t->ts[mid] < ts) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+uint32_t eg__table_first_ts(const eg_table *t, uint32_t ts)
+{
+    uint32_t lo = 0, hi = t->nrows;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->ts[mid] < ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
-static uint64_t masked_hash(const eg_value *row, uint32_t mask, uint32_t ncols) {
-  eg_value k[32];
-  uint32_t n = 0;
-  for (uint32_t c = 0; c < ncols; c++)
-    if (mask >> c & 1) k[n++] = row[c];
-  return XXH3_64bits(k, n * sizeof(eg_value));
+static uint64_t masked_hash(const eg_value *row, uint32_t mask, uint32_t ncols)
+{
+    eg_value k[32];
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < ncols; c++)
+        if (mask >> c & 1) k[n++] = row[c];
+    return XXH3_64bits(k, n * sizeof(eg_value));
 }
 
-static bool masked_eq(const eg_value *a, const eg_value *b, uint32_t mask, uint32_t ncols) {
-  for (uint32_t c = 0; c < ncols; c++)
-    if ((mask >> c & 1) && a[c] != b[c]) return false;
-  return true;
+static bool masked_eq(const eg_value *a, const eg_value *b, uint32_t mask, uint32_t ncols)
+{
+    for (uint32_t c = 0; c < ncols; c++)
+        if ((mask >> c & 1) && a[c] != b[c]) return false;
+    return true;
 }
 
-const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi) {
-  for (uint32_t i = 0; i < t->nsix; i++) {
-    sindex *ix = &t->six[i];
-    if (ix->mask == mask && ix->hi == hi && ix->version == t->version) return ix;
-  }
-  /* drop stale indexes of this mask */
-  for (uint32_t i = 0; i < t->nsix;) {
-    if (t->six[i].mask == mask) {
-      six_free(&t->six[i]);
-      t->six[i] = t->six[--t->nsix];
-    } else {
-      i++;
+const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
+{
+    for (uint32_t i = 0; i < t->nsix; i++) {
+        sindex *ix = &t->six[i];
+        if (ix->mask == mask && ix->hi == hi && ix->version == t->version) return ix;
     }
-  }
-  EG_GROW(t->six, t->capsix, t->nsix + 1);
-  sindex *ix = &t->six[t->nsix++];
-  memset(ix, 0, sizeof *ix);
-  ix->mask = mask;
-  ix->hi = hi;
-  ix->version = t->version;
-  uint32_t ns = 16;
-  while (ns < hi * 2) ns *= 2;
-  ix->slots = eg__calloc(ns, sizeof(uint32_t));
-  ix->nslots = ns;
-  uint32_t *grp = eg__array(NULL, hi + 1, sizeof(uint32_t)); /* row -> group */
-  uint32_t *cnt = NULL, capg = 0, ng = 0;
-  uint64_t *gh = NULL;
-  uint32_t capgh = 0;
-  for (uint32_t r = 0; r < hi; r++) {
-    if (t->flags[r] & RF_DEAD) continue;
-    const eg_value *row = t->cols + (size_t)r * t->ncols;
-    uint64_t h = masked_hash(row, mask, t->ncols);
-    uint32_t j = (uint32_t)h & (ns - 1);
-    uint32_t g = UINT32_MAX;
-    while (ix->slots[j]) {
-      uint32_t c = ix->slots[j] - 1;
-      if (gh[c] == h &&
-          masked_eq(t->cols + (size_t)ix->gfirst[c] * t->ncols, row, mask, t->ncols)) {
-        g = c;
-        break;
-      }
-      j = (j + 1) & (ns - 1);
+    /* drop stale indexes of this mask */
+    for (uint32_t i = 0; i < t->nsix;) {
+        if (t->six[i].mask == mask) {
+            six_free(&t->six[i]);
+            t->six[i] = t->six[--t->nsix];
+        } else {
+            i++;
+        }
     }
-    if (g == UINT32_MAX) {
-      EG_GROW(cnt, capg, ng + 1);
-      EG_GROW(gh, capgh, ng + 1);
-      ix->gfirst = eg__array(ix->gfirst, capg, sizeof(uint32_t));
-      g = ng++;
-      cnt[g] = 0;
-      gh[g] = h;
-      ix->gfirst[g] = r;
-      ix->slots[j] = g + 1;
+    EG_GROW(t->six, t->capsix, t->nsix + 1);
+    sindex *ix = &t->six[t->nsix++];
+    memset(ix, 0, sizeof *ix);
+    ix->mask = mask;
+    ix->hi = hi;
+    ix->version = t->version;
+    uint32_t ns = 16;
+    while (ns < hi * 2)
+        ns *= 2;
+    ix->slots = eg__calloc(ns, sizeof(uint32_t));
+    ix->nslots = ns;
+    uint32_t *grp = eg__array(NULL, hi + 1, sizeof(uint32_t)); /* row -> group */
+    uint32_t *cnt = NULL, capg = 0, ng = 0;
+    uint64_t *gh = NULL;
+    uint32_t capgh = 0;
+    for (uint32_t r = 0; r < hi; r++) {
+        if (t->flags[r] & RF_DEAD) continue;
+        const eg_value *row = t->cols + (size_t)r * t->ncols;
+        uint64_t h = masked_hash(row, mask, t->ncols);
+        uint32_t j = (uint32_t)h & (ns - 1);
+        uint32_t g = UINT32_MAX;
+        while (ix->slots[j]) {
+            uint32_t c = ix->slots[j] - 1;
+            if (gh[c] == h &&
+                masked_eq(t->cols + (size_t)ix->gfirst[c] * t->ncols, row, mask, t->ncols)) {
+                g = c;
+                break;
+            }
+            j = (j + 1) & (ns - 1);
+        }
+        if (g == UINT32_MAX) {
+            EG_GROW(cnt, capg, ng + 1);
+            EG_GROW(gh, capgh, ng + 1);
+            ix->gfirst = eg__array(ix->gfirst, capg, sizeof(uint32_t));
+            g = ng++;
+            cnt[g] = 0;
+            gh[g] = h;
+            ix->gfirst[g] = r;
+            ix->slots[j] = g + 1;
+        }
+        cnt[g]++;
+        grp[r] = g;
     }
-    cnt[g]++;
-    grp[r] = g;
-  }
-  ix->ngroups = ng;
-  ix->gstart = eg__array(NULL, ng + 1, sizeof(uint32_t));
-  uint32_t acc = 0;
-  for (uint32_t g = 0; g < ng; g++) {
-    ix->gstart[g] = acc;
-    acc += cnt[g];
-    cnt[g] = ix->gstart[g];
-  }
-  ix->gstart[ng] = acc;
-  ix->rows = eg__array(NULL, acc + 1, sizeof(uint32_t));
-  for (uint32_t r = 0; r < hi; r++) {
-    if (t->flags[r] & RF_DEAD) continue;
-    ix->rows[cnt[grp[r]]++] = r;
-  }
-  eg__free(cnt);
-  eg__free(grp);
-  eg__free(gh);
-  return ix;
+    ix->ngroups = ng;
+    ix->gstart = eg__array(NULL, ng + 1, sizeof(uint32_t));
+    uint32_t acc = 0;
+    for (uint32_t g = 0; g < ng; g++) {
+        ix->gstart[g] = acc;
+        acc += cnt[g];
+        cnt[g] = ix->gstart[g];
+    }
+    ix->gstart[ng] = acc;
+    ix->rows = eg__array(NULL, acc + 1, sizeof(uint32_t));
+    for (uint32_t r = 0; r < hi; r++) {
+        if (t->flags[r] & RF_DEAD) continue;
+        ix->rows[cnt[grp[r]]++] = r;
+    }
+    eg__free(cnt);
+    eg__free(grp);
+    eg__free(gh);
+    return ix;
 }
 
 /* Finds the group whose key equals vals_by_col on the mask's columns; -1 if none. */
-int64_t eg__six_lookup(const eg_table *t, const sindex *ix, const eg_value *vals_by_col) {
-  uint64_t h = masked_hash(vals_by_col, ix->mask, t->ncols);
-  uint32_t j = (uint32_t)h & (ix->nslots - 1);
-  while (ix->slots[j]) {
-    uint32_t g = ix->slots[j] - 1;
-    if (masked_eq(t->cols + (size_t)ix->gfirst[g] * t->ncols, vals_by_col, ix->mask, t->ncols))
-      return g;
-    j = (j + 1) & (ix->nslots - 1);
-  }
-  return -1;
+int64_t eg__six_lookup(const eg_table *t, const sindex *ix, const eg_value *vals_by_col)
+{
+    uint64_t h = masked_hash(vals_by_col, ix->mask, t->ncols);
+    uint32_t j = (uint32_t)h & (ix->nslots - 1);
+    while (ix->slots[j]) {
+        uint32_t g = ix->slots[j] - 1;
+        if (masked_eq(t->cols + (size_t)ix->gfirst[g] * t->ncols, vals_by_col, ix->mask, t->ncols))
+            return g;
+        j = (j + 1) & (ix->nslots - 1);
+    }
+    return -1;
 }

@@ -35,44 +35,44 @@ typedef struct eg_engine eg_engine;
 typedef uint64_t eg_value;
 
 typedef enum {
-  EG_OK = 0,
-  EG_ERR_PARSE = -1,   /* malformed s-expression */
-  EG_ERR_TYPE = -2,    /* type error, unbound name, wrong arity, ungrounded variable */
-  EG_ERR_RUNTIME = -3, /* failed check, panic, primitive failure, merge conflict */
-  EG_ERR_IO = -4,      /* missing include or input file */
-  EG_ERR_ARG = -5,     /* bad argument to a C API function */
+    EG_OK = 0,
+    EG_ERR_PARSE = -1,   /* malformed s-expression */
+    EG_ERR_TYPE = -2,    /* type error, unbound name, wrong arity, ungrounded variable */
+    EG_ERR_RUNTIME = -3, /* failed check, panic, primitive failure, merge conflict */
+    EG_ERR_IO = -4,      /* missing include or input file */
+    EG_ERR_ARG = -5,     /* bad argument to a C API function */
 } eg_errcode;
 
 /* The error record filled by failing calls. msg holds "file:line:col: message" (or
  * "<api>: message" for C API misuse); it is always NUL-terminated. */
 typedef struct {
-  int code;
-  char msg[1024];
+    int code;
+    char msg[1024];
 } eg_error;
 
 /* Why a run stopped. */
 typedef enum {
-  EG_STOP_SATURATED = 0,  /* an iteration changed nothing */
-  EG_STOP_ITERATIONS = 1, /* the requested number of iterations ran */
-  EG_STOP_UNTIL = 2,      /* the :until condition held */
-  EG_STOP_NODE_LIMIT = 3, /* eg_options.node_limit reached */
-  EG_STOP_ITER_LIMIT = 4, /* eg_options.iter_limit reached */
-  EG_STOP_TIME_LIMIT = 5, /* eg_options.time_limit_s reached */
+    EG_STOP_SATURATED = 0,  /* an iteration changed nothing */
+    EG_STOP_ITERATIONS = 1, /* the requested number of iterations ran */
+    EG_STOP_UNTIL = 2,      /* the :until condition held */
+    EG_STOP_NODE_LIMIT = 3, /* eg_options.node_limit reached */
+    EG_STOP_ITER_LIMIT = 4, /* eg_options.iter_limit reached */
+    EG_STOP_TIME_LIMIT = 5, /* eg_options.time_limit_s reached */
 } eg_stop_reason;
 
 /* Engine options. Start from eg_options_default and change fields. */
 typedef struct {
-  int naive;           /* 1: every rule re-matches the whole database each iteration
-                          (for testing semi-naive evaluation against); default 0 */
-  int snapshot;        /* 1: print only what the conformance snapshots hold (print-size,
-                          extraction costs); everything else goes to log or nowhere */
-  uint64_t node_limit; /* stop runs when the total row count exceeds this; 0 = none */
-  uint64_t iter_limit; /* stop runs after this many iterations in total; 0 = none */
-  double time_limit_s; /* stop runs after this much wall time in one run; 0 = none */
-  int progress;        /* 1: after each iteration, print a progress line (iterations,
-                          rows) on log, overwriting the previous one ('\r') */
-  FILE *out;           /* command output (print-size, extract, ...); NULL = stdout */
-  FILE *log;           /* reports and diagnostics; NULL = stderr */
+    int naive;           /* 1: every rule re-matches the whole database each iteration
+                            (for testing semi-naive evaluation against); default 0 */
+    int snapshot;        /* 1: print only what the conformance snapshots hold (print-size,
+                            extraction costs); everything else goes to log or nowhere */
+    uint64_t node_limit; /* stop runs when the total row count exceeds this; 0 = none */
+    uint64_t iter_limit; /* stop runs after this many iterations in total; 0 = none */
+    double time_limit_s; /* stop runs after this much wall time in one run; 0 = none */
+    int progress;        /* 1: after each iteration, print a progress line (iterations,
+                            rows) on log, overwriting the previous one ('\r') */
+    FILE *out;           /* command output (print-size, extract, ...); NULL = stdout */
+    FILE *log;           /* reports and diagnostics; NULL = stderr */
 } eg_options;
 
 /* Fills o with the defaults (semi-naive, no limits, stdout/stderr). Cannot fail. */
@@ -169,26 +169,26 @@ void eg_string_free(char *s);
  * (table UINT32_MAX, op = the sort name, with its sort and payload). Only the tables of
  * constructors are nodes; functions and relations are not part of the serialization. */
 typedef struct {
-  uint32_t table;       /* table id, or UINT32_MAX for a literal node */
-  const char *op;       /* table name, or the literal's sort name; borrowed from the engine */
-  uint32_t eclass;      /* the class this node belongs to */
-  uint32_t sort;        /* sort of the literal (literal nodes only) */
-  eg_value literal;     /* literal payload (literal nodes only) */
-  uint32_t child_start; /* children are children[child_start .. child_start+nchildren) */
-  uint32_t nchildren;
-  uint64_t cost;        /* the node's own cost */
-  int subsumed;
+    uint32_t table;       /* table id, or UINT32_MAX for a literal node */
+    const char *op;       /* table name, or the literal's sort name; borrowed from the engine */
+    uint32_t eclass;      /* the class this node belongs to */
+    uint32_t sort;        /* sort of the literal (literal nodes only) */
+    eg_value literal;     /* literal payload (literal nodes only) */
+    uint32_t child_start; /* children are children[child_start .. child_start+nchildren) */
+    uint32_t nchildren;
+    uint64_t cost; /* the node's own cost */
+    int subsumed;
 } eg_snode;
 
 typedef struct {
-  uint32_t n_classes;
-  uint32_t *class_sort;  /* sort id per class */
-  uint64_t *class_value; /* the engine value (e-class id or literal) per class */
-  uint32_t n_nodes;
-  eg_snode *nodes;
-  uint32_t *children;    /* class ids */
-  uint32_t n_roots;
-  uint32_t *roots;       /* class ids of the requested roots */
+    uint32_t n_classes;
+    uint32_t *class_sort;  /* sort id per class */
+    uint64_t *class_value; /* the engine value (e-class id or literal) per class */
+    uint32_t n_nodes;
+    eg_snode *nodes;
+    uint32_t *children; /* class ids */
+    uint32_t n_roots;
+    uint32_t *roots; /* class ids of the requested roots */
 } eg_serialized;
 
 /* Serializes the e-graph (after a rebuild). roots[i] of sort root_sorts[i] are marked as

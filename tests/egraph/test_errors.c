@@ -4,129 +4,144 @@
 
 #include "test_eg.h"
 
-static void expect(const char *prog, int code, const char *where, const char *what) {
-  eg_engine *e = t_engine();
-  eg_error err = t_fail(e, prog);
-  ck_assert_int_eq(err.code, code);
-  ck_assert_msg(strstr(err.msg, where) != NULL, "'%s' lacks location '%s'", err.msg, where);
-  ck_assert_msg(strstr(err.msg, what) != NULL, "'%s' lacks '%s'", err.msg, what);
-  eg_engine_free(e);
-}
-
-START_TEST(unclosed_paren_is_a_parse_error) {
-  expect("(datatype M\n  (Num i64)", EG_ERR_PARSE, "bad.egg:1:1:", "unclosed");
-}
-END_TEST
-
-START_TEST(stray_close_paren_is_a_parse_error) {
-  expect("(relation R (i64)))", EG_ERR_PARSE, "bad.egg:1:19:", "unexpected ')'");
-}
-END_TEST
-
-START_TEST(unbound_variable_in_action) {
-  expect("(datatype M (Add M M))\n(rule ((= e (Add x y))) ((Add x i)))", EG_ERR_TYPE,
-         "bad.egg:2:33:", "unbound variable 'i'");
-}
-END_TEST
-
-START_TEST(wrong_arity_names_the_function) {
-  expect("(relation R (i64 i64))\n(R 1)", EG_ERR_TYPE, "bad.egg:2:1:", "R takes 2, got 1");
-}
-END_TEST
-
-START_TEST(set_on_a_constructor_is_refused) {
-  expect("(datatype M (Num i64))\n(set (Num 1) (Num 2))", EG_ERR_TYPE, "bad.egg:2:1:",
-         "cannot set Num");
-}
-END_TEST
-
-START_TEST(division_by_zero_in_an_action) {
-  expect("(relation R (i64))\n(R (/ 1 0))", EG_ERR_RUNTIME, "bad.egg:2:4:", "division by zero");
-}
-END_TEST
-
-START_TEST(missing_include_file) {
-  expect("(include \"/nonexistent/x.egg\")", EG_ERR_IO, "bad.egg:1:10:", "cannot read");
-}
-END_TEST
-
-START_TEST(missing_input_file) {
-  expect("(relation R (i64))\n(input R \"/nonexistent/r.csv\")", EG_ERR_IO, "bad.egg:2:10:",
-         "cannot read input file");
-}
-END_TEST
-
-START_TEST(ungrounded_variable) {
-  expect("(relation R (i64))\n(rule ((= x y)) ((R x)))", EG_ERR_TYPE, "bad.egg:2:", "ungrounded");
-}
-END_TEST
-
-START_TEST(unknown_function) {
-  expect("(frobnicate 1)", EG_ERR_TYPE, "bad.egg:1:1:", "unknown function");
-}
-END_TEST
-
-START_TEST(misspelled_rule_option_is_refused) {
-  expect("(relation R (i64))\n(rule ((R x)) ((R x)) :ruelset foo)", EG_ERR_TYPE, "bad.egg:2:23:",
-         "unknown option :ruelset");
-}
-END_TEST
-
-START_TEST(failed_check_is_an_error_and_keeps_earlier_effects) {
-  eg_engine *e = t_engine();
-  T_RUN(e, "(relation R (i64))");
-  eg_error err = t_fail(e, "(R 1)\n(check (R 2))\n(R 3)");
-  ck_assert_ptr_nonnull(strstr(err.msg, "bad.egg:2:1: check failed"));
-  ck_assert_uint_eq(t_size(e, "R"), 1);
-  eg_engine_free(e);
-}
-END_TEST
-
-START_TEST(every_fail_typecheck_program_is_refused) {
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s/conformance/egglog/tests/fail-typecheck", LUMINAL_SHARED_DIR);
-  DIR *d = opendir(dir);
-  if (!d) {
-    fprintf(stderr, "skip: %s not found\n", dir);
-    return;
-  }
-  struct dirent *de;
-  int n = 0;
-  while ((de = readdir(d))) {
-    size_t l = strlen(de->d_name);
-    if (l < 5 || strcmp(de->d_name + l - 4, ".egg") != 0) continue;
-    char path[8192];
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+static void expect(const char *prog, int code, const char *where, const char *what)
+{
     eg_engine *e = t_engine();
-    eg_error err;
-    int rc = eg_run_file(e, path, &err);
-    ck_assert_msg(rc != 0, "%s was accepted", de->d_name);
-    ck_assert_msg(strstr(err.msg, de->d_name) != NULL && strstr(err.msg, ": ") != NULL,
-                  "%s: message without location: %s", de->d_name, err.msg);
+    eg_error err = t_fail(e, prog);
+    ck_assert_int_eq(err.code, code);
+    ck_assert_msg(strstr(err.msg, where) != NULL, "'%s' lacks location '%s'", err.msg, where);
+    ck_assert_msg(strstr(err.msg, what) != NULL, "'%s' lacks '%s'", err.msg, what);
     eg_engine_free(e);
-    n++;
-  }
-  closedir(d);
-  ck_assert_int_ge(n, 10);
+}
+
+START_TEST(unclosed_paren_is_a_parse_error)
+{
+    expect("(datatype M\n  (Num i64)", EG_ERR_PARSE, "bad.egg:1:1:", "unclosed");
 }
 END_TEST
 
-Suite *errors_suite(void) {
-  Suite *s = suite_create("errors");
-  TCase *tc = tcase_create("errors");
-  tcase_add_test(tc, unclosed_paren_is_a_parse_error);
-  tcase_add_test(tc, stray_close_paren_is_a_parse_error);
-  tcase_add_test(tc, unbound_variable_in_action);
-  tcase_add_test(tc, wrong_arity_names_the_function);
-  tcase_add_test(tc, set_on_a_constructor_is_refused);
-  tcase_add_test(tc, division_by_zero_in_an_action);
-  tcase_add_test(tc, missing_include_file);
-  tcase_add_test(tc, missing_input_file);
-  tcase_add_test(tc, ungrounded_variable);
-  tcase_add_test(tc, unknown_function);
-  tcase_add_test(tc, failed_check_is_an_error_and_keeps_earlier_effects);
-  tcase_add_test(tc, misspelled_rule_option_is_refused);
-  tcase_add_test(tc, every_fail_typecheck_program_is_refused);
-  suite_add_tcase(s, tc);
-  return s;
+START_TEST(stray_close_paren_is_a_parse_error)
+{
+    expect("(relation R (i64)))", EG_ERR_PARSE, "bad.egg:1:19:", "unexpected ')'");
+}
+END_TEST
+
+START_TEST(unbound_variable_in_action)
+{
+    expect("(datatype M (Add M M))\n(rule ((= e (Add x y))) ((Add x i)))", EG_ERR_TYPE,
+           "bad.egg:2:33:", "unbound variable 'i'");
+}
+END_TEST
+
+START_TEST(wrong_arity_names_the_function)
+{
+    expect("(relation R (i64 i64))\n(R 1)", EG_ERR_TYPE, "bad.egg:2:1:", "R takes 2, got 1");
+}
+END_TEST
+
+START_TEST(set_on_a_constructor_is_refused)
+{
+    expect("(datatype M (Num i64))\n(set (Num 1) (Num 2))", EG_ERR_TYPE,
+           "bad.egg:2:1:", "cannot set Num");
+}
+END_TEST
+
+START_TEST(division_by_zero_in_an_action)
+{
+    expect("(relation R (i64))\n(R (/ 1 0))", EG_ERR_RUNTIME, "bad.egg:2:4:", "division by zero");
+}
+END_TEST
+
+START_TEST(missing_include_file)
+{
+    expect("(include \"/nonexistent/x.egg\")", EG_ERR_IO, "bad.egg:1:10:", "cannot read");
+}
+END_TEST
+
+START_TEST(missing_input_file)
+{
+    expect("(relation R (i64))\n(input R \"/nonexistent/r.csv\")", EG_ERR_IO,
+           "bad.egg:2:10:", "cannot read input file");
+}
+END_TEST
+
+START_TEST(ungrounded_variable)
+{
+    expect("(relation R (i64))\n(rule ((= x y)) ((R x)))", EG_ERR_TYPE, "bad.egg:2:", "ungrounded");
+}
+END_TEST
+
+START_TEST(unknown_function)
+{
+    expect("(frobnicate 1)", EG_ERR_TYPE, "bad.egg:1:1:", "unknown function");
+}
+END_TEST
+
+START_TEST(misspelled_rule_option_is_refused)
+{
+    expect("(relation R (i64))\n(rule ((R x)) ((R x)) :ruelset foo)", EG_ERR_TYPE,
+           "bad.egg:2:23:", "unknown option :ruelset");
+}
+END_TEST
+
+START_TEST(failed_check_is_an_error_and_keeps_earlier_effects)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(relation R (i64))");
+    eg_error err = t_fail(e, "(R 1)\n(check (R 2))\n(R 3)");
+    ck_assert_ptr_nonnull(strstr(err.msg, "bad.egg:2:1: check failed"));
+    ck_assert_uint_eq(t_size(e, "R"), 1);
+    eg_engine_free(e);
+}
+END_TEST
+
+START_TEST(every_fail_typecheck_program_is_refused)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/conformance/egglog/tests/fail-typecheck", LUMINAL_SHARED_DIR);
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "skip: %s not found\n", dir);
+        return;
+    }
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 5 || strcmp(de->d_name + l - 4, ".egg") != 0) continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        eg_engine *e = t_engine();
+        eg_error err;
+        int rc = eg_run_file(e, path, &err);
+        ck_assert_msg(rc != 0, "%s was accepted", de->d_name);
+        ck_assert_msg(strstr(err.msg, de->d_name) != NULL && strstr(err.msg, ": ") != NULL,
+                      "%s: message without location: %s", de->d_name, err.msg);
+        eg_engine_free(e);
+        n++;
+    }
+    closedir(d);
+    ck_assert_int_ge(n, 10);
+}
+END_TEST
+
+Suite *errors_suite(void)
+{
+    Suite *s = suite_create("errors");
+    TCase *tc = tcase_create("errors");
+    tcase_add_test(tc, unclosed_paren_is_a_parse_error);
+    tcase_add_test(tc, stray_close_paren_is_a_parse_error);
+    tcase_add_test(tc, unbound_variable_in_action);
+    tcase_add_test(tc, wrong_arity_names_the_function);
+    tcase_add_test(tc, set_on_a_constructor_is_refused);
+    tcase_add_test(tc, division_by_zero_in_an_action);
+    tcase_add_test(tc, missing_include_file);
+    tcase_add_test(tc, missing_input_file);
+    tcase_add_test(tc, ungrounded_variable);
+    tcase_add_test(tc, unknown_function);
+    tcase_add_test(tc, failed_check_is_an_error_and_keeps_earlier_effects);
+    tcase_add_test(tc, misspelled_rule_option_is_refused);
+    tcase_add_test(tc, every_fail_typecheck_program_is_refused);
+    suite_add_tcase(s, tc);
+    return s;
 }

@@ -1,107 +1,115 @@
 /* test_schedule.c: run, run-schedule (saturate, seq, repeat, :until), limits. */
 #include "test_eg.h"
 
-START_TEST(repeat_and_saturate_alternate_rulesets) {
-  eg_engine *e = t_engine();
-  T_RUN(e, "(relation left (i64)) (relation right (i64)) (left 0) (right 0)"
-           "(ruleset L) (rule ((left x) (right x)) ((left (+ x 1))) :ruleset L)"
-           "(ruleset R) (rule ((left x) (right y) (= x (+ y 1))) ((right x)) :ruleset R)"
-           "(run-schedule (repeat 10 (saturate R) (saturate L)))"
-           "(check (left 10)) (check (right 9)) (fail (check (left 11)))");
-  ck_assert_uint_eq(t_size(e, "left"), 11);
-  ck_assert_uint_eq(t_size(e, "right"), 10);
-  eg_engine_free(e);
+START_TEST(repeat_and_saturate_alternate_rulesets)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(relation left (i64)) (relation right (i64)) (left 0) (right 0)"
+             "(ruleset L) (rule ((left x) (right x)) ((left (+ x 1))) :ruleset L)"
+             "(ruleset R) (rule ((left x) (right y) (= x (+ y 1))) ((right x)) :ruleset R)"
+             "(run-schedule (repeat 10 (saturate R) (saturate L)))"
+             "(check (left 10)) (check (right 9)) (fail (check (left 11)))");
+    ck_assert_uint_eq(t_size(e, "left"), 11);
+    ck_assert_uint_eq(t_size(e, "right"), 10);
+    eg_engine_free(e);
 }
 END_TEST
 
-START_TEST(run_stops_when_saturated) {
-  eg_engine *e = t_engine();
-  T_RUN(e, "(relation R (i64)) (R 0) (rule ((R x) (< x 5)) ((R (+ x 1)))) (run 100)");
-  ck_assert_uint_eq(t_size(e, "R"), 6);
-  ck_assert_int_eq(eg_last_stop(e), EG_STOP_SATURATED);
-  eg_engine_free(e);
+START_TEST(run_stops_when_saturated)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(relation R (i64)) (R 0) (rule ((R x) (< x 5)) ((R (+ x 1)))) (run 100)");
+    ck_assert_uint_eq(t_size(e, "R"), 6);
+    ck_assert_int_eq(eg_last_stop(e), EG_STOP_SATURATED);
+    eg_engine_free(e);
 }
 END_TEST
 
-START_TEST(run_n_stops_after_n_iterations) {
-  eg_engine *e = t_engine();
-  T_RUN(e, "(relation R (i64)) (R 0) (rule ((R x)) ((R (+ x 1)))) (run 3)");
-  ck_assert_uint_eq(t_size(e, "R"), 4);
-  ck_assert_int_eq(eg_last_stop(e), EG_STOP_ITERATIONS);
-  eg_engine_free(e);
+START_TEST(run_n_stops_after_n_iterations)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(relation R (i64)) (R 0) (rule ((R x)) ((R (+ x 1)))) (run 3)");
+    ck_assert_uint_eq(t_size(e, "R"), 4);
+    ck_assert_int_eq(eg_last_stop(e), EG_STOP_ITERATIONS);
+    eg_engine_free(e);
 }
 END_TEST
 
-START_TEST(until_stops_before_the_next_iteration) {
-  eg_engine *e = t_engine();
-  T_RUN(e, "(relation R (i64)) (R 0) (rule ((R x)) ((R (+ x 1)))) (run 100 :until (R 4))");
-  ck_assert_uint_eq(t_size(e, "R"), 5);
-  ck_assert_int_eq(eg_last_stop(e), EG_STOP_UNTIL);
-  eg_engine_free(e);
+START_TEST(until_stops_before_the_next_iteration)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(relation R (i64)) (R 0) (rule ((R x)) ((R (+ x 1)))) (run 100 :until (R 4))");
+    ck_assert_uint_eq(t_size(e, "R"), 5);
+    ck_assert_int_eq(eg_last_stop(e), EG_STOP_UNTIL);
+    eg_engine_free(e);
 }
 END_TEST
 
-START_TEST(node_limit_stops_growth_cleanly) {
-  eg_options o;
-  eg_options_default(&o);
-  o.snapshot = 1;
-  o.node_limit = 50;
-  o.log = tmpfile();
-  eg_engine *e = eg_engine_new(&o);
-  T_RUN(e, "(relation R (i64)) (R 0) (rule ((R x)) ((R (+ x 1)))) (run 1000)");
-  ck_assert_int_eq(eg_last_stop(e), EG_STOP_NODE_LIMIT);
-  ck_assert_uint_ge(t_size(e, "R"), 50);
-  ck_assert_uint_lt(t_size(e, "R"), 100);
-  eg_engine_free(e);
-  fclose(o.log);
+START_TEST(node_limit_stops_growth_cleanly)
+{
+    eg_options o;
+    eg_options_default(&o);
+    o.snapshot = 1;
+    o.node_limit = 50;
+    o.log = tmpfile();
+    eg_engine *e = eg_engine_new(&o);
+    T_RUN(e, "(relation R (i64)) (R 0) (rule ((R x)) ((R (+ x 1)))) (run 1000)");
+    ck_assert_int_eq(eg_last_stop(e), EG_STOP_NODE_LIMIT);
+    ck_assert_uint_ge(t_size(e, "R"), 50);
+    ck_assert_uint_lt(t_size(e, "R"), 100);
+    eg_engine_free(e);
+    fclose(o.log);
 }
 END_TEST
 
-START_TEST(node_limit_stops_inside_one_large_iteration) {
-  eg_options o;
-  eg_options_default(&o);
-  o.snapshot = 1;
-  o.node_limit = 3000;
-  o.log = tmpfile();
-  eg_engine *e = eg_engine_new(&o);
-  T_RUN(e, "(relation A (i64)) (relation P (i64 i64)) (A 0) (ruleset grow)"
-           "(rule ((A x) (< x 99)) ((A (+ x 1))) :ruleset grow)"
-           "(run-schedule (saturate grow))"
-           "(rule ((A x) (A y)) ((P x y)))"
-           "(run 1)");
-  ck_assert_uint_eq(t_size(e, "A"), 100);
-  ck_assert_int_eq(eg_last_stop(e), EG_STOP_NODE_LIMIT);
-  ck_assert_uint_ge(t_size(e, "P"), 2900);
-  ck_assert_uint_lt(t_size(e, "P"), 10000);
-  eg_error err;
-  ck_assert_msg(eg_check_invariants(e, &err) == 0, "%s", err.msg);
-  eg_engine_free(e);
-  fclose(o.log);
+START_TEST(node_limit_stops_inside_one_large_iteration)
+{
+    eg_options o;
+    eg_options_default(&o);
+    o.snapshot = 1;
+    o.node_limit = 3000;
+    o.log = tmpfile();
+    eg_engine *e = eg_engine_new(&o);
+    T_RUN(e, "(relation A (i64)) (relation P (i64 i64)) (A 0) (ruleset grow)"
+             "(rule ((A x) (< x 99)) ((A (+ x 1))) :ruleset grow)"
+             "(run-schedule (saturate grow))"
+             "(rule ((A x) (A y)) ((P x y)))"
+             "(run 1)");
+    ck_assert_uint_eq(t_size(e, "A"), 100);
+    ck_assert_int_eq(eg_last_stop(e), EG_STOP_NODE_LIMIT);
+    ck_assert_uint_ge(t_size(e, "P"), 2900);
+    ck_assert_uint_lt(t_size(e, "P"), 10000);
+    eg_error err;
+    ck_assert_msg(eg_check_invariants(e, &err) == 0, "%s", err.msg);
+    eg_engine_free(e);
+    fclose(o.log);
 }
 END_TEST
 
-START_TEST(rulesets_run_only_their_rules) {
-  eg_engine *e = t_engine();
-  T_RUN(e, "(relation A (i64)) (relation B (i64)) (ruleset only-b)"
-           "(rule ((A x)) ((B x)) :ruleset only-b)"
-           "(rule ((A x)) ((A (+ x 10))))"
-           "(A 1) (run only-b 1)");
-  ck_assert_uint_eq(t_size(e, "A"), 1);
-  ck_assert_uint_eq(t_size(e, "B"), 1);
-  eg_engine_free(e);
+START_TEST(rulesets_run_only_their_rules)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(relation A (i64)) (relation B (i64)) (ruleset only-b)"
+             "(rule ((A x)) ((B x)) :ruleset only-b)"
+             "(rule ((A x)) ((A (+ x 10))))"
+             "(A 1) (run only-b 1)");
+    ck_assert_uint_eq(t_size(e, "A"), 1);
+    ck_assert_uint_eq(t_size(e, "B"), 1);
+    eg_engine_free(e);
 }
 END_TEST
 
-Suite *schedule_suite(void) {
-  Suite *s = suite_create("schedule");
-  TCase *tc = tcase_create("schedule");
-  tcase_add_test(tc, repeat_and_saturate_alternate_rulesets);
-  tcase_add_test(tc, run_stops_when_saturated);
-  tcase_add_test(tc, run_n_stops_after_n_iterations);
-  tcase_add_test(tc, until_stops_before_the_next_iteration);
-  tcase_add_test(tc, node_limit_stops_growth_cleanly);
-  tcase_add_test(tc, rulesets_run_only_their_rules);
-  tcase_add_test(tc, node_limit_stops_inside_one_large_iteration);
-  suite_add_tcase(s, tc);
-  return s;
+Suite *schedule_suite(void)
+{
+    Suite *s = suite_create("schedule");
+    TCase *tc = tcase_create("schedule");
+    tcase_add_test(tc, repeat_and_saturate_alternate_rulesets);
+    tcase_add_test(tc, run_stops_when_saturated);
+    tcase_add_test(tc, run_n_stops_after_n_iterations);
+    tcase_add_test(tc, until_stops_before_the_next_iteration);
+    tcase_add_test(tc, node_limit_stops_growth_cleanly);
+    tcase_add_test(tc, rulesets_run_only_their_rules);
+    tcase_add_test(tc, node_limit_stops_inside_one_large_iteration);
+    suite_add_tcase(s, tc);
+    return s;
 }
