@@ -115,9 +115,8 @@ static int guard_in(eg_engine *e, api_fn fn, void *ctx)
     if (setjmp(jb) == 0) {
         fn(e, ctx);
     } else {
-        for (uint32_t i = 0; i < e->npend; i++)
-            eg__free(e->pend[i].row);
         e->npend = 0;
+        e->npend_vals = 0;
         rc = e->err->code ? e->err->code : EG_ERR_RUNTIME;
     }
     e->jmp = sj;

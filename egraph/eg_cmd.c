@@ -66,9 +66,8 @@ static int guarded(eg_engine *e, const sx *s)
     } else {
         rc = e->err->code ? e->err->code : EG_ERR_RUNTIME;
         eg__cc_abort(e);
-        for (uint32_t i = 0; i < e->npend; i++)
-            eg__free(e->pend[i].row);
         e->npend = 0;
+        e->npend_vals = 0;
         e->in_search = false;
         for (uint32_t i = 0; i < e->ntables; i++)
             e->tables[i].hi = UINT32_MAX;

@@ -104,8 +104,6 @@ void eg_engine_free(eg_engine *e)
     eg__free(e->str_hash);
     eg__free(e->str_slots);
     eg__free(e->uf);
-    for (uint32_t i = 0; i < e->npend; i++)
-        eg__free(e->pend[i].row);
     eg__free(e->pend);
     eg__free(e->pend_vals);
     for (uint32_t i = 0; i < e->nframes; i++)

@@ -472,8 +472,10 @@ static void pend(eg_engine *e, uint32_t table, const eg_value *row, uint32_t n, 
     pending_op *p = &e->pend[e->npend++];
     p->table = table;
     p->op = op;
-    p->row = eg__alloc((n + 1) * sizeof(eg_value));
-    memcpy(p->row, row, n * sizeof(eg_value));
+    EG_GROW(e->pend_vals, e->cappend_vals, e->npend_vals + n + 1);
+    p->off = e->npend_vals;
+    memcpy(e->pend_vals + p->off, row, n * sizeof(eg_value));
+    e->npend_vals += n;
 }
 
 void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *vals)
@@ -543,7 +545,7 @@ static void apply_delete(eg_engine *e, const pending_op *p)
 {
     eg_table *t = &e->tables[p->table];
     eg_value key[32];
-    memcpy(key, p->row, t->n_in * sizeof(eg_value));
+    memcpy(key, e->pend_vals + p->off, t->n_in * sizeof(eg_value));
     for (uint32_t c = 0; c < t->n_in; c++)
         if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
     int64_t r = eg__table_lookup(t, key, eg__key_hash(key, t->n_in));
@@ -556,12 +558,12 @@ static void apply_delete(eg_engine *e, const pending_op *p)
 static void apply_other(eg_engine *e, const pending_op *p)
 {
     eg_table *t = &e->tables[p->table];
+    eg_value key[32];
+    memcpy(key, e->pend_vals + p->off, (p->op == 0 ? t->ncols : t->n_in) * sizeof(eg_value));
     if (p->op == 0) {
-        eg__insert(e, t, p->row, false);
+        eg__insert(e, t, key, false);
         return;
     }
-    eg_value key[32];
-    memcpy(key, p->row, t->n_in * sizeof(eg_value));
     if (p->op == 3) {
         eg__lookup_or_insert(e, t, key);
         return;
@@ -589,11 +591,8 @@ void eg__flush_pending(eg_engine *e)
      * e->pend itself is not appended to outside the search phase */
     for (uint32_t i = 0; i < e->npend; i++)
         if (e->pend[i].op != 1) apply_other(e, &e->pend[i]);
-    for (uint32_t i = 0; i < e->npend; i++) {
-        eg__free(e->pend[i].row);
-        e->pend[i].row = NULL;
-    }
     e->npend = 0;
+    e->npend_vals = 0;
 }
 
 /* ====================================================================================

@@ -252,8 +252,8 @@ typedef struct {
 
 typedef struct {
     uint32_t table;
-    eg_value *row; /* ncols values */
-    uint8_t op;    /* 0 set, 1 delete, 2 subsume, 3 relation insert */
+    size_t off; /* its values: pend_vals[off ..] (ncols or n_in of them) */
+    uint8_t op; /* 0 set, 1 delete, 2 subsume, 3 relation insert */
 } pending_op;
 
 /* Saved state for push/pop. */
@@ -306,7 +306,7 @@ struct eg_engine {
     /* pending writes (sets, deletes, subsumes) */
     pending_op *pend;
     uint32_t npend, cappend;
-    eg_value *pend_vals;
+    eg_value *pend_vals; /* the values of all pending ops, one flat buffer */
     size_t npend_vals, cappend_vals;
     /* push/pop */
     frame *frames;
