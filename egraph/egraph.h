@@ -15,6 +15,10 @@
  * Determinism: the same program gives the same database, the same ids and the same
  * serialized bytes on every run; nothing depends on addresses or hash order.
  *
+ * Memory: all allocation goes through one wrapper (eg_mem.c, mimalloc when available).
+ * Running out of memory is not recovered from: the process prints a message and aborts.
+ * Use eg_options.node_limit to bound growth instead.
+ *
  * Threading: an engine must be used by one thread at a time.
  */
 #ifndef EGRAPH_H
@@ -31,7 +35,8 @@ extern "C" {
 typedef struct eg_engine eg_engine;
 
 /* A value of any sort: an i64, the bits of an f64, an interned string id, a bool (0/1),
- * Unit (0) or an e-class id (for user sorts). Its sort gives its meaning. */
+ * Unit (0), an interned pair id (for (Pair A B) sorts) or an e-class id (for user sorts).
+ * Its sort gives its meaning. */
 typedef uint64_t eg_value;
 
 typedef enum {
