@@ -415,6 +415,21 @@ static float un_op(hl_op op, float x)
     }
 }
 
+/* f32 -> bf16 -> f32, round to nearest even, as hl__bf16_dec(hl__bf16_enc(x)) gives it
+ * bit for bit (a NaN becomes the canonical quiet NaN with its sign), written with a
+ * select instead of a branch so that the loops using it vectorise. */
+static inline float bf16_round_fast(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    uint32_t qnan = (u & 0x80000000u) | 0x7FC00000u;
+    u = (u & 0x7FFFFFFFu) > 0x7F800000u ? qnan : rounded;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 /* A SumReduce / MaxReduce reading a Mul that nothing else reads, through a contiguous
  * view of the Mul's own shape, runs as one loop: each product is rounded to the Mul's
  * dtype exactly as the separate Mul would store it, then accumulated in the same order.
@@ -449,6 +464,11 @@ static hl_status exec_fused(run *r, uint32_t id, uint32_t mul)
     int64_t len = cv[0].dims[ax], n = od >= 0 ? cv[0].dims[od] : 1;
     const int64_t *along_a = cv[0].tab[ax], *along_b = cv[1].tab[ax];
     const int64_t *ta = od >= 0 ? cv[0].tab[od] : &zero, *tb = od >= 0 ? cv[1].tab[od] : &zero;
+    /* the matmul layout: a constant along the row (ta[j] all equal), b contiguous along it
+       (tb[j] = tb[0] + j); its inner loop needs no index tables and vectorises */
+    bool mm_shape = true;
+    for (int64_t j = 1; j < n && mm_shape; j++)
+        mm_shape = ta[j] == ta[0] && tb[j] == tb[0] + j;
     cview oa = cv[0], ob = cv[1];
     oa.dims[ax] = ob.dims[ax] = 1;
     if (od >= 0) oa.dims[od] = ob.dims[od] = 1;
@@ -493,12 +513,27 @@ static hl_status exec_fused(run *r, uint32_t id, uint32_t mul)
         }
         for (int64_t j = 0; j < n; j++)
             facc[j] = isum ? 0.0f : -INFINITY;
-        if (isum && dt == HL_F32) { /* the common cases, without per-element dispatch */
+        if (isum && dt == HL_F32 && mm_shape) { /* a[i,k] broadcast, b[k,j] contiguous */
+            const float *pa = a->data, *pb = b->data;
+            for (int64_t k = 0; k < len; k++) {
+                const float x = pa[ba + along_a[k] + ta[0]], *rb = pb + bb + along_b[k] + tb[0];
+                for (int64_t j = 0; j < n; j++)
+                    facc[j] += x * rb[j];
+            }
+        } else if (isum && dt == HL_F32) { /* without per-element dispatch */
             const float *pa = a->data, *pb = b->data;
             for (int64_t k = 0; k < len; k++) {
                 const float *ra = pa + ba + along_a[k], *rb = pb + bb + along_b[k];
                 for (int64_t j = 0; j < n; j++)
                     facc[j] += ra[ta[j]] * rb[tb[j]];
+            }
+        } else if (isum && dt == HL_BF16 && mm_shape) {
+            const uint16_t *pa = a->data, *pb = b->data;
+            for (int64_t k = 0; k < len; k++) {
+                const float x = hl__bf16_dec(pa[ba + along_a[k] + ta[0]]);
+                const uint16_t *rb = pb + bb + along_b[k] + tb[0];
+                for (int64_t j = 0; j < n; j++)
+                    facc[j] += bf16_round_fast(x * hl__bf16_dec(rb[j]));
             }
         } else if (isum && dt == HL_BF16) {
             const uint16_t *pa = a->data, *pb = b->data;
