@@ -1,6 +1,7 @@
 /* test_errors.c: bad input gets a clear error with its location, never a crash. */
 #include <dirent.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "test_eg.h"
 
@@ -77,6 +78,30 @@ START_TEST(unknown_function)
 }
 END_TEST
 
+START_TEST(input_reads_tab_separated_rows)
+{
+    char path[] = "/tmp/eg_input_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("1\tone\n2\t\"two\"\n\n3\tthree\n", f);
+    fclose(f);
+    eg_engine *e = t_engine();
+    char prog[512];
+    snprintf(prog, sizeof prog,
+             "(function name (i64) String :no-merge) (input name \"%s\")"
+             "(check (= (name 2) \"two\")) (check (= (name 3) \"three\"))",
+             path);
+    T_RUN(e, prog);
+    ck_assert_uint_eq(t_size(e, "name"), 3);
+    snprintf(prog, sizeof prog, "(relation R (i64 i64))\n(input R \"%s\")", path);
+    eg_error err = t_fail(e, prog);
+    ck_assert_ptr_nonnull(strstr(err.msg, "cannot read 'one' as i64"));
+    remove(path);
+    eg_engine_free(e);
+}
+END_TEST
+
 START_TEST(misspelled_rule_option_is_refused)
 {
     expect("(relation R (i64))\n(rule ((R x)) ((R x)) :ruelset foo)", EG_ERR_TYPE,
@@ -141,6 +166,7 @@ Suite *errors_suite(void)
     tcase_add_test(tc, unknown_function);
     tcase_add_test(tc, failed_check_is_an_error_and_keeps_earlier_effects);
     tcase_add_test(tc, misspelled_rule_option_is_refused);
+    tcase_add_test(tc, input_reads_tab_separated_rows);
     tcase_add_test(tc, every_fail_typecheck_program_is_refused);
     suite_add_tcase(s, tc);
     return s;
