@@ -430,6 +430,38 @@ static inline float bf16_round_fast(float x)
     return f;
 }
 
+/* Rows in a batch of the matmul layout (see exec_fused). */
+enum { MM_ROWS = 8 };
+
+/* acc[q][j] = sum over k of a[bas[q] + along_a[k] + ta0] * b[bb + along_b[k] + tb0 + j],
+ * each product rounded to dt (F32 or BF16) as the Mul would store it, k in order. */
+static void mm_rows(const void *a, const void *b, hl_dtype dt, const int64_t *bas, size_t cnt,
+                    int64_t bb, const int64_t *along_a, const int64_t *along_b, int64_t len,
+                    int64_t ta0, int64_t tb0, int64_t n, float *acc)
+{
+    for (size_t i = 0; i < cnt * (size_t)n; i++)
+        acc[i] = 0.0f;
+    for (int64_t k = 0; k < len; k++) {
+        if (dt == HL_F32) {
+            const float *rb = (const float *)b + bb + along_b[k] + tb0;
+            for (size_t q = 0; q < cnt; q++) {
+                const float x = ((const float *)a)[bas[q] + along_a[k] + ta0];
+                float *aq = acc + q * (size_t)n;
+                for (int64_t j = 0; j < n; j++)
+                    aq[j] += x * rb[j];
+            }
+        } else {
+            const uint16_t *rb = (const uint16_t *)b + bb + along_b[k] + tb0;
+            for (size_t q = 0; q < cnt; q++) {
+                const float x = hl__bf16_dec(((const uint16_t *)a)[bas[q] + along_a[k] + ta0]);
+                float *aq = acc + q * (size_t)n;
+                for (int64_t j = 0; j < n; j++)
+                    aq[j] += bf16_round_fast(x * hl__bf16_dec(rb[j]));
+            }
+        }
+    }
+}
+
 /* A SumReduce / MaxReduce reading a Mul that nothing else reads, through a contiguous
  * view of the Mul's own shape, runs as one loop: each product is rounded to the Mul's
  * dtype exactly as the separate Mul would store it, then accumulated in the same order.
@@ -477,7 +509,7 @@ static hl_status exec_fused(run *r, uint32_t id, uint32_t mul)
     bool isum = nd->op == HL_OP_SUM_REDUCE;
     hl_dtype dt = mn->dtype;
     bool ints = is_intlike(dt);
-    float *facc = ints ? NULL : hl__alloc(n ? (size_t)n : 1, sizeof(float));
+    float *facc = ints ? NULL : hl__alloc(n ? (size_t)n * MM_ROWS : 1, sizeof(float));
     int64_t *iacc = ints ? hl__alloc(n ? (size_t)n : 1, sizeof(int64_t)) : NULL;
     if (!facc && !iacc) {
         cview_free(&cv[0]);
@@ -487,9 +519,34 @@ static hl_status exec_fused(run *r, uint32_t id, uint32_t mul)
     walk wa, wb;
     walk_init(&wa, &oa);
     walk_init(&wb, &ob);
+    bool batched = !ints && isum && mm_shape && (dt == HL_F32 || dt == HL_BF16);
     for (size_t row = 0; row < rows; row++, walk_next(&wa), walk_next(&wb)) {
         int64_t ba = wa.pos - (len ? along_a[0] : 0) - ta[0];
         int64_t bb = wb.pos - (len ? along_b[0] : 0) - tb[0];
+        if (batched) {
+            /* up to MM_ROWS consecutive rows reading the same b share each of its rows, so
+               b streams from memory once per batch instead of once per row */
+            int64_t bas[MM_ROWS];
+            size_t cnt = 0, row0 = row;
+            bas[cnt++] = ba;
+            while (cnt < MM_ROWS && row + 1 < rows) {
+                walk wa2 = wa, wb2 = wb;
+                walk_next(&wa2);
+                walk_next(&wb2);
+                if (wb2.pos - (len ? along_b[0] : 0) - tb[0] != bb) break;
+                wa = wa2;
+                wb = wb2;
+                row++;
+                bas[cnt++] = wa.pos - (len ? along_a[0] : 0) - ta[0];
+            }
+            mm_rows(a->data, b->data, dt, bas, cnt, bb, along_a, along_b, len, ta[0], tb[0], n,
+                    facc);
+            for (size_t q = 0; q < cnt; q++)
+                for (int64_t j = 0; j < n; j++)
+                    st_f(out->data, out->dt, (row0 + q) * (size_t)n + (size_t)j,
+                         facc[q * (size_t)n + (size_t)j]);
+            continue;
+        }
         if (ints) {
             int64_t init = isum ? 0 : (dt == HL_INT ? INT32_MIN : INT64_MIN);
             for (int64_t j = 0; j < n; j++)
@@ -513,27 +570,12 @@ static hl_status exec_fused(run *r, uint32_t id, uint32_t mul)
         }
         for (int64_t j = 0; j < n; j++)
             facc[j] = isum ? 0.0f : -INFINITY;
-        if (isum && dt == HL_F32 && mm_shape) { /* a[i,k] broadcast, b[k,j] contiguous */
-            const float *pa = a->data, *pb = b->data;
-            for (int64_t k = 0; k < len; k++) {
-                const float x = pa[ba + along_a[k] + ta[0]], *rb = pb + bb + along_b[k] + tb[0];
-                for (int64_t j = 0; j < n; j++)
-                    facc[j] += x * rb[j];
-            }
-        } else if (isum && dt == HL_F32) { /* without per-element dispatch */
+        if (isum && dt == HL_F32) { /* without per-element dispatch */
             const float *pa = a->data, *pb = b->data;
             for (int64_t k = 0; k < len; k++) {
                 const float *ra = pa + ba + along_a[k], *rb = pb + bb + along_b[k];
                 for (int64_t j = 0; j < n; j++)
                     facc[j] += ra[ta[j]] * rb[tb[j]];
-            }
-        } else if (isum && dt == HL_BF16 && mm_shape) {
-            const uint16_t *pa = a->data, *pb = b->data;
-            for (int64_t k = 0; k < len; k++) {
-                const float x = hl__bf16_dec(pa[ba + along_a[k] + ta[0]]);
-                const uint16_t *rb = pb + bb + along_b[k] + tb[0];
-                for (int64_t j = 0; j < n; j++)
-                    facc[j] += bf16_round_fast(x * hl__bf16_dec(rb[j]));
             }
         } else if (isum && dt == HL_BF16) {
             const uint16_t *pa = a->data, *pb = b->data;
