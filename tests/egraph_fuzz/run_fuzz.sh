@@ -2,7 +2,8 @@
 # run_fuzz.sh FUZZER SEEDS WORKDIR [EXTRA_CORPUS]
 # Runs the libFuzzer harness for FUZZ_SECONDS (default 60) seconds. New inputs go to
 # WORKDIR/corpus (a copy of SEEDS, so the source tree is never written); crash
-# reproducers go to WORKDIR/artifacts/. EXTRA_CORPUS (egglog's test programs) is read
+# reproducers go to WORKDIR/artifacts/. The reproducers of past findings (crashes/ beside
+# this script) run first. EXTRA_CORPUS (egglog's test programs) is read
 # too when it exists. Exit status: the fuzzer's (0 when it found nothing).
 set -eu
 fuzzer=$1
@@ -13,6 +14,10 @@ secs=${FUZZ_SECONDS:-60}
 mkdir -p "$work/corpus" "$work/artifacts"
 cp "$seeds"/* "$work/corpus/"
 set -- "$work/corpus"
+# Past findings (crashes/) are replayed first, as regression inputs.
+if [ -d "$(dirname "$0")/crashes" ]; then
+  set -- "$@" "$(dirname "$0")/crashes"
+fi
 if [ -n "$extra" ] && [ -d "$extra" ]; then
   set -- "$@" "$extra"
 else
