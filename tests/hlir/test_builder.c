@@ -757,6 +757,55 @@ START_TEST(same_calls_give_the_same_dump)
 }
 END_TEST
 
+START_TEST(where_broadcasts_mask_and_branches)
+{
+    int64_t dm[1] = {4}, da[2] = {3, 4};
+    hl_t m = in_nd("m", HL_F32, 1, dm), a = in_nd("a", HL_F32, 2, da);
+    hl_t y = hl_where(G, hl_lt(G, m, hl_scalar(G, 0.0f, HL_F32)), a, hl_scalar(G, 7.0f, HL_F32));
+    ck_assert_uint_eq(y.view.ndim, 2);
+    hl_output(G, "y", y);
+    double mv[] = {-1, 1, -1, 1}, av[12];
+    for (int i = 0; i < 12; i++)
+        av[i] = i;
+    const double *v[] = {mv, av};
+    check1(v, (double[]){0, 7, 2, 7, 4, 7, 6, 7, 8, 7, 10, 7}, 12, 0);
+}
+END_TEST
+
+START_TEST(sources_iota_arange_full_contiguous)
+{
+    hl_expr_pool *p = hl_graph_exprs(G);
+    hl_expr d23[2] = {hl_n(G, 2), hl_n(G, 3)};
+    /* element (i, j) of the 2 x 3 iota is 10*i + j: z = 3*i + j */
+    hl_expr e = hl_e_add(p, hl_e_mul(p, hl_e_div(p, hl_e_z(p), hl_n(G, 3)), hl_n(G, 10)),
+                         hl_e_mod(p, hl_e_z(p), hl_n(G, 3)));
+    hl_t io = hl_iota_nd(G, e, 2, d23);
+    ck_assert_int_eq(io.dtype, HL_INT);
+    hl_t ar = hl_arange(G, hl_n(G, 4), HL_F16);
+    ck_assert_int_eq(ar.dtype, HL_F16);
+    hl_t fu = hl_full(G, 2.5f, HL_BF16, 2, d23);
+    ck_assert_uint_eq(fu.view.strides[0], hl_n(G, 0)); /* a broadcast view, no copy */
+    uint32_t before = hl_graph_node_count(G);
+    hl_t same = hl_contiguous(G, io);
+    ck_assert_uint_eq(hl_graph_node_count(G), before); /* already contiguous */
+    hl_t copy = hl_contiguous(G, hl_transpose(G, io, 0, 1));
+    ck_assert_uint_eq(hl_graph_node_count(G), before + 1);
+    ck_assert(hl_view_is_contiguous(p, &copy.view));
+    hl_output(G, "io", same);
+    hl_output(G, "ar", ar);
+    hl_output(G, "fu", fu);
+    hl_output(G, "copy", copy);
+    hl_tensor out[4];
+    run_all(NULL, out);
+    th_expect(&out[0], (double[]){0, 1, 2, 10, 11, 12}, 6, 0);
+    th_expect(&out[1], (double[]){0, 1, 2, 3}, 4, 0);
+    th_expect(&out[2], (double[]){2.5, 2.5, 2.5, 2.5, 2.5, 2.5}, 6, 0);
+    th_expect(&out[3], (double[]){0, 10, 1, 11, 2, 12}, 6, 0);
+    ck_assert_int_eq(out[1].dtype, HL_F16);
+    th_free(out, 4);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hlir_builder");
@@ -775,6 +824,8 @@ int main(void)
     tcase_add_test(tc, sub_div_maximum_minimum_by_hand);
     tcase_add_test(tc, comparisons_give_bool_masks);
     tcase_add_test(tc, where_selects_by_mask);
+    tcase_add_test(tc, where_broadcasts_mask_and_branches);
+    tcase_add_test(tc, sources_iota_arange_full_contiguous);
     tcase_add_test(tc, sum_max_mean_over_several_axes);
     tcase_add_test(tc, mean_over_a_dynamic_dim_divides_at_run_time);
     tcase_add_test(tc, softmax_and_log_softmax_rows);
