@@ -462,6 +462,30 @@ static void mm_rows(const void *a, const void *b, hl_dtype dt, const int64_t *ba
     }
 }
 
+/* As mm_rows, with b already decoded into packed[k * n + j]. */
+static void mm_rows_packed(const void *a, hl_dtype dt, const int64_t *bas, size_t cnt,
+                           const int64_t *along_a, int64_t ta0, const float *packed, int64_t len,
+                           int64_t n, float *acc)
+{
+    for (size_t i = 0; i < cnt * (size_t)n; i++)
+        acc[i] = 0.0f;
+    for (int64_t k = 0; k < len; k++) {
+        const float *rb = packed + k * n;
+        for (size_t q = 0; q < cnt; q++) {
+            float *aq = acc + q * (size_t)n;
+            if (dt == HL_F32) {
+                const float x = ((const float *)a)[bas[q] + along_a[k] + ta0];
+                for (int64_t j = 0; j < n; j++)
+                    aq[j] += x * rb[j];
+            } else {
+                const float x = hl__bf16_dec(((const uint16_t *)a)[bas[q] + along_a[k] + ta0]);
+                for (int64_t j = 0; j < n; j++)
+                    aq[j] += bf16_round_fast(x * rb[j]);
+            }
+        }
+    }
+}
+
 /* A SumReduce / MaxReduce reading a Mul that nothing else reads, through a contiguous
  * view of the Mul's own shape, runs as one loop: each product is rounded to the Mul's
  * dtype exactly as the separate Mul would store it, then accumulated in the same order.
@@ -498,9 +522,11 @@ static hl_status exec_fused(run *r, uint32_t id, uint32_t mul)
     const int64_t *ta = od >= 0 ? cv[0].tab[od] : &zero, *tb = od >= 0 ? cv[1].tab[od] : &zero;
     /* the matmul layout: a constant along the row (ta[j] all equal), b contiguous along it
        (tb[j] = tb[0] + j); its inner loop needs no index tables and vectorises */
-    bool mm_shape = true;
-    for (int64_t j = 1; j < n && mm_shape; j++)
-        mm_shape = ta[j] == ta[0] && tb[j] == tb[0] + j;
+    bool mm_shape = true, ta_const = true;
+    for (int64_t j = 1; j < n && ta_const; j++) {
+        ta_const = ta[j] == ta[0];
+        mm_shape = mm_shape && ta_const && tb[j] == tb[0] + j;
+    }
     cview oa = cv[0], ob = cv[1];
     oa.dims[ax] = ob.dims[ax] = 1;
     if (od >= 0) oa.dims[od] = ob.dims[od] = 1;
@@ -519,7 +545,22 @@ static hl_status exec_fused(run *r, uint32_t id, uint32_t mul)
     walk wa, wb;
     walk_init(&wa, &oa);
     walk_init(&wb, &ob);
-    bool batched = !ints && isum && mm_shape && (dt == HL_F32 || dt == HL_BF16);
+    /* With a constant along the row but b in another layout (a transposed b, as in
+       q k^T), b is packed once per distinct b base into packed[k][j] (decoded to f32,
+       exact) and the same batched kernel runs on the packed copy. */
+    bool batched = !ints && isum && ta_const && (dt == HL_F32 || dt == HL_BF16);
+    float *packed = NULL;
+    int64_t packed_bb = 0;
+    bool have_packed = false;
+    if (batched && !mm_shape) {
+        packed = hl__alloc((size_t)(len ? len : 1) * (size_t)(n ? n : 1), sizeof(float));
+        if (!packed) {
+            hl__free(facc);
+            cview_free(&cv[0]);
+            cview_free(&cv[1]);
+            return hl_error_set(r->err, HL_ERR_NOMEM, id, "node %u: out of memory", id);
+        }
+    }
     for (size_t row = 0; row < rows; row++, walk_next(&wa), walk_next(&wb)) {
         int64_t ba = wa.pos - (len ? along_a[0] : 0) - ta[0];
         int64_t bb = wb.pos - (len ? along_b[0] : 0) - tb[0];
@@ -539,8 +580,20 @@ static hl_status exec_fused(run *r, uint32_t id, uint32_t mul)
                 row++;
                 bas[cnt++] = wa.pos - (len ? along_a[0] : 0) - ta[0];
             }
-            mm_rows(a->data, b->data, dt, bas, cnt, bb, along_a, along_b, len, ta[0], tb[0], n,
-                    facc);
+            if (mm_shape) {
+                mm_rows(a->data, b->data, dt, bas, cnt, bb, along_a, along_b, len, ta[0], tb[0], n,
+                        facc);
+            } else {
+                if (!have_packed || packed_bb != bb) {
+                    for (int64_t k = 0; k < len; k++)
+                        for (int64_t j = 0; j < n; j++)
+                            packed[k * n + j] =
+                                ld_f(b->data, dt, (size_t)(bb + along_b[k] + tb[j]));
+                    packed_bb = bb;
+                    have_packed = true;
+                }
+                mm_rows_packed(a->data, dt, bas, cnt, along_a, ta[0], packed, len, n, facc);
+            }
             for (size_t q = 0; q < cnt; q++)
                 for (int64_t j = 0; j < n; j++)
                     st_f(out->data, out->dt, (row0 + q) * (size_t)n + (size_t)j,
@@ -602,6 +655,7 @@ static hl_status exec_fused(run *r, uint32_t id, uint32_t mul)
         for (int64_t j = 0; j < n; j++)
             st_f(out->data, out->dt, row * (size_t)n + (size_t)j, facc[j]);
     }
+    hl__free(packed);
     hl__free(facc);
     hl__free(iacc);
     cview_free(&cv[0]);

@@ -477,40 +477,45 @@ END_TEST
 START_TEST(fused_batched_matmul_matches_the_separate_nodes_bit_for_bit)
 {
     /* 2 batches of 9 rows: the fused kernel takes rows 8 at a time, and a batch of rows
-     * ends where b changes; exposing the product forces the separate path */
+     * ends where b changes; b stored as [k, n] (read in place) or as [n, k] (as in q k^T,
+     * packed first). Exposing the product forces the separate path. */
     hl_dtype dts[2] = {HL_F32, HL_BF16};
-    for (int t = 0; t < 2; t++) {
-        hl_tensor outs[2];
-        for (int expose = 0; expose < 2; expose++) {
-            hl_graph *g = hl_graph_new();
-            hl_expr da[3] = {hl_n(g, 2), hl_n(g, 9), hl_n(g, 7)};
-            hl_expr db[3] = {hl_n(g, 2), hl_n(g, 7), hl_n(g, 4)};
-            hl_t a = hl_input(g, "a", dts[t], 3, da), b = hl_input(g, "b", dts[t], 3, db);
-            hl_t ae = hl_expand(g, a, 2, hl_n(g, 4));                        /* [2,9,4,7] */
-            hl_t be = hl_expand(g, hl_transpose(g, b, 1, 2), 1, hl_n(g, 9)); /* [2,9,4,7] */
-            hl_t prod = hl_mul(g, ae, be);
-            hl_output(g, "c", hl_sum_reduce(g, prod, 3));
-            if (expose) hl_output(g, "p", prod);
-            th_graph_ok(g);
-            uint64_t st = 7;
-            double av[126], bv[56];
-            for (int i = 0; i < 126; i++)
-                av[i] = th_rand(&st, -9, 9);
-            for (int i = 0; i < 56; i++)
-                bv[i] = th_rand(&st, -9, 9);
-            av[40] = NAN;
-            int64_t d1[3] = {2, 9, 7}, d2[3] = {2, 7, 4};
-            hl_tensor in[2] = {th_tensor(dts[t], 3, d1, av), th_tensor(dts[t], 3, d2, bv)}, out[2];
-            th_run(g, NULL, in, out);
-            outs[expose] = out[0];
-            if (expose) hl_tensor_fini(&out[1]);
-            th_free(in, 2);
-            hl_graph_free(g);
+    for (int t = 0; t < 2; t++)
+        for (int trans = 0; trans < 2; trans++) {
+            hl_tensor outs[2];
+            for (int expose = 0; expose < 2; expose++) {
+                hl_graph *g = hl_graph_new();
+                hl_expr da[3] = {hl_n(g, 2), hl_n(g, 9), hl_n(g, 7)};
+                hl_expr db[3] = {hl_n(g, 2), hl_n(g, trans ? 4 : 7), hl_n(g, trans ? 7 : 4)};
+                hl_t a = hl_input(g, "a", dts[t], 3, da), b = hl_input(g, "b", dts[t], 3, db);
+                hl_t bkn = trans ? hl_transpose(g, b, 1, 2) : b;                   /* [2,7,4] */
+                hl_t ae = hl_expand(g, a, 2, hl_n(g, 4));                          /* [2,9,4,7] */
+                hl_t be = hl_expand(g, hl_transpose(g, bkn, 1, 2), 1, hl_n(g, 9)); /* [2,9,4,7] */
+                hl_t prod = hl_mul(g, ae, be);
+                hl_output(g, "c", hl_sum_reduce(g, prod, 3));
+                if (expose) hl_output(g, "p", prod);
+                th_graph_ok(g);
+                uint64_t st = 7;
+                double av[126], bv[56];
+                for (int i = 0; i < 126; i++)
+                    av[i] = th_rand(&st, -9, 9);
+                for (int i = 0; i < 56; i++)
+                    bv[i] = th_rand(&st, -9, 9);
+                av[40] = NAN;
+                int64_t d1[3] = {2, 9, 7}, d2[3] = {2, trans ? 4 : 7, trans ? 7 : 4};
+                hl_tensor in[2] = {th_tensor(dts[t], 3, d1, av), th_tensor(dts[t], 3, d2, bv)},
+                          out[2];
+                th_run(g, NULL, in, out);
+                outs[expose] = out[0];
+                if (expose) hl_tensor_fini(&out[1]);
+                th_free(in, 2);
+                hl_graph_free(g);
+            }
+            ck_assert_uint_eq(outs[0].numel, 72);
+            ck_assert_msg(memcmp(outs[0].data, outs[1].data, 72 * hl_dtype_size(dts[t])) == 0,
+                          "dtype %d, transposed b %d", t, trans);
+            th_free(outs, 2);
         }
-        ck_assert_uint_eq(outs[0].numel, 72);
-        ck_assert(memcmp(outs[0].data, outs[1].data, 72 * hl_dtype_size(dts[t])) == 0);
-        th_free(outs, 2);
-    }
 }
 END_TEST
 
