@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
-# Builds the project and runs the main job on a bundled example.
+# Builds the project and runs the main job on bundled examples. The search over the
+# e-graph is not built yet, so the job is what exists end to end: a tensor graph read,
+# checked and encoded into the e-graph, the reference runtime on it, and the engine
+# running a bundled rule program.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLUMINAL_TESTS=OFF >/dev/null
-cmake --build build -j "$(nproc)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$(nproc)" --target luminal_search eqsat
+g=examples/graphs/decode_mlp_bf16.json
+echo "== luminal_search: $g on the CPU reference runtime"
+build/tools/luminal_search/luminal_search --graph "$g" --reference
+echo "== luminal_search: its e-graph encoding, saturated by the engine"
+build/tools/luminal_search/luminal_search --graph "$g" --emit egraph --quiet > build/example.egg
+printf '(run 1)\n(print-size)\n' >> build/example.egg
+build/tools/eqsat/eqsat build/example.egg
 echo "== eqsat: the e-graph engine on a bundled rule program (examples/egg/math.egg)"
 build/tools/eqsat/eqsat --stats examples/egg/math.egg
