@@ -38,6 +38,7 @@ static uint32_t add_sort(eg_engine *e, const sx *at, const char *name)
     EG_GROW(e->sorts, e->capsorts, e->nsorts + 1);
     e->sorts[e->nsorts].name = eg__strdup(name);
     e->sorts[e->nsorts].kind = SK_EQ;
+    e->sorts[e->nsorts].canon = true;
     e->sorts[e->nsorts].pair_prims = NULL;
     return e->nsorts++;
 }
@@ -74,8 +75,8 @@ static eg_table *add_table(eg_engine *e, const sx *at, const char *name, table_k
     t->merge = k == TK_CONSTRUCTOR ? MG_UNION : MG_NONE;
     t->cost = 1;
     for (uint32_t i = 0; i < n_in; i++)
-        if (eg__is_eq(e, ins[i])) t->has_eq = true;
-    if (t->has_out && eg__is_eq(e, t->out_sort)) t->has_eq = true;
+        if (eg__needs_canon(e, ins[i])) t->has_eq = true;
+    if (t->has_out && eg__needs_canon(e, t->out_sort)) t->has_eq = true;
     return t;
 }
 
@@ -425,6 +426,7 @@ bool eg__declare(eg_engine *e, const sx *s)
             e->sorts[id].kind = SK_PAIR;
             e->sorts[id].elem[0] = a;
             e->sorts[id].elem[1] = b;
+            e->sorts[id].canon = e->sorts[a].canon || e->sorts[b].canon;
             eg__pair_prims_init(&e->sorts[id], id);
             return true;
         }

@@ -25,6 +25,7 @@ static void add_sort(eg_engine *e, const char *name, sort_kind k)
     e->sorts[e->nsorts].name = eg__strdup(name);
     e->sorts[e->nsorts].kind = k;
     e->sorts[e->nsorts].pair_prims = NULL;
+    e->sorts[e->nsorts].canon = false;
     e->nsorts++;
 }
 

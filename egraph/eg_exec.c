@@ -30,9 +30,13 @@
 
 void eg__fmt_f64(double d, char *buf, size_t n);
 
+eg_value eg__pair_canon(eg_engine *e, uint32_t sort, eg_value v);
+
 eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v)
 {
-    return eg__is_eq(e, sort) ? eg__find(e, (uint32_t)v) : v;
+    if (!e->sorts[sort].canon) return v;
+    if (e->sorts[sort].kind == SK_EQ) return eg__find(e, (uint32_t)v);
+    return eg__pair_canon(e, sort, v);
 }
 
 /* ====================================================================================
@@ -298,8 +302,8 @@ void eg__query_run(eg_engine *e, query *q, bool naive, uint32_t seen, bool subsu
 static void canon_row(eg_engine *e, const eg_table *t, eg_value *row)
 {
     for (uint32_t c = 0; c < t->n_in; c++)
-        if (eg__is_eq(e, t->in_sort[c])) row[c] = eg__find(e, (uint32_t)row[c]);
-    if (t->has_out && eg__is_eq(e, t->out_sort)) row[t->n_in] = eg__find(e, (uint32_t)row[t->n_in]);
+        row[c] = eg__canon(e, t->in_sort[c], row[c]);
+    if (t->has_out) row[t->n_in] = eg__canon(e, t->out_sort, row[t->n_in]);
 }
 
 static void print_key(eg_engine *e, const eg_table *t, const eg_value *row, char *buf, size_t n)
@@ -396,7 +400,7 @@ void eg__insert(eg_engine *e, eg_table *t, const eg_value *row_in, bool subsumed
 eg_value eg__lookup_or_insert(eg_engine *e, eg_table *t, eg_value *key)
 {
     for (uint32_t c = 0; c < t->n_in; c++)
-        if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
+        key[c] = eg__canon(e, t->in_sort[c], key[c]);
     uint64_t h = eg__key_hash(key, t->n_in);
     int64_t r = eg__table_lookup(t, key, h);
     if (r >= 0) {
@@ -449,7 +453,7 @@ eg_value eg__eval(eg_engine *e, const aexpr *a, eg_value *vals)
             key[i] = eg__eval(e, a->args[i], vals);
         if (t->kind == TK_FUNCTION) {
             for (uint32_t c = 0; c < t->n_in; c++)
-                if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
+                key[c] = eg__canon(e, t->in_sort[c], key[c]);
             int64_t r = eg__table_lookup(t, key, eg__key_hash(key, t->n_in));
             if (r < 0) {
                 char buf[256];
@@ -547,7 +551,7 @@ static void apply_delete(eg_engine *e, const pending_op *p)
     eg_value key[32];
     memcpy(key, e->pend_vals + p->off, t->n_in * sizeof(eg_value));
     for (uint32_t c = 0; c < t->n_in; c++)
-        if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
+        key[c] = eg__canon(e, t->in_sort[c], key[c]);
     int64_t r = eg__table_lookup(t, key, eg__key_hash(key, t->n_in));
     if (r >= 0 && (t->hi == UINT32_MAX || (uint32_t)r < t->hi)) {
         eg__table_kill(t, (uint32_t)r);
@@ -569,7 +573,7 @@ static void apply_other(eg_engine *e, const pending_op *p)
         return;
     }
     for (uint32_t c = 0; c < t->n_in; c++)
-        if (eg__is_eq(e, t->in_sort[c])) key[c] = eg__find(e, (uint32_t)key[c]);
+        key[c] = eg__canon(e, t->in_sort[c], key[c]);
     uint64_t h = eg__key_hash(key, t->n_in);
     int64_t r = eg__table_lookup(t, key, h);
     if (r < 0) {
@@ -599,14 +603,19 @@ void eg__flush_pending(eg_engine *e)
  * Rebuilding
  * ==================================================================================== */
 
+static bool col_stale(eg_engine *e, uint32_t sort, eg_value v)
+{
+    const eg_sort *s = &e->sorts[sort];
+    if (!s->canon) return false;
+    if (s->kind == SK_EQ) return e->uf[v] != v;
+    return eg__pair_canon(e, sort, v) != v;
+}
+
 static bool row_stale(eg_engine *e, const eg_table *t, const eg_value *row)
 {
-    const uint32_t *uf = e->uf;
     for (uint32_t c = 0; c < t->n_in; c++)
-        if (e->sorts[t->in_sort[c]].kind == SK_EQ && uf[row[c]] != row[c]) return true;
-    if (t->has_out && e->sorts[t->out_sort].kind == SK_EQ && uf[row[t->n_in]] != row[t->n_in])
-        return true;
-    return false;
+        if (col_stale(e, t->in_sort[c], row[c])) return true;
+    return t->has_out && col_stale(e, t->out_sort, row[t->n_in]);
 }
 
 void eg__rebuild(eg_engine *e)

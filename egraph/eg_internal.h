@@ -79,6 +79,8 @@ typedef struct {
     /* SK_PAIR: element sorts and the sort's own primitives (pair, pair-first, pair-second) */
     uint32_t elem[2];
     eg_prim *pair_prims; /* owned, 3 entries */
+    bool canon;          /* values may change when classes merge: an e-class, or a pair
+                            holding one; rebuilding re-canonicalizes such columns */
 } eg_sort;
 
 enum { SORT_UNIT = 0, SORT_BOOL, SORT_I64, SORT_F64, SORT_STRING, SORT_NBUILTIN };
@@ -366,6 +368,10 @@ int32_t eg__sort_find(const struct eg_engine *e, const char *name);
 int32_t eg__table_find(const struct eg_engine *e, const char *name);
 int32_t eg__global_find(const struct eg_engine *e, const char *name);
 int32_t eg__ruleset_find(const struct eg_engine *e, const char *name);
+static inline bool eg__needs_canon(const struct eg_engine *e, uint32_t sort)
+{
+    return e->sorts[sort].canon;
+}
 static inline bool eg__is_eq(const struct eg_engine *e, uint32_t sort)
 {
     return e->sorts[sort].kind == SK_EQ;

@@ -233,6 +233,18 @@ static eg_value pair_intern(eg_engine *e, eg_value a, eg_value b)
     return e->npairs++;
 }
 
+/* The pair with canonical elements (interning it if new). */
+eg_value eg__pair_canon(eg_engine *e, uint32_t sort, eg_value v);
+eg_value eg__pair_canon(eg_engine *e, uint32_t sort, eg_value v)
+{
+    if (v >= e->npairs) return v;
+    const eg_sort *s = &e->sorts[sort];
+    eg_value a = eg__canon(e, s->elem[0], e->pairs[2 * v]);
+    eg_value b = eg__canon(e, s->elem[1], e->pairs[2 * v + 1]);
+    if (a == e->pairs[2 * v] && b == e->pairs[2 * v + 1]) return v;
+    return pair_intern(e, a, b);
+}
+
 const eg_prim *eg__prim_find(const char *name, const uint32_t *arg_sorts, uint32_t nargs,
                              bool *name_known)
 {
@@ -582,8 +594,7 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
             *why = "not a pair value";
             return PR_FAIL;
         }
-        *out = e->pairs[2 * a[0] + (p->op == EG_OP_PAIR_SECOND)];
-        if (e->sorts[p->ret].kind == SK_EQ) *out = eg__find(e, (uint32_t)*out);
+        *out = eg__canon(e, p->ret, e->pairs[2 * a[0] + (p->op == EG_OP_PAIR_SECOND)]);
         return PR_OK;
     default:
         *why = "unknown primitive";

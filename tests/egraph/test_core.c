@@ -206,6 +206,20 @@ START_TEST(merge_expression_may_build_terms)
 }
 END_TEST
 
+START_TEST(pairs_holding_eclasses_are_rebuilt)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(datatype M (Num i64)) (sort MP (Pair M i64)) (relation R (MP))"
+             "(R (pair (Num 1) 42)) (R (pair (Num 2) 42))");
+    ck_assert_uint_eq(t_size(e, "R"), 2);
+    T_RUN(e, "(union (Num 1) (Num 2)) (check (R (pair (Num 2) 42)))"
+             "(let $p (pair (Num 1) 7)) (check (= (pair-first $p) (Num 2)))");
+    ck_assert_uint_eq(t_size(e, "R"), 1);
+    invariants(e);
+    eg_engine_free(e);
+}
+END_TEST
+
 Suite *core_suite(void)
 {
     Suite *s = suite_create("core");
@@ -223,6 +237,7 @@ Suite *core_suite(void)
     tcase_add_test(tc, delete_and_insert_in_one_iteration_keeps_the_row);
     tcase_add_test(tc, function_without_merge_behaviour_is_refused);
     tcase_add_test(tc, merge_expression_may_build_terms);
+    tcase_add_test(tc, pairs_holding_eclasses_are_rebuilt);
     suite_add_tcase(s, tc);
     return s;
 }
