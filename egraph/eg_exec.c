@@ -63,6 +63,7 @@ typedef struct {
     uint32_t nundo;
     uint32_t *pundo; /* primitives run, as a stack */
     uint32_t npundo;
+    uint32_t visits; /* rows tried since the last time-limit check */
 } jctx;
 
 static uint32_t vis_hi(const eg_table *t)
@@ -129,6 +130,17 @@ static void join(jctx *j, uint32_t ndone);
 /* Tries row r of atom ai: filters, binds its unbound variables, recurses. */
 static void try_row(jctx *j, uint32_t ai, const source *src, uint32_t r, uint32_t ndone)
 {
+    /* a join that visits many rows but matches few must still honour the time limit */
+    if (++j->visits >= (1u << 20)) {
+        j->visits = 0;
+        eg_engine *e = j->e;
+        if (e->in_search && e->opt.time_limit_s > 0 &&
+            eg__now() - e->run_start > e->opt.time_limit_s) {
+            e->limit_stop = EG_STOP_TIME_LIMIT;
+            j->stop = true;
+            return;
+        }
+    }
     const q_atom *a = &j->q->atoms[ai];
     const eg_table *t = &j->e->tables[a->table];
     uint8_t fl = t->flags[r];
@@ -253,8 +265,15 @@ void eg__query_run(eg_engine *e, query *q, bool naive, uint32_t seen, bool subsu
 {
     if (q->never) return;
     uint32_t nv = q->nvars, na = q->natoms;
-    jctx j = {e,    q,    seen, subsumed_ok, vals, fn,   ctx, false, NULL,
-              NULL, NULL, NULL, NULL,        NULL, NULL, 0,   NULL,  0};
+    jctx j;
+    memset(&j, 0, sizeof j);
+    j.e = e;
+    j.q = q;
+    j.seen = seen;
+    j.subsumed_ok = subsumed_ok;
+    j.vals = vals;
+    j.fn = fn;
+    j.ctx = ctx;
     uint8_t *bytes = eg__calloc((size_t)nv + 3 * (size_t)na + q->nprims + 4, 1);
     uint32_t *words = eg__calloc((size_t)nv + 2 * (size_t)na + q->nprims + 4, sizeof(uint32_t));
     j.bound = bytes;
