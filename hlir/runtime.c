@@ -663,6 +663,64 @@ static hl_status exec_fused(run *r, uint32_t id, uint32_t mul)
     return HL_OK;
 }
 
+/* A float reduction whose reduced dim is not contiguous (a column sum) runs row by row
+ * with the output's last dim innermost, so memory is read in order; each output element
+ * still adds its inputs in index order, so the bits are those of the simple loop.
+ * Returns HL_ERR_VIEW (and does nothing) when the layout does not call for it. */
+static hl_status reduce_rows(run *r, uint32_t id, const cview *c, const buf *in, buf *out,
+                             bool isum)
+{
+    uint32_t ax = hl_graph_node(r->g, id)->axis;
+    int64_t len = c->dims[ax];
+    const int64_t *along = c->tab[ax];
+    bool unit = true;
+    for (int64_t k = 1; k < len && unit; k++)
+        unit = along[k] == along[0] + k;
+    int od = -1;
+    for (uint32_t d = c->ndim; d-- > 0;)
+        if (d != ax) {
+            od = (int)d;
+            break;
+        }
+    if (unit || od < 0 || c->dims[od] < 2 || len < 2) return HL_ERR_VIEW;
+    int64_t n = c->dims[od];
+    const int64_t *tj = c->tab[od];
+    float *acc = hl__alloc((size_t)n, sizeof(float));
+    if (!acc) return hl_error_set(r->err, HL_ERR_NOMEM, id, "node %u: out of memory", id);
+    cview rows_view = *c;
+    rows_view.dims[ax] = rows_view.dims[od] = 1;
+    size_t rows = out->n / (size_t)n;
+    rows_view.numel = rows;
+    walk w;
+    walk_init(&w, &rows_view);
+    hl_dtype dt = in->dt;
+    for (size_t row = 0; row < rows; row++, walk_next(&w)) {
+        int64_t base = w.pos - along[0] - tj[0];
+        for (int64_t j = 0; j < n; j++)
+            acc[j] = isum ? 0.0f : -INFINITY;
+        for (int64_t k = 0; k < len; k++) {
+            int64_t kb = base + along[k];
+            if (isum && dt == HL_F32) {
+                const float *p = (const float *)in->data + kb;
+                for (int64_t j = 0; j < n; j++)
+                    acc[j] += p[tj[j]];
+                continue;
+            }
+            for (int64_t j = 0; j < n; j++) {
+                float v = ld_f(in->data, dt, (size_t)(kb + tj[j]));
+                if (isum)
+                    acc[j] += v;
+                else if (!isnan(acc[j]) && (isnan(v) || v > acc[j]))
+                    acc[j] = v;
+            }
+        }
+        for (int64_t j = 0; j < n; j++)
+            st_f(out->data, out->dt, row * (size_t)n + (size_t)j, acc[j]);
+    }
+    hl__free(acc);
+    return HL_OK;
+}
+
 static hl_status exec_node(run *r, uint32_t id)
 {
     const hl_node *nd = hl_graph_node(r->g, id);
@@ -833,6 +891,14 @@ static hl_status exec_node(run *r, uint32_t id)
         if (len == 0 && out->n) w.pos = 0; /* no element is read */
         bool isum = nd->op == HL_OP_SUM_REDUCE;
         hl_dtype dt = in0->dt;
+        if (!is_intlike(dt) && (st = reduce_rows(r, id, &cv[0], in0, out, isum)) != HL_OK) {
+            if (st == HL_ERR_VIEW)
+                st = HL_OK; /* not that layout: the loop below */
+            else
+                goto done;
+        } else if (!is_intlike(dt)) {
+            break;
+        }
         for (size_t i = 0; i < out->n; i++, walk_next(&w)) {
             int64_t base = len ? w.pos - along[0] : 0;
             if (is_intlike(dt)) {

@@ -519,6 +519,40 @@ START_TEST(fused_batched_matmul_matches_the_separate_nodes_bit_for_bit)
 }
 END_TEST
 
+START_TEST(column_reduction_matches_row_reduction_bit_for_bit)
+{
+    /* reducing axis 0 of x runs row by row over memory; reducing axis 1 of a contiguous
+     * copy of x^T runs the simple loop: both add in the same order, so the same bits */
+    hl_dtype dts[2] = {HL_F32, HL_BF16};
+    for (int t = 0; t < 2; t++) {
+        hl_graph *g = hl_graph_new();
+        hl_expr d[2] = {hl_n(g, 37), hl_n(g, 5)};
+        hl_t x = hl_input(g, "x", dts[t], 2, d);
+        hl_t xt = hl_cast(g, hl_transpose(g, x, 0, 1), dts[t]); /* a contiguous [5, 37] copy */
+        hl_output(g, "s_col", hl_sum_reduce(g, x, 0));
+        hl_output(g, "s_row", hl_sum_reduce(g, xt, 1));
+        hl_output(g, "m_col", hl_max_reduce(g, x, 0));
+        hl_output(g, "m_row", hl_max_reduce(g, xt, 1));
+        th_graph_ok(g);
+        uint64_t st = 3;
+        double xv[185];
+        for (int i = 0; i < 185; i++)
+            xv[i] = th_rand(&st, -1000, 1000);
+        xv[17] = NAN;
+        int64_t dims[2] = {37, 5};
+        hl_tensor in[1] = {th_tensor(dts[t], 2, dims, xv)}, out[4];
+        th_run(g, NULL, in, out);
+        size_t bytes = 5 * hl_dtype_size(dts[t]);
+        ck_assert(memcmp(out[0].data, out[1].data, bytes) == 0);
+        ck_assert(memcmp(out[2].data, out[3].data, bytes) == 0);
+        ck_assert(isnan(hl_tensor_get(&out[2], 2))); /* element 17 is in column 2 */
+        th_free(out, 4);
+        th_free(in, 1);
+        hl_graph_free(g);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hlir_runtime");
@@ -553,6 +587,7 @@ int main(void)
     tcase_add_test(tc, fused_multiply_reduce_matches_the_separate_nodes_bit_for_bit);
     tcase_add_test(tc, missing_input_or_output_arrays_are_an_error);
     tcase_add_test(tc, fused_batched_matmul_matches_the_separate_nodes_bit_for_bit);
+    tcase_add_test(tc, column_reduction_matches_row_reduction_bit_for_bit);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
