@@ -58,8 +58,10 @@ static int guarded(eg_engine *e, const sx *s)
 {
     jmp_buf jb;
     jmp_buf *saved = e->jmp;
+    const sx *saved_at = e->cur_at;
     scratch *sc = eg__calloc(1, sizeof *sc);
     e->jmp = &jb;
+    e->cur_at = s; /* errors without a better location name the command */
     int rc = 0;
     if (setjmp(jb) == 0) {
         exec_command(e, s, sc);
@@ -75,6 +77,7 @@ static int guarded(eg_engine *e, const sx *s)
     scratch_free(sc);
     eg__free(sc);
     e->jmp = saved;
+    e->cur_at = saved_at;
     return rc;
 }
 

@@ -159,6 +159,7 @@ int eg__fail(eg_engine *e, const sx *at, const char *fmt, ...)
 void eg__throw(eg_engine *e, const sx *at, const char *fmt, ...)
 {
     va_list ap;
+    if (!at) at = e->cur_at;
     va_start(ap, fmt);
     vformat(e->err, at, fmt, ap);
     va_end(ap);

@@ -319,7 +319,8 @@ struct eg_engine {
     sx **progs;
     uint32_t nprogs, capprogs;
     /* error state for the command being run */
-    void *cc; /* compile scratch of the current command, freed if it fails */
+    void *cc;         /* compile scratch of the current command, freed if it fails */
+    const sx *cur_at; /* the command being run: the location of errors that have none */
     eg_error *err;
     jmp_buf *jmp;
     /* statistics */
