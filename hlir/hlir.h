@@ -341,7 +341,8 @@ hl_status hl_view_squeeze(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_v
 hl_expr hl_view_index(hl_expr_pool *p, const hl_view *v);
 /* The number of elements, product of dims (1 for a scalar). HL_NONE on OOM or overflow. */
 hl_expr hl_view_numel(hl_expr_pool *p, const hl_view *v);
-/* True when the strides equal the contiguous strides of v's dims (ids compare). */
+/* True when the strides equal the contiguous strides of v's dims (ids compare; a dim of
+ * size 1 may have any stride). May add those contiguous strides to p. */
 bool hl_view_is_contiguous(hl_expr_pool *p, const hl_view *v);
 /* True when both views have the same dims and strides. */
 bool hl_view_equal(const hl_view *a, const hl_view *b);
