@@ -684,10 +684,12 @@ double hl_tensor_get(const hl_tensor *t, size_t i);
 void hl_tensor_set(hl_tensor *t, size_t i, double v);
 
 /* Runs g. dim_values[i] is the value of hl_graph_dim_at(g, i) (checked against its
- * range); inputs[i] is the tensor for hl_graph_input(g, i) (dtype and dims checked).
- * On success fills outputs[0 .. hl_graph_output_count) (caller frees each with
- * hl_tensor_fini) and returns HL_OK. On failure returns the status with err naming the
- * node and reason, and outputs hold nothing to free. */
+ * range; dim_values NULL means every dim's profile value); inputs[i] is the tensor for
+ * hl_graph_input(g, i) (dtype and dims checked; borrowed). On success fills
+ * outputs[0 .. hl_graph_output_count) (caller frees each with hl_tensor_fini) and returns
+ * HL_OK. On failure returns the status with err naming the node and reason (bad data
+ * too: an index out of range, an integer modulo by zero, a view reaching outside its
+ * producer), and outputs hold nothing to free. The graph is not modified. */
 hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *inputs,
                  hl_tensor *outputs, hl_error *err);
 
