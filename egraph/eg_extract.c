@@ -337,6 +337,7 @@ int eg_serialized_write_json(const eg_engine *e, const eg_serialized *s, FILE *f
             fprintf(f, "%s\"n%u\"", k ? "," : "", rep[cl]);
         }
         fprintf(f, "],\"eclass\":\"c%u\",\"cost\":%llu.0", n->eclass, (unsigned long long)n->cost);
+        if (n->subsumed) fputs(",\"subsumed\":true", f);
         fputc('}', f);
     }
     fputs("},\"root_eclasses\":[", f);

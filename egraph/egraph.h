@@ -205,8 +205,9 @@ int eg_serialize(eg_engine *e, const eg_value *roots, const int *root_sorts, siz
 void eg_serialized_free(eg_serialized *s);
 
 /* Writes s as JSON in the egraph-serialize format (extraction-gym): {"nodes": {id:
- * {"op", "children", "eclass", "cost"}}, "root_eclasses": [...]}. Node ids are
- * "n<index>", class ids "c<index>". Returns 0 or EG_ERR_IO. */
+ * {"op", "children", "eclass", "cost", "subsumed" (only when true)}}, "root_eclasses":
+ * [...], "class_data": {class: {"type": sort}}}. Node ids are "n<index>", class ids
+ * "c<index>"; a child is named by the first node of its class. Returns 0 or EG_ERR_IO. */
 int eg_serialized_write_json(const eg_engine *e, const eg_serialized *s, FILE *f);
 
 /* ---- statistics and checks ---- */
