@@ -806,6 +806,48 @@ START_TEST(sources_iota_arange_full_contiguous)
 }
 END_TEST
 
+START_TEST(reshape_with_a_dynamic_dim)
+{
+    hl_expr_pool *p = hl_graph_exprs(G);
+    hl_expr s = hl_graph_dim(G, "s", 1, 16, 2);
+    hl_expr d[3] = {s, hl_n(G, 2), hl_n(G, 3)};
+    hl_t x = hl_input(G, "x", HL_F32, 3, d);
+    uint32_t before = hl_graph_node_count(G);
+    hl_expr flat[2] = {hl_e_mul(p, s, hl_n(G, 2)), hl_n(G, 3)};
+    hl_t r = hl_reshape(G, x, 2, flat); /* merge: a view */
+    ck_assert_uint_eq(hl_graph_node_count(G), before);
+    hl_expr back[3] = {s, hl_n(G, 6), hl_n(G, 1)};
+    hl_t r2 = hl_reshape(G, r, 3, back); /* merge and split again, still a view */
+    ck_assert_uint_eq(hl_graph_node_count(G), before);
+    hl_t t = hl_transpose(G, x, 0, 2); /* [3, 2, s] */
+    hl_expr tflat[1] = {hl_e_mul(p, s, hl_n(G, 6))};
+    hl_t tf = hl_reshape(G, t, 1, tflat); /* needs a copy */
+    ck_assert_uint_eq(hl_graph_node_count(G), before + 1);
+    hl_output(G, "r", r);
+    hl_output(G, "r2", r2);
+    hl_output(G, "tf", tf);
+    th_graph_ok(G);
+    for (int64_t sv = 1; sv <= 4; sv += 3) {
+        int64_t dims[3] = {sv, 2, 3};
+        double xv[24];
+        for (int i = 0; i < 24; i++)
+            xv[i] = i;
+        hl_tensor in[1] = {th_tensor(HL_F32, 3, dims, xv)}, out[3];
+        th_run(G, &sv, in, out);
+        th_expect(&out[0], xv, (size_t)(6 * sv), 0);
+        th_expect(&out[1], xv, (size_t)(6 * sv), 0);
+        double want[24];
+        for (int64_t c = 0; c < 3; c++)
+            for (int64_t b = 0; b < 2; b++)
+                for (int64_t a = 0; a < sv; a++)
+                    want[(c * 2 + b) * sv + a] = xv[a * 6 + b * 3 + c];
+        th_expect(&out[2], want, (size_t)(6 * sv), 0);
+        th_free(out, 3);
+        th_free(in, 1);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hlir_builder");
@@ -826,6 +868,7 @@ int main(void)
     tcase_add_test(tc, where_selects_by_mask);
     tcase_add_test(tc, where_broadcasts_mask_and_branches);
     tcase_add_test(tc, sources_iota_arange_full_contiguous);
+    tcase_add_test(tc, reshape_with_a_dynamic_dim);
     tcase_add_test(tc, sum_max_mean_over_several_axes);
     tcase_add_test(tc, mean_over_a_dynamic_dim_divides_at_run_time);
     tcase_add_test(tc, softmax_and_log_softmax_rows);
