@@ -243,6 +243,11 @@ def main():
         print(fmt_row(head, widths))
         for r in table:
             print(fmt_row(r, widths))
+    print("all measured runs (wall s / peak RSS MiB):")
+    for name, ours, theirs in rows:
+        for label, runs in (("eqsat", ours), ("egglog", theirs)):
+            if runs:
+                print("  %s %s: %s" % (name, label, ", ".join("%.3f/%.0f" % (r[0], r[1]) for r in runs)))
     print("wall ratio = egglog wall / eqsat wall (above 1: eqsat faster); RSS ratio = egglog "
           "peak RSS / eqsat peak RSS (above 1: eqsat smaller).")
     print("medians of %d eqsat and %d egglog runs after %d warm-up run(s) each." %
