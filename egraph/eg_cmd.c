@@ -658,6 +658,7 @@ int eg__pop(eg_engine *e)
     e->nsorts = f->nsorts;
     eg__free(f->rule_seen);
     memset(f, 0, sizeof *f);
+    eg__names_reset(e); /* tables and globals may have been removed */
     return 0;
 }
 

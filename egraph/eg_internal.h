@@ -310,6 +310,8 @@ struct eg_engine {
     uint32_t npend, cappend;
     eg_value *pend_vals; /* the values of all pending ops, one flat buffer */
     size_t npend_vals, cappend_vals;
+    /* name indexes for tables and globals (eg_engine.c), kept up to date lazily */
+    struct name_map *tmap, *gmap;
     /* push/pop */
     frame *frames;
     uint32_t nframes, capframes;
@@ -369,6 +371,8 @@ int32_t eg__sort_find(const struct eg_engine *e, const char *name);
 int32_t eg__table_find(const struct eg_engine *e, const char *name);
 int32_t eg__global_find(const struct eg_engine *e, const char *name);
 int32_t eg__ruleset_find(const struct eg_engine *e, const char *name);
+/* Forgets the name indexes (after pop removed tables or globals); rebuilt on next use. */
+void eg__names_reset(struct eg_engine *e);
 static inline bool eg__needs_canon(const struct eg_engine *e, uint32_t sort)
 {
     return e->sorts[sort].canon;

@@ -1,5 +1,7 @@
 /* test_core.c: union-find, hash-consing, rebuilding, merges, subsume, delete, extraction,
  * push/pop. Invariants are checked (eg_check_invariants) after every rebuild. */
+#include <stdlib.h>
+
 #include "test_eg.h"
 
 static void invariants(eg_engine *e)
@@ -220,6 +222,25 @@ START_TEST(pairs_holding_eclasses_are_rebuilt)
 }
 END_TEST
 
+START_TEST(many_globals_compile_in_linear_time)
+{
+    /* names are hashed: 20000 globals each naming two earlier ones must not be quadratic */
+    size_t cap = 2000000, n = 0;
+    char *prog = malloc(cap);
+    n += (size_t)snprintf(prog + n, cap - n, "(datatype E (Leaf i64) (Node E E))\n");
+    n += (size_t)snprintf(prog + n, cap - n, "(let $g0 (Leaf 0)) (let $g1 (Leaf 1))\n");
+    for (int i = 2; i < 20000; i++)
+        n += (size_t)snprintf(prog + n, cap - n, "(let $g%d (Node $g%d $g%d))\n", i, i / 2, i - 1);
+    eg_engine *e = t_engine();
+    T_RUN(e, prog);
+    ck_assert_uint_eq(t_size(e, "Node"), 19998);
+    /* a global removed by pop is forgotten; a new one of the same name can be defined */
+    T_RUN(e, "(push) (let $late (Leaf 7)) (pop) (let $late (Leaf 8)) (check (= $late (Leaf 8)))");
+    free(prog);
+    eg_engine_free(e);
+}
+END_TEST
+
 Suite *core_suite(void)
 {
     Suite *s = suite_create("core");
@@ -238,6 +259,7 @@ Suite *core_suite(void)
     tcase_add_test(tc, function_without_merge_behaviour_is_refused);
     tcase_add_test(tc, merge_expression_may_build_terms);
     tcase_add_test(tc, pairs_holding_eclasses_are_rebuilt);
+    tcase_add_test(tc, many_globals_compile_in_linear_time);
     suite_add_tcase(s, tc);
     return s;
 }
