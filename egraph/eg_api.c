@@ -253,6 +253,11 @@ int eg_table_row(const eg_engine *e, int table, size_t i, eg_value *cols)
 {
     if (table < 0 || (uint32_t)table >= e->ntables) return EG_ERR_ARG;
     const eg_table *t = &e->tables[table];
+    if (t->nlive == t->nrows) { /* no dead rows: the i-th live row is row i */
+        if (i >= t->nrows) return EG_ERR_ARG;
+        memcpy(cols, t->cols + i * t->ncols, t->ncols * sizeof(eg_value));
+        return 0;
+    }
     size_t k = 0;
     for (uint32_t r = 0; r < t->nrows; r++) {
         if (t->flags[r] & RF_DEAD) continue;
@@ -262,6 +267,20 @@ int eg_table_row(const eg_engine *e, int table, size_t i, eg_value *cols)
         }
     }
     return EG_ERR_ARG;
+}
+
+int eg_table_next_row(const eg_engine *e, int table, size_t *cursor, eg_value *cols)
+{
+    if (table < 0 || (uint32_t)table >= e->ntables || !cursor) return EG_ERR_ARG;
+    const eg_table *t = &e->tables[table];
+    for (size_t r = *cursor; r < t->nrows; r++) {
+        if (t->flags[r] & RF_DEAD) continue;
+        memcpy(cols, t->cols + r * t->ncols, t->ncols * sizeof(eg_value));
+        *cursor = r + 1;
+        return 1;
+    }
+    *cursor = t->nrows;
+    return 0;
 }
 
 int eg_extract(eg_engine *e, int sort, eg_value v, char **term, uint64_t *cost, eg_error *err)

@@ -153,8 +153,14 @@ size_t eg_table_arity(const eg_engine *e, int table);
 int eg_table_has_output(const eg_engine *e, int table);
 size_t eg_table_size(const eg_engine *e, int table);
 /* Reads the i-th live row (in row order) into cols (arity + has_output values).
- * Returns EG_ERR_ARG if i is out of range. */
+ * Returns EG_ERR_ARG if i is out of range. O(1) when the table holds no dead rows (after
+ * eg_rebuild most do not), else O(rows); to read a whole table use eg_table_next_row. */
 int eg_table_row(const eg_engine *e, int table, size_t i, eg_value *cols);
+
+/* Iterates the live rows of a table in row order: start with *cursor = 0; each call
+ * reads the next live row into cols and returns 1, or returns 0 at the end (and
+ * EG_ERR_ARG for a bad table). The table must not change during the iteration. */
+int eg_table_next_row(const eg_engine *e, int table, size_t *cursor, eg_value *cols);
 
 /* ---- extraction ---- */
 
