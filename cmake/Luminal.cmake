@@ -1,7 +1,7 @@
 # Shared build helpers: third-party libraries found once, and one way to declare a test.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
-pkg_check_modules(JANSSON IMPORTED_TARGET jansson)
+pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 find_package(mimalloc CONFIG QUIET)
 if(LUMINAL_TESTS)
   pkg_check_modules(CHECK REQUIRED IMPORTED_TARGET check)
