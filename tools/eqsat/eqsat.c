@@ -11,17 +11,65 @@
  * file:line:col: message, exit status 1. */
 #include "egraph.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-static void usage(void)
+static const char usage_text[] =
+    "usage: eqsat [options] FILE\n"
+    "\n"
+    "Runs a program in the rules language (the egglog subset, docs/egraph.md) and prints\n"
+    "each command's output on stdout as egglog does. Errors go to stderr as\n"
+    "file:line:col: message, with exit status 1.\n"
+    "\n"
+    "  --snapshot          print only what egglog's conformance snapshots hold\n"
+    "                      (print-size, extraction costs)\n"
+    "  --stats             after the program, print per-ruleset and per-rule time and\n"
+    "                      matches, iterations, table sizes and peak RSS on stderr\n"
+    "  --json              the statistics as one JSON object on stderr\n"
+    "  --quiet             no progress on stderr (shown only when stderr is a terminal)\n"
+    "  --naive             match every rule against the whole database each iteration\n"
+    "                      (the semi-naive evaluation's reference)\n"
+    "  --node-limit N      stop a run once the tables hold more than N rows\n"
+    "  --iter-limit N      stop runs after N iterations in total\n"
+    "  --time-limit S      stop a run after S seconds of wall time\n"
+    "  --help              this text\n";
+
+static void usage(FILE *f)
 {
-    fprintf(stderr,
-            "usage: eqsat [--snapshot] [--stats] [--json] [--quiet] [--naive] [--node-limit N]\n"
-            "             [--iter-limit N] [--time-limit SECONDS] FILE\n");
+    fputs(usage_text, f);
+}
+
+/* Parses a whole non-negative number for option opt; 0 and a message on bad text. */
+static int parse_count(const char *opt, const char *text, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (text[0] == '-' || end == text || *end || errno) {
+        fprintf(stderr, "eqsat: %s expects a whole number, got '%s'\n", opt, text);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static int parse_seconds(const char *opt, const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || errno || !(v > 0)) {
+        fprintf(stderr, "eqsat: %s expects a positive number of seconds, got '%s'\n", opt,
+                text);
+        return 0;
+    }
+    *out = v;
+    return 1;
 }
 
 int main(int argc, char **argv)
@@ -42,25 +90,32 @@ int main(int argc, char **argv)
             json = 1;
         else if (strcmp(a, "--quiet") == 0)
             quiet = 1;
-        else if (strcmp(a, "--node-limit") == 0 && i + 1 < argc)
-            o.node_limit = strtoull(argv[++i], NULL, 10);
-        else if (strcmp(a, "--iter-limit") == 0 && i + 1 < argc)
-            o.iter_limit = strtoull(argv[++i], NULL, 10);
-        else if (strcmp(a, "--time-limit") == 0 && i + 1 < argc)
-            o.time_limit_s = strtod(argv[++i], NULL);
-        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage();
+        else if (strcmp(a, "--node-limit") == 0 || strcmp(a, "--iter-limit") == 0 ||
+                 strcmp(a, "--time-limit") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "eqsat: %s needs a value\n", a);
+                return 2;
+            }
+            const char *v = argv[++i];
+            int ok = a[2] == 'n'   ? parse_count(a, v, &o.node_limit)
+                     : a[2] == 'i' ? parse_count(a, v, &o.iter_limit)
+                                   : parse_seconds(a, v, &o.time_limit_s);
+            if (!ok) return 2;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
             return 0;
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "eqsat: unknown option %s\n", a);
-            usage();
+            fprintf(stderr, "eqsat: unknown option %s (see eqsat --help)\n", a);
+            return 2;
+        } else if (file) {
+            fprintf(stderr, "eqsat: one program at a time (got %s and %s)\n", file, a);
             return 2;
         } else {
             file = a;
         }
     }
     if (!file) {
-        usage();
+        usage(stderr);
         return 2;
     }
     o.progress = !quiet && !o.snapshot && isatty(STDERR_FILENO);
