@@ -64,8 +64,7 @@ static int parse_seconds(const char *opt, const char *text, double *out)
     errno = 0;
     double v = strtod(text, &end);
     if (end == text || *end || errno || !(v > 0)) {
-        fprintf(stderr, "eqsat: %s expects a positive number of seconds, got '%s'\n", opt,
-                text);
+        fprintf(stderr, "eqsat: %s expects a positive number of seconds, got '%s'\n", opt, text);
         return 0;
     }
     *out = v;
