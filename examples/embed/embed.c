@@ -62,14 +62,15 @@ static int print_rows(eg_engine *e, const char *name)
     size_t ncols = eg_table_arity(e, t) + (eg_table_has_output(e, t) ? 1 : 0);
     eg_value cols[8];
     if (ncols > sizeof cols / sizeof cols[0]) return 1;
-    for (size_t i = 0; i < eg_table_size(e, t); i++) {
-        if (eg_table_row(e, t, i, cols)) return 1;
-        printf("row %s[%zu]:", name, i);
+    size_t cursor = 0, i = 0;
+    int more;
+    while ((more = eg_table_next_row(e, t, &cursor, cols)) == 1) {
+        printf("row %s[%zu]:", name, i++);
         for (size_t c = 0; c < ncols; c++)
             printf(" %" PRIu64, cols[c]);
         printf("\n");
     }
-    return 0;
+    return more < 0;
 }
 
 static int experiment(eg_engine *e, const char *json_path)

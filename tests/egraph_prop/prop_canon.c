@@ -79,17 +79,24 @@ int pg_canonicalize(eg_engine *e, const pg_schema *schema, pg_canon *out, eg_err
     uint64_t maxid = 0;
     size_t at = 0;
     for (int t = 0; t < schema->ntables; t++) {
-        for (size_t i = 0; i < eg_table_size(e, ti[t].engine_table); i++) {
-            if (eg_table_row(e, ti[t].engine_table, i, cells + at)) {
-                free(cells);
-                return fail(err, "cannot read a row of", schema->tables[t].name);
-            }
-            for (size_t c = 0; c < ti[t].ncols; c++)
+        size_t cursor = 0, n = 0, size = eg_table_size(e, ti[t].engine_table);
+        uint64_t row[PG_MAX_COLS + 1];
+        int more;
+        while ((more = eg_table_next_row(e, ti[t].engine_table, &cursor, row)) == 1) {
+            if (n++ == size) break; /* more rows than eg_table_size says */
+            for (size_t c = 0; c < ti[t].ncols; c++) {
+                cells[at + c] = row[c];
                 if (col_is_class(&schema->tables[t], c)) {
-                    cells[at + c] = eg_find(e, cells[at + c]);
+                    cells[at + c] = eg_find(e, row[c]);
                     if (cells[at + c] > maxid) maxid = cells[at + c];
                 }
+            }
             at += ti[t].ncols;
+        }
+        if (more < 0 || n != size) {
+            free(cells);
+            return fail(err, "the row cursor disagrees with eg_table_size for",
+                        schema->tables[t].name);
         }
     }
 
