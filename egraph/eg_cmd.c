@@ -59,6 +59,7 @@ static int guarded(eg_engine *e, const sx *s)
     jmp_buf jb;
     jmp_buf *saved = e->jmp;
     const sx *saved_at = e->cur_at;
+    uint32_t smark = e->nscoped; /* scoped buffers open around this command stay open */
     scratch *sc = eg__calloc(1, sizeof *sc);
     e->jmp = &jb;
     e->cur_at = s; /* errors without a better location name the command */
@@ -68,6 +69,7 @@ static int guarded(eg_engine *e, const sx *s)
     } else {
         rc = e->err->code ? e->err->code : EG_ERR_RUNTIME;
         eg__cc_abort(e);
+        eg__scoped_unwind(e, smark);
         e->npend = 0;
         e->npend_vals = 0;
         e->in_search = false;

@@ -32,6 +32,9 @@ static void cc_free(cc *c)
     eg__free(c->an);
     eg__free(c->av);
     eg__free(c->root_name);
+    eg__free(c->fin_done);
+    eg__free(c->fin_src);
+    eg__free(c->fin_grounded);
     eg__free(c);
 }
 
@@ -408,8 +411,8 @@ void eg__cc_finish(eg_engine *e, cc *c)
     /* resolve primitives to a fixpoint on known argument sorts */
     bool progress = true;
     uint32_t unresolved = q->nprims;
-    bool *done = eg__calloc(q->nprims + 1, sizeof(bool));
-    const sx **src = eg__calloc(q->nprims + 1, sizeof(sx *));
+    bool *done = c->fin_done = eg__calloc(q->nprims + 1, sizeof(bool));
+    const sx **src = c->fin_src = eg__calloc(q->nprims + 1, sizeof(sx *));
     for (uint32_t i = 0; i < q->nprims; i++)
         src[i] = q->prims[i].at;
     while (progress && unresolved) {
@@ -441,9 +444,7 @@ void eg__cc_finish(eg_engine *e, cc *c)
                     o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", a ? " " : "",
                                           eg__sort_name(e, sorts[a]));
                 buf[o] = 0;
-                eg__free(done);
                 const sx *at = src[i];
-                eg__free(src);
                 e->err->code = EG_ERR_TYPE;
                 eg__throw(e, at, "no primitive '%s' takes (%s) (wrong arity or argument sorts)",
                           at->items[0]->text, buf);
@@ -462,17 +463,14 @@ void eg__cc_finish(eg_engine *e, cc *c)
                 at = src[i];
                 break;
             }
-        eg__free(done);
-        eg__free(src);
         e->err->code = EG_ERR_TYPE;
         eg__throw(e, at,
                   "cannot infer the sorts of this primitive call: its variables are not bound by "
                   "any table atom (ungrounded)");
     }
-    eg__free(done);
     /* grounding: const, in an atom, or result of a prim over grounded args */
     uint32_t nv = q->nvars;
-    bool *gr = eg__calloc(nv + 1, sizeof(bool));
+    bool *gr = c->fin_grounded = eg__calloc(nv + 1, sizeof(bool));
     for (uint32_t v = 0; v < nv; v++)
         if (q->is_const[eg__cc_vfind(c, v)]) gr[eg__cc_vfind(c, v)] = true;
     for (uint32_t a = 0; a < q->natoms; a++)
@@ -500,8 +498,6 @@ void eg__cc_finish(eg_engine *e, cc *c)
             const char *nm =
                 q->var_name[r] ? q->var_name[r] : (q->var_name[v] ? q->var_name[v] : NULL);
             const sx *at = c->var_at[v];
-            eg__free(gr);
-            eg__free(src);
             e->err->code = EG_ERR_TYPE;
             if (nm)
                 eg__throw(e, at,
@@ -511,15 +507,17 @@ void eg__cc_finish(eg_engine *e, cc *c)
             eg__throw(e, at, "ungrounded term: it must be bound by a table in the query");
         }
         if (q->var_sort[r] == NOSORT) {
-            eg__free(gr);
-            eg__free(src);
             e->err->code = EG_ERR_TYPE;
             eg__throw(e, c->var_at[v], "cannot infer the sort of variable %s",
                       q->var_name[r] ? q->var_name[r] : "_");
         }
     }
-    eg__free(gr);
-    eg__free(src);
+    eg__free(c->fin_done);
+    eg__free(c->fin_src);
+    eg__free(c->fin_grounded);
+    c->fin_done = NULL;
+    c->fin_src = NULL;
+    c->fin_grounded = NULL;
     /* compact: representatives in increasing order get dense new ids */
     uint32_t *map = eg__array(NULL, nv + 1, sizeof(uint32_t));
     uint32_t n = 0;

@@ -25,6 +25,11 @@ typedef struct cc {
     uint32_t *av;
     uint32_t nan, capan;
     char *root_name; /* rewrite: the name of the left side's variable */
+    /* eg__cc_finish's work arrays: kept here, not in locals, so that a type error thrown
+     * from anywhere inside it (set_sort, prim resolution) frees them at the boundary */
+    bool *fin_done;     /* prim i resolved */
+    const sx **fin_src; /* prim i's source form */
+    bool *fin_grounded; /* var representative v is grounded */
 } cc;
 
 struct cc *eg__cc_new(eg_engine *e);

@@ -24,6 +24,7 @@
  * none, and otherwise expands the atom with the fewest candidates, binding its columns.
  * The order is thus chosen per partial binding, never fixed in advance, so a
  * large intermediate result is avoided whenever some atom already constrains it. */
+#include <assert.h>
 #include "eg_internal.h"
 
 #include <string.h>
@@ -260,6 +261,27 @@ static void join(jctx *j, uint32_t ndone)
         j->bound[j->undo[--j->nundo]] = 0;
 }
 
+void *eg__scoped_alloc(eg_engine *e, size_t bytes)
+{
+    assert(e->nscoped < EG_SCOPED_DEPTH);
+    void *p = eg__calloc(1, bytes ? bytes : 1);
+    e->scoped[e->nscoped++] = p;
+    return p;
+}
+
+void eg__scoped_free(eg_engine *e, void *p)
+{
+    assert(e->nscoped > 0 && e->scoped[e->nscoped - 1] == p);
+    e->nscoped--;
+    eg__free(p);
+}
+
+void eg__scoped_unwind(eg_engine *e, uint32_t mark)
+{
+    while (e->nscoped > mark)
+        eg__free(e->scoped[--e->nscoped]);
+}
+
 void eg__query_run(eg_engine *e, query *q, bool naive, uint32_t seen, bool subsumed_ok,
                    eg_value *vals, match_fn fn, void *ctx)
 {
@@ -274,8 +296,13 @@ void eg__query_run(eg_engine *e, query *q, bool naive, uint32_t seen, bool subsu
     j.vals = vals;
     j.fn = fn;
     j.ctx = ctx;
-    uint8_t *bytes = eg__calloc((size_t)nv + 3 * (size_t)na + q->nprims + 4, 1);
-    uint32_t *words = eg__calloc((size_t)nv + 2 * (size_t)na + q->nprims + 4, sizeof(uint32_t));
+    /* One block for the byte and word arrays, registered with the engine while the join
+     * runs: a rule action that fails throws from inside it, and the command boundary then
+     * frees what is registered. */
+    size_t nwords = (size_t)nv + 2 * (size_t)na + q->nprims + 4;
+    size_t nbytes = (size_t)nv + 3 * (size_t)na + q->nprims + 4;
+    uint32_t *words = eg__scoped_alloc(e, nwords * sizeof(uint32_t) + nbytes);
+    uint8_t *bytes = (uint8_t *)(words + nwords);
     j.bound = bytes;
     j.adone = bytes + nv;
     j.mode = bytes + nv + na;
@@ -310,8 +337,7 @@ void eg__query_run(eg_engine *e, query *q, bool naive, uint32_t seen, bool subsu
             join(&j, 0);
         }
     }
-    eg__free(bytes);
-    eg__free(words);
+    eg__scoped_free(e, words);
 }
 
 /* ====================================================================================
@@ -745,7 +771,7 @@ static bool iteration(eg_engine *e, uint32_t rs)
     uint32_t maxslots = 1;
     for (uint32_t k = 0; k < R->nrules; k++)
         if (e->rules[R->rules[k]].nslots > maxslots) maxslots = e->rules[R->rules[k]].nslots;
-    eg_value *vals = eg__calloc(maxslots + 1, sizeof(eg_value));
+    eg_value *vals = eg__scoped_alloc(e, (maxslots + 1) * sizeof(eg_value));
     for (uint32_t k = 0; k < R->nrules && !e->limit_stop; k++) {
         rule *r = &e->rules[R->rules[k]];
         double r0 = eg__now();
@@ -758,7 +784,7 @@ static bool iteration(eg_engine *e, uint32_t rs)
         r->time_s += dt;
         R->matches += r->matches - m0;
     }
-    eg__free(vals);
+    eg__scoped_free(e, vals);
     e->in_search = false;
     eg__flush_pending(e); /* deletes see which rows existed when the iteration began */
     for (uint32_t ti = 0; ti < e->ntables; ti++)

@@ -271,6 +271,8 @@ typedef struct {
     uint32_t ts;
 } frame;
 
+#define EG_SCOPED_DEPTH 16 /* scoped work buffers open at once, at most */
+
 struct eg_engine {
     eg_options opt;
     /* sorts, tables, rules */
@@ -321,7 +323,12 @@ struct eg_engine {
     sx **progs;
     uint32_t nprogs, capprogs;
     /* error state for the command being run */
-    void *cc;         /* compile scratch of the current command, freed if it fails */
+    void *cc; /* compile scratch of the current command, freed if it fails */
+    /* scoped work buffers (eg__scoped_alloc): live while a phase of a command runs; a
+     * rule action may throw from inside a join, and the command boundary frees those a
+     * throw left behind */
+    void *scoped[EG_SCOPED_DEPTH];
+    uint32_t nscoped;
     const sx *cur_at; /* the command being run: the location of errors that have none */
     eg_error *err;
     jmp_buf *jmp;
@@ -435,5 +442,12 @@ uint64_t eg__value_cost(struct eg_engine *e, uint32_t sort, eg_value v, const ui
 void eg__push(struct eg_engine *e);
 int eg__pop(struct eg_engine *e);
 void eg__frame_free(frame *f);
+
+/* Scoped work buffers: zeroed memory that a phase of a command (an iteration, a query
+ * run) owns. Freed in LIFO order by eg__scoped_free; if the command throws, the command
+ * boundary frees every buffer opened since it began (eg__scoped_unwind). */
+void *eg__scoped_alloc(eg_engine *e, size_t bytes);
+void eg__scoped_free(eg_engine *e, void *p);
+void eg__scoped_unwind(eg_engine *e, uint32_t mark);
 
 #endif
