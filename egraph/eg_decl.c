@@ -131,11 +131,18 @@ static void decl_function(eg_engine *e, const sx *s, table_kind k)
                             s->items[2]->n, out);
     uint32_t ti = t->id;
     if (k == TK_FUNCTION) {
-        bool has_merge = false;
+        uint32_t nmerge = 0;
         for (uint32_t i = 4; i < s->n; i++)
-            if (eg__sx_is(s->items[i], ":merge") || eg__sx_is(s->items[i], ":no-merge"))
-                has_merge = true;
-        if (!has_merge) {
+            if (eg__sx_is(s->items[i], ":merge") || eg__sx_is(s->items[i], ":no-merge")) {
+                if (++nmerge > 1) {
+                    e->err->code = EG_ERR_TYPE;
+                    eg__throw(e, s->items[i],
+                              "function %s says how values merge more than once: keep one "
+                              ":merge or :no-merge",
+                              t->name);
+                }
+            }
+        if (nmerge == 0) {
             e->err->code = EG_ERR_TYPE;
             eg__throw(e, s,
                       "function %s must say how values merge: add :merge (e.g. (min old new)) or "

@@ -53,6 +53,40 @@ START_TEST(division_by_zero_in_an_action)
 }
 END_TEST
 
+START_TEST(merge_given_twice_is_refused)
+{
+    expect("(function f (i64) i64 :merge 64 :merge (max old new))", EG_ERR_TYPE,
+           "bad.egg:1:33:", "more than once");
+}
+END_TEST
+
+/* Errors thrown from deep inside a phase (a sort conflict found while finishing a query, a
+ * lookup that fails inside a rule's join) unwind to the command boundary: the engine
+ * stays usable and, under LeakSanitizer, nothing the phase allocated is lost. */
+START_TEST(sort_conflict_in_check_query_is_refused_cleanly)
+{
+    expect("(check (= x (neg 1.5)) (= x (+ 1 2)))", EG_ERR_TYPE, "bad.egg:1:", "type mismatch");
+}
+END_TEST
+
+START_TEST(failing_lookup_inside_a_rule_is_refused_cleanly)
+{
+    eg_engine *e = t_engine();
+    eg_error err = t_fail(e, "(function f (i64) i64 :merge (max old new))\n"
+                             "(function r (i64) i64 :merge (max old new))\n"
+                             "(relation trig (i64))\n"
+                             "(rule ((trig x)) ((set (r x) (f x))))\n"
+                             "(trig 1)\n"
+                             "(run 1)");
+    ck_assert_int_eq(err.code, EG_ERR_RUNTIME);
+    ck_assert_msg(strstr(err.msg, "bad.egg:4:") && strstr(err.msg, "(f 1)"), "%s", err.msg);
+    /* the engine is usable after the failed run */
+    ck_assert_int_eq(eg_run_text(e, "(set (f 1) 5)\n(run 1)\n(check (= (r 1) 5))", "ok.egg", &err),
+                     0);
+    eg_engine_free(e);
+}
+END_TEST
+
 START_TEST(missing_include_file)
 {
     expect("(include \"/nonexistent/x.egg\")", EG_ERR_IO, "bad.egg:1:10:", "cannot read");
@@ -160,6 +194,9 @@ Suite *errors_suite(void)
     tcase_add_test(tc, wrong_arity_names_the_function);
     tcase_add_test(tc, set_on_a_constructor_is_refused);
     tcase_add_test(tc, division_by_zero_in_an_action);
+    tcase_add_test(tc, merge_given_twice_is_refused);
+    tcase_add_test(tc, sort_conflict_in_check_query_is_refused_cleanly);
+    tcase_add_test(tc, failing_lookup_inside_a_rule_is_refused_cleanly);
     tcase_add_test(tc, missing_include_file);
     tcase_add_test(tc, missing_input_file);
     tcase_add_test(tc, ungrounded_variable);
