@@ -423,7 +423,7 @@ bool eg__declare(eg_engine *e, const sx *s)
         }
         if (s->n >= 3 && s->items[2]->kind == SX_LIST) {
             const sx *c = s->items[2];
-            if (!eg__sx_is(c->items[0], "Pair") || c->n != 3) {
+            if (c->n != 3 || !eg__sx_is(c->items[0], "Pair")) {
                 e->err->code = EG_ERR_TYPE;
                 eg__throw(e, c, "container sort (%s) is not supported; only (Pair A B) is",
                           eg__sx_head(c) ? eg__sx_head(c) : "?");

@@ -87,6 +87,12 @@ START_TEST(failing_lookup_inside_a_rule_is_refused_cleanly)
 }
 END_TEST
 
+START_TEST(empty_container_sort_is_refused)
+{
+    expect("(sort S ())", EG_ERR_TYPE, "bad.egg:1:9:", "container sort");
+}
+END_TEST
+
 START_TEST(missing_include_file)
 {
     expect("(include \"/nonexistent/x.egg\")", EG_ERR_IO, "bad.egg:1:10:", "cannot read");
@@ -197,6 +203,7 @@ Suite *errors_suite(void)
     tcase_add_test(tc, merge_given_twice_is_refused);
     tcase_add_test(tc, sort_conflict_in_check_query_is_refused_cleanly);
     tcase_add_test(tc, failing_lookup_inside_a_rule_is_refused_cleanly);
+    tcase_add_test(tc, empty_container_sort_is_refused);
     tcase_add_test(tc, missing_include_file);
     tcase_add_test(tc, missing_input_file);
     tcase_add_test(tc, ungrounded_variable);
