@@ -60,6 +60,18 @@ START_TEST(op_names_round_trip_and_arity)
 }
 END_TEST
 
+START_TEST(negative_input_dim_is_rejected)
+{
+    hl_node s = spec(HL_OP_INPUT);
+    s.name = "x";
+    s.dtype = HL_F32;
+    s.ndim = 2;
+    s.shape[0] = hl_n(G, 4);
+    s.shape[1] = hl_n(G, -3);
+    rejects(&s, HL_ERR_SHAPE, "dim 1 is negative");
+}
+END_TEST
+
 START_TEST(wrong_arity_is_rejected)
 {
     hl_t a = vec("a", HL_F32, 3);
@@ -277,6 +289,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, op_names_round_trip_and_arity);
     tcase_add_test(tc, wrong_arity_is_rejected);
+    tcase_add_test(tc, negative_input_dim_is_rejected);
     tcase_add_test(tc, forward_reference_is_rejected);
     tcase_add_test(tc, reading_an_output_is_rejected);
     tcase_add_test(tc, binary_view_dims_must_agree);
