@@ -264,8 +264,8 @@ static hl_status validate(const hl_graph *g, uint32_t id, const hl_node *spec, h
             hl__range rg = hl__e_range(p, spec->shape[d], 0);
             if (!rg.hi_inf && rg.hi < 0)
                 return hl_error_set(err, HL_ERR_SHAPE, id,
-                                    "node %u (Input): dim %u is negative (at most %" PRId64 ")",
-                                    id, d, rg.hi);
+                                    "node %u (Input): dim %u is negative (at most %" PRId64 ")", id,
+                                    d, rg.hi);
         }
         r.ndim = spec->ndim;
         memcpy(r.shape, spec->shape, sizeof r.shape);
