@@ -14,7 +14,9 @@
  * In sums the identity d*(x/d) + x%d = x is applied, which folds merged contiguous strides
  * back to z * inner. Range analysis (hl__e_range) drops x / d to 0 and x % d to x when
  * 0 <= x < d is provable. A folded constant or coefficient that overflows int64 makes
- * the result HL_NONE (without marking the pool failed): such a value is no shape. */
+ * the result HL_NONE (without marking the pool failed): such a value is no shape. The one
+ * exception is multiplying out a product of sums: when a coefficient of the expansion
+ * overflows, the sums stay factors instead (see mul). */
 #include "expr_int.h"
 
 #include <assert.h>
@@ -334,6 +336,11 @@ static hl_expr mul(hl_expr_pool *p, int64_t zb, hl_expr a, hl_expr b)
     tv_free(&ta);
     tv_free(&tb);
     tv_free(&out);
+    /* A coefficient of the multiplied-out sum overflowed, though the product itself may
+     * not: keep the sum a factor, as for a product too large to expand. (Otherwise a
+     * printed unexpanded product, such as -16*(s*9223372036854775807 + ...)*(...), would
+     * not parse back.) */
+    if (e == HL_NONE && !p->failed) return mul_flat(p, a, b);
     return e;
 }
 

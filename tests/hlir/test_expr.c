@@ -449,6 +449,29 @@ START_TEST(overflowing_values_are_rejected_not_wrapped)
 }
 END_TEST
 
+START_TEST(products_whose_expansion_overflows_keep_their_sums_as_factors)
+{
+    /* multiplying out would give the coefficient -2*9223372036854775807: the sum stays a
+     * factor, and the printed form parses back (a fuzzer finding) to an expression of the
+     * same value, which then prints and parses back to itself */
+    hl_expr e = X("-2*((9223372036854775807*s + z)*(z + s + 1))");
+    ck_assert(!hl_expr_pool_failed(P));
+    hl_expr back = X(S(e));
+    ck_assert_msg(X(S(back)) == back, "'%s' does not parse back to itself", S(back));
+    for (int64_t z = 0; z < 4; z++)
+        ck_assert_int_eq(EV(e, z, 0), EV(back, z, 0));
+    ck_assert_int_eq(EV(e, 3, 0), -24);
+    /* a constant of the expansion that overflows keeps the product too */
+    hl_expr f = X("(9223372036854775807 + s)*(z + 2)");
+    ck_assert_msg(X(S(f)) == f, "'%s' does not parse back to itself", S(f));
+    ck_assert_int_eq(EV(f, 0, -9223372036854775807), 0);
+    /* an overflowing product of plain numbers is still an error */
+    hl_error err;
+    hl_error_clear(&err);
+    ck_assert_int_eq(hl_e_parse(P, "9223372036854775807*(2 + 0)", &e, &err), HL_ERR_PARSE);
+}
+END_TEST
+
 START_TEST(trees_over_the_size_bound_are_refused) {
     /* min(e, e + 1) doubles the tree each round; the pool refuses past 4096 nodes */
     hl_expr e = hl_e_add(P, hl_e_z(P), hl_e_var(P, "s"));
@@ -488,6 +511,7 @@ int main(void)
     tcase_add_test(tc, random_expressions_keep_their_values);
     tcase_add_test(tc, pool_check_finds_a_non_canonical_sum);
     tcase_add_test(tc, overflowing_values_are_rejected_not_wrapped);
+    tcase_add_test(tc, products_whose_expansion_overflows_keep_their_sums_as_factors);
     tcase_add_test(tc, trees_over_the_size_bound_are_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
