@@ -190,6 +190,104 @@ START_TEST(every_fail_typecheck_program_is_refused)
 }
 END_TEST
 
+/* Reads the next line of f into buf (without its newline); 0 at the end. */
+static int read_line(FILE *f, char *buf, size_t n)
+{
+    if (!fgets(buf, (int)n, f)) return 0;
+    size_t l = strlen(buf);
+    ck_assert_msg(l + 1 < n || buf[l - 1] == '\n', "line too long: %.40s...", buf);
+    if (l && buf[l - 1] == '\n') buf[--l] = 0;
+    return 1;
+}
+
+/* Every program of data/bad_programs.txt (declarations, rules, rewrites, birewrites and
+ * merges that fail type checking or compilation part-way, inside rulesets, in :when, in
+ * nested expressions; commands that fail at run time) fails with a located message and
+ * leaves the engine usable and consistent. Run under ASan in CI, LeakSanitizer fails the
+ * test if any error path loses what it allocated. */
+START_TEST(every_bad_program_fails_cleanly)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/egraph/data/bad_programs.txt", LUMINAL_SOURCE_DIR);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    static char prelude[4096], line[4096], text[8200];
+    prelude[0] = 0;
+    int n = 0, lineno = 0;
+    while (read_line(f, line, sizeof line)) {
+        lineno++;
+        if (line[0] == ';' || line[0] == 0) continue;
+        if (!prelude[0]) {
+            snprintf(prelude, sizeof prelude, "%s", line);
+            continue;
+        }
+        snprintf(text, sizeof text, "%s\n%s\n", prelude, line);
+        eg_options o;
+        eg_options_default(&o);
+        o.snapshot = 1;
+        o.node_limit = 20000;
+        o.log = tmpfile();
+        eg_engine *e = eg_engine_new(&o);
+        eg_error err;
+        memset(&err, 0, sizeof err);
+        int rc = eg_run_text(e, text, "bad.egg", &err);
+        ck_assert_msg(rc < 0 && rc == err.code, "line %d was accepted: %s", lineno, line);
+        ck_assert_msg(strncmp(err.msg, "bad.egg:2:", 10) == 0,
+                      "line %d: message without the location of the bad line: %s", lineno,
+                      err.msg);
+        /* the engine is usable and consistent after the failure */
+        ck_assert_msg(eg_run_text(e, "(Num 7) (check (Num 7))", "after.egg", &err) == 0,
+                      "line %d: engine unusable after the failure: %s", lineno, err.msg);
+        ck_assert_int_eq(eg_rebuild(e, &err), 0);
+        ck_assert_msg(eg_check_invariants(e, &err) == 0, "line %d: %s", lineno, err.msg);
+        eg_engine_free(e);
+        fclose(o.log);
+        n++;
+    }
+    fclose(f);
+    ck_assert_int_ge(n, 80);
+}
+END_TEST
+
+/* The fuzzer's past findings (tests/egraph_fuzz/crashes) run through the C API too, so
+ * the sanitizer build of the unit tests replays them on every CI run. */
+START_TEST(fuzz_findings_run_cleanly)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/egraph_fuzz/crashes", LUMINAL_SOURCE_DIR);
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot open %s", dir);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 5 || strcmp(de->d_name + l - 4, ".egg") != 0) continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        eg_options o;
+        eg_options_default(&o);
+        o.snapshot = 1;
+        o.node_limit = 500; /* the fuzzer's limits */
+        o.iter_limit = 30;
+        o.time_limit_s = 5;
+        o.out = o.log = tmpfile();
+        eg_engine *e = eg_engine_new(&o);
+        eg_error err;
+        memset(&err, 0, sizeof err);
+        int rc = eg_run_file(e, path, &err);
+        ck_assert_msg(rc == 0 || (rc == err.code && strstr(err.msg, de->d_name) != NULL),
+                      "%s: %d %s", de->d_name, rc, err.msg);
+        ck_assert_int_eq(eg_rebuild(e, &err), 0);
+        ck_assert_msg(eg_check_invariants(e, &err) == 0, "%s: %s", de->d_name, err.msg);
+        eg_engine_free(e);
+        fclose(o.out);
+        n++;
+    }
+    closedir(d);
+    ck_assert_int_ge(n, 7);
+}
+END_TEST
+
 Suite *errors_suite(void)
 {
     Suite *s = suite_create("errors");
@@ -212,6 +310,8 @@ Suite *errors_suite(void)
     tcase_add_test(tc, misspelled_rule_option_is_refused);
     tcase_add_test(tc, input_reads_tab_separated_rows);
     tcase_add_test(tc, every_fail_typecheck_program_is_refused);
+    tcase_add_test(tc, every_bad_program_fails_cleanly);
+    tcase_add_test(tc, fuzz_findings_run_cleanly);
     suite_add_tcase(s, tc);
     return s;
 }
