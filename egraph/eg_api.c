@@ -324,6 +324,16 @@ void eg_string_free(char *s)
     eg__free(s);
 }
 
+uint64_t eg_mem_bytes(const eg_engine *e)
+{
+    return e->mem.bytes;
+}
+
+uint64_t eg_mem_peak(const eg_engine *e)
+{
+    return e->mem.peak;
+}
+
 eg_stop_reason eg_last_stop(const eg_engine *e)
 {
     return e->last_stop;
@@ -353,6 +363,8 @@ void eg_print_stats(const eg_engine *e, FILE *f)
         total += e->tables[i].nlive;
     }
     fprintf(f, "total rows: %llu\n", (unsigned long long)total);
+    fprintf(f, "engine memory: %.1f MiB (peak %.1f MiB)\n", (double)e->mem.bytes / 1048576.0,
+            (double)e->mem.peak / 1048576.0);
 }
 
 int eg_check_invariants(eg_engine *e, eg_error *err)
@@ -476,7 +488,9 @@ void eg_print_stats_json(const eg_engine *e, FILE *f)
         fprintf(f, ",\"rows\":%u}", e->tables[i].nlive);
         total += e->tables[i].nlive;
     }
-    fprintf(f, "],\"rows\":%llu}\n", (unsigned long long)total);
+    fprintf(f, "],\"rows\":%llu,\"mem_bytes\":%llu,\"mem_peak_bytes\":%llu}\n",
+            (unsigned long long)total, (unsigned long long)e->mem.bytes,
+            (unsigned long long)e->mem.peak);
 }
 
 void eg_dump(eg_engine *e, FILE *f)

@@ -104,7 +104,7 @@ static bool run_cmd(eg_engine *e, const sx *s, uint32_t from, scratch *sc);
 static bool limit_hit(eg_engine *e)
 {
     return e->last_stop == EG_STOP_NODE_LIMIT || e->last_stop == EG_STOP_TIME_LIMIT ||
-           e->last_stop == EG_STOP_ITER_LIMIT;
+           e->last_stop == EG_STOP_ITER_LIMIT || e->last_stop == EG_STOP_MEM_LIMIT;
 }
 
 static bool sched(eg_engine *e, const sx *s, scratch *sc);
@@ -184,7 +184,13 @@ static bool run_cmd(eg_engine *e, const sx *s, uint32_t from, scratch *sc)
         eg__free(sc->q);
         sc->q = NULL;
     }
-    if (why == EG_STOP_NODE_LIMIT || why == EG_STOP_TIME_LIMIT || why == EG_STOP_ITER_LIMIT)
+    if (why == EG_STOP_MEM_LIMIT)
+        fprintf(e->log,
+                "run stopped: memory limit reached (%llu bytes held, limit %llu; %llu rows, "
+                "%llu iterations); results so far kept\n",
+                (unsigned long long)e->mem.bytes, (unsigned long long)e->opt.mem_limit,
+                (unsigned long long)eg_node_count(e), (unsigned long long)e->iterations);
+    else if (why == EG_STOP_NODE_LIMIT || why == EG_STOP_TIME_LIMIT || why == EG_STOP_ITER_LIMIT)
         fprintf(e->log, "run stopped: %s (%llu rows, %llu iterations); results so far kept\n",
                 why == EG_STOP_NODE_LIMIT   ? "node limit reached"
                 : why == EG_STOP_TIME_LIMIT ? "time limit reached"
@@ -571,7 +577,7 @@ void eg__push(eg_engine *e)
     for (uint32_t i = 0; i < e->ntables; i++)
         eg__table_copy(&f->tables[i], &e->tables[i]);
     f->nids = e->nids;
-    f->uf = eg__array(NULL, e->nids + 1, sizeof(uint32_t));
+    f->uf = eg__marray(&e->mem, NULL, e->nids + 1, sizeof(uint32_t));
     if (e->nids) memcpy(f->uf, e->uf, e->nids * sizeof(uint32_t));
     f->nglobals = e->nglobals;
     f->globals = eg__calloc(e->nglobals + 1, sizeof(global));
@@ -622,7 +628,7 @@ int eg__pop(eg_engine *e)
     }
     eg__free(f->tables);
     e->ntables = nt;
-    eg__free(e->uf);
+    eg__mfree(&e->mem, e->uf);
     e->uf = f->uf;
     e->nids = f->nids;
     e->capids = f->nids + 1;

@@ -63,6 +63,7 @@ static eg_table *add_table(eg_engine *e, const sx *at, const char *name, table_k
     eg_table *t = &e->tables[e->ntables];
     memset(t, 0, sizeof *t);
     eg__table_init(t);
+    t->mem = &e->mem;
     t->hi = UINT32_MAX;
     t->name = eg__strdup(name);
     t->id = e->ntables++;

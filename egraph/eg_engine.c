@@ -3,6 +3,7 @@
 #include "eg_internal.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <xxhash.h>
@@ -62,12 +63,12 @@ eg_engine *eg_engine_new(const eg_options *opt)
     return e;
 }
 
-void eg__frame_free(frame *f)
+void eg__frame_free(eg_engine *e, frame *f)
 {
     for (uint32_t i = 0; i < f->ntables; i++)
         eg__table_fini(&f->tables[i]);
     eg__free(f->tables);
-    eg__free(f->uf);
+    eg__mfree(&e->mem, f->uf);
     for (uint32_t i = 0; i < f->nglobals; i++)
         eg__free(f->globals[i].name);
     eg__free(f->globals);
@@ -81,6 +82,15 @@ static void rule_fini(rule *r)
     eg__actions_free(r->acts, r->nacts);
 }
 
+/* Sanitizer builds (gcc or clang) check the memory account at eg_engine_free. */
+#if defined(LUMINAL_SANITIZE) || defined(__SANITIZE_ADDRESS__)
+#define EG_CHECK_ACCOUNT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EG_CHECK_ACCOUNT 1
+#endif
+#endif
+
 void eg_engine_free(eg_engine *e)
 {
     if (!e) return;
@@ -89,9 +99,9 @@ void eg_engine_free(eg_engine *e)
         eg__free(e->sorts[i].pair_prims);
     }
     eg__free(e->sorts);
-    eg__free(e->pairs);
-    eg__free(e->pair_hash);
-    eg__free(e->pair_slots);
+    eg__mfree(&e->mem, e->pairs);
+    eg__mfree(&e->mem, e->pair_hash);
+    eg__mfree(&e->mem, e->pair_slots);
     for (uint32_t i = 0; i < e->ntables; i++) {
         eg__table_fini(&e->tables[i]);
         eg__free(e->tables[i].name);
@@ -115,15 +125,15 @@ void eg_engine_free(eg_engine *e)
     eg__free(e->gmap->slots);
     eg__free(e->gmap);
     for (uint32_t i = 0; i < e->nstrs; i++)
-        eg__free(e->strs[i]);
-    eg__free(e->strs);
-    eg__free(e->str_hash);
-    eg__free(e->str_slots);
-    eg__free(e->uf);
-    eg__free(e->pend);
-    eg__free(e->pend_vals);
+        eg__mfree(&e->mem, e->strs[i]);
+    eg__mfree(&e->mem, e->strs);
+    eg__mfree(&e->mem, e->str_hash);
+    eg__mfree(&e->mem, e->str_slots);
+    eg__mfree(&e->mem, e->uf);
+    eg__mfree(&e->mem, e->pend);
+    eg__mfree(&e->mem, e->pend_vals);
     for (uint32_t i = 0; i < e->nframes; i++)
-        eg__frame_free(&e->frames[i]);
+        eg__frame_free(e, &e->frames[i]);
     eg__free(e->frames);
     for (uint32_t i = 0; i < e->nprogs; i++)
         eg__sx_free(e->progs[i]);
@@ -131,6 +141,14 @@ void eg_engine_free(eg_engine *e)
     for (uint32_t i = 0; i < e->nfiles; i++)
         eg__free(e->files[i]);
     eg__free(e->files);
+#if defined(EG_CHECK_ACCOUNT)
+    /* every counted block was freed through the account: it must come back to zero */
+    if (e->mem.bytes != 0 || e->mem.underflow) {
+        fprintf(stderr, "egraph: memory account off by %zu bytes at engine free%s\n", e->mem.bytes,
+                e->mem.underflow ? " (a block freed outside its account)" : "");
+        abort();
+    }
+#endif
     eg__free(e);
 }
 
@@ -189,14 +207,14 @@ uint32_t eg__intern(eg_engine *e, const char *s, size_t n)
     uint64_t h = XXH3_64bits(s, n);
     if (e->str_nslots == 0 || (e->nstrs + 1) * 2 > e->str_nslots) {
         uint32_t ns = e->str_nslots ? e->str_nslots * 2 : 64;
-        uint32_t *sl = eg__calloc(ns, sizeof *sl);
+        uint32_t *sl = eg__mcalloc(&e->mem, ns, sizeof *sl);
         for (uint32_t i = 0; i < e->nstrs; i++) {
             uint32_t j = (uint32_t)e->str_hash[i] & (ns - 1);
             while (sl[j])
                 j = (j + 1) & (ns - 1);
             sl[j] = i + 1;
         }
-        eg__free(e->str_slots);
+        eg__mfree(&e->mem, e->str_slots);
         e->str_slots = sl;
         e->str_nslots = ns;
     }
@@ -207,9 +225,9 @@ uint32_t eg__intern(eg_engine *e, const char *s, size_t n)
             return id;
         j = (j + 1) & (e->str_nslots - 1);
     }
-    EG_GROW(e->strs, e->capstrs, e->nstrs + 1);
-    e->str_hash = eg__array(e->str_hash, e->capstrs, sizeof *e->str_hash);
-    e->strs[e->nstrs] = eg__strndup(s, n);
+    EG_MGROW(&e->mem, e->strs, e->capstrs, e->nstrs + 1);
+    e->str_hash = eg__marray(&e->mem, e->str_hash, e->capstrs, sizeof *e->str_hash);
+    e->strs[e->nstrs] = eg__mstrndup(&e->mem, s, n);
     e->str_hash[e->nstrs] = h;
     e->str_slots[j] = e->nstrs + 1;
     return e->nstrs++;
@@ -224,7 +242,7 @@ const char *eg__str(const eg_engine *e, uint32_t id)
 
 uint32_t eg__new_id(eg_engine *e)
 {
-    EG_GROW(e->uf, e->capids, e->nids + 1);
+    EG_MGROW(&e->mem, e->uf, e->capids, e->nids + 1);
     e->uf[e->nids] = e->nids;
     return e->nids++;
 }

@@ -264,7 +264,7 @@ static void join(jctx *j, uint32_t ndone)
 void *eg__scoped_alloc(eg_engine *e, size_t bytes)
 {
     assert(e->nscoped < EG_SCOPED_DEPTH);
-    void *p = eg__calloc(1, bytes ? bytes : 1);
+    void *p = eg__mcalloc(&e->mem, 1, bytes ? bytes : 1);
     e->scoped[e->nscoped++] = p;
     return p;
 }
@@ -273,13 +273,13 @@ void eg__scoped_free(eg_engine *e, void *p)
 {
     assert(e->nscoped > 0 && e->scoped[e->nscoped - 1] == p);
     e->nscoped--;
-    eg__free(p);
+    eg__mfree(&e->mem, p);
 }
 
 void eg__scoped_unwind(eg_engine *e, uint32_t mark)
 {
     while (e->nscoped > mark)
-        eg__free(e->scoped[--e->nscoped]);
+        eg__mfree(&e->mem, e->scoped[--e->nscoped]);
 }
 
 void eg__query_run(eg_engine *e, query *q, bool naive, uint32_t seen, bool subsumed_ok,
@@ -517,11 +517,11 @@ eg_value eg__eval(eg_engine *e, const aexpr *a, eg_value *vals)
 
 static void pend(eg_engine *e, uint32_t table, const eg_value *row, uint32_t n, uint8_t op)
 {
-    EG_GROW(e->pend, e->cappend, e->npend + 1);
+    EG_MGROW(&e->mem, e->pend, e->cappend, e->npend + 1);
     pending_op *p = &e->pend[e->npend++];
     p->table = table;
     p->op = op;
-    EG_GROW(e->pend_vals, e->cappend_vals, e->npend_vals + n + 1);
+    EG_MGROW(&e->mem, e->pend_vals, e->cappend_vals, e->npend_vals + n + 1);
     p->off = e->npend_vals;
     memcpy(e->pend_vals + p->off, row, n * sizeof(eg_value));
     e->npend_vals += n;
@@ -713,6 +713,10 @@ static bool limits_hit(eg_engine *e)
         e->limit_stop = EG_STOP_NODE_LIMIT;
         return true;
     }
+    if (e->opt.mem_limit && e->mem.bytes >= e->opt.mem_limit) {
+        e->limit_stop = EG_STOP_MEM_LIMIT;
+        return true;
+    }
     if (e->opt.time_limit_s > 0 && eg__now() - e->run_start > e->opt.time_limit_s) {
         e->limit_stop = EG_STOP_TIME_LIMIT;
         return true;
@@ -727,7 +731,8 @@ static bool on_match(eg_engine *e, void *ctx, eg_value *vals)
     eg__exec_actions(e, r->acts, r->nacts, vals);
     if (++e->match_tick >= 4096) {
         e->match_tick = 0;
-        if ((e->opt.node_limit || e->opt.time_limit_s > 0) && limits_hit(e)) return false;
+        if ((e->opt.node_limit || e->opt.mem_limit || e->opt.time_limit_s > 0) && limits_hit(e))
+            return false;
     }
     return true;
 }
@@ -813,6 +818,8 @@ eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *unt
             return e->last_stop = EG_STOP_ITER_LIMIT;
         if (e->opt.node_limit && eg_node_count(e) >= e->opt.node_limit)
             return e->last_stop = EG_STOP_NODE_LIMIT;
+        if (e->opt.mem_limit && e->mem.bytes >= e->opt.mem_limit)
+            return e->last_stop = EG_STOP_MEM_LIMIT;
         if (e->opt.time_limit_s > 0 && eg__now() - start > e->opt.time_limit_s)
             return e->last_stop = EG_STOP_TIME_LIMIT;
         bool c = iteration(e, rs);

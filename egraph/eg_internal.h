@@ -37,6 +37,16 @@ void eg__free(void *p);
 char *eg__strdup(const char *s);
 char *eg__strndup(const char *s, size_t n);
 
+/* The account of one engine's counted memory (eg_mem.c): bytes held now and at most. */
+typedef struct {
+    size_t bytes, peak;
+    bool underflow; /* a block was freed through an account it was not counted in */
+} eg_mem_acct;
+void *eg__mcalloc(eg_mem_acct *m, size_t n, size_t size);
+void *eg__marray(eg_mem_acct *m, void *p, size_t n, size_t size); /* counted eg__array */
+void eg__mfree(eg_mem_acct *m, void *p);
+char *eg__mstrndup(eg_mem_acct *m, const char *s, size_t n);
+
 /* Growable array helper: ensures cap >= need (in elements). */
 #define EG_GROW(ptr, cap, need)                                                                    \
     do {                                                                                           \
@@ -45,6 +55,18 @@ char *eg__strndup(const char *s, size_t n);
             while (nc_ < (size_t)(need))                                                           \
                 nc_ *= 2;                                                                          \
             (ptr) = eg__array((ptr), nc_, sizeof(*(ptr)));                                         \
+            (cap) = nc_;                                                                           \
+        }                                                                                          \
+    } while (0)
+
+/* EG_GROW through the account m. */
+#define EG_MGROW(m, ptr, cap, need)                                                                \
+    do {                                                                                           \
+        if ((size_t)(need) > (size_t)(cap)) {                                                      \
+            size_t nc_ = (cap) ? (size_t)(cap)*2 : 8;                                              \
+            while (nc_ < (size_t)(need))                                                           \
+                nc_ *= 2;                                                                          \
+            (ptr) = eg__marray((m), (ptr), nc_, sizeof(*(ptr)));                                   \
             (cap) = nc_;                                                                           \
         }                                                                                          \
     } while (0)
@@ -106,6 +128,7 @@ typedef struct {
 } sindex;
 
 typedef struct eg_table {
+    eg_mem_acct *mem; /* the engine's account: storage and indexes are counted there */
     char *name;
     uint32_t id;
     table_kind kind;
@@ -275,6 +298,7 @@ typedef struct {
 
 struct eg_engine {
     eg_options opt;
+    eg_mem_acct mem; /* counted memory (eg_mem.c) */
     /* sorts, tables, rules */
     eg_sort *sorts;
     uint32_t nsorts, capsorts;
@@ -441,7 +465,7 @@ uint64_t eg__value_cost(struct eg_engine *e, uint32_t sort, eg_value v, const ui
 /* ---- push / pop ---- */
 void eg__push(struct eg_engine *e);
 int eg__pop(struct eg_engine *e);
-void eg__frame_free(frame *f);
+void eg__frame_free(struct eg_engine *e, frame *f);
 
 /* Scoped work buffers: zeroed memory that a phase of a command (an iteration, a query
  * run) owns. Freed in LIFO order by eg__scoped_free; if the command throws, the command

@@ -2,12 +2,29 @@
  *
  * Every allocation of the egraph module goes through these wrappers, so sizes are
  * overflow-checked in one place and the allocator (mimalloc when available) can be
- * swapped here. Out of memory is not recoverable for the engine: it prints a message
- * and aborts, which is the documented behaviour of eg_engine_new's contract. */
+ * swapped here.
+ *
+ * Accounting. The memory that grows with the database (table rows, key and join indexes,
+ * the union-find, interned strings and pairs, pending writes, join work buffers, push
+ * frames) is allocated through the eg__m* wrappers, which take the engine's account
+ * (eg_mem_acct, one per engine: no global state) and add or subtract the block's usable
+ * size as the allocator reports it. eg_options.mem_limit is checked against that count
+ * where the node limit is checked, so a run that outgrows it stops cleanly with the
+ * results so far (eg_exec.c). Small, bounded structures (names, compiled rules, parse
+ * trees, command scratch) are not counted. A block allocated through an account must be
+ * freed through the same account; sanitizer builds check at eg_engine_free that the
+ * account comes back to zero.
+ *
+ * Design decision: a failed allocation is not recoverable. It prints a message and
+ * aborts (as Redis does), rather than threading an out-of-memory error through every
+ * table operation; the memory limit above is how a caller bounds growth cleanly. */
 #include "eg_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+#if !defined(EG_USE_MIMALLOC)
+#include <malloc.h>
+#endif
 
 #if defined(EG_USE_MIMALLOC)
 #include <mimalloc.h>
@@ -15,11 +32,13 @@
 #define RAW_CALLOC mi_calloc
 #define RAW_REALLOC mi_realloc
 #define RAW_FREE mi_free
+#define RAW_USABLE mi_usable_size
 #else
 #define RAW_MALLOC malloc
 #define RAW_CALLOC calloc
 #define RAW_REALLOC realloc
 #define RAW_FREE free
+#define RAW_USABLE malloc_usable_size
 #endif
 
 static _Noreturn void oom(size_t n)
@@ -71,4 +90,56 @@ char *eg__strndup(const char *s, size_t n)
 char *eg__strdup(const char *s)
 {
     return eg__strndup(s, strlen(s));
+}
+
+/* ---- counted blocks ---- */
+
+static void acct_add(eg_mem_acct *m, size_t n)
+{
+    m->bytes += n;
+    if (m->bytes > m->peak) m->peak = m->bytes;
+}
+
+static void acct_sub(eg_mem_acct *m, size_t n)
+{
+    if (n > m->bytes) {
+        m->underflow = true; /* freed through an account it was not allocated through */
+        m->bytes = 0;
+    } else {
+        m->bytes -= n;
+    }
+}
+
+void *eg__mcalloc(eg_mem_acct *m, size_t n, size_t size)
+{
+    void *p = eg__calloc(n, size);
+    acct_add(m, RAW_USABLE(p));
+    return p;
+}
+
+void *eg__marray(eg_mem_acct *m, void *p, size_t n, size_t size)
+{
+    size_t old = p ? RAW_USABLE(p) : 0;
+    void *q = eg__array(p, n, size);
+    size_t now = RAW_USABLE(q);
+    if (now >= old)
+        acct_add(m, now - old);
+    else
+        acct_sub(m, old - now);
+    return q;
+}
+
+void eg__mfree(eg_mem_acct *m, void *p)
+{
+    if (!p) return;
+    acct_sub(m, RAW_USABLE(p));
+    RAW_FREE(p);
+}
+
+char *eg__mstrndup(eg_mem_acct *m, const char *s, size_t n)
+{
+    char *d = eg__marray(m, NULL, n + 1, 1);
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
 }

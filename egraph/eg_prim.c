@@ -207,14 +207,14 @@ static eg_value pair_intern(eg_engine *e, eg_value a, eg_value b)
     uint64_t h = XXH3_64bits(k, sizeof k);
     if (e->pair_nslots == 0 || (e->npairs + 1) * 2 > e->pair_nslots) {
         uint32_t ns = e->pair_nslots ? e->pair_nslots * 2 : 64;
-        uint32_t *sl = eg__calloc(ns, sizeof *sl);
+        uint32_t *sl = eg__mcalloc(&e->mem, ns, sizeof *sl);
         for (uint32_t i = 0; i < e->npairs; i++) {
             uint32_t j = (uint32_t)e->pair_hash[i] & (ns - 1);
             while (sl[j])
                 j = (j + 1) & (ns - 1);
             sl[j] = i + 1;
         }
-        eg__free(e->pair_slots);
+        eg__mfree(&e->mem, e->pair_slots);
         e->pair_slots = sl;
         e->pair_nslots = ns;
     }
@@ -224,8 +224,8 @@ static eg_value pair_intern(eg_engine *e, eg_value a, eg_value b)
         if (e->pairs[2 * id] == a && e->pairs[2 * id + 1] == b) return id;
         j = (j + 1) & (e->pair_nslots - 1);
     }
-    EG_GROW(e->pair_hash, e->cappairs, e->npairs + 1);
-    e->pairs = eg__array(e->pairs, 2 * (size_t)e->cappairs, sizeof(eg_value));
+    EG_MGROW(&e->mem, e->pair_hash, e->cappairs, e->npairs + 1);
+    e->pairs = eg__marray(&e->mem, e->pairs, 2 * (size_t)e->cappairs, sizeof(eg_value));
     e->pairs[2 * e->npairs] = a;
     e->pairs[2 * e->npairs + 1] = b;
     e->pair_hash[e->npairs] = h;

@@ -25,31 +25,31 @@ void eg__table_init(eg_table *t)
     t->version = 0;
 }
 
-static void six_free(sindex *ix)
+static void six_free(eg_table *t, sindex *ix)
 {
-    eg__free(ix->slots);
-    eg__free(ix->gfirst);
-    eg__free(ix->gstart);
-    eg__free(ix->rows);
+    eg__mfree(t->mem, ix->slots);
+    eg__mfree(t->mem, ix->gfirst);
+    eg__mfree(t->mem, ix->gstart);
+    eg__mfree(t->mem, ix->rows);
 }
 
 void eg__table_clear_six(eg_table *t)
 {
     for (uint32_t i = 0; i < t->nsix; i++)
-        six_free(&t->six[i]);
+        six_free(t, &t->six[i]);
     t->nsix = 0;
 }
 
 void eg__table_fini(eg_table *t)
 {
-    eg__free(t->cols);
-    eg__free(t->ts);
-    eg__free(t->flags);
-    eg__free(t->khash);
-    eg__free(t->slotpos);
-    eg__free(t->slots);
+    eg__mfree(t->mem, t->cols);
+    eg__mfree(t->mem, t->ts);
+    eg__mfree(t->mem, t->flags);
+    eg__mfree(t->mem, t->khash);
+    eg__mfree(t->mem, t->slotpos);
+    eg__mfree(t->mem, t->slots);
     eg__table_clear_six(t);
-    eg__free(t->six);
+    eg__mfree(t->mem, t->six);
     t->cols = NULL;
     t->ts = NULL;
     t->flags = NULL;
@@ -65,12 +65,13 @@ void eg__table_copy(eg_table *dst, const eg_table *src)
     *dst = *src;
     size_t nc = (size_t)src->ncols;
     dst->cap = src->nrows;
-    dst->cols = eg__array(NULL, (size_t)src->nrows * nc + 1, sizeof(eg_value));
-    dst->ts = eg__array(NULL, src->nrows + 1, sizeof(uint32_t));
-    dst->flags = eg__array(NULL, src->nrows + 1, 1);
-    dst->khash = eg__array(NULL, src->nrows + 1, sizeof(uint64_t));
-    dst->slotpos = eg__array(NULL, src->nrows + 1, sizeof(uint32_t));
-    dst->slots = eg__array(NULL, src->nslots + 1, sizeof(uint64_t));
+    eg_mem_acct *m = src->mem;
+    dst->cols = eg__marray(m, NULL, (size_t)src->nrows * nc + 1, sizeof(eg_value));
+    dst->ts = eg__marray(m, NULL, src->nrows + 1, sizeof(uint32_t));
+    dst->flags = eg__marray(m, NULL, src->nrows + 1, 1);
+    dst->khash = eg__marray(m, NULL, src->nrows + 1, sizeof(uint64_t));
+    dst->slotpos = eg__marray(m, NULL, src->nrows + 1, sizeof(uint32_t));
+    dst->slots = eg__marray(m, NULL, src->nslots + 1, sizeof(uint64_t));
     if (src->nrows) {
         memcpy(dst->cols, src->cols, (size_t)src->nrows * nc * sizeof(eg_value));
         memcpy(dst->ts, src->ts, src->nrows * sizeof(uint32_t));
@@ -121,7 +122,7 @@ int64_t eg__table_lookup(const eg_table *t, const eg_value *key, uint64_t h)
 
 static void rehash(eg_table *t, uint32_t ns)
 {
-    uint64_t *sl = eg__calloc(ns, sizeof *sl);
+    uint64_t *sl = eg__mcalloc(t->mem, ns, sizeof *sl);
     for (uint32_t r = 0; r < t->nrows; r++) {
         if (t->flags[r] & RF_DEAD) continue;
         uint32_t j = (uint32_t)t->khash[r] & (ns - 1);
@@ -130,7 +131,7 @@ static void rehash(eg_table *t, uint32_t ns)
         sl[j] = slot_of(t->khash[r], r);
         t->slotpos[r] = j;
     }
-    eg__free(t->slots);
+    eg__mfree(t->mem, t->slots);
     t->slots = sl;
     t->nslots = ns;
     t->nused = t->nlive;
@@ -140,11 +141,12 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
 {
     if (t->nrows + 1 > t->cap) {
         uint32_t nc = t->cap ? t->cap * 2 : 16;
-        t->cols = eg__array(t->cols, (size_t)nc * (t->ncols ? t->ncols : 1), sizeof(eg_value));
-        t->ts = eg__array(t->ts, nc, sizeof(uint32_t));
-        t->flags = eg__array(t->flags, nc, 1);
-        t->khash = eg__array(t->khash, nc, sizeof(uint64_t));
-        t->slotpos = eg__array(t->slotpos, nc, sizeof(uint32_t));
+        eg_mem_acct *m = t->mem;
+        t->cols = eg__marray(m, t->cols, (size_t)nc * (t->ncols ? t->ncols : 1), sizeof(eg_value));
+        t->ts = eg__marray(m, t->ts, nc, sizeof(uint32_t));
+        t->flags = eg__marray(m, t->flags, nc, 1);
+        t->khash = eg__marray(m, t->khash, nc, sizeof(uint64_t));
+        t->slotpos = eg__marray(m, t->slotpos, nc, sizeof(uint32_t));
         t->cap = nc;
     }
     if (t->nslots == 0 || (t->nused + 1) * 2 > t->nslots) {
@@ -246,13 +248,13 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
     /* drop stale indexes of this mask */
     for (uint32_t i = 0; i < t->nsix;) {
         if (t->six[i].mask == mask) {
-            six_free(&t->six[i]);
+            six_free(t, &t->six[i]);
             t->six[i] = t->six[--t->nsix];
         } else {
             i++;
         }
     }
-    EG_GROW(t->six, t->capsix, t->nsix + 1);
+    EG_MGROW(t->mem, t->six, t->capsix, t->nsix + 1);
     sindex *ix = &t->six[t->nsix++];
     memset(ix, 0, sizeof *ix);
     ix->mask = mask;
@@ -261,9 +263,9 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
     uint32_t ns = 16;
     while (ns < hi * 2)
         ns *= 2;
-    ix->slots = eg__calloc(ns, sizeof(uint32_t));
+    ix->slots = eg__mcalloc(t->mem, ns, sizeof(uint32_t));
     ix->nslots = ns;
-    uint32_t *grp = eg__array(NULL, hi + 1, sizeof(uint32_t)); /* row -> group */
+    uint32_t *grp = eg__marray(t->mem, NULL, hi + 1, sizeof(uint32_t)); /* row -> group */
     uint32_t *cnt = NULL, capg = 0, ng = 0;
     uint64_t *gh = NULL;
     uint32_t capgh = 0;
@@ -283,9 +285,9 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
             j = (j + 1) & (ns - 1);
         }
         if (g == UINT32_MAX) {
-            EG_GROW(cnt, capg, ng + 1);
-            EG_GROW(gh, capgh, ng + 1);
-            ix->gfirst = eg__array(ix->gfirst, capg, sizeof(uint32_t));
+            EG_MGROW(t->mem, cnt, capg, ng + 1);
+            EG_MGROW(t->mem, gh, capgh, ng + 1);
+            ix->gfirst = eg__marray(t->mem, ix->gfirst, capg, sizeof(uint32_t));
             g = ng++;
             cnt[g] = 0;
             gh[g] = h;
@@ -296,7 +298,7 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
         grp[r] = g;
     }
     ix->ngroups = ng;
-    ix->gstart = eg__array(NULL, ng + 1, sizeof(uint32_t));
+    ix->gstart = eg__marray(t->mem, NULL, ng + 1, sizeof(uint32_t));
     uint32_t acc = 0;
     for (uint32_t g = 0; g < ng; g++) {
         ix->gstart[g] = acc;
@@ -304,14 +306,14 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
         cnt[g] = ix->gstart[g];
     }
     ix->gstart[ng] = acc;
-    ix->rows = eg__array(NULL, acc + 1, sizeof(uint32_t));
+    ix->rows = eg__marray(t->mem, NULL, acc + 1, sizeof(uint32_t));
     for (uint32_t r = 0; r < hi; r++) {
         if (t->flags[r] & RF_DEAD) continue;
         ix->rows[cnt[grp[r]]++] = r;
     }
-    eg__free(cnt);
-    eg__free(grp);
-    eg__free(gh);
+    eg__mfree(t->mem, cnt);
+    eg__mfree(t->mem, grp);
+    eg__mfree(t->mem, gh);
     return ix;
 }
 

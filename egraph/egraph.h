@@ -17,7 +17,8 @@
  *
  * Memory: all allocation goes through one wrapper (eg_mem.c, mimalloc when available).
  * Running out of memory is not recovered from: the process prints a message and aborts.
- * Use eg_options.node_limit to bound growth instead.
+ * Use eg_options.mem_limit (or node_limit) to bound growth instead: a run that reaches
+ * it stops cleanly and keeps the results so far.
  *
  * Threading: an engine must be used by one thread at a time.
  */
@@ -63,6 +64,7 @@ typedef enum {
     EG_STOP_NODE_LIMIT = 3, /* eg_options.node_limit reached */
     EG_STOP_ITER_LIMIT = 4, /* eg_options.iter_limit reached */
     EG_STOP_TIME_LIMIT = 5, /* eg_options.time_limit_s reached */
+    EG_STOP_MEM_LIMIT = 6,  /* eg_options.mem_limit reached */
 } eg_stop_reason;
 
 /* Engine options. Start from eg_options_default and change fields. */
@@ -72,6 +74,11 @@ typedef struct {
     int snapshot;        /* 1: print only what the conformance snapshots hold (print-size,
                             extraction costs); everything else goes to log or nowhere */
     uint64_t node_limit; /* stop runs when the total row count exceeds this; 0 = none */
+    uint64_t mem_limit;  /* stop runs when the engine's counted memory (eg_mem_bytes:
+                            tables, indexes, union-find, interned values, pending writes,
+                            join buffers, push frames) reaches this many bytes; 0 = none.
+                            Checked where node_limit is, so a run may overshoot it by what
+                            one check interval allocates (at most 4096 matches' worth) */
     uint64_t iter_limit; /* stop runs after this many iterations in total; 0 = none */
     double time_limit_s; /* stop runs after this much wall time in one run; 0 = none */
     int progress;        /* 1: after each iteration, print a progress line (iterations,
@@ -218,12 +225,14 @@ int eg_serialized_write_json(const eg_engine *e, const eg_serialized *s, FILE *f
 
 /* ---- statistics and checks ---- */
 
-/* Prints per-ruleset and per-rule time and matches, iterations, table sizes. */
+/* Prints per-ruleset and per-rule time and matches, iterations, table sizes, and the
+ * engine's counted memory now and at its peak. */
 void eg_print_stats(const eg_engine *e, FILE *f);
 
 /* The same statistics as one JSON object: {"iterations", "search_s", "rebuild_s",
  * "rulesets": [{"name", "iterations", "time_s", "matches", "rules": [{"name", "time_s",
- * "matches"}]}], "tables": [{"name", "rows"}], "rows"}. */
+ * "matches"}]}], "tables": [{"name", "rows"}], "rows", "mem_bytes", "mem_peak_bytes"}
+ * (the counted memory of eg_mem_bytes / eg_mem_peak). */
 void eg_print_stats_json(const eg_engine *e, FILE *f);
 
 /* Debug dump: every table with its live rows (raw values, e-class ids as "#id" after
@@ -233,6 +242,11 @@ void eg_dump(eg_engine *e, FILE *f);
 
 /* Total live rows over all tables (the e-node count). */
 uint64_t eg_node_count(const eg_engine *e);
+
+/* The bytes the engine's counted memory (see eg_options.mem_limit) holds now, and the
+ * most it has held since the engine was created. */
+uint64_t eg_mem_bytes(const eg_engine *e);
+uint64_t eg_mem_peak(const eg_engine *e);
 
 /* The stop reason of the most recent run. */
 eg_stop_reason eg_last_stop(const eg_engine *e);

@@ -233,8 +233,7 @@ START_TEST(every_bad_program_fails_cleanly)
         int rc = eg_run_text(e, text, "bad.egg", &err);
         ck_assert_msg(rc < 0 && rc == err.code, "line %d was accepted: %s", lineno, line);
         ck_assert_msg(strncmp(err.msg, "bad.egg:2:", 10) == 0,
-                      "line %d: message without the location of the bad line: %s", lineno,
-                      err.msg);
+                      "line %d: message without the location of the bad line: %s", lineno, err.msg);
         /* the engine is usable and consistent after the failure */
         ck_assert_msg(eg_run_text(e, "(Num 7) (check (Num 7))", "after.egg", &err) == 0,
                       "line %d: engine unusable after the failure: %s", lineno, err.msg);

@@ -86,6 +86,83 @@ START_TEST(node_limit_stops_inside_one_large_iteration)
 }
 END_TEST
 
+/* A program that grows without bound (each S term makes two more) under a memory limit:
+ * the run stops with EG_STOP_MEM_LIMIT and the message, the rows made so far stay, the
+ * database is consistent, and the commands after the run still execute. */
+START_TEST(mem_limit_stops_unbounded_growth_cleanly)
+{
+    eg_options o;
+    eg_options_default(&o);
+    o.snapshot = 1;
+    o.mem_limit = 4u << 20;
+    o.log = tmpfile();
+    ck_assert_ptr_nonnull(o.log);
+    eg_engine *e = eg_engine_new(&o);
+    T_RUN(e, "(datatype N (Z) (S N) (P N N)) (Z)"
+             "(rule ((= x (S y))) ((P x y) (S (S x))))"
+             "(rule ((= x (Z))) ((S x)))"
+             "(run 1000000)"
+             "(relation after (i64)) (after 1)");
+    ck_assert_int_eq(eg_last_stop(e), EG_STOP_MEM_LIMIT);
+    /* stopped at the limit, not far past it: one check interval at most */
+    ck_assert_uint_ge(eg_mem_bytes(e), o.mem_limit);
+    ck_assert_uint_lt(eg_mem_peak(e), 2 * o.mem_limit);
+    ck_assert_uint_gt(t_size(e, "S"), 1000);
+    ck_assert_uint_eq(t_size(e, "after"), 1);
+    eg_error err;
+    ck_assert_int_eq(eg_rebuild(e, &err), 0);
+    ck_assert_msg(eg_check_invariants(e, &err) == 0, "%s", err.msg);
+    char log[512] = {0};
+    rewind(o.log);
+    size_t n = fread(log, 1, sizeof log - 1, o.log);
+    ck_assert_uint_gt(n, 0);
+    ck_assert_msg(strstr(log, "run stopped: memory limit reached") != NULL, "log: %s", log);
+    ck_assert_msg(strstr(log, "results so far kept") != NULL, "log: %s", log);
+    eg_engine_free(e);
+    fclose(o.log);
+}
+END_TEST
+
+/* The limit also cuts one exploding iteration short (checked between matches). */
+START_TEST(mem_limit_stops_inside_one_large_iteration)
+{
+    eg_options o;
+    eg_options_default(&o);
+    o.snapshot = 1;
+    o.mem_limit = 1u << 20;
+    o.log = tmpfile();
+    eg_engine *e = eg_engine_new(&o);
+    T_RUN(e, "(relation A (i64)) (relation P (i64 i64)) (A 0) (ruleset grow)"
+             "(rule ((A x) (< x 999)) ((A (+ x 1))) :ruleset grow)"
+             "(run-schedule (saturate grow))"
+             "(rule ((A x) (A y)) ((P x y)))"
+             "(run 1)");
+    ck_assert_uint_eq(t_size(e, "A"), 1000);
+    ck_assert_int_eq(eg_last_stop(e), EG_STOP_MEM_LIMIT);
+    ck_assert_uint_gt(t_size(e, "P"), 0);
+    ck_assert_uint_lt(t_size(e, "P"), 1000000);
+    eg_error err;
+    ck_assert_msg(eg_check_invariants(e, &err) == 0, "%s", err.msg);
+    eg_engine_free(e);
+    fclose(o.log);
+}
+END_TEST
+
+/* The count is the engine's own: it grows with the tables, and two engines do not see
+ * each other's memory. */
+START_TEST(mem_count_is_per_engine)
+{
+    eg_engine *a = t_engine(), *b = t_engine();
+    uint64_t b0 = eg_mem_bytes(b);
+    T_RUN(a, "(relation R (i64)) (R 0) (rule ((R x) (< x 5000)) ((R (+ x 1)))) (run 100000)");
+    ck_assert_uint_gt(eg_mem_bytes(a), 5000 * 8);
+    ck_assert_uint_ge(eg_mem_peak(a), eg_mem_bytes(a));
+    ck_assert_uint_eq(eg_mem_bytes(b), b0);
+    eg_engine_free(a);
+    eg_engine_free(b);
+}
+END_TEST
+
 START_TEST(rulesets_run_only_their_rules)
 {
     eg_engine *e = t_engine();
@@ -110,6 +187,9 @@ Suite *schedule_suite(void)
     tcase_add_test(tc, node_limit_stops_growth_cleanly);
     tcase_add_test(tc, rulesets_run_only_their_rules);
     tcase_add_test(tc, node_limit_stops_inside_one_large_iteration);
+    tcase_add_test(tc, mem_limit_stops_unbounded_growth_cleanly);
+    tcase_add_test(tc, mem_limit_stops_inside_one_large_iteration);
+    tcase_add_test(tc, mem_count_is_per_engine);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -88,7 +88,7 @@ static int hit_limit(const run *r)
 {
     eg_stop_reason why = eg_last_stop(r->e);
     return why == EG_STOP_NODE_LIMIT || why == EG_STOP_TIME_LIMIT || why == EG_STOP_ITER_LIMIT ||
-           eg_node_count(r->e) >= NODE_LIMIT;
+           why == EG_STOP_MEM_LIMIT || eg_node_count(r->e) >= NODE_LIMIT;
 }
 
 static void run_program(run *r, const char *text, size_t schedule_at, int flags)

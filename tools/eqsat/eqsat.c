@@ -1,7 +1,7 @@
 /* eqsat: runs a program in the rules language (the egglog subset) with the engine.
  *
  *   eqsat [--snapshot] [--stats] [--json] [--quiet] [--naive] [--node-limit N]
- *         [--iter-limit N] [--time-limit S] FILE
+ *         [--iter-limit N] [--time-limit S] [--mem-limit BYTES] FILE
  *
  * Command output goes to stdout as egglog prints it; --snapshot prints only what the
  * conformance snapshots compare (print-size and extraction costs). --stats prints, after
@@ -37,6 +37,10 @@ static const char usage_text[] =
     "  --node-limit N      stop a run once the tables hold more than N rows\n"
     "  --iter-limit N      stop runs after N iterations in total\n"
     "  --time-limit S      stop a run after S seconds of wall time\n"
+    "  --mem-limit BYTES   stop a run once the engine's tables, indexes and pools hold\n"
+    "                      BYTES or more (suffix K, M or G: KiB, MiB, GiB; e.g. 512M)\n"
+    "  (a run stopped by a limit says so on stderr and keeps the results so far; the\n"
+    "  program goes on with its next command)\n"
     "  --help              this text\n";
 
 static void usage(FILE *f)
@@ -55,6 +59,31 @@ static int parse_count(const char *opt, const char *text, uint64_t *out)
         return 0;
     }
     *out = v;
+    return 1;
+}
+
+/* Parses a byte count with an optional K, M or G suffix (powers of 1024). */
+static int parse_bytes(const char *opt, const char *text, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    unsigned shift = 0;
+    if (end != text && *end && !end[1]) {
+        shift = *end == 'K' || *end == 'k'   ? 10
+                : *end == 'M' || *end == 'm' ? 20
+                : *end == 'G' || *end == 'g' ? 30
+                                             : 0;
+        if (shift) end++;
+    }
+    if (text[0] == '-' || text[0] == '+' || end == text || *end || errno ||
+        (shift && v > (UINT64_MAX >> shift))) {
+        fprintf(stderr,
+                "eqsat: %s expects a whole number of bytes, optionally with K, M or G, got '%s'\n",
+                opt, text);
+        return 0;
+    }
+    *out = (uint64_t)v << shift;
     return 1;
 }
 
@@ -90,7 +119,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--quiet") == 0)
             quiet = 1;
         else if (strcmp(a, "--node-limit") == 0 || strcmp(a, "--iter-limit") == 0 ||
-                 strcmp(a, "--time-limit") == 0) {
+                 strcmp(a, "--time-limit") == 0 || strcmp(a, "--mem-limit") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "eqsat: %s needs a value\n", a);
                 return 2;
@@ -98,6 +127,7 @@ int main(int argc, char **argv)
             const char *v = argv[++i];
             int ok = a[2] == 'n'   ? parse_count(a, v, &o.node_limit)
                      : a[2] == 'i' ? parse_count(a, v, &o.iter_limit)
+                     : a[2] == 'm' ? parse_bytes(a, v, &o.mem_limit)
                                    : parse_seconds(a, v, &o.time_limit_s);
             if (!ok) return 2;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
