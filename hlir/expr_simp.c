@@ -182,6 +182,13 @@ static bool find_divmod_pair(hl_expr_pool *p, int64_t zb, const tvec *v, uint32_
         fs.n = 0;
         collect_factors(p, v->t[i].m, &fs);
         if (fs.oom) break;
+        /* a monomial with a sum among its factors (a product too large or too wide to
+         * multiply out) is no shape: searching it would multiply those sums again, at a
+         * cost that grows exponentially with the nesting */
+        bool has_sum = false;
+        for (uint32_t f = 0; f < fs.n; f++)
+            has_sum |= hl__en(p, fs.e[f])->kind == HL_E_ADD;
+        if (has_sum) continue;
         for (uint32_t f = 0; f < fs.n && !found; f++) {
             const hl_expr_node fn = *hl__en(p, fs.e[f]);
             if (fn.kind != HL_E_DIV || hl__en(p, fn.b)->kind == HL_E_ADD) continue;
