@@ -136,6 +136,12 @@ static const char DTYPE_RULES[] =
     "(rule ((= ?e (Op (Gather ?is ?ia ?ds ?da) (ICons ?i (ICons ?x ?r)))) (= ?dt (dtype ?x)))\n"
     "      ((set (dtype ?e) ?dt)) :ruleset dtype_prop)\n";
 
-const char *hl_encode_schema(void) { return SCHEMA; }
+const char *hl_encode_schema(void)
+{
+    return SCHEMA;
+}
 
-const char *hl_encode_dtype_rules(void) { return DTYPE_RULES; }
+const char *hl_encode_dtype_rules(void)
+{
+    return DTYPE_RULES;
+}

@@ -42,17 +42,17 @@ extern "C" {
 
 /* Status codes: 0 is success, every other value names a class of failure. */
 typedef enum hl_status {
-  HL_OK = 0,
-  HL_ERR_NOMEM,   /* an allocation failed; the structure is as it was before the call */
-  HL_ERR_ARG,     /* an argument is out of range (axis, arity, null name, ...) */
-  HL_ERR_SHAPE,   /* shapes do not agree (or a view change is impossible) */
-  HL_ERR_DTYPE,   /* an op does not accept this dtype, or input dtypes differ */
-  HL_ERR_DIM,     /* an unknown or unbound dynamic dimension */
-  HL_ERR_EVAL,    /* an expression could not be evaluated (division by zero, overflow) */
-  HL_ERR_RUNTIME, /* the reference runtime met bad data (index out of range, ...) */
-  HL_ERR_PARSE,   /* malformed text (expression syntax, JSON) */
-  HL_ERR_IO,      /* a file could not be read or written */
-  HL_ERR_VIEW     /* a view change cannot be expressed as strides (caller may copy) */
+    HL_OK = 0,
+    HL_ERR_NOMEM,   /* an allocation failed; the structure is as it was before the call */
+    HL_ERR_ARG,     /* an argument is out of range (axis, arity, null name, ...) */
+    HL_ERR_SHAPE,   /* shapes do not agree (or a view change is impossible) */
+    HL_ERR_DTYPE,   /* an op does not accept this dtype, or input dtypes differ */
+    HL_ERR_DIM,     /* an unknown or unbound dynamic dimension */
+    HL_ERR_EVAL,    /* an expression could not be evaluated (division by zero, overflow) */
+    HL_ERR_RUNTIME, /* the reference runtime met bad data (index out of range, ...) */
+    HL_ERR_PARSE,   /* malformed text (expression syntax, JSON) */
+    HL_ERR_IO,      /* a file could not be read or written */
+    HL_ERR_VIEW     /* a view change cannot be expressed as strides (caller may copy) */
 } hl_status;
 
 #define HL_NONE UINT32_MAX /* "no node" / "no expression" */
@@ -61,9 +61,9 @@ typedef enum hl_status {
 /* An error record. Callers own it (usually on the stack) and zero it with
  * hl_error_clear(). node is the graph node the error is about, or HL_NONE. */
 typedef struct hl_error {
-  hl_status code;
-  uint32_t node;
-  char msg[HL_ERROR_MSG];
+    hl_status code;
+    uint32_t node;
+    char msg[HL_ERROR_MSG];
 } hl_error;
 
 /* Resets e to "no error". Accepts NULL. Cannot fail. */
@@ -87,15 +87,15 @@ const char *hl_status_name(hl_status s);
  * ================================================================================== */
 
 typedef enum hl_dtype {
-  HL_F32 = 0,
-  HL_F16,
-  HL_BF16,
-  HL_INT, /* 32-bit signed */
-  HL_I64,
-  HL_BOOL,
-  HL_F8E4M3, /* OCP FP8 E4M3 "fn": bias 7, no infinities, one NaN pattern, max 448 */
-  HL_F8E5M2, /* OCP FP8 E5M2: bias 15, IEEE-like, has inf, max finite 57344 */
-  HL_DTYPE_COUNT
+    HL_F32 = 0,
+    HL_F16,
+    HL_BF16,
+    HL_INT, /* 32-bit signed */
+    HL_I64,
+    HL_BOOL,
+    HL_F8E4M3, /* OCP FP8 E4M3 "fn": bias 7, no infinities, one NaN pattern, max 448 */
+    HL_F8E5M2, /* OCP FP8 E5M2: bias 15, IEEE-like, has inf, max finite 57344 */
+    HL_DTYPE_COUNT
 } hl_dtype;
 
 /* Lower-case names as the JSON format and the dump spell them: "f32", "f16", "bf16",
@@ -160,22 +160,22 @@ typedef uint32_t hl_expr;
 typedef struct hl_expr_pool hl_expr_pool;
 
 typedef enum hl_expr_kind {
-  HL_E_NUM = 0, /* integer literal */
-  HL_E_VAR,     /* a named dynamic dimension */
-  HL_E_Z,       /* the index variable z */
-  HL_E_ADD,
-  HL_E_SUB, /* never in canonical form: a - b becomes a + (-1)*b */
-  HL_E_MUL,
-  HL_E_DIV,  /* floor division */
-  HL_E_CDIV, /* ceiling division */
-  HL_E_MOD,  /* floor modulo */
-  HL_E_MIN,
-  HL_E_MAX,
-  HL_E_AND,
-  HL_E_OR,
-  HL_E_GE, /* a >= b */
-  HL_E_LT, /* a < b */
-  HL_E_KIND_COUNT
+    HL_E_NUM = 0, /* integer literal */
+    HL_E_VAR,     /* a named dynamic dimension */
+    HL_E_Z,       /* the index variable z */
+    HL_E_ADD,
+    HL_E_SUB, /* never in canonical form: a - b becomes a + (-1)*b */
+    HL_E_MUL,
+    HL_E_DIV,  /* floor division */
+    HL_E_CDIV, /* ceiling division */
+    HL_E_MOD,  /* floor modulo */
+    HL_E_MIN,
+    HL_E_MAX,
+    HL_E_AND,
+    HL_E_OR,
+    HL_E_GE, /* a >= b */
+    HL_E_LT, /* a < b */
+    HL_E_KIND_COUNT
 } hl_expr_kind;
 
 /* Creates an empty pool; NULL when out of memory. Free with hl_expr_pool_free (NULL ok). */
@@ -224,10 +224,10 @@ hl_expr hl_e_max(hl_expr_pool *p, hl_expr a, hl_expr b);
  * value is the literal; for HL_E_VAR, var is the variable's index (hl_e_var_name gives
  * its name); for binary kinds, a and b are the operands. */
 typedef struct hl_expr_node {
-  hl_expr_kind kind;
-  uint32_t var;
-  int64_t value;
-  hl_expr a, b;
+    hl_expr_kind kind;
+    uint32_t var;
+    int64_t value;
+    hl_expr a, b;
 } hl_expr_node;
 /* e must be a valid id of p (asserted). */
 hl_expr_node hl_e_get(const hl_expr_pool *p, hl_expr e);
@@ -257,16 +257,16 @@ hl_expr hl_e_subst_z(hl_expr_pool *p, hl_expr e, hl_expr r, int64_t z_bound);
  * variable index; bound[var] false (or var >= n) means unbound. bound may be NULL when
  * all n are bound. */
 typedef struct hl_env {
-  const int64_t *values;
-  const bool *bound;
-  uint32_t n;
+    const int64_t *values;
+    const bool *bound;
+    uint32_t n;
 } hl_env;
 
 /* Evaluates e with z = zval. Returns 0 and sets *out, or a status with err filled:
  * HL_ERR_DIM for an unbound variable (named), HL_ERR_EVAL for division or modulo by zero
  * or int64 overflow. env may be NULL when e has no variables. */
-hl_status hl_e_eval(const hl_expr_pool *p, hl_expr e, const hl_env *env, int64_t zval,
-                    int64_t *out, hl_error *err);
+hl_status hl_e_eval(const hl_expr_pool *p, hl_expr e, const hl_env *env, int64_t zval, int64_t *out,
+                    hl_error *err);
 
 /* Text form: infix + - * / % with usual precedence, `a >= b`, `a < b`, `a & b`,
  * `a | b` (lowest), and calls min(a,b), max(a,b), cdiv(a,b); variables by name, z for the
@@ -301,23 +301,23 @@ hl_status hl_e_parse(hl_expr_pool *p, const char *text, hl_expr *out, hl_error *
 #define HL_MAX_DIMS 8
 
 typedef struct hl_view {
-  uint32_t ndim;
-  hl_expr dims[HL_MAX_DIMS];
-  hl_expr strides[HL_MAX_DIMS]; /* expressions in z */
+    uint32_t ndim;
+    hl_expr dims[HL_MAX_DIMS];
+    hl_expr strides[HL_MAX_DIMS]; /* expressions in z */
 } hl_view;
 
 /* The contiguous (row-major) view of dims[0..ndim). ndim 0 is a scalar. */
-hl_status hl_view_contiguous(hl_expr_pool *p, uint32_t ndim, const hl_expr *dims,
-                             hl_view *out, hl_error *err);
+hl_status hl_view_contiguous(hl_expr_pool *p, uint32_t ndim, const hl_expr *dims, hl_view *out,
+                             hl_error *err);
 /* out.dims[i] = v.dims[perm[i]]; perm must be a permutation of 0..ndim-1. */
-hl_status hl_view_permute(hl_expr_pool *p, const hl_view *v, const uint32_t *perm,
-                          hl_view *out, hl_error *err);
+hl_status hl_view_permute(hl_expr_pool *p, const hl_view *v, const uint32_t *perm, hl_view *out,
+                          hl_error *err);
 /* Inserts a new broadcast dim of the given size at position axis (0..ndim), stride 0. */
 hl_status hl_view_expand(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_expr size,
                          hl_view *out, hl_error *err);
 /* Broadcasts an existing dim of size 1 to size (stride becomes 0). */
-hl_status hl_view_broadcast(hl_expr_pool *p, const hl_view *v, uint32_t axis,
-                            hl_expr size, hl_view *out, hl_error *err);
+hl_status hl_view_broadcast(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_expr size,
+                            hl_view *out, hl_error *err);
 /* Merges dims axis and axis+1 into one dim of their product size; its stride is
  * s_axis[z := z / d_{axis+1}] + s_{axis+1}[z := z % d_{axis+1}], simplified (so merging
  * contiguous dims gives a contiguous stride again). */
@@ -376,25 +376,25 @@ void hl_view_fprint(const hl_expr_pool *p, const hl_view *v, FILE *f);
  * Every output is stored contiguously. docs/hlir.md gives the arithmetic exactly.
  */
 typedef enum hl_op {
-  HL_OP_INPUT = 0,
-  HL_OP_OUTPUT,
-  HL_OP_CONSTANT,
-  HL_OP_IOTA,
-  HL_OP_CAST,
-  HL_OP_EXP2,
-  HL_OP_LOG2,
-  HL_OP_SIN,
-  HL_OP_RECIP,
-  HL_OP_SQRT,
-  HL_OP_ADD,
-  HL_OP_MUL,
-  HL_OP_MOD,
-  HL_OP_LESS_THAN,
-  HL_OP_GATHER,
-  HL_OP_SCATTER,
-  HL_OP_SUM_REDUCE,
-  HL_OP_MAX_REDUCE,
-  HL_OP_COUNT
+    HL_OP_INPUT = 0,
+    HL_OP_OUTPUT,
+    HL_OP_CONSTANT,
+    HL_OP_IOTA,
+    HL_OP_CAST,
+    HL_OP_EXP2,
+    HL_OP_LOG2,
+    HL_OP_SIN,
+    HL_OP_RECIP,
+    HL_OP_SQRT,
+    HL_OP_ADD,
+    HL_OP_MUL,
+    HL_OP_MOD,
+    HL_OP_LESS_THAN,
+    HL_OP_GATHER,
+    HL_OP_SCATTER,
+    HL_OP_SUM_REDUCE,
+    HL_OP_MAX_REDUCE,
+    HL_OP_COUNT
 } hl_op;
 
 /* Luminal's names: "Input", "Output", "Constant", "Iota", "Cast", "Exp2", "Log2", "Sin",
@@ -409,8 +409,8 @@ uint32_t hl_op_arity(hl_op op);
 
 /* One input edge: the producing node and the view this node reads it through. */
 typedef struct hl_in {
-  uint32_t node;
-  hl_view view;
+    uint32_t node;
+    hl_view view;
 } hl_in;
 
 /* A node. The graph owns it and its name; read it with hl_graph_node. Which fields are
@@ -423,26 +423,26 @@ typedef struct hl_in {
  *   axis      SumReduce, MaxReduce: the reduced dim of the input's view
  */
 typedef struct hl_node {
-  hl_op op;
-  hl_dtype dtype;     /* output dtype */
-  uint32_t ndim;      /* output rank */
-  hl_expr shape[HL_MAX_DIMS];
-  uint32_t n_in;
-  hl_in in[HL_MAX_INPUTS];
-  char *name;
-  uint32_t index;
-  float constant;
-  hl_expr iota_expr, iota_len;
-  hl_dtype cast_to;
-  uint32_t axis;
+    hl_op op;
+    hl_dtype dtype; /* output dtype */
+    uint32_t ndim;  /* output rank */
+    hl_expr shape[HL_MAX_DIMS];
+    uint32_t n_in;
+    hl_in in[HL_MAX_INPUTS];
+    char *name;
+    uint32_t index;
+    float constant;
+    hl_expr iota_expr, iota_len;
+    hl_dtype cast_to;
+    uint32_t axis;
 } hl_node;
 
 /* A declared dynamic dimension: its variable in the graph's pool, its inclusive range,
  * and the value to profile with. */
 typedef struct hl_dim {
-  uint32_t var;
-  hl_expr expr;
-  int64_t lo, hi, profile;
+    uint32_t var;
+    hl_expr expr;
+    int64_t lo, hi, profile;
 } hl_dim;
 
 typedef struct hl_graph hl_graph;
@@ -466,8 +466,7 @@ void hl_graph_clear_error(hl_graph *g);
 /* Declares a dynamic dim name with range [lo, hi] (1 <= lo <= hi) and profiling value
  * (lo <= profile <= hi); returns its expression (a variable), or HL_NONE with the
  * graph's error set (bad name, duplicate, bad range). */
-hl_expr hl_graph_dim(hl_graph *g, const char *name, int64_t lo, int64_t hi,
-                     int64_t profile);
+hl_expr hl_graph_dim(hl_graph *g, const char *name, int64_t lo, int64_t hi, int64_t profile);
 uint32_t hl_graph_dim_count(const hl_graph *g);
 /* i < hl_graph_dim_count (asserted); in declaration order. */
 const hl_dim *hl_graph_dim_at(const hl_graph *g, uint32_t i);
@@ -520,9 +519,9 @@ void hl_graph_dump(const hl_graph *g, FILE *f);
  */
 
 typedef struct hl_t {
-  uint32_t node;
-  hl_dtype dtype;
-  hl_view view;
+    uint32_t node;
+    hl_dtype dtype;
+    hl_view view;
 } hl_t;
 
 /* Expression helpers on the graph's pool. */
@@ -533,8 +532,7 @@ hl_t hl_node_tensor(hl_graph *g, uint32_t id);
 
 /* --- sources and sinks --- */
 /* A graph input named name (unique) with dims[0..ndim). */
-hl_t hl_input(hl_graph *g, const char *name, hl_dtype dtype, uint32_t ndim,
-              const hl_expr *dims);
+hl_t hl_input(hl_graph *g, const char *name, hl_dtype dtype, uint32_t ndim, const hl_expr *dims);
 /* Marks t as graph output name (unique). Returns the Output node id or HL_NONE. */
 uint32_t hl_output(hl_graph *g, const char *name, hl_t t);
 /* A Constant (F32 scalar), cast to dtype when dtype is not F32. */
@@ -667,11 +665,11 @@ hl_t hl_rope(hl_graph *g, hl_t x, hl_expr pos_offset, float base);
  * format (f16/bf16 as uint16 bits, FP8 as bytes, Bool as one byte 0/1). Owns data when
  * it came from hl_run (free with hl_tensor_fini); inputs passed to hl_run are borrowed. */
 typedef struct hl_tensor {
-  hl_dtype dtype;
-  uint32_t ndim;
-  int64_t dims[HL_MAX_DIMS];
-  size_t numel;
-  void *data;
+    hl_dtype dtype;
+    uint32_t ndim;
+    int64_t dims[HL_MAX_DIMS];
+    size_t numel;
+    void *data;
 } hl_tensor;
 
 /* Allocates a zero-filled tensor. HL_OK or HL_ERR_NOMEM / HL_ERR_ARG in err. */
@@ -708,8 +706,7 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
  * the builder's code (HL_ERR_SHAPE, HL_ERR_DTYPE, ...) for a rejected op; every message
  * names the node (nodes[i] 'name'), the field and the reason. Never crashes on any input;
  * HL_ERR_NOMEM when memory runs out. */
-hl_graph *hl_graph_read_json(const char *text, size_t len, const char *source,
-                             hl_error *err);
+hl_graph *hl_graph_read_json(const char *text, size_t len, const char *source, hl_error *err);
 /* As hl_graph_read_json on the contents of the file at path (HL_ERR_IO when it cannot be
  * read; messages use path as the source). */
 hl_graph *hl_graph_load_json(const char *path, hl_error *err);
@@ -727,18 +724,18 @@ hl_status hl_graph_fwrite_json(const hl_graph *g, FILE *f, hl_error *err);
 /* Options of the random graph generator. Zero-initialised options are valid and mean
  * the defaults in brackets. */
 typedef struct hl_gen_opts {
-  uint32_t n_ops;    /* high-level ops to try to add [12] */
-  uint32_t max_dim;  /* largest static size [6] */
-  bool dynamic;      /* also declare a dynamic dim and use it in some shapes */
+    uint32_t n_ops;   /* high-level ops to try to add [12] */
+    uint32_t max_dim; /* largest static size [6] */
+    bool dynamic;     /* also declare a dynamic dim and use it in some shapes */
 } hl_gen_opts;
 
 /* Builds a random valid graph from seed: float inputs of random small shapes, then
  * n_ops ops drawn from elementwise unary and binary ops (with broadcasting), reductions,
  * softmax and norms, views (permute, reshape, expand, slice), pad, concat, matmuls,
  * and gathers, embeddings and scatters (whose indexes come from iota expressions, so
- * every index is in range), and one or more outputs. The same seed and options give the same graph. opts may be NULL. Returns the
- * graph or NULL with err set (HL_ERR_NOMEM). Every graph it returns passes
- * hl_graph_check and runs on the reference runtime at any dim value in range. */
+ * every index is in range), and one or more outputs. The same seed and options give the same graph.
+ * opts may be NULL. Returns the graph or NULL with err set (HL_ERR_NOMEM). Every graph it returns
+ * passes hl_graph_check and runs on the reference runtime at any dim value in range. */
 hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, hl_error *err);
 /* ---- end of JSON graph format ---- */
 
@@ -774,9 +771,9 @@ hl_status hl_encode_declare(eg_engine *e, hl_error *err);
 /* What hl_graph_encode added: the root IR e-class and each node's IR e-class (node_class
  * is indexed by node id and owned by the record; free it with hl_encoding_fini). */
 typedef struct hl_encoding {
-  eg_value root;
-  uint32_t n_nodes;
-  eg_value *node_class;
+    eg_value root;
+    uint32_t n_nodes;
+    eg_value *node_class;
 } hl_encoding;
 
 /* Adds g to e through the engine's C API (declaring the schema first when needed):

@@ -15,50 +15,50 @@
 #include <jansson.h>
 
 /* Limits that keep every accepted graph far from int64 overflow. */
-#define JR_MAX_SIZE ((int64_t)2147483647)     /* a literal size or a dim's max */
-#define JR_MAX_NUMEL ((int64_t)1 << 50)       /* elements of one tensor, dims at max */
-#define JR_MAX_NAME 63                        /* characters of a tensor name */
-#define JR_MAX_EXPR_TEXT 512                  /* characters of an expression string */
-#define JR_MAX_EXPR_DEPTH 64                  /* parenthesis nesting in an expression */
-#define JR_MAX_NODES 1000000u                 /* entries of "nodes" */
+#define JR_MAX_SIZE ((int64_t)2147483647) /* a literal size or a dim's max */
+#define JR_MAX_NUMEL ((int64_t)1 << 50)   /* elements of one tensor, dims at max */
+#define JR_MAX_NAME 63                    /* characters of a tensor name */
+#define JR_MAX_EXPR_TEXT 512              /* characters of an expression string */
+#define JR_MAX_EXPR_DEPTH 64              /* parenthesis nesting in an expression */
+#define JR_MAX_NODES 1000000u             /* entries of "nodes" */
 
 /* One tensor name: a graph input or a node of the document. */
 typedef struct jr_name {
-  const char *name; /* borrowed from the JSON tree */
-  uint32_t idx;     /* position in "inputs" or "nodes" */
-  bool is_input;
+    const char *name; /* borrowed from the JSON tree */
+    uint32_t idx;     /* position in "inputs" or "nodes" */
+    bool is_input;
 } jr_name;
 
 /* One input reference of a document node, resolved to an entry of names. */
 typedef struct jr_ref {
-  uint32_t name;  /* index into reader.names (sorted order) */
-  json_t *view;   /* the reference's object when it gives a view, else NULL */
+    uint32_t name; /* index into reader.names (sorted order) */
+    json_t *view;  /* the reference's object when it gives a view, else NULL */
 } jr_ref;
 
 /* A document node: its JSON object and its resolved references. */
 typedef struct jr_node {
-  json_t *obj;
-  const char *name;
-  const char *op;
-  uint32_t n_ref;
-  jr_ref *refs;   /* owned */
-  hl_t t;         /* the built tensor, once built */
-  bool built;
+    json_t *obj;
+    const char *name;
+    const char *op;
+    uint32_t n_ref;
+    jr_ref *refs; /* owned */
+    hl_t t;       /* the built tensor, once built */
+    bool built;
 } jr_node;
 
 typedef struct reader {
-  const char *src;   /* source name for messages */
-  hl_graph *g;       /* the graph being built (owned until returned) */
-  hl_error *err;     /* the caller's error record */
-  json_t *root;
-  char where[160];   /* the object being read, e.g. "nodes[3] 'h'" */
+    const char *src; /* source name for messages */
+    hl_graph *g;     /* the graph being built (owned until returned) */
+    hl_error *err;   /* the caller's error record */
+    json_t *root;
+    char where[160]; /* the object being read, e.g. "nodes[3] 'h'" */
 
-  uint32_t n_inputs;
-  hl_t *inputs;      /* owned: handles of the graph inputs, in order */
-  uint32_t n_nodes;
-  jr_node *nodes;    /* owned */
-  uint32_t n_names;
-  jr_name *names;    /* owned, sorted by name (strcmp) */
+    uint32_t n_inputs;
+    hl_t *inputs; /* owned: handles of the graph inputs, in order */
+    uint32_t n_nodes;
+    jr_node *nodes; /* owned */
+    uint32_t n_names;
+    jr_name *names; /* owned, sorted by name (strcmp) */
 } reader;
 
 /* Records an error "src: where: field 'f': message" (field may be NULL) and returns
@@ -87,8 +87,8 @@ hl_status jr_get_int(reader *r, json_t *obj, const char *f, bool has_default, in
 hl_status jr_get_float(reader *r, json_t *obj, const char *f, bool has_default, float def,
                        float *out);
 hl_status jr_get_bool(reader *r, json_t *obj, const char *f, bool def, bool *out);
-hl_status jr_get_dtype(reader *r, json_t *obj, const char *f, bool has_default,
-                       hl_dtype def, hl_dtype *out);
+hl_status jr_get_dtype(reader *r, json_t *obj, const char *f, bool has_default, hl_dtype def,
+                       hl_dtype *out);
 /* An expression: a JSON integer or a string in the text form. allow_z says whether the
  * index variable may occur; every other name must be a declared dim. label names the
  * field in messages (e.g. "shape[1]"). */
@@ -124,7 +124,6 @@ hl_status jr_view(reader *r, json_t *obj, const char *label, hl_view *v);
 /* The handle a reference resolves to (an input or an already built node). */
 hl_t jr_ref_handle(const reader *r, const jr_ref *ref);
 /* Checks that view v reads inside the stored buffer of node src (when cheap to check). */
-hl_status jr_check_view_bounds(reader *r, const char *label, const hl_view *v,
-                               uint32_t src);
+hl_status jr_check_view_bounds(reader *r, const char *label, const hl_view *v, uint32_t src);
 
 #endif /* LUMINAL_HL_JSON_INT_H */

@@ -21,8 +21,8 @@ static hl_status oom(hl_error *err, const char *fn)
 static hl_status none_err(hl_expr_pool *p, hl_error *err, const char *fn)
 {
     if (hl_expr_pool_failed(p)) return oom(err, fn);
-    return hl_error_set(err, HL_ERR_EVAL, HL_NONE, "%s: a size or stride cannot be built (%s)",
-                        fn, hl__none_reason(p));
+    return hl_error_set(err, HL_ERR_EVAL, HL_NONE, "%s: a size or stride cannot be built (%s)", fn,
+                        hl__none_reason(p));
 }
 
 /* An operand that is not an expression of p: out of memory if it is HL_NONE from a

@@ -491,7 +491,8 @@ START_TEST(long_products_of_sums_simplify_in_bounded_time)
 }
 END_TEST
 
-START_TEST(trees_over_the_size_bound_are_refused) {
+START_TEST(trees_over_the_size_bound_are_refused)
+{
     /* min(e, e + 1) doubles the tree each round; the pool refuses past 4096 nodes */
     hl_expr e = hl_e_add(P, hl_e_z(P), hl_e_var(P, "s"));
     int rounds = 0;

@@ -18,176 +18,196 @@
 #include <xxhash.h>
 
 typedef struct pcg32 {
-  uint64_t state, inc;
+    uint64_t state, inc;
 } pcg32;
 
-static uint32_t pcg_next(pcg32 *r) {
-  uint64_t old = r->state;
-  r->state = old * 6364136223846793005ULL + r->inc;
-  uint32_t xs = (uint32_t)(((old >> 18u) ^ old) >> 27u);
-  uint32_t rot = (uint32_t)(old >> 59u);
-  return (xs >> rot) | (xs << ((32u - rot) & 31u));
+static uint32_t pcg_next(pcg32 *r)
+{
+    uint64_t old = r->state;
+    r->state = old * 6364136223846793005ULL + r->inc;
+    uint32_t xs = (uint32_t)(((old >> 18u) ^ old) >> 27u);
+    uint32_t rot = (uint32_t)(old >> 59u);
+    return (xs >> rot) | (xs << ((32u - rot) & 31u));
 }
 
-static void pcg_seed(pcg32 *r, uint64_t seed, uint64_t stream) {
-  r->state = 0;
-  r->inc = (stream << 1u) | 1u;
-  pcg_next(r);
-  r->state += seed;
-  pcg_next(r);
+static void pcg_seed(pcg32 *r, uint64_t seed, uint64_t stream)
+{
+    r->state = 0;
+    r->inc = (stream << 1u) | 1u;
+    pcg_next(r);
+    r->state += seed;
+    pcg_next(r);
 }
 
-static void fill_random(hl_tensor *t, uint64_t seed, uint64_t stream) {
-  pcg32 r;
-  pcg_seed(&r, seed, stream);
-  for (size_t i = 0; i < t->numel; i++) {
-    uint32_t x = pcg_next(&r);
-    double v;
-    if (hl_dtype_is_float(t->dtype)) v = (double)(x >> 8) / (double)(1u << 23) - 1.0;
-    else if (t->dtype == HL_BOOL) v = (double)(x >> 31);
-    else v = (double)(x >> 30);
-    hl_tensor_set(t, i, v);
-  }
+static void fill_random(hl_tensor *t, uint64_t seed, uint64_t stream)
+{
+    pcg32 r;
+    pcg_seed(&r, seed, stream);
+    for (size_t i = 0; i < t->numel; i++) {
+        uint32_t x = pcg_next(&r);
+        double v;
+        if (hl_dtype_is_float(t->dtype))
+            v = (double)(x >> 8) / (double)(1u << 23) - 1.0;
+        else if (t->dtype == HL_BOOL)
+            v = (double)(x >> 31);
+        else
+            v = (double)(x >> 30);
+        hl_tensor_set(t, i, v);
+    }
 }
 
 /* The value of each declared dim: its profile value unless --dim names it. */
-static int dim_values(const hl_graph *g, const ls_opts *o, int64_t *vals) {
-  for (uint32_t i = 0; i < hl_graph_dim_count(g); i++) vals[i] = hl_graph_dim_at(g, i)->profile;
-  for (uint32_t k = 0; k < o->n_dims; k++) {
-    const hl_dim *d = hl_graph_dim_find(g, o->dim_name[k]);
-    if (!d) {
-      fprintf(stderr, "luminal_search: --dim %s: the graph declares no dim of that name\n",
-              o->dim_name[k]);
-      return -1;
-    }
-    if (o->dim_value[k] < d->lo || o->dim_value[k] > d->hi) {
-      fprintf(stderr, "luminal_search: --dim %s=%lld: outside the declared range [%lld, %lld]\n",
-              o->dim_name[k], (long long)o->dim_value[k], (long long)d->lo, (long long)d->hi);
-      return -1;
-    }
+static int dim_values(const hl_graph *g, const ls_opts *o, int64_t *vals)
+{
     for (uint32_t i = 0; i < hl_graph_dim_count(g); i++)
-      if (hl_graph_dim_at(g, i) == d) vals[i] = o->dim_value[k];
-  }
-  return 0;
+        vals[i] = hl_graph_dim_at(g, i)->profile;
+    for (uint32_t k = 0; k < o->n_dims; k++) {
+        const hl_dim *d = hl_graph_dim_find(g, o->dim_name[k]);
+        if (!d) {
+            fprintf(stderr, "luminal_search: --dim %s: the graph declares no dim of that name\n",
+                    o->dim_name[k]);
+            return -1;
+        }
+        if (o->dim_value[k] < d->lo || o->dim_value[k] > d->hi) {
+            fprintf(stderr,
+                    "luminal_search: --dim %s=%lld: outside the declared range [%lld, %lld]\n",
+                    o->dim_name[k], (long long)o->dim_value[k], (long long)d->lo, (long long)d->hi);
+            return -1;
+        }
+        for (uint32_t i = 0; i < hl_graph_dim_count(g); i++)
+            if (hl_graph_dim_at(g, i) == d) vals[i] = o->dim_value[k];
+    }
+    return 0;
 }
 
-static json_t *number_or_string(double v) {
-  if (isnan(v)) return json_string("nan");
-  if (isinf(v)) return json_string(v > 0 ? "inf" : "-inf");
-  return json_real(v);
+static json_t *number_or_string(double v)
+{
+    if (isnan(v)) return json_string("nan");
+    if (isinf(v)) return json_string(v > 0 ? "inf" : "-inf");
+    return json_real(v);
 }
 
 /* Reports output i: a text line, or (with --json) an object appended to arr. */
-static void report(const hl_graph *g, uint32_t i, const hl_tensor *t, const ls_opts *o,
-                   json_t *arr) {
-  const hl_node *out = hl_graph_node(g, hl_graph_output(g, i));
-  double sum = 0, maxabs = 0;
-  for (size_t k = 0; k < t->numel; k++) {
-    double v = hl_tensor_get(t, k);
-    sum += v;
-    if (isnan(v) || fabs(v) > maxabs) maxabs = fabs(v); /* NaN sticks */
-  }
-  XXH64_hash_t h = XXH3_64bits(t->data, t->numel * hl_dtype_size(t->dtype));
-  char hash[24];
-  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)h);
-  if (o->json) {
-    json_t *shape = json_array();
-    for (uint32_t d = 0; d < t->ndim; d++) json_array_append_new(shape, json_integer(t->dims[d]));
-    json_array_append_new(arr, json_pack("{s:s, s:s, s:o, s:o, s:o, s:s}", "name", out->name,
-                                         "dtype", hl_dtype_name(t->dtype), "shape", shape,
-                                         "sum", number_or_string(sum), "max_abs",
-                                         number_or_string(maxabs), "xxh3", hash));
-    return;
-  }
-  printf("output %s: %s [", out->name, hl_dtype_name(t->dtype));
-  for (uint32_t d = 0; d < t->ndim; d++) printf("%s%lld", d ? ", " : "", (long long)t->dims[d]);
-  printf("] sum %.9g max|x| %.9g xxh3 %s\n", sum, maxabs, hash);
+static void report(const hl_graph *g, uint32_t i, const hl_tensor *t, const ls_opts *o, json_t *arr)
+{
+    const hl_node *out = hl_graph_node(g, hl_graph_output(g, i));
+    double sum = 0, maxabs = 0;
+    for (size_t k = 0; k < t->numel; k++) {
+        double v = hl_tensor_get(t, k);
+        sum += v;
+        if (isnan(v) || fabs(v) > maxabs) maxabs = fabs(v); /* NaN sticks */
+    }
+    XXH64_hash_t h = XXH3_64bits(t->data, t->numel * hl_dtype_size(t->dtype));
+    char hash[24];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)h);
+    if (o->json) {
+        json_t *shape = json_array();
+        for (uint32_t d = 0; d < t->ndim; d++)
+            json_array_append_new(shape, json_integer(t->dims[d]));
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:o, s:o, s:o, s:s}", "name", out->name,
+                                             "dtype", hl_dtype_name(t->dtype), "shape", shape,
+                                             "sum", number_or_string(sum), "max_abs",
+                                             number_or_string(maxabs), "xxh3", hash));
+        return;
+    }
+    printf("output %s: %s [", out->name, hl_dtype_name(t->dtype));
+    for (uint32_t d = 0; d < t->ndim; d++)
+        printf("%s%lld", d ? ", " : "", (long long)t->dims[d]);
+    printf("] sum %.9g max|x| %.9g xxh3 %s\n", sum, maxabs, hash);
 }
 
 /* With --json: one object {"graph", "seed", "dims": {name: value}, "outputs": [...]}. */
 static void report_all(const hl_graph *g, const int64_t *vals, const hl_tensor *outs,
-                       const ls_opts *o) {
-  uint32_t no = hl_graph_output_count(g);
-  if (!o->json) {
-    for (uint32_t i = 0; i < no; i++) report(g, i, &outs[i], o, NULL);
-    return;
-  }
-  json_t *dims = json_object(), *arr = json_array();
-  for (uint32_t i = 0; i < hl_graph_dim_count(g); i++)
-    json_object_set_new(dims, hl_var_name(hl_graph_exprs_c(g), hl_graph_dim_at(g, i)->var),
-                        json_integer(vals[i]));
-  for (uint32_t i = 0; i < no; i++) report(g, i, &outs[i], o, arr);
-  json_t *doc = json_pack("{s:s, s:I, s:o, s:o}", "graph", o->graph, "seed",
-                          (json_int_t)o->seed, "dims", dims, "outputs", arr);
-  char *s = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) : NULL;
-  printf("%s\n", s ? s : "{}");
-  free(s);
-  json_decref(doc);
+                       const ls_opts *o)
+{
+    uint32_t no = hl_graph_output_count(g);
+    if (!o->json) {
+        for (uint32_t i = 0; i < no; i++)
+            report(g, i, &outs[i], o, NULL);
+        return;
+    }
+    json_t *dims = json_object(), *arr = json_array();
+    for (uint32_t i = 0; i < hl_graph_dim_count(g); i++)
+        json_object_set_new(dims, hl_var_name(hl_graph_exprs_c(g), hl_graph_dim_at(g, i)->var),
+                            json_integer(vals[i]));
+    for (uint32_t i = 0; i < no; i++)
+        report(g, i, &outs[i], o, arr);
+    json_t *doc = json_pack("{s:s, s:I, s:o, s:o}", "graph", o->graph, "seed", (json_int_t)o->seed,
+                            "dims", dims, "outputs", arr);
+    char *s = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) : NULL;
+    printf("%s\n", s ? s : "{}");
+    free(s);
+    json_decref(doc);
 }
 
-int ls_reference(const hl_graph *g, const ls_opts *o) {
-  uint32_t nd = hl_graph_dim_count(g), ni = hl_graph_input_count(g),
-           no = hl_graph_output_count(g);
-  int64_t *vals = calloc(nd ? nd : 1, sizeof *vals);
-  hl_tensor *ins = calloc(ni ? ni : 1, sizeof *ins);
-  hl_tensor *outs = calloc(no ? no : 1, sizeof *outs);
-  int rc = 1;
-  hl_error e;
-  hl_error_clear(&e);
-  if (!vals || !ins || !outs) {
-    fprintf(stderr, "luminal_search: --reference: out of memory\n");
-    goto done;
-  }
-  if (dim_values(g, o, vals) != 0) goto done;
-  hl_env env = {vals, NULL, 0};
-  /* The env is indexed by pool variable; build it in that order. */
-  const hl_expr_pool *p = hl_graph_exprs_c(g);
-  uint32_t nvar = hl_var_count(p);
-  int64_t *byvar = calloc(nvar ? nvar : 1, sizeof *byvar);
-  bool *bound = calloc(nvar ? nvar : 1, sizeof *bound);
-  if (!byvar || !bound) {
+int ls_reference(const hl_graph *g, const ls_opts *o)
+{
+    uint32_t nd = hl_graph_dim_count(g), ni = hl_graph_input_count(g),
+             no = hl_graph_output_count(g);
+    int64_t *vals = calloc(nd ? nd : 1, sizeof *vals);
+    hl_tensor *ins = calloc(ni ? ni : 1, sizeof *ins);
+    hl_tensor *outs = calloc(no ? no : 1, sizeof *outs);
+    int rc = 1;
+    hl_error e;
+    hl_error_clear(&e);
+    if (!vals || !ins || !outs) {
+        fprintf(stderr, "luminal_search: --reference: out of memory\n");
+        goto done;
+    }
+    if (dim_values(g, o, vals) != 0) goto done;
+    hl_env env = {vals, NULL, 0};
+    /* The env is indexed by pool variable; build it in that order. */
+    const hl_expr_pool *p = hl_graph_exprs_c(g);
+    uint32_t nvar = hl_var_count(p);
+    int64_t *byvar = calloc(nvar ? nvar : 1, sizeof *byvar);
+    bool *bound = calloc(nvar ? nvar : 1, sizeof *bound);
+    if (!byvar || !bound) {
+        free(byvar);
+        free(bound);
+        fprintf(stderr, "luminal_search: --reference: out of memory\n");
+        goto done;
+    }
+    for (uint32_t i = 0; i < nd; i++) {
+        const hl_dim *d = hl_graph_dim_at(g, i);
+        if (d->var < nvar) {
+            byvar[d->var] = vals[i];
+            bound[d->var] = true;
+        }
+    }
+    env.values = byvar;
+    env.bound = bound;
+    env.n = nvar;
+    bool ok = true;
+    for (uint32_t i = 0; ok && i < ni; i++) {
+        const hl_node *in = hl_graph_node(g, hl_graph_input(g, i));
+        int64_t dims[HL_MAX_DIMS];
+        for (uint32_t d = 0; ok && d < in->ndim; d++)
+            ok = hl_e_eval(p, in->shape[d], &env, 0, &dims[d], &e) == HL_OK;
+        if (ok) ok = hl_tensor_init(&ins[i], in->dtype, in->ndim, dims, &e) == HL_OK;
+        if (ok)
+            fill_random(&ins[i], o->seed, i);
+        else
+            fprintf(stderr, "luminal_search: --reference: input '%s': %s\n", in->name, e.msg);
+    }
     free(byvar);
     free(bound);
-    fprintf(stderr, "luminal_search: --reference: out of memory\n");
-    goto done;
-  }
-  for (uint32_t i = 0; i < nd; i++) {
-    const hl_dim *d = hl_graph_dim_at(g, i);
-    if (d->var < nvar) {
-      byvar[d->var] = vals[i];
-      bound[d->var] = true;
+    if (!ok) goto done;
+    if (!o->quiet && isatty(2))
+        fprintf(stderr, "luminal_search: running the reference runtime (%u nodes)...\n",
+                hl_graph_node_count(g));
+    if (hl_run(g, vals, ins, outs, &e) != HL_OK) {
+        fprintf(stderr, "luminal_search: --reference: %s\n", e.msg);
+        goto done;
     }
-  }
-  env.values = byvar;
-  env.bound = bound;
-  env.n = nvar;
-  bool ok = true;
-  for (uint32_t i = 0; ok && i < ni; i++) {
-    const hl_node *in = hl_graph_node(g, hl_graph_input(g, i));
-    int64_t dims[HL_MAX_DIMS];
-    for (uint32_t d = 0; ok && d < in->ndim; d++)
-      ok = hl_e_eval(p, in->shape[d], &env, 0, &dims[d], &e) == HL_OK;
-    if (ok) ok = hl_tensor_init(&ins[i], in->dtype, in->ndim, dims, &e) == HL_OK;
-    if (ok) fill_random(&ins[i], o->seed, i);
-    else fprintf(stderr, "luminal_search: --reference: input '%s': %s\n", in->name, e.msg);
-  }
-  free(byvar);
-  free(bound);
-  if (!ok) goto done;
-  if (!o->quiet && isatty(2))
-    fprintf(stderr, "luminal_search: running the reference runtime (%u nodes)...\n",
-            hl_graph_node_count(g));
-  if (hl_run(g, vals, ins, outs, &e) != HL_OK) {
-    fprintf(stderr, "luminal_search: --reference: %s\n", e.msg);
-    goto done;
-  }
-  report_all(g, vals, outs, o);
-  for (uint32_t i = 0; i < no; i++) hl_tensor_fini(&outs[i]);
-  rc = 0;
+    report_all(g, vals, outs, o);
+    for (uint32_t i = 0; i < no; i++)
+        hl_tensor_fini(&outs[i]);
+    rc = 0;
 done:
-  for (uint32_t i = 0; ins && i < ni; i++) hl_tensor_fini(&ins[i]);
-  free(vals);
-  free(ins);
-  free(outs);
-  return rc;
+    for (uint32_t i = 0; ins && i < ni; i++)
+        hl_tensor_fini(&ins[i]);
+    free(vals);
+    free(ins);
+    free(outs);
+    return rc;
 }
