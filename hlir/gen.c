@@ -9,44 +9,12 @@
  * itself (its calls are atomic), the error is cleared and the draw skipped, so the result is valid
  * by construction; hl_graph_check confirms it before the graph is returned.
  *
- * Randomness is PCG32 (O'Neill's permuted congruential generator, XSH RR variant),
- * seeded from the caller's seed only: the same seed and options give the same graph.
+ * Randomness is the module's PCG32 (random.c), seeded from the caller's seed only: the
+ * same seed and options give the same graph.
  */
 #include "hl_int.h"
 
 #include <stdio.h>
-
-typedef struct pcg32 {
-    uint64_t state, inc;
-} pcg32;
-
-static uint32_t pcg_next(pcg32 *r)
-{
-    uint64_t old = r->state;
-    r->state = old * 6364136223846793005ULL + r->inc;
-    uint32_t xorshifted = (uint32_t)(((old >> 18u) ^ old) >> 27u);
-    uint32_t rot = (uint32_t)(old >> 59u);
-    return (xorshifted >> rot) | (xorshifted << ((32u - rot) & 31u));
-}
-
-static void pcg_seed(pcg32 *r, uint64_t seed, uint64_t stream)
-{
-    r->state = 0;
-    r->inc = (stream << 1u) | 1u;
-    pcg_next(r);
-    r->state += seed;
-    pcg_next(r);
-}
-
-/* Uniform in [0, n) (n >= 1), without modulo bias. */
-static uint32_t pcg_below(pcg32 *r, uint32_t n)
-{
-    uint32_t threshold = (uint32_t)(-n) % n;
-    for (;;) {
-        uint32_t x = pcg_next(r);
-        if (x >= threshold) return x % n;
-    }
-}
 
 #define GEN_MAX_POOL 256
 #define GEN_MAX_NUMEL 4096 /* elements of any generated tensor, dims at their max */
@@ -54,7 +22,7 @@ static uint32_t pcg_below(pcg32 *r, uint32_t n)
 typedef struct gen {
     hl_graph *g;
     hl_expr_pool *p;
-    pcg32 rng;
+    hl__pcg32 rng;
     hl_gen_opts o;
     hl_expr dyn;     /* the dynamic dim, or HL_NONE */
     int64_t dyn_max; /* its max */
@@ -79,8 +47,8 @@ static int64_t numel_max(gen *s, const hl_view *v)
 
 static hl_expr rand_dim(gen *s)
 {
-    if (s->dyn != HL_NONE && pcg_below(&s->rng, 4) == 0) return s->dyn;
-    return hl_n(s->g, 1 + (int64_t)pcg_below(&s->rng, s->o.max_dim));
+    if (s->dyn != HL_NONE && hl__pcg_below(&s->rng, 4) == 0) return s->dyn;
+    return hl_n(s->g, 1 + (int64_t)hl__pcg_below(&s->rng, s->o.max_dim));
 }
 
 static void keep(gen *s, hl_t t)
@@ -102,7 +70,7 @@ static hl_t new_input(gen *s, uint32_t ndim, const hl_expr *dims)
 
 static hl_t pick(gen *s)
 {
-    return s->pool[pcg_below(&s->rng, s->n_pool)];
+    return s->pool[hl__pcg_below(&s->rng, s->n_pool)];
 }
 
 /* Whether b broadcasts against a (numpy rules, dims compared by id). */
@@ -122,17 +90,17 @@ static bool broadcastable(const hl_expr_pool *p, const hl_view *a, const hl_view
 /* A float partner for a binary op on a: a broadcastable pool member, or a constant. */
 static hl_t partner(gen *s, hl_t a)
 {
-    uint32_t start = pcg_below(&s->rng, s->n_pool);
+    uint32_t start = hl__pcg_below(&s->rng, s->n_pool);
     for (uint32_t k = 0; k < s->n_pool; k++) {
         hl_t b = s->pool[(start + k) % s->n_pool];
         if (b.dtype == a.dtype && broadcastable(s->p, &a.view, &b.view)) return b;
     }
-    return hl_scalar(s->g, 0.5f + (float)pcg_below(&s->rng, 4), a.dtype);
+    return hl_scalar(s->g, 0.5f + (float)hl__pcg_below(&s->rng, 4), a.dtype);
 }
 
 static void add_unary(gen *s, hl_t x)
 {
-    switch (pcg_below(&s->rng, 10)) {
+    switch (hl__pcg_below(&s->rng, 10)) {
     case 0:
         keep(s, hl_sin(s->g, x));
         break;
@@ -169,12 +137,12 @@ static void add_unary(gen *s, hl_t x)
 static void add_binary(gen *s, hl_t a)
 {
     hl_t b = partner(s, a);
-    if (pcg_below(&s->rng, 2)) { /* either operand order */
+    if (hl__pcg_below(&s->rng, 2)) { /* either operand order */
         hl_t t = a;
         a = b;
         b = t;
     }
-    switch (pcg_below(&s->rng, 7)) {
+    switch (hl__pcg_below(&s->rng, 7)) {
     case 0:
         keep(s, hl_add(s->g, a, b));
         break;
@@ -202,9 +170,9 @@ static void add_binary(gen *s, hl_t a)
 static void add_reduce(gen *s, hl_t x)
 {
     if (x.view.ndim == 0) return;
-    int axis = (int)pcg_below(&s->rng, x.view.ndim);
-    bool keepdim = pcg_below(&s->rng, 2);
-    switch (pcg_below(&s->rng, 6)) {
+    int axis = (int)hl__pcg_below(&s->rng, x.view.ndim);
+    bool keepdim = hl__pcg_below(&s->rng, 2);
+    switch (hl__pcg_below(&s->rng, 6)) {
     case 0:
         keep(s, hl_sum(s->g, x, 1, &axis, keepdim));
         break;
@@ -235,7 +203,7 @@ static void add_reduce(gen *s, hl_t x)
 static void add_view(gen *s, hl_t x)
 {
     uint32_t nd = x.view.ndim;
-    switch (pcg_below(&s->rng, 4)) {
+    switch (hl__pcg_below(&s->rng, 4)) {
     case 0: { /* permute: reverse the dims */
         if (nd < 2) return;
         uint32_t perm[HL_MAX_DIMS];
@@ -258,16 +226,16 @@ static void add_view(gen *s, hl_t x)
     }
     case 2: { /* expand: a new broadcast dim, then an op so it is read */
         if (nd >= 4) return;
-        hl_t e = hl_expand(s->g, x, (int)pcg_below(&s->rng, nd + 1), hl_n(s->g, 2));
+        hl_t e = hl_expand(s->g, x, (int)hl__pcg_below(&s->rng, nd + 1), hl_n(s->g, 2));
         keep(s, hl_add_scalar(s->g, e, 1.0f));
         break;
     }
     default: { /* slice a number dim of size >= 2 */
         if (nd == 0) return;
-        int axis = (int)pcg_below(&s->rng, nd);
+        int axis = (int)hl__pcg_below(&s->rng, nd);
         int64_t len;
         if (!hl_e_is_num(s->p, x.view.dims[axis], &len) || len < 2) return;
-        int64_t start = pcg_below(&s->rng, 2);
+        int64_t start = hl__pcg_below(&s->rng, 2);
         keep(s, hl_slice(s->g, x, axis, hl_n(s->g, start), hl_n(s->g, len - 1 + start)));
         break;
     }
@@ -286,10 +254,10 @@ static void add_gather(gen *s, hl_t data)
 {
     hl_expr n = hl_view_numel(s->p, &data.view);
     hl_expr z = hl_e_z(s->p);
-    int64_t k = 1 + pcg_below(&s->rng, 5), c = pcg_below(&s->rng, 7);
+    int64_t k = 1 + hl__pcg_below(&s->rng, 5), c = hl__pcg_below(&s->rng, 7);
     hl_expr e = hl_e_mod(s->p, hl_e_add(s->p, hl_e_mul(s->p, z, hl_n(s->g, k)), hl_n(s->g, c)), n);
     hl_expr dims[2] = {rand_dim(s), rand_dim(s)};
-    uint32_t nd = 1 + pcg_below(&s->rng, 2);
+    uint32_t nd = 1 + hl__pcg_below(&s->rng, 2);
     hl_t idx = hl_iota_nd(s->g, e, nd, dims);
     keep(s, hl_gather(s->g, idx, data));
 }
@@ -298,15 +266,16 @@ static void add_gather(gen *s, hl_t data)
 static void add_misc(gen *s, hl_t x)
 {
     uint32_t nd = x.view.ndim;
-    switch (pcg_below(&s->rng, 4)) {
+    switch (hl__pcg_below(&s->rng, 4)) {
     case 0: /* pad an axis */
         if (nd == 0) return;
-        keep(s, hl_pad(s->g, x, (int)pcg_below(&s->rng, nd), hl_n(s->g, pcg_below(&s->rng, 3)),
-                       hl_n(s->g, 1 + pcg_below(&s->rng, 2)), -1.0f));
+        keep(s,
+             hl_pad(s->g, x, (int)hl__pcg_below(&s->rng, nd), hl_n(s->g, hl__pcg_below(&s->rng, 3)),
+                    hl_n(s->g, 1 + hl__pcg_below(&s->rng, 2)), -1.0f));
         break;
     case 1: /* concat with itself */
         if (nd == 0) return;
-        keep(s, hl_concat(s->g, x, hl_neg(s->g, x), (int)pcg_below(&s->rng, nd)));
+        keep(s, hl_concat(s->g, x, hl_neg(s->g, x), (int)hl__pcg_below(&s->rng, nd)));
         break;
     case 2: { /* embedding: rows of a 2-D tensor picked by iota ids */
         int64_t rows;
@@ -322,7 +291,7 @@ static void add_misc(gen *s, hl_t x)
         hl_expr n = hl_view_numel(s->p, &x.view);
         hl_expr z = hl_e_z(s->p);
         hl_expr e = hl_e_mod(s->p, hl_e_mul(s->p, z, hl_n(s->g, 2)), n);
-        hl_expr dims[1] = {hl_n(s->g, 1 + pcg_below(&s->rng, 3))};
+        hl_expr dims[1] = {hl_n(s->g, 1 + hl__pcg_below(&s->rng, 3))};
         hl_t idx = hl_iota_nd(s->g, e, 1, dims);
         hl_t src = hl_full(s->g, 2.0f, x.dtype, 1, dims);
         keep(s, hl_scatter(s->g, x, idx, src));
@@ -339,7 +308,7 @@ hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, hl_error *er
     if (s.o.n_ops == 0) s.o.n_ops = 12;
     if (s.o.max_dim == 0) s.o.max_dim = 6;
     if (s.o.max_dim > 64) s.o.max_dim = 64;
-    pcg_seed(&s.rng, seed, 0x9e3779b97f4a7c15ULL);
+    hl__pcg_seed(&s.rng, seed, 0x9e3779b97f4a7c15ULL);
     s.g = hl_graph_new();
     if (!s.g) {
         hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "generate: out of memory");
@@ -348,20 +317,21 @@ hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, hl_error *er
     s.p = hl_graph_exprs(s.g);
     s.dyn = HL_NONE;
     if (s.o.dynamic) {
-        s.dyn_max = 2 + pcg_below(&s.rng, 6);
-        s.dyn = hl_graph_dim(s.g, "N", 1, s.dyn_max, 1 + pcg_below(&s.rng, (uint32_t)s.dyn_max));
+        s.dyn_max = 2 + hl__pcg_below(&s.rng, 6);
+        s.dyn =
+            hl_graph_dim(s.g, "N", 1, s.dyn_max, 1 + hl__pcg_below(&s.rng, (uint32_t)s.dyn_max));
     }
-    uint32_t n_in = 1 + pcg_below(&s.rng, 3);
+    uint32_t n_in = 1 + hl__pcg_below(&s.rng, 3);
     for (uint32_t i = 0; i < n_in; i++) {
-        uint32_t nd = 1 + pcg_below(&s.rng, 3);
+        uint32_t nd = 1 + hl__pcg_below(&s.rng, 3);
         hl_expr dims[HL_MAX_DIMS];
         for (uint32_t d = 0; d < nd; d++)
             dims[d] = rand_dim(&s);
         keep(&s, new_input(&s, nd, dims));
     }
     for (uint32_t i = 0; i < s.o.n_ops && s.n_pool; i++) {
-        hl_t x = s.n_pool > 1 && pcg_below(&s.rng, 3) ? s.pool[s.n_pool - 1] : pick(&s);
-        switch (pcg_below(&s.rng, 11)) {
+        hl_t x = s.n_pool > 1 && hl__pcg_below(&s.rng, 3) ? s.pool[s.n_pool - 1] : pick(&s);
+        switch (hl__pcg_below(&s.rng, 11)) {
         case 0:
         case 1:
             add_unary(&s, x);
@@ -390,7 +360,7 @@ hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, hl_error *er
         }
     }
     /* Outputs: the last result, and sometimes one more. */
-    uint32_t n_out = 1 + (s.n_pool > 2 ? pcg_below(&s.rng, 2) : 0);
+    uint32_t n_out = 1 + (s.n_pool > 2 ? hl__pcg_below(&s.rng, 2) : 0);
     for (uint32_t i = 0; i < n_out; i++) {
         hl_t t = i == 0 ? s.pool[s.n_pool - 1] : pick(&s);
         char name[16];

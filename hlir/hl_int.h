@@ -52,6 +52,17 @@ uint16_t hl__f16_slow(float x);
 float hl__f16_slow_decode(uint16_t h);
 uint16_t hl__bf16_slow(float x);
 
+/* PCG32 (random.c): the module's one random number generator, deterministic per seed. */
+typedef struct hl__pcg32 {
+    uint64_t state, inc;
+} hl__pcg32;
+/* Seeds r from seed on stream (different streams give independent sequences). */
+void hl__pcg_seed(hl__pcg32 *r, uint64_t seed, uint64_t stream);
+/* The next 32 random bits. */
+uint32_t hl__pcg_next(hl__pcg32 *r);
+/* Uniform in [0, n) without modulo bias; n >= 1. */
+uint32_t hl__pcg_below(hl__pcg32 *r, uint32_t n);
+
 /* Normalises axis (negative counts from the end) against ndim; -1 when out of range. */
 static inline int hl__axis(int axis, uint32_t ndim)
 {

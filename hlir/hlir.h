@@ -680,6 +680,11 @@ void hl_tensor_fini(hl_tensor *t);
 /* Element i as f64 / set from f64 (rounded to the dtype's storage). i < numel. */
 double hl_tensor_get(const hl_tensor *t, size_t i);
 void hl_tensor_set(hl_tensor *t, size_t i, double v);
+/* Fills t with numbers drawn from seed on stream (PCG32): floats uniform in [-1, 1) in
+ * steps of 2^-23 (then rounded to the dtype), Bool 0 or 1, integers 0 to 3 (in range as
+ * indexes of any dim of 4 or more). The same seed and stream give the same bytes on every
+ * machine; the inputs of a reference run are stream i for input i. */
+void hl_tensor_fill_random(hl_tensor *t, uint64_t seed, uint64_t stream);
 
 /* Runs g. dim_values[i] is the value of hl_graph_dim_at(g, i) (checked against its
  * range; dim_values NULL means every dim's profile value); inputs[i] is the tensor for

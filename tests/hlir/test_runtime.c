@@ -553,6 +553,51 @@ START_TEST(column_reduction_matches_row_reduction_bit_for_bit)
 }
 END_TEST
 
+START_TEST(random_fill_is_deterministic_per_seed_and_stream_and_in_range)
+{
+    int64_t dims[1] = {4096};
+    hl_tensor a, b, c, d, e;
+    hl_error err;
+    hl_error_clear(&err);
+    ck_assert_int_eq(hl_tensor_init(&a, HL_F32, 1, dims, &err), HL_OK);
+    ck_assert_int_eq(hl_tensor_init(&b, HL_F32, 1, dims, &err), HL_OK);
+    ck_assert_int_eq(hl_tensor_init(&c, HL_F32, 1, dims, &err), HL_OK);
+    ck_assert_int_eq(hl_tensor_init(&d, HL_INT, 1, dims, &err), HL_OK);
+    ck_assert_int_eq(hl_tensor_init(&e, HL_BOOL, 1, dims, &err), HL_OK);
+    hl_tensor_fill_random(&a, 7, 0);
+    hl_tensor_fill_random(&b, 7, 0);
+    hl_tensor_fill_random(&c, 7, 1);
+    hl_tensor_fill_random(&d, 7, 0);
+    hl_tensor_fill_random(&e, 7, 0);
+    ck_assert(memcmp(a.data, b.data, 4096 * sizeof(float)) == 0);
+    ck_assert(memcmp(a.data, c.data, 4096 * sizeof(float)) != 0);
+    double lo = 1, hi = -1;
+    int seen_int[4] = {0}, seen_bool[2] = {0};
+    for (size_t i = 0; i < 4096; i++) {
+        double v = hl_tensor_get(&a, i);
+        ck_assert(v >= -1.0 && v < 1.0);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        double k = hl_tensor_get(&d, i);
+        ck_assert(k >= 0 && k <= 3 && k == (int)k);
+        seen_int[(int)k]++;
+        double f = hl_tensor_get(&e, i);
+        ck_assert(f == 0 || f == 1);
+        seen_bool[(int)f]++;
+    }
+    ck_assert(lo < -0.9 && hi > 0.9); /* spread over the range, not stuck */
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_gt(seen_int[k], 800);
+    ck_assert_int_gt(seen_bool[0], 1800);
+    ck_assert_int_gt(seen_bool[1], 1800);
+    hl_tensor_fini(&a);
+    hl_tensor_fini(&b);
+    hl_tensor_fini(&c);
+    hl_tensor_fini(&d);
+    hl_tensor_fini(&e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hlir_runtime");
@@ -588,6 +633,7 @@ int main(void)
     tcase_add_test(tc, missing_input_or_output_arrays_are_an_error);
     tcase_add_test(tc, fused_batched_matmul_matches_the_separate_nodes_bit_for_bit);
     tcase_add_test(tc, column_reduction_matches_row_reduction_bit_for_bit);
+    tcase_add_test(tc, random_fill_is_deterministic_per_seed_and_stream_and_in_range);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

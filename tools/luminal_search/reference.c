@@ -17,45 +17,6 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-typedef struct pcg32 {
-    uint64_t state, inc;
-} pcg32;
-
-static uint32_t pcg_next(pcg32 *r)
-{
-    uint64_t old = r->state;
-    r->state = old * 6364136223846793005ULL + r->inc;
-    uint32_t xs = (uint32_t)(((old >> 18u) ^ old) >> 27u);
-    uint32_t rot = (uint32_t)(old >> 59u);
-    return (xs >> rot) | (xs << ((32u - rot) & 31u));
-}
-
-static void pcg_seed(pcg32 *r, uint64_t seed, uint64_t stream)
-{
-    r->state = 0;
-    r->inc = (stream << 1u) | 1u;
-    pcg_next(r);
-    r->state += seed;
-    pcg_next(r);
-}
-
-static void fill_random(hl_tensor *t, uint64_t seed, uint64_t stream)
-{
-    pcg32 r;
-    pcg_seed(&r, seed, stream);
-    for (size_t i = 0; i < t->numel; i++) {
-        uint32_t x = pcg_next(&r);
-        double v;
-        if (hl_dtype_is_float(t->dtype))
-            v = (double)(x >> 8) / (double)(1u << 23) - 1.0;
-        else if (t->dtype == HL_BOOL)
-            v = (double)(x >> 31);
-        else
-            v = (double)(x >> 30);
-        hl_tensor_set(t, i, v);
-    }
-}
-
 /* The value of each declared dim: its profile value unless --dim names it. */
 static int dim_values(const hl_graph *g, const ls_opts *o, int64_t *vals)
 {
@@ -185,7 +146,7 @@ int ls_reference(const hl_graph *g, const ls_opts *o)
             ok = hl_e_eval(p, in->shape[d], &env, 0, &dims[d], &e) == HL_OK;
         if (ok) ok = hl_tensor_init(&ins[i], in->dtype, in->ndim, dims, &e) == HL_OK;
         if (ok)
-            fill_random(&ins[i], o->seed, i);
+            hl_tensor_fill_random(&ins[i], o->seed, i);
         else
             fprintf(stderr, "luminal_search: --reference: input '%s': %s\n", in->name, e.msg);
     }
