@@ -280,7 +280,10 @@ void hl_e_fprint(const hl_expr_pool *p, hl_expr e, FILE *f);
  * err (a syntax error, a value that overflows int64, nesting deeper than 200; HL_ERR_NOMEM
  * on OOM). Variables are interned into p as they appear. Parsing what hl_e_print wrote
  * gives the same id back, except for a product of sums too large to multiply out (more
- * than 16 terms; never a shape), which gives an equal value. */
+ * than 16 terms, or a coefficient past int64; never a shape), which gives an equal value
+ * or, when the expression holds a number beyond +-2^31, may be refused as overflowing
+ * int64: the text regroups the product, and a partial product may overflow where the
+ * original grouping did not. */
 hl_status hl_e_parse(hl_expr_pool *p, const char *text, hl_expr *out, hl_error *err);
 
 /* ==================================================================================
