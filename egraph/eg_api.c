@@ -117,6 +117,7 @@ static int guard_in(eg_engine *e, api_fn fn, void *ctx)
     } else {
         e->npend = 0;
         e->npend_vals = 0;
+        e->dirty_off = false;
         rc = e->err->code ? e->err->code : EG_ERR_RUNTIME;
     }
     e->jmp = sj;
@@ -343,6 +344,8 @@ void eg_print_stats(const eg_engine *e, FILE *f)
 {
     fprintf(f, "iterations: %llu  search+apply: %.3fs  rebuild: %.3fs\n",
             (unsigned long long)e->iterations, e->search_s, e->rebuild_s);
+    fprintf(f, "rebuild passes: %llu full, %llu indexed\n", (unsigned long long)e->passes_full,
+            (unsigned long long)e->passes_indexed);
     for (uint32_t i = 0; i < e->nrulesets; i++) {
         const ruleset *R = &e->rulesets[i];
         if (!R->iterations) continue;

@@ -73,6 +73,7 @@ static int guarded(eg_engine *e, const sx *s)
         e->npend = 0;
         e->npend_vals = 0;
         e->in_search = false;
+        e->dirty_off = false;
         for (uint32_t i = 0; i < e->ntables; i++)
             e->tables[i].hi = UINT32_MAX;
     }
@@ -630,6 +631,8 @@ int eg__pop(eg_engine *e)
     e->ntables = nt;
     eg__mfree(&e->mem, e->uf);
     e->uf = f->uf;
+    eg__rebuild_reset(e);
+    e->canon_unions = e->unions; /* the frame was taken after a rebuild: rows are canonical */
     e->nids = f->nids;
     e->capids = f->nids + 1;
     for (uint32_t i = 0; i < e->nglobals; i++)

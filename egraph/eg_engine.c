@@ -132,6 +132,10 @@ void eg_engine_free(eg_engine *e)
     eg__mfree(&e->mem, e->uf);
     eg__mfree(&e->mem, e->pend);
     eg__mfree(&e->mem, e->pend_vals);
+    eg__uses_drop(e);
+    eg__mfree(&e->mem, e->dirty);
+    eg__mfree(&e->mem, e->seeds);
+    eg__mfree(&e->mem, e->heap);
     for (uint32_t i = 0; i < e->nframes; i++)
         eg__frame_free(e, &e->frames[i]);
     eg__free(e->frames);
@@ -254,10 +258,18 @@ bool eg__union(eg_engine *e, uint32_t a, uint32_t b)
     a = eg__find(e, a);
     b = eg__find(e, b);
     if (a == b) return false;
-    if (a < b)
-        e->uf[b] = a;
-    else
-        e->uf[a] = b;
+    if (a > b) {
+        uint32_t t = a;
+        a = b;
+        b = t;
+    }
+    e->uf[b] = a;
+    if (e->dirty_off) {
+        e->dirty_lost = true;
+    } else { /* an indexed rebuild visits the rows that hold b */
+        EG_MGROW(&e->mem, e->dirty, e->capdirty, (size_t)e->ndirty + 1);
+        e->dirty[e->ndirty++] = b;
+    }
     e->unions++;
     e->changed = true;
     return true;

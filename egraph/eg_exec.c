@@ -8,8 +8,9 @@
  *      and `subsume` are queued in the pending buffer;
  *   2. apply: the pending deletes are applied, then the other pending writes in order,
  *      merging values per :merge;
- *   3. rebuild: rows holding non-canonical ids are re-inserted canonically, which may
- *      merge rows (congruence) and cause more unions, until nothing changes.
+ *   3. rebuild (eg_rebuild.c): rows holding non-canonical ids are re-inserted
+ *      canonically, which may merge rows (congruence) and cause more unions, until
+ *      nothing changes.
  *
  * Semi-naive evaluation: every row carries the timestamp of the iteration that made it.
  * A rule remembers `seen`, the first timestamp it has not matched yet; a query with atoms
@@ -645,58 +646,6 @@ void eg__flush_pending(eg_engine *e)
 }
 
 /* ====================================================================================
- * Rebuilding
- * ==================================================================================== */
-
-static bool col_stale(eg_engine *e, uint32_t sort, eg_value v)
-{
-    const eg_sort *s = &e->sorts[sort];
-    if (!s->canon) return false;
-    if (s->kind == SK_EQ) return e->uf[v] != v;
-    return eg__pair_canon(e, sort, v) != v;
-}
-
-static bool row_stale(eg_engine *e, const eg_table *t, const eg_value *row)
-{
-    for (uint32_t c = 0; c < t->n_in; c++)
-        if (col_stale(e, t->in_sort[c], row[c])) return true;
-    return t->has_out && col_stale(e, t->out_sort, row[t->n_in]);
-}
-
-void eg__rebuild(eg_engine *e)
-{
-    for (;;) {
-        eg__flush_pending(e);
-        if (e->unions == e->canon_unions) break; /* no union since rows were canonical */
-        e->canon_unions = e->unions;
-        /* compress every path once so stale checks are one load */
-        for (uint32_t i = 0; i < e->nids; i++)
-            e->uf[i] = e->uf[e->uf[i]];
-        for (uint32_t ti = 0; ti < e->ntables; ti++) {
-            eg_table *t = &e->tables[ti];
-            if (!t->has_eq) continue;
-            uint32_t n = t->nrows;
-            for (uint32_t r = 0; r < n; r++) {
-                if (t->flags[r] & RF_DEAD) continue;
-                const eg_value *row = t->cols + (size_t)r * t->ncols;
-                if (!row_stale(e, t, row)) continue;
-                eg_value tmp[32];
-                memcpy(tmp, row, t->ncols * sizeof(eg_value));
-                bool sub = t->flags[r] & RF_SUBSUMED;
-                eg__table_kill(t, r);
-                eg__insert(e, t, tmp, sub);
-                t = &e->tables[ti];
-            }
-        }
-        /* merges during the pass may have made more unions: then the loop runs again */
-    }
-    for (uint32_t ti = 0; ti < e->ntables; ti++) {
-        eg_table *t = &e->tables[ti];
-        if (t->nrows - t->nlive > t->nrows / 2 && t->nrows > 64) eg__table_compact(t);
-    }
-}
-
-/* ====================================================================================
  * Iterations
  * ==================================================================================== */
 
@@ -796,7 +745,7 @@ static bool iteration(eg_engine *e, uint32_t rs)
         e->tables[ti].hi = UINT32_MAX;
     double t1 = eg__now();
     e->search_s += t1 - t0;
-    eg__rebuild(e);
+    eg__rebuild_full(e);
     double t2 = eg__now();
     e->rebuild_s += t2 - t1;
     R->time_s += t2 - t0;
@@ -805,9 +754,9 @@ static bool iteration(eg_engine *e, uint32_t rs)
     return e->changed;
 }
 
-eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *until, bool *changed)
+static eg_stop_reason run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *until,
+                                  bool *changed)
 {
-    eg__rebuild(e);
     *changed = false;
     double start = eg__now();
     e->run_start = start;
@@ -836,4 +785,16 @@ eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *unt
         *changed = true;
     }
     return e->last_stop = EG_STOP_ITERATIONS;
+}
+
+eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *until, bool *changed)
+{
+    eg__rebuild(e);
+    /* iterations rebuild with full passes: no index to keep up to date, and no list of
+     * merged ids to keep (eg__union) */
+    eg__uses_drop(e);
+    e->dirty_off = true;
+    eg_stop_reason why = run_ruleset(e, rs, n, until, changed);
+    e->dirty_off = false;
+    return why;
 }

@@ -327,6 +327,23 @@ struct eg_engine {
     uint32_t nids, capids;
     uint64_t unions;       /* successful unions, ever */
     uint64_t canon_unions; /* value of unions when every row was last made canonical */
+    /* rebuilding (eg_rebuild.c) */
+    uint32_t *dirty; /* ids that stopped being roots since the current pass began */
+    uint32_t ndirty, capdirty;
+    uint32_t *seeds; /* the same, for the pass being made */
+    uint32_t nseeds, capseeds;
+    bool pass_open;     /* a rebuild pass began and has not finished (an error stopped it) */
+    bool dirty_off;     /* during runs: unions are not listed in dirty ... */
+    bool dirty_lost;    /* ... and when one was not, the next pass must be a full one */
+    bool uses_on;       /* the uses index exists and is kept up to date */
+    uint32_t *use_head; /* per id: its first use, UINT32_MAX none */
+    uint32_t nuse_head, capuse_head;
+    uint32_t *use_next; /* per use: the id's next use */
+    uint64_t *use_key;  /* per use: table << 32 | row */
+    uint32_t nuse, capuse, nuse_built;
+    uint64_t *heap; /* candidate rows of an indexed pass */
+    uint32_t nheap, capheap;
+    uint64_t passes_full, passes_indexed; /* statistics */
     /* time */
     uint32_t ts;
     bool changed;
@@ -449,7 +466,13 @@ void eg__query_run(struct eg_engine *e, query *q, bool naive, uint32_t seen, boo
                    eg_value *vals, match_fn fn, void *ctx);
 eg_value eg__eval(struct eg_engine *e, const aexpr *a, eg_value *vals);
 void eg__exec_actions(struct eg_engine *e, const action *acts, uint32_t n, eg_value *vals);
+/* Rebuilding (eg_rebuild.c). eg__rebuild may use the index of e-class uses (for rebuilds
+ * after top-level commands); eg__rebuild_full always makes full passes (after iterations). */
 void eg__rebuild(struct eg_engine *e);
+void eg__rebuild_full(struct eg_engine *e);
+void eg__rebuild_reset(struct eg_engine *e); /* pop restored the tables: forget the index */
+void eg__uses_drop(struct eg_engine *e);
+void eg__uses_add_row(struct eg_engine *e, const eg_table *t, uint32_t r);
 void eg__flush_pending(struct eg_engine *e);
 eg_stop_reason eg__run_ruleset(struct eg_engine *e, uint32_t rs, uint64_t n, query *until,
                                bool *changed);

@@ -167,6 +167,7 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
     t->slots[j] = slot_of(h, r);
     t->slotpos[r] = j;
     t->nlive++;
+    if (e->uses_on && t->has_eq) eg__uses_add_row(e, t, r);
     return r;
 }
 

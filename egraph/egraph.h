@@ -81,6 +81,10 @@ typedef struct {
                             one check interval allocates (at most 4096 matches' worth) */
     uint64_t iter_limit; /* stop runs after this many iterations in total; 0 = none */
     double time_limit_s; /* stop runs after this much wall time in one run; 0 = none */
+    int rebuild_index;   /* rebuilding after top-level commands: 0 = automatic (an index of
+                            e-class uses when few classes merged, see docs/egraph.md),
+                            1 = with the index whenever it applies, -1 = never (full
+                            passes). Results are identical in every mode; for testing */
     int progress;        /* 1: after each iteration, print a progress line (iterations,
                             rows) on log, overwriting the previous one ('\r') */
     FILE *out;           /* command output (print-size, extract, ...); NULL = stdout */
@@ -225,8 +229,8 @@ int eg_serialized_write_json(const eg_engine *e, const eg_serialized *s, FILE *f
 
 /* ---- statistics and checks ---- */
 
-/* Prints per-ruleset and per-rule time and matches, iterations, table sizes, and the
- * engine's counted memory now and at its peak. */
+/* Prints per-ruleset and per-rule time and matches, iterations, rebuild passes (full and
+ * indexed), table sizes, and the engine's counted memory now and at its peak. */
 void eg_print_stats(const eg_engine *e, FILE *f);
 
 /* The same statistics as one JSON object: {"iterations", "search_s", "rebuild_s",

@@ -48,5 +48,6 @@ Suite *join_suite(void);
 Suite *errors_suite(void);
 Suite *api_suite(void);
 Suite *schedule_suite(void);
+Suite *rebuild_suite(void);
 
 #endif

@@ -56,6 +56,8 @@ typedef struct {
 enum {
     NAIVE = 1,    /* naive evaluation (default: semi-naive) */
     SNAPSHOT = 2, /* print only print-size and extraction costs, which do not depend on ids */
+    INDEX = 4,    /* rebuild with the index of e-class uses whenever it applies */
+    NO_INDEX = 8, /* rebuild with full passes only */
 };
 
 /* Starts a run: an engine writing to memory streams, with the program's declarations,
@@ -67,6 +69,7 @@ static void run_setup(run *r, const char *text, size_t schedule_at, int flags)
     eg_options_default(&o);
     o.naive = (flags & NAIVE) != 0;
     o.snapshot = (flags & SNAPSHOT) != 0;
+    o.rebuild_index = (flags & INDEX) ? 1 : (flags & NO_INDEX) ? -1 : 0;
     o.node_limit = NODE_LIMIT;
     r->out = open_memstream(&r->outbuf, &r->outlen);
     r->log = open_memstream(&r->logbuf, &r->loglen);
@@ -269,6 +272,36 @@ START_TEST(same_program_same_bytes)
 }
 END_TEST
 
+/* Rebuilding from the index of e-class uses makes the same passes as full rebuilding:
+ * the same output and the same serialized bytes (ids included), in both evaluation modes. */
+START_TEST(indexed_rebuild_equals_full_rebuild)
+{
+    uint64_t n = nseeds() / 2;
+    for (uint64_t seed = seed0(); seed < seed0() + n; seed++) {
+        pg_buf text = {0};
+        pg_schema sc;
+        pg_generate(seed, &text, &sc);
+        for (int naive = 0; naive < 2; naive++) {
+            run a, b;
+            run_program(&a, text.s, sc.schedule_at, INDEX | (naive ? NAIVE : 0));
+            run_program(&b, text.s, sc.schedule_at, NO_INDEX | (naive ? NAIVE : 0));
+            if (a.rc != 0 || b.rc != 0) report(seed, "failed", text.s, a.rc ? &a : &b);
+            ck_assert_int_eq(a.rc, 0);
+            ck_assert_int_eq(b.rc, 0);
+            if (a.outlen != b.outlen || memcmp(a.outbuf, b.outbuf, a.outlen) != 0 ||
+                a.jsonlen != b.jsonlen || memcmp(a.json, b.json, a.jsonlen) != 0) {
+                report(seed, "indexed and full rebuilding differ", text.s, &a);
+                ck_abort_msg("seed %llu: indexed and full rebuilding differ",
+                             (unsigned long long)seed);
+            }
+            run_free(&a);
+            run_free(&b);
+        }
+        pg_buf_free(&text);
+    }
+}
+END_TEST
+
 /* ---- the comparison can fail ---- */
 
 static const char *BASE = "(datatype T0 (L0 i64) (C0_0 T0 T0))\n"
@@ -409,6 +442,7 @@ static Suite *prop_suite(void)
     tcase_add_test(tc, seminaive_equals_naive);
     tcase_add_test(tc, seminaive_equals_naive_after_every_step);
     tcase_add_test(tc, same_program_same_bytes);
+    tcase_add_test(tc, indexed_rebuild_equals_full_rebuild);
     suite_add_tcase(s, tc);
     return s;
 }
