@@ -46,6 +46,10 @@ void *eg__mcalloc(eg_mem_acct *m, size_t n, size_t size);
 void *eg__marray(eg_mem_acct *m, void *p, size_t n, size_t size); /* counted eg__array */
 void eg__mfree(eg_mem_acct *m, void *p);
 char *eg__mstrndup(eg_mem_acct *m, const char *s, size_t n);
+/* Counts (or uncounts) bytes held in blocks allocated uncounted, for structures that are
+ * built in many small steps and held as a whole (a join index). */
+void eg__mem_add(eg_mem_acct *m, size_t bytes);
+void eg__mem_sub(eg_mem_acct *m, size_t bytes);
 
 /* Growable array helper: ensures cap >= need (in elements). */
 #define EG_GROW(ptr, cap, need)                                                                    \
@@ -125,6 +129,7 @@ typedef struct {
     uint32_t *gstart; /* per group: start in rows[] (ngroups + 1 entries) */
     uint32_t ngroups;
     uint32_t *rows;
+    size_t bytes; /* what its arrays hold, as counted in the engine's account */
 } sindex;
 
 typedef struct eg_table {

@@ -8,11 +8,12 @@
  * the union-find, interned strings and pairs, pending writes, join work buffers, push
  * frames) is allocated through the eg__m* wrappers, which take the engine's account
  * (eg_mem_acct, one per engine: no global state) and add or subtract the block's usable
- * size as the allocator reports it. eg_options.mem_limit is checked against that count
- * where the node limit is checked, so a run that outgrows it stops cleanly with the
- * results so far (eg_exec.c). Small, bounded structures (names, compiled rules, parse
- * trees, command scratch) are not counted. A block allocated through an account must be
- * freed through the same account; sanitizer builds check at eg_engine_free that the
+ * size as the allocator reports it; a join index, built in many small steps, is counted
+ * once as a whole (eg__mem_add / eg__mem_sub, the bytes its arrays were asked for).
+ * eg_options.mem_limit is checked against that count where the node limit is checked, so a run that
+ * outgrows it stops cleanly with the results so far (eg_exec.c). Small, bounded structures (names,
+ * compiled rules, parse trees, command scratch) are not counted. A block allocated through an
+ * account must be freed through the same account; sanitizer builds check at eg_engine_free that the
  * account comes back to zero.
  *
  * Design decision: a failed allocation is not recoverable. It prints a message and
@@ -108,6 +109,16 @@ static void acct_sub(eg_mem_acct *m, size_t n)
     } else {
         m->bytes -= n;
     }
+}
+
+void eg__mem_add(eg_mem_acct *m, size_t bytes)
+{
+    acct_add(m, bytes);
+}
+
+void eg__mem_sub(eg_mem_acct *m, size_t bytes)
+{
+    acct_sub(m, bytes);
 }
 
 void *eg__mcalloc(eg_mem_acct *m, size_t n, size_t size)

@@ -36,7 +36,14 @@ eg_value eg__pair_canon(eg_engine *e, uint32_t sort, eg_value v);
 
 #define NO_USE UINT32_MAX
 
-static bool col_stale(eg_engine *e, uint32_t sort, eg_value v)
+/* The stale checks run once per row of every full pass: keep them inlined. */
+#if defined(__GNUC__)
+#define HOT_INLINE static inline __attribute__((always_inline))
+#else
+#define HOT_INLINE static inline
+#endif
+
+HOT_INLINE bool col_stale(eg_engine *e, uint32_t sort, eg_value v)
 {
     const eg_sort *s = &e->sorts[sort];
     if (!s->canon) return false;
@@ -44,7 +51,7 @@ static bool col_stale(eg_engine *e, uint32_t sort, eg_value v)
     return eg__pair_canon(e, sort, v) != v;
 }
 
-static bool row_stale(eg_engine *e, const eg_table *t, const eg_value *row)
+HOT_INLINE bool row_stale(eg_engine *e, const eg_table *t, const eg_value *row)
 {
     for (uint32_t c = 0; c < t->n_in; c++)
         if (col_stale(e, t->in_sort[c], row[c])) return true;
@@ -173,13 +180,13 @@ static void full_pass(eg_engine *e)
     for (uint32_t i = 0; i < e->nids; i++)
         e->uf[i] = e->uf[e->uf[i]];
     for (uint32_t ti = 0; ti < e->ntables; ti++) {
-        if (!e->tables[ti].has_eq) continue;
-        uint32_t n = e->tables[ti].nrows;
+        const eg_table *t = &e->tables[ti];
+        if (!t->has_eq) continue;
+        uint32_t n = t->nrows;
         for (uint32_t r = 0; r < n; r++) {
-            const eg_table *t = &e->tables[ti];
             if (t->flags[r] & RF_DEAD) continue;
             if (!row_stale(e, t, t->cols + (size_t)r * t->ncols)) continue;
-            reinsert(e, ti, r);
+            reinsert(e, ti, r); /* may grow the table's arrays: t's pointers are re-read */
         }
     }
 }

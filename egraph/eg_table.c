@@ -27,10 +27,11 @@ void eg__table_init(eg_table *t)
 
 static void six_free(eg_table *t, sindex *ix)
 {
-    eg__mfree(t->mem, ix->slots);
-    eg__mfree(t->mem, ix->gfirst);
-    eg__mfree(t->mem, ix->gstart);
-    eg__mfree(t->mem, ix->rows);
+    eg__free(ix->slots);
+    eg__free(ix->gfirst);
+    eg__free(ix->gstart);
+    eg__free(ix->rows);
+    eg__mem_sub(t->mem, ix->bytes);
 }
 
 void eg__table_clear_six(eg_table *t)
@@ -264,9 +265,11 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
     uint32_t ns = 16;
     while (ns < hi * 2)
         ns *= 2;
-    ix->slots = eg__mcalloc(t->mem, ns, sizeof(uint32_t));
+    /* the index's arrays are counted once, when it is complete (ix->bytes): one search
+     * phase builds many small indexes, and counting each growth step costs time */
+    ix->slots = eg__calloc(ns, sizeof(uint32_t));
     ix->nslots = ns;
-    uint32_t *grp = eg__marray(t->mem, NULL, hi + 1, sizeof(uint32_t)); /* row -> group */
+    uint32_t *grp = eg__array(NULL, hi + 1, sizeof(uint32_t)); /* row -> group; freed below */
     uint32_t *cnt = NULL, capg = 0, ng = 0;
     uint64_t *gh = NULL;
     uint32_t capgh = 0;
@@ -286,9 +289,9 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
             j = (j + 1) & (ns - 1);
         }
         if (g == UINT32_MAX) {
-            EG_MGROW(t->mem, cnt, capg, ng + 1);
-            EG_MGROW(t->mem, gh, capgh, ng + 1);
-            ix->gfirst = eg__marray(t->mem, ix->gfirst, capg, sizeof(uint32_t));
+            EG_GROW(cnt, capg, ng + 1);
+            EG_GROW(gh, capgh, ng + 1);
+            ix->gfirst = eg__array(ix->gfirst, capg, sizeof(uint32_t));
             g = ng++;
             cnt[g] = 0;
             gh[g] = h;
@@ -299,7 +302,7 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
         grp[r] = g;
     }
     ix->ngroups = ng;
-    ix->gstart = eg__marray(t->mem, NULL, ng + 1, sizeof(uint32_t));
+    ix->gstart = eg__array(NULL, ng + 1, sizeof(uint32_t));
     uint32_t acc = 0;
     for (uint32_t g = 0; g < ng; g++) {
         ix->gstart[g] = acc;
@@ -307,14 +310,16 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
         cnt[g] = ix->gstart[g];
     }
     ix->gstart[ng] = acc;
-    ix->rows = eg__marray(t->mem, NULL, acc + 1, sizeof(uint32_t));
+    ix->rows = eg__array(NULL, acc + 1, sizeof(uint32_t));
+    ix->bytes = ((size_t)ns + capg + ng + 1 + acc + 1) * sizeof(uint32_t);
+    eg__mem_add(t->mem, ix->bytes);
     for (uint32_t r = 0; r < hi; r++) {
         if (t->flags[r] & RF_DEAD) continue;
         ix->rows[cnt[grp[r]]++] = r;
     }
-    eg__mfree(t->mem, cnt);
-    eg__mfree(t->mem, grp);
-    eg__mfree(t->mem, gh);
+    eg__free(cnt); /* the work arrays above are not counted: they live only in this call */
+    eg__free(grp);
+    eg__free(gh);
     return ix;
 }
 
