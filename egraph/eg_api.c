@@ -440,6 +440,14 @@ int eg_check_invariants(eg_engine *e, eg_error *err)
             return EG_ERR_RUNTIME;
         }
     }
+    char why[512];
+    if (eg__uses_check(e, why, sizeof why) != 0) {
+        if (err) {
+            err->code = EG_ERR_RUNTIME;
+            snprintf(err->msg, sizeof err->msg, "invariant: %s", why);
+        }
+        return EG_ERR_RUNTIME;
+    }
     return 0;
 }
 

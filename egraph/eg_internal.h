@@ -478,6 +478,9 @@ void eg__rebuild_full(struct eg_engine *e);
 void eg__rebuild_reset(struct eg_engine *e); /* pop restored the tables: forget the index */
 void eg__uses_drop(struct eg_engine *e);
 void eg__uses_add_row(struct eg_engine *e, const eg_table *t, uint32_t r);
+/* Debug check, slow: when the uses index exists, every e-class cell of every live row is
+ * in it. Returns 0, or -1 with a description in why. */
+int eg__uses_check(struct eg_engine *e, char *why, size_t n);
 void eg__flush_pending(struct eg_engine *e);
 eg_stop_reason eg__run_ruleset(struct eg_engine *e, uint32_t rs, uint64_t n, query *until,
                                bool *changed);

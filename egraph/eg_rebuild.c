@@ -30,6 +30,8 @@
  * rebuilds with full passes. */
 #include "eg_internal.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 eg_value eg__pair_canon(eg_engine *e, uint32_t sort, eg_value v);
@@ -129,6 +131,52 @@ static void uses_build(eg_engine *e)
             if (!(t->flags[r] & RF_DEAD)) eg__uses_add_row(e, t, r);
     }
     e->nuse_built = e->nuse;
+}
+
+typedef struct {
+    uint32_t id;
+    uint64_t key;
+} use_pair;
+
+static int pair_cmp(const void *a, const void *b)
+{
+    const use_pair *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* Recomputes the uses the slow way (every e-class cell of every live row) and looks each
+ * up in a sorted copy of the index. */
+int eg__uses_check(eg_engine *e, char *why, size_t n)
+{
+    if (!e->uses_on) return 0;
+    use_pair *all = eg__array(NULL, (size_t)e->nuse + 1, sizeof *all);
+    size_t m = 0;
+    for (uint32_t id = 0; id < e->nuse_head; id++)
+        for (uint32_t u = e->use_head[id]; u != NO_USE; u = e->use_next[u])
+            all[m++] = (use_pair){id, e->use_key[u]};
+    qsort(all, m, sizeof *all, pair_cmp);
+    int rc = 0;
+    for (uint32_t ti = 0; ti < e->ntables && !rc; ti++) {
+        const eg_table *t = &e->tables[ti];
+        if (!t->has_eq) continue;
+        for (uint32_t r = 0; r < t->nrows && !rc; r++) {
+            if (t->flags[r] & RF_DEAD) continue;
+            for (uint32_t c = 0; c < t->ncols && !rc; c++) {
+                uint32_t s = c < t->n_in ? t->in_sort[c] : t->out_sort;
+                if (e->sorts[s].kind != SK_EQ) continue;
+                use_pair want = {(uint32_t)t->cols[(size_t)r * t->ncols + c],
+                                 (uint64_t)ti << 32 | r};
+                if (!bsearch(&want, all, m, sizeof *all, pair_cmp)) {
+                    snprintf(why, n, "the rebuild index lacks table %s row %u column %u", t->name,
+                             r, c);
+                    rc = -1;
+                }
+            }
+        }
+    }
+    eg__free(all);
+    return rc;
 }
 
 /* ---- the candidate heap: (table, row) keys, smallest first ---- */
