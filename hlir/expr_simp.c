@@ -303,7 +303,9 @@ static hl_expr mul_flat(hl_expr_pool *p, hl_expr a, hl_expr b)
         e = hl_e_num(p, k);
     } else {
         sort_exprs(p, f.e, f.n);
-        e = term_expr(p, (term){k, chain(p, HL_E_MUL, f.e, f.n)});
+        /* a refused (too large) monomial must not pass for HL_NONE, the monomial 1 */
+        hl_expr m = chain(p, HL_E_MUL, f.e, f.n);
+        e = m == HL_NONE ? HL_NONE : term_expr(p, (term){k, m});
     }
     hl__free(f.e);
     return e;
@@ -380,7 +382,11 @@ static bool term_divides(hl_expr_pool *p, term d, term t, term *q)
             *q = (term){t.k / d.k, HL_NONE};
         } else {
             sort_exprs(p, tf.e, tf.n);
-            *q = (term){t.k / d.k, chain(p, HL_E_MUL, tf.e, tf.n)};
+            hl_expr m = chain(p, HL_E_MUL, tf.e, tf.n);
+            if (m == HL_NONE) /* refused as too large: not the monomial 1 */
+                ok = false;
+            else
+                *q = (term){t.k / d.k, m};
         }
     }
     hl__free(df.e);

@@ -491,6 +491,22 @@ START_TEST(long_products_of_sums_simplify_in_bounded_time)
 }
 END_TEST
 
+START_TEST(a_product_over_the_size_bound_is_refused_not_taken_for_one)
+{
+    /* the product's monomial is refused as too large; it once came back as the bare
+     * coefficient 15, as if the monomial were 1 (a fuzzer finding: a wrong value) */
+    hl_expr a = hl_e_num(P, 3), b = hl_e_num(P, 5);
+    for (int i = 2; i < 602; i++) {
+        a = hl_e_mul(P, a, hl_e_div(P, hl_e_z(P), hl_e_num(P, i)));
+        b = hl_e_mul(P, b, hl_e_div(P, hl_e_var(P, "s"), hl_e_num(P, i)));
+    }
+    ck_assert_uint_ne(a, HL_NONE);
+    ck_assert_uint_ne(b, HL_NONE);
+    ck_assert_uint_eq(hl_e_mul(P, a, b), HL_NONE);
+    ck_assert(!hl_expr_pool_failed(P));
+}
+END_TEST
+
 START_TEST(trees_over_the_size_bound_are_refused)
 {
     /* min(e, e + 1) doubles the tree each round; the pool refuses past 4096 nodes */
@@ -533,6 +549,7 @@ int main(void)
     tcase_add_test(tc, overflowing_values_are_rejected_not_wrapped);
     tcase_add_test(tc, products_whose_expansion_overflows_keep_their_sums_as_factors);
     tcase_add_test(tc, long_products_of_sums_simplify_in_bounded_time);
+    tcase_add_test(tc, a_product_over_the_size_bound_is_refused_not_taken_for_one);
     tcase_add_test(tc, trees_over_the_size_bound_are_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
