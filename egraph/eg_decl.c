@@ -242,11 +242,16 @@ static uint32_t rule_ruleset(eg_engine *e, const sx *s, uint32_t from)
     return 0;
 }
 
-static const char *rule_name(const sx *s, uint32_t from)
+static const char *rule_name(eg_engine *e, const sx *s, uint32_t from)
 {
-    for (uint32_t i = from; i + 1 < s->n; i++)
-        if (eg__sx_is(s->items[i], ":name") && s->items[i + 1]->kind == SX_STR)
-            return s->items[i + 1]->text;
+    for (uint32_t i = from; i + 1 < s->n; i++) {
+        if (!eg__sx_is(s->items[i], ":name")) continue;
+        if (s->items[i + 1]->kind != SX_STR) {
+            e->err->code = EG_ERR_PARSE;
+            eg__throw(e, s->items[i + 1], ":name takes a string, as in :name \"my-rule\"");
+        }
+        return s->items[i + 1]->text;
+    }
     return NULL;
 }
 
@@ -327,12 +332,13 @@ static void cmd_rule(eg_engine *e, const sx *s)
     static const bool args[] = {true, true, false, false};
     check_options(e, s, 3, opts, args, 4);
     uint32_t rs = rule_ruleset(e, s, 3);
+    const char *name = rule_name(e, s, 3);
     cc *c = eg__cc_new(e);
     eg__cc_facts(e, c, (const sx *const *)s->items[1]->items, s->items[1]->n);
     eg__cc_finish(e, c);
     for (uint32_t i = 0; i < s->items[2]->n; i++)
         eg__cc_action(e, c, s->items[2]->items[i]);
-    install_rule(e, c, rs, rule_name(s, 3), has_flag(s, 3, ":naive"), s);
+    install_rule(e, c, rs, name, has_flag(s, 3, ":naive"), s);
     eg__cc_done(e);
 }
 
@@ -399,7 +405,7 @@ static void cmd_rewrite(eg_engine *e, const sx *s, bool bi)
     check_options(e, s, 3, opts, args, 4);
     bool subsume = has_flag(s, 3, ":subsume");
     uint32_t rs = rule_ruleset(e, s, 3);
-    const char *name = rule_name(s, 3);
+    const char *name = rule_name(e, s, 3);
     rewrite_one(e, s, s->items[1], s->items[2], when, subsume, rs, name);
     if (bi) rewrite_one(e, s, s->items[2], s->items[1], when, subsume, rs, name);
 }
