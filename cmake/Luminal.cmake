@@ -1,4 +1,6 @@
-# Shared build helpers: third-party libraries found once, and one way to declare a test.
+# Shared build helpers: third-party libraries found once, the module table and
+# lm_add_module (LmModule.cmake), and one way to declare a test.
+include(LmModule)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
@@ -11,16 +13,21 @@ endif()
 set(LUMINAL_SHARED_DIR "${CMAKE_SOURCE_DIR}/../shared" CACHE PATH
     "Shared material (conformance programs); tests that need it skip when absent")
 
-# lm_add_check_test(NAME LABELS l1 [l2...] SOURCES f1.c [...] LIBS lib1 [...])
+# lm_add_check_test(NAME LABELS l1 [l2...] SOURCES f1.c [...] LIBS lib1 [...]
+#                   [INTERNALS module ...] [TIMEOUT s])
 # Builds a Check test program and registers it with ctest under the given labels.
 # Does nothing when LUMINAL_TESTS is OFF (the fuzz build), so test folders can hold both.
 function(lm_add_check_test name)
   if(NOT LUMINAL_TESTS)
     return()
   endif()
-  cmake_parse_arguments(T "" "TIMEOUT" "LABELS;SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "" "TIMEOUT" "LABELS;SOURCES;LIBS;INTERNALS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} PkgConfig::CHECK m)
+  # White-box tests may read the private headers of the modules they name in INTERNALS.
+  foreach(m IN LISTS T_INTERNALS)
+    target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/${m})
+  endforeach()
   target_compile_definitions(${name} PRIVATE
     LUMINAL_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
     LUMINAL_SHARED_DIR="${LUMINAL_SHARED_DIR}")

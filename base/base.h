@@ -1,0 +1,191 @@
+/* base.h - what every module of luminal-c shares: the one public header of base/.
+ *
+ * Three things more than one module needs, kept once:
+ *
+ *   errors    one error record (lm_err) and one numbering of error codes (lm_code) for
+ *             every module, so an error raised in cuda_rt reaches the search and the
+ *             command line without translation; lm_err_set is the door every error of
+ *             every module finally goes through (a breakpoint there catches them all)
+ *   random    PCG32, the generator behind every random choice (graphs, inputs, genomes)
+ *   files     reading a whole file (or standard input, "-") into memory
+ *
+ * The conventions these serve are written in docs/architecture.md. In short:
+ *
+ * - A fallible function returns an lm_code (0 is success, every error is positive) or a
+ *   pointer (NULL on failure), and fills a caller-supplied lm_err.
+ * - The caller owns the record and is the only one who clears it (lm_err_clear, or
+ *   zero-initialising it: `lm_err err = {0};` is an empty record). Callees never clear.
+ * - Records are sticky: the first error wins. Raising into a record that already holds an
+ *   error keeps the first and returns its code, so a chain of calls is checked once.
+ * - Each module raises its errors through one function of its own (hl__fail, eg__throw,
+ *   rt__fail, ...), which ends in lm_err_set or lm_err_setv.
+ *
+ * Nothing here allocates except lm_read_file; nothing holds global state.
+ */
+#ifndef LUMINAL_BASE_H
+#define LUMINAL_BASE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ==================================================================================
+ * Errors
+ * ================================================================================== */
+
+/* Every error code of every module: 0 is success, every error is positive. Modules name
+ * the codes they raise in their own enums (HL_ERR_SHAPE, RT_EFAULT, EG_ERR_TYPE, ...)
+ * whose values are these, so a code means the same thing wherever it arrives. */
+typedef enum lm_code {
+    LM_OK = 0,
+    /* any module */
+    LM_ENOMEM,  /* an allocation failed or a size overflowed; the structure is as before */
+    LM_EARG,    /* a bad argument to an API function (a caller's bug, or misuse) */
+    LM_EPARSE,  /* malformed text: JSON, s-expressions, expressions, plan files */
+    LM_EIO,     /* a file could not be read or written */
+    LM_ELIMIT,  /* a limit was reached (nodes, memory, time, candidates) and it is fatal */
+    LM_EUNSUPPORTED, /* valid input that this build, device or library cannot do */
+    /* the rules language and the engine */
+    LM_ETYPE,    /* a type error, unbound name, wrong arity, ungrounded variable */
+    LM_ERUNTIME, /* a failed check, panic, primitive failure, merge conflict, bad data */
+    /* tensors */
+    LM_ESHAPE, /* shapes do not agree */
+    LM_EDTYPE, /* a dtype is not accepted, or two dtypes differ */
+    LM_EDIM,   /* an unknown or unbound dynamic dimension */
+    LM_EEVAL,  /* an expression could not be evaluated (division by zero, overflow) */
+    LM_EVIEW,  /* a view change cannot be expressed as strides (the caller may copy) */
+    /* the compiler's middle */
+    LM_EVERIFY,   /* an LLIR graph, genome or e-graph breaks an invariant (names the rule) */
+    LM_EMISMATCH, /* a candidate's outputs disagree with the reference runtime */
+    /* the GPU */
+    LM_ENODEV,   /* no CUDA driver or no device */
+    LM_EDRIVER,  /* a driver call failed */
+    LM_EFAULT,   /* a kernel faulted, or isolated work died */
+    LM_ENVRTC,   /* NVRTC could not be loaded, or failed outside compilation */
+    LM_ECOMPILE, /* NVRTC rejected generated source */
+    LM_EBLAS,    /* a cuBLASLt call failed or found no algorithm */
+    LM_ETIMEOUT, /* work did not finish within its timeout */
+    LM_ESTALE,   /* an object made before a context reset was used after it */
+    LM_CODE_COUNT
+} lm_code;
+
+/* A short lower-case name of a code ("shape mismatch", "kernel fault", ...); never NULL
+ * ("unknown error" for a value outside the enum). */
+const char *lm_code_name(int code);
+/* The enum's identifier ("LM_ESHAPE"); never NULL. */
+const char *lm_code_ident(int code);
+
+#define LM_NONE UINT32_MAX /* "no node", "no id" */
+#define LM_ERR_MSG 2048    /* NVRTC logs with their source lines fit */
+#define LM_ERR_NAME 128
+
+/* Where in the user's input an error is: any field may be empty. */
+typedef struct lm_loc {
+    const char *file;  /* input file (or "<json>", "<input>"); NULL when none */
+    uint32_t line;     /* 1-based; 0 when unknown */
+    uint32_t col;      /* 1-based; 0 when unknown */
+    const char *node;  /* the user's name of the node, rule, kernel ...; NULL when none */
+    uint32_t node_id;  /* the node's id in its graph, or LM_NONE */
+    const char *field; /* the field (JSON key, operand, argument); NULL when none */
+} lm_loc;
+
+/* The error record. The caller owns it; `lm_err err = {0};` or lm_err_clear make it
+ * empty. code is LM_OK while empty. msg is the whole message a user reads, beginning
+ * with the location ("file:line:col: node 'h1': field 'eps': expected a number"); the
+ * location is also kept field by field for programs (tests, the search's log). */
+typedef struct lm_err {
+    int code;                   /* LM_OK, or a positive lm_code */
+    uint32_t line, col;         /* 0 when unknown */
+    uint32_t node_id;           /* LM_NONE when unknown; 0 in a zeroed record means node 0
+                                   only when node[0] or the message says so */
+    char file[LM_ERR_NAME];     /* "" when unknown */
+    char node[LM_ERR_NAME];     /* "" when unknown */
+    char field[LM_ERR_NAME];    /* "" when unknown */
+    char msg[LM_ERR_MSG];       /* NUL-terminated; "" while empty */
+} lm_err;
+
+/* Empties the record. Accepts NULL. Cannot fail. */
+void lm_err_clear(lm_err *err);
+/* True when err holds an error (false for NULL). */
+static inline bool lm_err_is_set(const lm_err *err)
+{
+    return err && err->code != LM_OK;
+}
+
+/* The door: records code (> 0), the location (loc may be NULL) and the printf-formatted
+ * message, prefixed with the location as "file:line:col: node 'N': field 'F': " (the
+ * parts that are known), and returns code. When err already holds an error it is kept
+ * (the first error wins) and its code is returned. err may be NULL: then only code is
+ * returned. The message is truncated to fit (ending in "..."). */
+int lm_err_set(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+int lm_err_setv(lm_err *err, int code, const lm_loc *loc, const char *fmt, va_list ap);
+
+/* Prefixes the message of a held error with "what: " (e.g. the candidate or program that
+ * the error happened in), keeping the code and location. Does nothing on an empty record.
+ * The message is truncated to fit. */
+void lm_err_prefix(lm_err *err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Copies src into dst unless dst already holds an error (the first error wins). */
+void lm_err_copy(lm_err *dst, const lm_err *src);
+
+/* ==================================================================================
+ * Random numbers: PCG32
+ * ==================================================================================
+ *
+ * O'Neill's permuted congruential generator, XSH RR variant: 64-bit state, a stream
+ * selector, 32-bit outputs. Seeded only from (seed, stream), so the same pair gives the
+ * same numbers on every machine; different streams give independent sequences. */
+
+typedef struct lm_pcg32 {
+    uint64_t state, inc;
+} lm_pcg32;
+
+void lm_pcg_seed(lm_pcg32 *r, uint64_t seed, uint64_t stream);
+uint32_t lm_pcg_next(lm_pcg32 *r);
+/* Uniform in [0, n) without modulo bias; n > 0. */
+uint32_t lm_pcg_below(lm_pcg32 *r, uint32_t n);
+/* Uniform in [0, 1) in steps of 2^-32. */
+double lm_pcg_unit(lm_pcg32 *r);
+
+/* ==================================================================================
+ * Files
+ * ================================================================================== */
+
+/* Reads the whole file at path into a NUL-terminated buffer that the caller frees with
+ * free(); "-" reads standard input. *len (may be NULL) receives the length without the
+ * NUL. Fails with LM_EIO naming the path and the reason (missing, a directory, unreadable,
+ * larger than max_bytes when max_bytes > 0) or LM_ENOMEM; then returns NULL. */
+char *lm_read_file(const char *path, size_t max_bytes, size_t *len, lm_err *err);
+
+/* ==================================================================================
+ * Small shared helpers
+ * ================================================================================== */
+
+/* Wall-clock seconds from a monotonic clock (for limits and progress, never results). */
+double lm_now_s(void);
+
+/* Bytes of physical memory this process may use (the machine's memory, lowered by a
+ * cgroup limit where one applies); 0 when unknown. */
+uint64_t lm_mem_available(void);
+
+/* Parses a byte count with an optional K, M or G suffix (powers of 1024) into *out.
+ * false for anything else (empty, a sign, a fraction, trailing text, overflow). */
+bool lm_parse_bytes(const char *text, uint64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LUMINAL_BASE_H */
