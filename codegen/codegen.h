@@ -1,0 +1,132 @@
+/* codegen.h - CUDA C for LLIR programs: the one public header of codegen/.
+ *
+ * codegen turns a verified LLIR graph (llir.h) into a plan: pure data that says what
+ * to run, with nothing of the GPU in it. Every kernel node and fused region becomes one
+ * CUDA C module holding one kernel (`extern "C" __global__ void lm_kernel(...)`), written
+ * for Hopper (sm_90): 128-bit vector loads and stores where strides and alignment allow,
+ * grid-stride loops, warp or block row reductions, f32 accumulation for bf16/f16/fp8
+ * storage, index arithmetic in 32 bits where the bounds prove it fits, dynamic dims as
+ * kernel parameters and launch geometry as expressions of the dims. Every library call
+ * becomes a cuBLASLt spec whose sizes are expressions of the dims. Every tensor the
+ * program stores is a buffer with a live range.
+ *
+ * The program/ module plans the arena, builds the CUDA graph and runs the plan on
+ * cuda_rt; the search compiles the modules with NVRTC and measures it.
+ *
+ * Determinism: the same LLIR gives the same plan and the same sources, byte for byte,
+ * so NVRTC's cache (keyed by source) hits across candidates that share a kernel.
+ *
+ * Errors through base's lm_err; a kernel that cannot be generated names the LLIR node.
+ * docs/codegen.md describes the kernels, the plan and its file format.
+ */
+#ifndef LUMINAL_CODEGEN_H
+#define LUMINAL_CODEGEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base.h"
+#include "hlir.h"
+#include "llir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A buffer the program stores: a graph input, a graph output, an intermediate (planned
+ * into the arena by live range), or a library call's workspace. Sizes are expressions of
+ * the graph's dims, in the plan's expression pool. */
+typedef enum cg_buf_kind { CG_BUF_INPUT = 0, CG_BUF_OUTPUT, CG_BUF_TEMP, CG_BUF_WORKSPACE } cg_buf_kind;
+
+typedef struct cg_buffer {
+    cg_buf_kind kind;
+    uint32_t index;      /* input or output index for CG_BUF_INPUT / CG_BUF_OUTPUT */
+    hl_dtype dtype;
+    hl_expr numel;       /* elements */
+    uint32_t first_step; /* live from the step that writes it ... */
+    uint32_t last_step;  /* ... to the last step that reads it (outputs: to the end) */
+    uint32_t llir_node;  /* the node that stores it */
+} cg_buffer;
+
+/* One kernel parameter. */
+typedef enum cg_param_kind {
+    CG_P_BUFFER = 0, /* a pointer: the address of buffer `buf` */
+    CG_P_DIM,        /* an int64: the value of dynamic dim `dim` */
+} cg_param_kind;
+
+typedef struct cg_param {
+    cg_param_kind kind;
+    uint32_t buf; /* CG_P_BUFFER */
+    uint32_t dim; /* CG_P_DIM */
+} cg_param;
+
+#define CG_MAX_PARAMS 48
+
+/* One kernel: its module's source (one kernel named lm_kernel per module), launch
+ * geometry and parameters. */
+typedef struct cg_kernel {
+    char *source;            /* owned; NUL-terminated CUDA C */
+    uint32_t llir_node;      /* the LLIR node (kernel or region) it computes */
+    hl_expr grid[3];         /* blocks, as expressions of the dims */
+    uint32_t block[3];       /* threads per block */
+    uint32_t shared_bytes;   /* dynamic shared memory */
+    uint32_t n_params;
+    cg_param params[CG_MAX_PARAMS];
+    const char *template_name; /* "elementwise", "row", "reduce", "matmul", ... (static) */
+} cg_kernel;
+
+/* One cuBLASLt call: the matmul of an LLIR Blas node, sizes as expressions. */
+typedef struct cg_blas {
+    uint32_t llir_node;
+    ll_matmul mm;
+    uint32_t a, b, c, d, bias; /* buffers (LM_NONE when absent) */
+    uint32_t workspace;        /* buffer */
+} cg_blas;
+
+/* One step of the program, in execution order; each depends on the steps that wrote
+ * the buffers it reads. */
+typedef enum cg_step_kind { CG_STEP_KERNEL = 0, CG_STEP_BLAS } cg_step_kind;
+typedef struct cg_step {
+    cg_step_kind kind;
+    uint32_t index; /* into kernels or blas */
+} cg_step;
+
+typedef struct cg_plan {
+    hl_expr_pool *exprs; /* owned: every expression of the plan */
+    uint32_t n_dims;     /* the graph's dynamic dims, in order */
+    hl_dim *dims;        /* owned copies (expr and var in exprs) */
+    char **dim_names;    /* owned */
+    uint32_t n_buffers;
+    cg_buffer *buffers;
+    uint32_t n_kernels;
+    cg_kernel *kernels;
+    uint32_t n_blas;
+    cg_blas *blas;
+    uint32_t n_steps;
+    cg_step *steps;
+    uint32_t n_inputs, n_outputs;
+    uint32_t *input_buf;  /* buffer of input i */
+    uint32_t *output_buf; /* buffer of output i */
+} cg_plan;
+
+/* Generation options. Zero-initialised options are valid and mean the defaults. */
+typedef struct cg_options {
+    int arch; /* compute capability as major*10+minor; default 90 */
+} cg_options;
+
+/* Writes the plan of a verified LLIR graph. NULL with err naming the LLIR node on
+ * failure (LM_EUNSUPPORTED for an op no template covers, LM_ENOMEM). */
+cg_plan *cg_plan_new(const ll_graph *g, const cg_options *opt, lm_err *err);
+void cg_plan_free(cg_plan *p);
+
+/* Compiles every kernel of the plan with NVRTC for sm_<arch> where NVRTC can be loaded
+ * (no GPU needed): a check for CI. A compile error names the LLIR node and shows the
+ * offending source lines. Implemented in program/ (which may use cuda_rt); declared
+ * there. */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LUMINAL_CODEGEN_H */
