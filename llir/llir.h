@@ -180,11 +180,12 @@ typedef struct ll_space_stats {
     uint32_t per_dialect[LL_D_COUNT]; /* choices per dialect */
 } ll_space_stats;
 
-/* Serializes e (which must hold an encoding with the global `root`, or the root given)
+/* Serializes e (which must hold an encoding whose root IR class is `root`, e.g. from
+ * hl_graph_encode)
  * and builds the space. Checks: every IR class has a dtype (the `dtype` function), every
  * node's kind is registered or HLIR-only, the root class survives cleanup (else
  * LM_EVERIFY naming the last rule that emptied it). Returns NULL with err set. */
-ll_space *ll_space_new(eg_engine *e, lm_err *err);
+ll_space *ll_space_new(eg_engine *e, eg_value root, lm_err *err);
 void ll_space_free(ll_space *s);
 void ll_space_get_stats(const ll_space *s, ll_space_stats *out);
 /* Choices per op (registry index), e.g. how many KAdd nodes: counts[ll_op_count()]. */
