@@ -122,6 +122,14 @@
        (< ?ub 4611686018427387904) (> ?ub -4611686018427387904))
       ((set (upper ?e) (+ ?ua ?ub))) :ruleset expr :name "bounds-add-upper")
 
+; floor modulo by d >= 1 lies in [0, d - 1]; floor division of x >= 0 by d >= 1 is >= 0
+(rule ((= ?e (MMod ?x ?d)) (= ?ld (lower ?d)) (>= ?ld 1)) ((set (lower ?e) 0))
+      :ruleset expr :name "bounds-mod-lower")
+(rule ((= ?e (MMod ?x ?d)) (= ?ld (lower ?d)) (>= ?ld 1) (= ?ud (upper ?d)))
+      ((set (upper ?e) (- ?ud 1))) :ruleset expr :name "bounds-mod-upper")
+(rule ((= ?e (MDiv ?x ?d)) (= ?lx (lower ?x)) (>= ?lx 0) (= ?ld (lower ?d)) (>= ?ld 1))
+      ((set (lower ?e) 0)) :ruleset expr :name "bounds-div-lower")
+
 ; (pos e): e >= 1 for every value of the dims; (nz e): e != 0
 (relation pos (Expression))
 (relation nz (Expression))

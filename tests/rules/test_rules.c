@@ -703,6 +703,34 @@ START_TEST(the_dtype_guard_catches_a_wrong_operand_dtype)
 }
 END_TEST
 
+/* Family 1 on terms written for the purpose: tests/rules/expr_algebra.egg's checks (folds,
+ * floor division of negatives, no fold that wraps or divides by zero, the div/mod
+ * identities, canonical forms, coefficients of strides, bounds). */
+START_TEST(the_expression_algebra_folds_to_canonical_forms)
+{
+    eg_options o;
+    eg_options_default(&o);
+    FILE *null = fopen("/dev/null", "w");
+    o.out = null;
+    o.log = null;
+    eg_engine *e = eg_engine_new(&o);
+    hl_error herr;
+    hl_error_clear(&herr);
+    ck_assert_msg(hl_encode_declare(e, &herr) == HL_OK, "%s", herr.msg);
+    char *rules = tr_rules_text();
+    char *checks = tr_read(LUMINAL_SOURCE_DIR "/tests/rules/expr_algebra.egg");
+    eg_error ee;
+    ck_assert_msg(eg_run_text(e, rules, "rules.dsl", &ee) == 0, "%s", ee.msg);
+    ck_assert_msg(eg_run_text(e, checks, "expr_algebra.egg", &ee) == 0, "%s", ee.msg);
+    /* and the file's checks can fail: a false one is reported */
+    ck_assert_int_ne(eg_run_text(e, "(check (= f1 (MNum 6)))", "false-check", &ee), 0);
+    free(checks);
+    free(rules);
+    eg_engine_free(e);
+    fclose(null);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------------------ */
 /* matmul recovery on handmade graphs: the exact calls */
 
@@ -1187,6 +1215,7 @@ int main(void)
     tcase_add_test(tc, every_example_saturates_and_passes_the_checks);
     tcase_add_test(tc, the_checks_fail_without_the_families_they_check);
     tcase_add_test(tc, the_dtype_guard_catches_a_wrong_operand_dtype);
+    tcase_add_test(tc, the_expression_algebra_folds_to_canonical_forms);
     tcase_add_test(tc, handmade_matmuls_become_the_expected_calls);
     tcase_add_test(tc, generated_graphs_saturate_and_every_class_has_a_dtype);
     tcase_add_test(tc, run_egg_holds_the_phases_in_order);
