@@ -790,6 +790,17 @@ static const tr_blas_case tr_blas_cases[] = {
       "(F32) 0.0 0 (Bf16) (Bf16) (F32) (F32) (F32))",
       "(Blas (MNum 8) (MNum 24) (MNum 16) (MNum 1) (MNum 16) (MNum 24) (MNum 0) (MNum 0) 0 0 1.0 "
       "(F32) 0.0 0 " F32X5 ")"}},
+    /* f16: alpha from a Cast of a Constant to f16 (alpha_dt F16: the graph rounded 0.1 to
+     * f16), then D written in f32 */
+    {"mm_f16_alpha",
+     1,
+     3,
+     {"(Blas (MNum 8) (MNum 24) (MNum 16) (MNum 1) (MNum 16) (MNum 24) (MNum 0) (MNum 0) 0 0 "
+      "0.10000000149011612 (F16) 0.0 0 (F16) (F16) (F16) (F16) (F16))",
+      "(Blas (MNum 8) (MNum 24) (MNum 16) (MNum 1) (MNum 16) (MNum 24) (MNum 0) (MNum 0) 0 0 "
+      "0.10000000149011612 (F16) 0.0 0 (F16) (F16) (F32) (F32) (F32))",
+      "(Blas (MNum 8) (MNum 24) (MNum 16) (MNum 1) (MNum 16) (MNum 24) (MNum 0) (MNum 0) 0 0 1.0 "
+      "(F32) 0.0 0 (F16) (F16) (F16) (F16) (F16))"}},
     /* fp8 only in the TN form (A row-major, B column-major); e4m3 x e5m2 with B row-major
      * gets the f32 call on the casts only */
     {"mm_fp8",
