@@ -1218,6 +1218,33 @@ START_TEST(saturation_is_deterministic)
 }
 END_TEST
 
+/* Every named rule of rules.dsl is described in docs/rules.md (as `name`), and every
+ * rule has a name. */
+START_TEST(every_rule_is_named_and_documented)
+{
+    char *rules = tr_rules_text();
+    char *doc = tr_read(LUMINAL_SOURCE_DIR "/docs/rules.md");
+    int named = 0, rules_n = 0;
+    for (char *p = rules; (p = strstr(p, "\n(rule ")) != NULL; p++)
+        rules_n++;
+    for (char *p = rules; (p = strstr(p, ":name \"")) != NULL; p++) {
+        char name[128], quoted[132];
+        const char *q = p + 7;
+        size_t n = strcspn(q, "\"");
+        ck_assert_uint_lt(n, sizeof name);
+        memcpy(name, q, n);
+        name[n] = 0;
+        snprintf(quoted, sizeof quoted, "`%s`", name);
+        ck_assert_msg(strstr(doc, quoted) != NULL, "docs/rules.md does not describe %s", quoted);
+        named++;
+    }
+    ck_assert_int_gt(named, 200);
+    ck_assert_int_eq(named, rules_n);
+    free(doc);
+    free(rules);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rules");
@@ -1232,6 +1259,7 @@ int main(void)
     tcase_add_test(tc, run_egg_holds_the_phases_in_order);
     tcase_add_test(tc, eqsat_and_the_phase_facts_give_the_same_e_graph);
     tcase_add_test(tc, saturation_is_deterministic);
+    tcase_add_test(tc, every_rule_is_named_and_documented);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
