@@ -152,6 +152,8 @@ static int tr_phases(const eg_engine *e, tr_phase *ph)
     return n;
 }
 
+static uint64_t tr_node_limit = TR_NODE_LIMIT; /* lowered by one test */
+
 typedef struct tr_run {
     eg_engine *e;
     FILE *out;
@@ -181,7 +183,7 @@ static void tr_saturate_with(const hl_graph *g, const char *rules, const char *s
     memset(r, 0, sizeof *r);
     eg_options o;
     eg_options_default(&o);
-    o.node_limit = TR_NODE_LIMIT;
+    o.node_limit = tr_node_limit;
     o.mem_limit = TR_MEM_LIMIT;
     o.time_limit_s = TR_TIME_LIMIT_S;
     r->out = fopen("/dev/null", "w");
@@ -208,8 +210,12 @@ static void tr_saturate_with(const hl_graph *g, const char *rules, const char *s
             break;
         }
         if (why != EG_STOP_SATURATED) {
-            snprintf(r->err, sizeof r->err, "phase %s (%s) did not saturate: stop reason %d",
-                     r->ph[i].name, r->ph[i].sched, (int)why);
+            static const char *const reasons[] = {"saturated",  "its bound",  "until",
+                                                  "node limit", "iteration limit",
+                                                  "time limit", "memory limit"};
+            snprintf(r->err, sizeof r->err, "phase %s (%s) did not saturate: stopped at %s",
+                     r->ph[i].name, r->ph[i].sched,
+                     (unsigned)why < 7 ? reasons[why] : "an unknown reason");
             break;
         }
     }
@@ -676,6 +682,26 @@ START_TEST(the_checks_fail_without_the_families_they_check)
     tr_view_fini(&v);
     tr_run_free(&r);
     free(rules);
+    hl_graph_free(g);
+}
+END_TEST
+
+/* A limit names the phase that hit it: with room for the encoding and a few hundred rows
+ * more, the run stops in a phase that grows the e-graph, and says which. */
+START_TEST(a_limit_names_the_phase_that_hit_it)
+{
+    hl_graph *g = tr_load(LUMINAL_SOURCE_DIR "/examples/graphs/llama_block_bf16.json");
+    tr_run r;
+    tr_saturate(g, &r, "llama_block_bf16");
+    uint64_t full = r.nodes;
+    tr_run_free(&r);
+    tr_node_limit = full / 2;
+    tr_saturate_with(g, NULL, NULL, &r);
+    tr_node_limit = TR_NODE_LIMIT;
+    ck_assert_msg(strstr(r.err, "stopped at node limit") != NULL, "got '%s'", r.err);
+    ck_assert_msg(strncmp(r.err, "phase ", 6) == 0, "got '%s'", r.err);
+    fprintf(stderr, "rules: with %llu rows allowed: %s\n", (unsigned long long)(full / 2), r.err);
+    tr_run_free(&r);
     hl_graph_free(g);
 }
 END_TEST
@@ -1253,6 +1279,7 @@ int main(void)
     tcase_add_test(tc, every_example_saturates_and_passes_the_checks);
     tcase_add_test(tc, the_checks_fail_without_the_families_they_check);
     tcase_add_test(tc, the_dtype_guard_catches_a_wrong_operand_dtype);
+    tcase_add_test(tc, a_limit_names_the_phase_that_hit_it);
     tcase_add_test(tc, the_expression_algebra_folds_to_canonical_forms);
     tcase_add_test(tc, handmade_matmuls_become_the_expected_calls);
     tcase_add_test(tc, generated_graphs_saturate_and_every_class_has_a_dtype);
