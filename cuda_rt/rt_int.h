@@ -1,8 +1,8 @@
 /* rt_int.h: cuda_rt's private header, shared by the module's files and nobody else.
  *
  * The driver and cuBLASLt are reached only through two function tables, rt_drv and
- * rt_blaslib. Each entry takes `self` first; drv_cuda.c fills the tables with thin
- * wrappers over the functions that cuGetProcAddress / dlsym found, drv_mock.c with the
+ * rt_blaslib. Each entry takes `self` first; rt_drv_cuda.c fills the tables with thin
+ * wrappers over the functions that cuGetProcAddress / dlsym found, rt_drv_mock.c with the
  * mock's recording implementations. Nothing else in the module knows which one it has.
  */
 #ifndef LUMINAL_CUDA_RT_INT_H
@@ -118,7 +118,7 @@ typedef struct rt_blaslib {
                              CUstream st);
 } rt_blaslib;
 
-/* drv_cuda.c: the real libraries. Each returns 0, or RT_ENODEV / RT_EBLAS with a message.
+/* rt_drv_cuda.c: the real libraries. Each returns 0, or RT_ENODEV / RT_EBLAS with a message.
  * The handle (dlopen's) is stored in *dl and closed by rt__dl_close. */
 int rt__drv_load(rt_drv *d, void **dl, rt_err *err);
 int rt__blaslib_load(const char *lib_dir, rt_blaslib *b, void **dl, rt_err *err);
@@ -133,14 +133,14 @@ void *rt__dl_open_any(const char *lib_dir, const char *const *names, char *tried
  * forbids: copies the address bytes into *fn (a function-pointer variable of any type). */
 int rt__dl_sym(void *dl, const char *name, void *fn, size_t fn_size);
 
-/* drv_mock.c */
+/* rt_drv_mock.c */
 void rt__mock_fill(rt_mock *m, rt_drv *d, rt_blaslib *b);
 CUgraphNode rt__graph_cu_node(const rt_graph *g, uint32_t node);
 CUgraph rt__graph_cu(const rt_graph *g);
 CUgraphExec rt__exec_cu(const rt_exec *e);
 rt_ctx *rt__exec_ctx(const rt_exec *e);
 
-/* ---- errors and memory (err.c) ----------------------------------------------------- */
+/* ---- errors and memory (rt_err.c) ----------------------------------------------------- */
 
 /* The one door every error goes through: sets err (if empty) to code and the formatted
  * message followed by " [cuda_rt/<file>:<line>]"; returns code. Break here to catch all. */
@@ -174,8 +174,8 @@ char *rt__strdup(const char *s);
 
 /* ---- the context ------------------------------------------------------------------- */
 
-typedef struct rt_kernel_entry rt_kernel_entry; /* module.c */
-typedef struct rt_blas_state rt_blas_state;     /* blas.c */
+typedef struct rt_kernel_entry rt_kernel_entry; /* rt_module.c */
+typedef struct rt_blas_state rt_blas_state;     /* rt_blas.c */
 
 struct rt_ctx {
     rt_drv drv;
@@ -224,7 +224,7 @@ int rt__ctx_blas(rt_ctx *ctx, rt_err *err);
 void rt__kernels_drop(rt_ctx *ctx, bool unload);
 void rt__blas_drop(rt_ctx *ctx, bool destroy);
 
-/* blas_spec.c: the spec mapped onto cuBLASLt's column-major problem. When D is row-major
+/* rt_blas_spec.c: the spec mapped onto cuBLASLt's column-major problem. When D is row-major
  * the problem is transposed (D^T = op(B)^T op(A)^T), so cuBLASLt's A is our B. */
 typedef struct rt_lt_operand {
     cudaDataType_t type;
@@ -243,7 +243,7 @@ void rt__lt_problem(const rt_matmul_spec *s, rt_lt_problem *p);
 cudaDataType_t rt__cuda_type(rt_dtype t);
 bool rt__epi_has_bias(rt_epilogue e);
 
-/* module.c */
+/* rt_module.c */
 CUfunction rt__kernel_fn(const rt_kernel *k);
 const char *rt__kernel_name(const rt_kernel *k);
 

@@ -131,7 +131,7 @@ START_TEST(out_of_memory_message_names_call_sizes_and_fix)
     ck_assert_ptr_nonnull(strstr(f.err.msg, "CUDA_ERROR_OUT_OF_MEMORY"));
     ck_assert_ptr_nonnull(strstr(f.err.msg, "214748364800")); /* the size asked */
     ck_assert_ptr_nonnull(strstr(f.err.msg, "fix:"));
-    ck_assert_ptr_nonnull(strstr(f.err.msg, "[cuda_rt/mem.c:"));
+    ck_assert_ptr_nonnull(strstr(f.err.msg, "[cuda_rt/rt_mem.c:"));
     ck_assert(!moved);
     ck_assert_uint_eq(b.ptr, 0); /* unchanged on failure */
     close_all(&f);
@@ -487,7 +487,7 @@ START_TEST(blas_info_names_the_library_and_version)
 END_TEST
 
 /* DESIGN: exactly one place in the code launches graphs. Counted in every source of the
- * module but the two driver tables (drv_*.c), which only forward the call. */
+ * module but the two driver tables (rt_drv_*.c), which only forward the call. */
 START_TEST(only_rt_exec_launch_launches_graphs)
 {
     char dir[1024];
@@ -499,7 +499,7 @@ START_TEST(only_rt_exec_launch_launches_graphs)
     while ((de = readdir(d)) != NULL) {
         size_t len = strlen(de->d_name);
         if (len < 3 || strcmp(de->d_name + len - 2, ".c") != 0 ||
-            strncmp(de->d_name, "drv_", 4) == 0)
+            strncmp(de->d_name, "rt_drv_", 7) == 0)
             continue;
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
@@ -510,7 +510,7 @@ START_TEST(only_rt_exec_launch_launches_graphs)
         while (fgets(line, sizeof line, fp))
             if (strstr(line, "graph_launch(")) {
                 calls++;
-                ck_assert_msg(strcmp(de->d_name, "graph.c") == 0, "a graph launch in %s",
+                ck_assert_msg(strcmp(de->d_name, "rt_graph.c") == 0, "a graph launch in %s",
                               de->d_name);
             }
         fclose(fp);

@@ -1,4 +1,4 @@
-/* timing.c: timing an executable graph with CUDA events.
+/* rt_timing.c: timing an executable graph with CUDA events.
  *
  * Warm-up launches first (module load, lazy initialization and clocks settle), then
  * `trials` trials of `reps` replays each, with one event between consecutive trials, so

@@ -1,4 +1,4 @@
-/* arena.c: the arena planner, a pure function of sizes, live intervals and conflicts.
+/* rt_arena.c: the arena planner, a pure function of sizes, live intervals and conflicts.
  *
  * Two buffers interfere when their live intervals overlap or a conflict pair joins them;
  * interfering buffers must get disjoint byte ranges, others may share. Placement is

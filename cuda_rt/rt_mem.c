@@ -1,4 +1,4 @@
-/* mem.c: device buffers with stable addresses, pinned host memory, copies and memset.
+/* rt_mem.c: device buffers with stable addresses, pinned host memory, copies and memset.
  *
  * A buffer only grows: while the size asked for fits its capacity the address stays the
  * same, so a graph captured over it stays valid across runs. Growth rounds the capacity

@@ -1,4 +1,4 @@
-/* nvrtc.c: NVRTC loaded at run time; compiling CUDA C to CUBIN; readable compile errors.
+/* rt_nvrtc.c: NVRTC loaded at run time; compiling CUDA C to CUBIN; readable compile errors.
  *
  * Compilation targets a real architecture (-arch=sm_XY), so NVRTC emits CUBIN that the
  * driver loads without a JIT step. Where there is no GPU the caller passes 90, which
@@ -71,7 +71,7 @@ int rt_nvrtc_open(const char *lib_dir, rt_nvrtc **out, rt_err *err)
 
 void rt_nvrtc_close(rt_nvrtc *nv)
 {
-    /* the library stays mapped (see ctx.c: unmapping CUDA libraries at run time is unsafe) */
+    /* the library stays mapped (see rt_ctx.c: unmapping CUDA libraries at run time is unsafe) */
     rt__free(nv);
 }
 

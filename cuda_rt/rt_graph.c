@@ -1,4 +1,4 @@
-/* graph.c: CUDA graphs: kernel nodes, captured library calls, instantiation, in-place
+/* rt_graph.c: CUDA graphs: kernel nodes, captured library calls, instantiation, in-place
  * parameter updates mirrored on the source graph, whole-graph updates with fallback to
  * re-instantiation, and the one graph launch site (rt_exec_launch).
  *

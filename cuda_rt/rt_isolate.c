@@ -1,4 +1,4 @@
-/* isolate.c: running GPU work in a child process, so that a kernel fault cannot take the
+/* rt_isolate.c: running GPU work in a child process, so that a kernel fault cannot take the
  * caller down.
  *
  * Why: after a sticky fault (CUDA_ERROR_ILLEGAL_ADDRESS and its kind) the driver refuses

@@ -1,4 +1,4 @@
-/* module.c: the module cache and direct kernel launches.
+/* rt_module.c: the module cache and direct kernel launches.
  *
  * A module is keyed by xxh64 over (source, options, architecture) and the hit is
  * confirmed by comparing the source and options themselves, so a hash collision can only

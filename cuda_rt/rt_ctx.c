@@ -1,4 +1,4 @@
-/* ctx.c: opening a device, its primary context and stream; the capture probe; reset.
+/* rt_ctx.c: opening a device, its primary context and stream; the capture probe; reset.
  *
  * Lifecycle: open (driver table -> cuInit -> device -> retain primary context -> make it
  * current -> stream -> probe) ... close (module cache, prepared matmuls, stream, primary

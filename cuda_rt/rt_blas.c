@@ -1,4 +1,4 @@
-/* blas.c: prepared cuBLASLt matmuls, the heuristic cache, enqueue, workspace planning.
+/* rt_blas.c: prepared cuBLASLt matmuls, the heuristic cache, enqueue, workspace planning.
  *
  * Prepare does everything that may allocate or talk to the heuristic: descriptors,
  * layouts, the algorithm and the workspace size. Enqueue only sets pointer attributes

@@ -1,4 +1,4 @@
-/* err.c: the error door, error names and remedies, and the host allocation door.
+/* rt_err.c: the error door, error names and remedies, and the host allocation door.
  *
  * Every error of the module is raised through rt__fail (or rt__cu_check, which formats a
  * driver failure and then calls it), so one breakpoint catches them all. A record that

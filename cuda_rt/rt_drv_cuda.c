@@ -1,11 +1,11 @@
-/* drv_cuda.c: the real driver and the real cuBLASLt, loaded at run time.
+/* rt_drv_cuda.c: the real driver and the real cuBLASLt, loaded at run time.
  *
  * libcuda.so.1 is opened with dlopen; only cuGetProcAddress is looked up by name, every
  * other entry point comes from it at the version this module was written against
  * (CUDA_VERSION of the headers), so the ABI of each function matches the prototype we
  * call it through. cuBLASLt is opened the same way (dlsym, its ABI is stable within a
  * major version). The tables' entries are thin wrappers that drop `self`; the sibling
- * file drv_mock.c fills the same tables with the mock.
+ * file rt_drv_mock.c fills the same tables with the mock.
  */
 #define _GNU_SOURCE /* dladdr, to report which library file was loaded */
 #include "rt_int.h"

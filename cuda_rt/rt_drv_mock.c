@@ -1,6 +1,6 @@
-/* drv_mock.c: a mock driver and a mock cuBLASLt that record their calls.
+/* rt_drv_mock.c: a mock driver and a mock cuBLASLt that record their calls.
  *
- * The sibling of drv_cuda.c: it fills the same rt_drv and rt_blaslib tables, with `self`
+ * The sibling of rt_drv_cuda.c: it fills the same rt_drv and rt_blaslib tables, with `self`
  * pointing at an rt_mock. Nothing runs and device memory is not backed; what is modelled
  * is the state the runtime's logic depends on:
  *   - graphs as node lists (kind, gridDim.x, function), execs as copies of them;
