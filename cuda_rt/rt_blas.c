@@ -116,7 +116,7 @@ void rt__blas_drop(rt_ctx *ctx, bool destroy)
     ctx->blas = NULL;
 }
 
-static int lt_check(rt_err *err, cublasStatus_t st, const char *file, int line, const char *call,
+static int lt_check(lm_err *err, cublasStatus_t st, const char *file, int line, const char *call,
                     const rt_matmul_spec *s)
 {
     if (st == CUBLAS_STATUS_SUCCESS) return 0;
@@ -135,7 +135,7 @@ static int lt_check(rt_err *err, cublasStatus_t st, const char *file, int line, 
 
 static int make_layout(rt_ctx *ctx, const rt_lt_operand *o, int32_t batch,
                        cublasLtMatrixLayout_t *l, const char *which, const rt_matmul_spec *s,
-                       rt_err *err)
+                       lm_err *err)
 {
     rt_blaslib *b = &ctx->blaslib;
     char call[96];
@@ -158,7 +158,7 @@ static int make_layout(rt_ctx *ctx, const rt_lt_operand *o, int32_t batch,
 }
 
 /* The algorithm for mm, from the cache or the heuristic. */
-static int choose_algo(rt_ctx *ctx, rt_matmul *mm, rt_err *err)
+static int choose_algo(rt_ctx *ctx, rt_matmul *mm, lm_err *err)
 {
     rt_blas_cache *c = ctx->blas_cache;
     uint64_t dev = device_key(ctx);
@@ -212,7 +212,7 @@ static int choose_algo(rt_ctx *ctx, rt_matmul *mm, rt_err *err)
     return 0;
 }
 
-static int build(rt_ctx *ctx, rt_matmul *mm, rt_err *err)
+static int build(rt_ctx *ctx, rt_matmul *mm, lm_err *err)
 {
     rt_blaslib *b = &ctx->blaslib;
     const rt_matmul_spec *s = &mm->spec;
@@ -260,7 +260,7 @@ static int build(rt_ctx *ctx, rt_matmul *mm, rt_err *err)
     return choose_algo(ctx, mm, err);
 }
 
-int rt_matmul_prepare(rt_ctx *ctx, const rt_matmul_spec *s, rt_matmul **out, rt_err *err)
+int rt_matmul_prepare(rt_ctx *ctx, const rt_matmul_spec *s, rt_matmul **out, lm_err *err)
 {
     *out = NULL;
     if (rt__ctx_usable(ctx, err) || rt_matmul_spec_check(s, err)) return err->code;
@@ -315,7 +315,7 @@ int rt_matmul_prepare(rt_ctx *ctx, const rt_matmul_spec *s, rt_matmul **out, rt_
     return 0;
 }
 
-int rt_matmul_enqueue(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, rt_err *err)
+int rt_matmul_enqueue(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, lm_err *err)
 {
     if (rt__ctx_usable(ctx, err)) return err->code;
     const rt_matmul_spec *s = &mm->spec;
@@ -332,11 +332,11 @@ int rt_matmul_enqueue(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, rt_er
                           : (s->scale_d && !a->scale_d)                 ? "scale_d"
                                                                         : NULL;
     if (missing)
-        return RT_FAIL(err, RT_EINVAL,
+        return RT_FAIL(err, RT_EARG,
                        "matmul enqueue: pointer %s is missing (m=%lld n=%lld k=%lld)", missing,
                        (long long)s->m, (long long)s->n, (long long)s->k);
     if (mm->ws_size && (a->workspace_bytes < mm->ws_size || !a->workspace))
-        return RT_FAIL(err, RT_EINVAL,
+        return RT_FAIL(err, RT_EARG,
                        "matmul enqueue: workspace of %zu bytes at 0x%llx given, %zu needed; fix: "
                        "pass rt_matmul_workspace() bytes",
                        a->workspace_bytes, (unsigned long long)a->workspace, mm->ws_size);
@@ -381,14 +381,14 @@ int rt_matmul_enqueue(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, rt_er
 }
 
 int rt_matmul_workspace_plan(const uint64_t *sizes, uint32_t n, const rt_arena_pair *deps,
-                             uint32_t ndeps, uint64_t *offsets, uint64_t *peak, rt_err *err)
+                             uint32_t ndeps, uint64_t *offsets, uint64_t *peak, lm_err *err)
 {
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     *peak = 0;
     for (uint32_t i = 0; i < ndeps; i++)
         if (deps[i].a >= deps[i].b || deps[i].b >= n)
             return RT_FAIL(
-                err, RT_EINVAL,
+                err, RT_EARG,
                 "workspace plan: dependency %u (%u -> %u) must go from a lower to a higher "
                 "call below %u",
                 i, deps[i].a, deps[i].b, n);
@@ -435,7 +435,7 @@ int rt_matmul_workspace_plan(const uint64_t *sizes, uint32_t n, const rt_arena_p
     return rc;
 }
 
-int rt_blas_info(rt_ctx *ctx, char *path, size_t path_size, size_t *version, rt_err *err)
+int rt_blas_info(rt_ctx *ctx, char *path, size_t path_size, size_t *version, lm_err *err)
 {
     if (rt__ctx_usable(ctx, err) || rt__ctx_blas(ctx, err)) return err->code;
     if (path && path_size) snprintf(path, path_size, "%s", ctx->blaslib.lib);
@@ -446,7 +446,7 @@ int rt_blas_info(rt_ctx *ctx, char *path, size_t path_size, size_t *version, rt_
 /* Times one algorithm: 2 warm-up calls, then 3 trials of 20 (sustained, as a graph
  * replays it), median per call (ms). */
 static int time_algo(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, CUevent ev[4], double *ms,
-                     rt_err *err)
+                     lm_err *err)
 {
     rt_drv *d = &ctx->drv;
     double t[3];
@@ -470,7 +470,7 @@ static int time_algo(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, CUeven
 }
 
 int rt_matmul_tune(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, uint32_t max_algos,
-                   rt_matmul_tuning *out, rt_err *err)
+                   rt_matmul_tuning *out, lm_err *err)
 {
     if (rt__ctx_usable(ctx, err)) return err->code;
     const rt_matmul_spec *s = &mm->spec;
@@ -478,7 +478,7 @@ int rt_matmul_tune(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, uint32_t
         return RT_FAIL(err, RT_ESTALE,
                        "matmul prepared before rt_ctx_reset; fix: prepare it again");
     if (max_algos < 1 || max_algos > 32)
-        return RT_FAIL(err, RT_EINVAL, "matmul tune: max_algos %u must be in 1..32", max_algos);
+        return RT_FAIL(err, RT_EARG, "matmul tune: max_algos %u must be in 1..32", max_algos);
     rt_blaslib *b = &ctx->blaslib;
     rt_drv *d = &ctx->drv;
     cublasLtMatmulHeuristicResult_t res[32];

@@ -26,9 +26,9 @@ uint32_t rt_ctx_generation(const rt_ctx *ctx)
     return ctx->gen;
 }
 
-int rt__ctx_usable(rt_ctx *ctx, rt_err *err)
+int rt__ctx_usable(rt_ctx *ctx, lm_err *err)
 {
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     if (ctx->poisoned)
         return RT_FAIL(err, RT_EFAULT,
                        "the context was poisoned by an earlier fault (%s); fix: call rt_ctx_reset "
@@ -55,7 +55,7 @@ static rt_capture_mode probe_capture(rt_ctx *ctx)
 }
 
 /* Primary context current, stream made. */
-static int bring_up(rt_ctx *ctx, rt_err *err)
+static int bring_up(rt_ctx *ctx, lm_err *err)
 {
     rt_drv *d = &ctx->drv;
     if (RT_CU(ctx, err, d->primary_retain(d->self, &ctx->cu, ctx->dev),
@@ -69,7 +69,7 @@ static int bring_up(rt_ctx *ctx, rt_err *err)
     return 0;
 }
 
-static int open_device(rt_ctx *ctx, rt_err *err)
+static int open_device(rt_ctx *ctx, lm_err *err)
 {
     rt_drv *d = &ctx->drv;
     if (RT_CU(ctx, err, d->init(d->self, 0), "cuInit(0)")) return err->code;
@@ -117,7 +117,7 @@ static int open_device(rt_ctx *ctx, rt_err *err)
     return 0;
 }
 
-static int finish_open(rt_ctx *ctx, const rt_options *opt, rt_ctx **out, rt_err *err)
+static int finish_open(rt_ctx *ctx, const rt_options *opt, rt_ctx **out, lm_err *err)
 {
     if (opt)
         ctx->opt = *opt;
@@ -150,10 +150,10 @@ static int finish_open(rt_ctx *ctx, const rt_options *opt, rt_ctx **out, rt_err 
     return 0;
 }
 
-int rt_ctx_open(const rt_options *opt, rt_ctx **out, rt_err *err)
+int rt_ctx_open(const rt_options *opt, rt_ctx **out, lm_err *err)
 {
     *out = NULL;
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     rt_ctx *ctx = rt__alloc(1, sizeof *ctx);
     if (!ctx) return RT_FAIL(err, RT_ENOMEM, "out of memory allocating a context");
     if (rt__drv_load(&ctx->drv, &ctx->drv_dl, err)) {
@@ -163,10 +163,10 @@ int rt_ctx_open(const rt_options *opt, rt_ctx **out, rt_err *err)
     return finish_open(ctx, opt, out, err);
 }
 
-int rt_ctx_open_mock(rt_mock *mock, const rt_options *opt, rt_ctx **out, rt_err *err)
+int rt_ctx_open_mock(rt_mock *mock, const rt_options *opt, rt_ctx **out, lm_err *err)
 {
     *out = NULL;
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     rt_ctx *ctx = rt__alloc(1, sizeof *ctx);
     if (!ctx) return RT_FAIL(err, RT_ENOMEM, "out of memory allocating a context");
     ctx->mock = mock;
@@ -198,9 +198,9 @@ void rt_ctx_close(rt_ctx *ctx)
     rt__free(ctx);
 }
 
-int rt_ctx_reset(rt_ctx *ctx, rt_err *err)
+int rt_ctx_reset(rt_ctx *ctx, lm_err *err)
 {
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     rt_drv *d = &ctx->drv;
     /* Everything on the primary context dies with it: forget, do not destroy, what a
      * poisoned context would refuse to destroy anyway. */
@@ -218,8 +218,8 @@ int rt_ctx_reset(rt_ctx *ctx, rt_err *err)
     ctx->gen++;
     if (RT_CU(ctx, err, r, "cuDevicePrimaryCtxReset(device=%d)", ctx->info.ordinal))
         return err->code;
-    rt_err up;
-    rt_err_clear(&up);
+    lm_err up;
+    lm_err_clear(&up);
     if (bring_up(ctx, &up)) {
         if (up.code == RT_EFAULT) {
             ctx->poisoned = true;
@@ -236,20 +236,20 @@ int rt_ctx_reset(rt_ctx *ctx, rt_err *err)
     return 0;
 }
 
-int rt_ctx_sync(rt_ctx *ctx, rt_err *err)
+int rt_ctx_sync(rt_ctx *ctx, lm_err *err)
 {
     if (rt__ctx_usable(ctx, err)) return err->code;
     rt_drv *d = &ctx->drv;
     return RT_CU(ctx, err, d->stream_sync(d->self, ctx->stream), "cuStreamSynchronize");
 }
 
-int rt__ctx_nvrtc(rt_ctx *ctx, rt_err *err)
+int rt__ctx_nvrtc(rt_ctx *ctx, lm_err *err)
 {
     if (ctx->nvrtc) return 0;
     return rt_nvrtc_open(ctx->opt.lib_dir, &ctx->nvrtc, err);
 }
 
-int rt__ctx_blas(rt_ctx *ctx, rt_err *err)
+int rt__ctx_blas(rt_ctx *ctx, lm_err *err)
 {
     if (ctx->blas_loaded) return 0;
     if (!ctx->mock && rt__blaslib_load(ctx->opt.lib_dir, &ctx->blaslib, &ctx->blas_dl, err))

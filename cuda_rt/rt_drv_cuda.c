@@ -335,7 +335,7 @@ typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t,
                                 CUdriverProcAddressQueryResult *);
 
 /* Looks `name` up through cuGetProcAddress into *slot (a function pointer of any type). */
-static int proc(get_proc_fn gp, const char *name, void *slot, bool optional, rt_err *err)
+static int proc(get_proc_fn gp, const char *name, void *slot, bool optional, lm_err *err)
 {
     void *p = NULL;
     CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
@@ -351,7 +351,7 @@ static int proc(get_proc_fn gp, const char *name, void *slot, bool optional, rt_
     return 0;
 }
 
-int rt__drv_load(rt_drv *d, void **dl_out, rt_err *err)
+int rt__drv_load(rt_drv *d, void **dl_out, lm_err *err)
 {
     *dl_out = NULL;
     char tried[512];
@@ -601,7 +601,7 @@ static cublasStatus_t l_matmul(void *s, cublasLtHandle_t h, cublasLtMatmulDesc_t
                         (cudaStream_t)st);
 }
 
-int rt__blaslib_load(const char *lib_dir, rt_blaslib *b, void **dl_out, rt_err *err)
+int rt__blaslib_load(const char *lib_dir, rt_blaslib *b, void **dl_out, lm_err *err)
 {
     *dl_out = NULL;
     char tried[1024];

@@ -120,8 +120,8 @@ typedef struct rt_blaslib {
 
 /* rt_drv_cuda.c: the real libraries. Each returns 0, or RT_ENODEV / RT_EBLAS with a message.
  * The handle (dlopen's) is stored in *dl and closed by rt__dl_close. */
-int rt__drv_load(rt_drv *d, void **dl, rt_err *err);
-int rt__blaslib_load(const char *lib_dir, rt_blaslib *b, void **dl, rt_err *err);
+int rt__drv_load(rt_drv *d, void **dl, lm_err *err);
+int rt__blaslib_load(const char *lib_dir, rt_blaslib *b, void **dl, lm_err *err);
 void rt__drv_unload(rt_drv *d);
 void rt__blaslib_unload(rt_blaslib *b);
 void rt__dl_close(void *dl);
@@ -142,20 +142,15 @@ rt_ctx *rt__exec_ctx(const rt_exec *e);
 
 /* ---- errors and memory (rt_err.c) ----------------------------------------------------- */
 
-/* The one door every error goes through: sets err (if empty) to code and the formatted
- * message followed by " [cuda_rt/<file>:<line>]"; returns code. Break here to catch all. */
-int rt__fail(rt_err *err, rt_code code, const char *file, int line, const char *fmt, ...)
+/* The one door every error of the module goes through: sets err (if empty) to code and
+ * the formatted message followed by " [cuda_rt/<file>:<line>]", through base's
+ * lm_err_set; returns code, or the code err already held (the first error wins). */
+int rt__fail(lm_err *err, int code, const char *file, int line, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 5, 6)))
 #endif
     ;
 #define RT_FAIL(err, code, ...) rt__fail((err), (code), __FILE__, __LINE__, __VA_ARGS__)
-
-/* True when err already holds an error (sticky records). */
-static inline bool rt__has_err(const rt_err *err)
-{
-    return err && err->code != RT_OK;
-}
 
 /* Name of a CUresult ("CUDA_ERROR_OUT_OF_MEMORY"), from the driver when it knows, else
  * from a built-in table; never NULL. */
@@ -207,7 +202,7 @@ struct rt_ctx {
 /* Checks a driver result. On failure fills err with "<call> failed: NAME (description)
  * ... fix: ..." where call is the formatted text (the call and its sizes); a sticky fault
  * poisons the context and gives RT_EFAULT. Returns 0 or the code. */
-int rt__cu_check(rt_ctx *ctx, rt_err *err, CUresult r, const char *file, int line, const char *fmt,
+int rt__cu_check(rt_ctx *ctx, lm_err *err, CUresult r, const char *file, int line, const char *fmt,
                  ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 6, 7)))
@@ -216,10 +211,10 @@ int rt__cu_check(rt_ctx *ctx, rt_err *err, CUresult r, const char *file, int lin
 #define RT_CU(ctx, err, res, ...) rt__cu_check((ctx), (err), (res), __FILE__, __LINE__, __VA_ARGS__)
 
 /* Refuses work on a poisoned context (RT_EFAULT) or sticky err. */
-int rt__ctx_usable(rt_ctx *ctx, rt_err *err);
+int rt__ctx_usable(rt_ctx *ctx, lm_err *err);
 /* Loads NVRTC / cuBLASLt on first use. */
-int rt__ctx_nvrtc(rt_ctx *ctx, rt_err *err);
-int rt__ctx_blas(rt_ctx *ctx, rt_err *err);
+int rt__ctx_nvrtc(rt_ctx *ctx, lm_err *err);
+int rt__ctx_blas(rt_ctx *ctx, lm_err *err);
 /* Drops what depends on the primary context (module cache, prepared matmuls). */
 void rt__kernels_drop(rt_ctx *ctx, bool unload);
 void rt__blas_drop(rt_ctx *ctx, bool destroy);

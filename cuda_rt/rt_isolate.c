@@ -49,8 +49,8 @@ static int write_all(int fd, const void *buf, size_t n)
 static void child(int fd, const rt_options *opt, rt_mock *mock, rt_isolated_fn fn, void *user,
                   size_t out_size)
 {
-    rt_err err;
-    rt_err_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     rt_ctx *ctx = NULL;
     void *out = rt__alloc(out_size ? out_size : 1, 1);
     int rc;
@@ -62,10 +62,10 @@ static void child(int fd, const rt_options *opt, rt_mock *mock, rt_isolated_fn f
         rc = rt_ctx_open(opt, &ctx, &err);
     if (rc == 0) {
         rc = fn(ctx, user, out, out_size, &err);
-        if (rc && !err.code) RT_FAIL(&err, (rt_code)rc, "isolated work failed without a message");
+        if (rc && !err.code) RT_FAIL(&err, rc, "isolated work failed without a message");
         if (!rc && !ctx->poisoned) rc = rt_ctx_sync(ctx, &err); /* surface late faults */
     }
-    int32_t code = rc ? (int32_t)(err.code ? err.code : (rt_code)rc) : 0;
+    int32_t code = rc ? (int32_t)(err.code ? err.code : rc) : 0;
     uint32_t len = code ? (uint32_t)strlen(err.msg) : 0;
     if (write_all(fd, &code, sizeof code) == 0 && write_all(fd, &len, sizeof len) == 0 &&
         write_all(fd, err.msg, len) == 0 && code == 0)
@@ -75,12 +75,12 @@ static void child(int fd, const rt_options *opt, rt_mock *mock, rt_isolated_fn f
 }
 
 int rt_isolated_run(const rt_options *opt, rt_mock *mock, rt_isolated_fn fn, void *user, void *out,
-                    size_t out_size, double timeout_ms, rt_err *err)
+                    size_t out_size, double timeout_ms, lm_err *err)
 {
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     if (timeout_ms <= 0)
-        return RT_FAIL(err, RT_EINVAL, "isolated run: timeout %.1f ms must be > 0", timeout_ms);
-    size_t cap = 8 + RT_ERR_MSG + out_size;
+        return RT_FAIL(err, RT_EARG, "isolated run: timeout %.1f ms must be > 0", timeout_ms);
+    size_t cap = 8 + LM_ERR_MSG + out_size;
     unsigned char *rec = rt__alloc(cap, 1);
     if (!rec) return RT_FAIL(err, RT_ENOMEM, "out of memory for %zu result bytes", out_size);
     int fds[2];
@@ -137,7 +137,7 @@ int rt_isolated_run(const rt_options *opt, rt_mock *mock, rt_isolated_fn fn, voi
                      "isolated run: the child did not finish within %.0f ms and was killed; "
                      "fix: the work may hang (a runaway kernel): raise the timeout or fix it",
                      timeout_ms);
-    } else if (got < 8 || len >= RT_ERR_MSG || got < 8 + (size_t)len ||
+    } else if (got < 8 || len >= LM_ERR_MSG || got < 8 + (size_t)len ||
                (code == 0 && got < 8 + out_size)) {
         if (WIFSIGNALED(status))
             rc = RT_FAIL(err, RT_EFAULT,
@@ -150,10 +150,10 @@ int rt_isolated_run(const rt_options *opt, rt_mock *mock, rt_isolated_fn fn, voi
                          "bytes; fix: the work must return, not exit",
                          WIFEXITED(status) ? WEXITSTATUS(status) : -1, got);
     } else if (code != 0) {
-        char msg[RT_ERR_MSG];
+        char msg[LM_ERR_MSG];
         memcpy(msg, rec + 8, len);
         msg[len] = '\0';
-        rc = RT_FAIL(err, (rt_code)code, "isolated run (child process, now gone): %s", msg);
+        rc = RT_FAIL(err, code, "isolated run (child process, now gone): %s", msg);
     } else if (out_size) {
         memcpy(out, rec + 8, out_size);
     }

@@ -95,7 +95,7 @@ static uint64_t key_hash(const char *src, const char *opts, int arch)
 }
 
 static int get_fn(rt_ctx *ctx, rt_kernel_entry *e, const char *fn_name, rt_kernel **out,
-                  rt_err *err)
+                  lm_err *err)
 {
     for (uint32_t i = 0; i < e->nfns; i++)
         if (strcmp(e->fns[i]->name, fn_name) == 0) {
@@ -125,7 +125,7 @@ static int get_fn(rt_ctx *ctx, rt_kernel_entry *e, const char *fn_name, rt_kerne
 }
 
 int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char *const *opts,
-                  uint32_t nopts, rt_kernel **out, rt_err *err)
+                  uint32_t nopts, rt_kernel **out, lm_err *err)
 {
     *out = NULL;
     if (rt__ctx_usable(ctx, err)) return err->code;
@@ -188,12 +188,12 @@ int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char 
     return get_fn(ctx, e, fn_name, out, err);
 }
 
-int rt_launch_kernel(rt_ctx *ctx, const rt_launch *l, rt_err *err)
+int rt_launch_kernel(rt_ctx *ctx, const rt_launch *l, lm_err *err)
 {
     if (rt__ctx_usable(ctx, err)) return err->code;
     if (!l->kernel || l->nargs > RT_MAX_KERNEL_ARGS || !l->grid[0] || !l->grid[1] || !l->grid[2] ||
         !l->block[0] || !l->block[1] || !l->block[2])
-        return RT_FAIL(err, RT_EINVAL,
+        return RT_FAIL(err, RT_EARG,
                        "kernel launch: bad launch (kernel %s, grid %ux%ux%u, block %ux%ux%u, %u "
                        "args; at most %d); fix: give a kernel, nonzero dimensions",
                        l->kernel ? l->kernel->name : "(none)", l->grid[0], l->grid[1], l->grid[2],

@@ -27,10 +27,10 @@ struct rt_nvrtc {
     nvrtcResult (*cubin)(nvrtcProgram, char *);
 };
 
-int rt_nvrtc_open(const char *lib_dir, rt_nvrtc **out, rt_err *err)
+int rt_nvrtc_open(const char *lib_dir, rt_nvrtc **out, lm_err *err)
 {
     *out = NULL;
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     char tried[1024];
     const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", NULL};
     void *dl = rt__dl_open_any(lib_dir, names, tried, sizeof tried);
@@ -130,17 +130,17 @@ static void quote_lines(const char *log, const char *src, const char *name, char
 }
 
 int rt_nvrtc_compile(rt_nvrtc *nv, const char *src, const char *name, int arch,
-                     const char *const *opts, uint32_t nopts, rt_cubin *out, rt_err *err)
+                     const char *const *opts, uint32_t nopts, rt_cubin *out, lm_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     if (arch < 50 || arch > 200)
-        return RT_FAIL(err, RT_EINVAL,
+        return RT_FAIL(err, RT_EARG,
                        "NVRTC arch %d is not an sm_XY architecture; fix: pass "
                        "e.g. 90 for sm_90",
                        arch);
     if (nopts > 60)
-        return RT_FAIL(err, RT_EINVAL, "%u NVRTC options given, at most 60 allowed", nopts);
+        return RT_FAIL(err, RT_EARG, "%u NVRTC options given, at most 60 allowed", nopts);
     nvrtcProgram prog = NULL;
     nvrtcResult r = nv->create(&prog, src, name, 0, NULL, NULL);
     if (r != NVRTC_SUCCESS)
@@ -162,7 +162,7 @@ int rt_nvrtc_compile(rt_nvrtc *nv, const char *src, const char *name, int arch,
     }
     if (log_size) nv->log(prog, log);
     if (cr != NVRTC_SUCCESS) {
-        char detail[RT_ERR_MSG];
+        char detail[LM_ERR_MSG];
         snprintf(detail, sizeof detail, "%s", log);
         quote_lines(log, src, name, detail, sizeof detail);
         rt__free(log);

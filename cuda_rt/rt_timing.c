@@ -33,7 +33,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int rt_exec_time(rt_exec *e, const rt_time_opts *o, rt_timing *out, rt_err *err)
+int rt_exec_time(rt_exec *e, const rt_time_opts *o, rt_timing *out, lm_err *err)
 {
     rt_time_opts opts;
     if (o)
@@ -43,7 +43,7 @@ int rt_exec_time(rt_exec *e, const rt_time_opts *o, rt_timing *out, rt_err *err)
     rt_ctx *ctx = rt__exec_ctx(e);
     if (rt__ctx_usable(ctx, err)) return err->code;
     if (opts.trials == 0 || opts.trials > 10000 || opts.reps == 0 || opts.timeout_ms <= 0)
-        return RT_FAIL(err, RT_EINVAL,
+        return RT_FAIL(err, RT_EARG,
                        "timing: trials %u (1..10000), reps %u (>= 1) and timeout %.1f ms (> 0) "
                        "must all be in range",
                        opts.trials, opts.reps, opts.timeout_ms);

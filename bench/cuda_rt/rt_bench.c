@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static rt_err err;
+static lm_err err;
 static void die(const char *what)
 {
     fprintf(stderr, "rt_bench: %s: %s\n", what, err.msg);
@@ -64,7 +64,7 @@ typedef struct copy_job {
     size_t bytes;
 } copy_job;
 
-static int capture_memcpy(rt_ctx *ctx, void *user, rt_err *e)
+static int capture_memcpy(rt_ctx *ctx, void *user, lm_err *e)
 {
     copy_job *j = user;
     return rt_copy_dtod(ctx, j->dst, j->src, j->bytes, e);
@@ -120,7 +120,7 @@ typedef struct mm_job {
     rt_matmul_args args;
 } mm_job;
 
-static int enqueue_mm(rt_ctx *ctx, void *user, rt_err *e)
+static int enqueue_mm(rt_ctx *ctx, void *user, lm_err *e)
 {
     mm_job *j = user;
     return rt_matmul_enqueue(ctx, j->mm, &j->args, e);

@@ -94,7 +94,7 @@ static float get(const void *src, size_t i, rt_dtype t)
 static rt_ctx *open_ctx(void)
 {
     rt_ctx *ctx = NULL;
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_msg(rt_ctx_open(NULL, &ctx, &err) == 0, "%s", err.msg);
     return ctx;
 }
@@ -122,7 +122,7 @@ static double gelu(double x)
  * Returns the relative Frobenius error. */
 static double check_matmul(rt_ctx *ctx, const rt_matmul_spec *s)
 {
-    rt_err err = {0};
+    lm_err err = {0};
     int64_t m = s->m, n = s->n, k = s->k;
     int64_t ra = s->trans_a ? k : m, ca = s->trans_a ? m : k;
     int64_t rb = s->trans_b ? n : k, cb = s->trans_b ? k : n;
@@ -289,7 +289,7 @@ static uint8_t e4m3(float x)
 START_TEST(gpu_matmul_fp8_e4m3_with_scales)
 {
     rt_ctx *ctx = open_ctx();
-    rt_err err = {0};
+    lm_err err = {0};
     enum { M = 128, NN = 64, K = 96 };
     uint8_t *ha = malloc(M * K), *hb = malloc(NN * K);
     float *qa = malloc(M * K * 4), *qb = malloc(NN * K * 4);
@@ -396,7 +396,7 @@ enum { N = 100000 };
 
 static void expect_y(rt_ctx *ctx, rt_dptr y, const float *x, float factor)
 {
-    rt_err err = {0};
+    lm_err err = {0};
     float *h = malloc(N * sizeof *h);
     OK(rt_copy_dtoh(ctx, h, y, N * sizeof *h, &err));
     OK(rt_ctx_sync(ctx, &err));
@@ -409,7 +409,7 @@ static void expect_y(rt_ctx *ctx, rt_dptr y, const float *x, float factor)
 START_TEST(gpu_nvrtc_kernels_in_graph_with_updates_in_place)
 {
     rt_ctx *ctx = open_ctx();
-    rt_err err = {0};
+    lm_err err = {0};
     rt_kernel *k;
     OK(rt_kernel_get(ctx, axpy_src, "axpy", NULL, 0, &k, &err));
     float *x = malloc(N * sizeof *x), *zero = calloc(N, sizeof *zero);
@@ -491,7 +491,7 @@ typedef struct mm_job {
     rt_matmul_args args;
 } mm_job;
 
-static int enqueue_job(rt_ctx *ctx, void *user, rt_err *err)
+static int enqueue_job(rt_ctx *ctx, void *user, lm_err *err)
 {
     mm_job *j = user;
     return rt_matmul_enqueue(ctx, j->mm, &j->args, err);
@@ -501,7 +501,7 @@ static int enqueue_job(rt_ctx *ctx, void *user, rt_err *err)
 START_TEST(gpu_matmul_captured_into_graph_between_kernels)
 {
     rt_ctx *ctx = open_ctx();
-    rt_err err = {0};
+    lm_err err = {0};
     printf("capture mode: %s\n", rt_ctx_device(ctx)->capture_mode == RT_CAPTURE_TO_GRAPH
                                      ? "into the graph"
                                      : "child graph");
@@ -575,7 +575,7 @@ END_TEST
 START_TEST(gpu_fault_in_process_is_reported_and_reset_answers)
 {
     rt_ctx *ctx = open_ctx();
-    rt_err err = {0};
+    lm_err err = {0};
     rt_kernel *poke;
     OK(rt_kernel_get(ctx, axpy_src, "poke", NULL, 0, &poke, &err));
     rt_dptr bad = 0x10; /* not a device address */
@@ -593,7 +593,7 @@ START_TEST(gpu_fault_in_process_is_reported_and_reset_answers)
     printf("fault reported as: %s\n", err.msg);
     ck_assert_ptr_nonnull(strstr(err.msg, "CUDA_ERROR_ILLEGAL_ADDRESS"));
     ck_assert_ptr_nonnull(strstr(err.msg, "rt_ctx_reset"));
-    rt_err_clear(&err);
+    lm_err_clear(&err);
     if (rt_ctx_reset(ctx, &err) != 0) {
         /* the driver keeps the fault for the process (seen on driver 580): reset says so */
         printf("reset after the fault: %s\n", err.msg);
@@ -629,7 +629,7 @@ END_TEST
 
 /* work for rt_isolated_run: 0 pokes a bad address; 1 runs axpy and a bf16 matmul and
  * returns {wrong elements, matmul relative error} */
-static int isolated_work(rt_ctx *ctx, void *user, void *out, size_t out_size, rt_err *err)
+static int isolated_work(rt_ctx *ctx, void *user, void *out, size_t out_size, lm_err *err)
 {
     int what = *(int *)user;
     double *res = out;
@@ -681,14 +681,14 @@ static int isolated_work(rt_ctx *ctx, void *user, void *out, size_t out_size, rt
  * works, because each ran in a child of its own. */
 START_TEST(gpu_fault_in_isolated_run_leaves_the_caller_usable)
 {
-    rt_err err = {0};
+    lm_err err = {0};
     int what = 0;
     double res[2] = {-1, -1};
     ck_assert_int_eq(
         rt_isolated_run(NULL, NULL, isolated_work, &what, res, sizeof res, 60000, &err), RT_EFAULT);
     printf("isolated fault: %s\n", err.msg);
     ck_assert_ptr_nonnull(strstr(err.msg, "CUDA_ERROR_ILLEGAL_ADDRESS"));
-    rt_err_clear(&err);
+    lm_err_clear(&err);
     what = 1;
     ck_assert_msg(rt_isolated_run(NULL, NULL, isolated_work, &what, res, sizeof res, 60000, &err) ==
                       0,
@@ -701,7 +701,7 @@ END_TEST
 START_TEST(gpu_runaway_kernel_hits_the_timing_timeout)
 {
     rt_ctx *ctx = open_ctx();
-    rt_err err = {0};
+    lm_err err = {0};
     rt_kernel *spin;
     OK(rt_kernel_get(ctx, axpy_src, "spin", NULL, 0, &spin, &err));
     long long cycles = 2000000000LL; /* about a second at 2 GHz */
@@ -722,7 +722,7 @@ START_TEST(gpu_runaway_kernel_hits_the_timing_timeout)
     rt_timing t;
     ck_assert_int_eq(rt_exec_time(e, &o, &t, &err), RT_ETIMEOUT);
     ck_assert_ptr_nonnull(strstr(err.msg, "200 ms"));
-    rt_err_clear(&err);
+    lm_err_clear(&err);
     rt_exec_free(e);
     rt_graph_free(g);
     OK(rt_ctx_reset(ctx, &err));
@@ -734,7 +734,7 @@ END_TEST
 START_TEST(gpu_timing_is_stable)
 {
     rt_ctx *ctx = open_ctx();
-    rt_err err = {0};
+    lm_err err = {0};
     rt_kernel *k;
     OK(rt_kernel_get(ctx, axpy_src, "axpy", NULL, 0, &k, &err));
     unsigned n = 64u << 20; /* 256 MiB per vector: far past L2 */
@@ -776,7 +776,7 @@ static int probe_device(void)
     pid_t pid = fork();
     if (pid == 0) {
         rt_ctx *ctx = NULL;
-        rt_err err = {0};
+        lm_err err = {0};
         if (rt_ctx_open(NULL, &ctx, &err) != 0) {
             printf("skipped: %s\n", err.msg);
             fflush(stdout);

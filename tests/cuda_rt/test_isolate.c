@@ -14,7 +14,7 @@ typedef struct job {
     uint32_t input[4];
 } job;
 
-static int work(rt_ctx *ctx, void *user, void *out, size_t out_size, rt_err *err)
+static int work(rt_ctx *ctx, void *user, void *out, size_t out_size, lm_err *err)
 {
     job *j = user;
     uint32_t *o = out;
@@ -45,7 +45,7 @@ START_TEST(isolated_run_returns_the_childs_results)
     rt_mock *m = rt_mock_create(NULL);
     job j = {m, 0, {1, 2, 3, 4}};
     uint32_t out[8] = {0};
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_msg(rt_isolated_run(NULL, m, work, &j, out, sizeof out, 10000, &err) == 0, "%s",
                   err.msg);
     for (int i = 0; i < 8; i++)
@@ -60,13 +60,13 @@ START_TEST(isolated_fault_comes_back_as_an_error)
     rt_mock *m = rt_mock_create(NULL);
     job j = {m, 1, {0}};
     uint32_t out[2] = {7, 7};
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, out, sizeof out, 10000, &err), RT_EFAULT);
     ck_assert_ptr_nonnull(strstr(err.msg, "CUDA_ERROR_ILLEGAL_ADDRESS"));
     ck_assert_ptr_nonnull(strstr(err.msg, "child process"));
     ck_assert_uint_eq(out[0], 7); /* untouched on failure */
     /* the caller goes on: another isolated run works */
-    rt_err_clear(&err);
+    lm_err_clear(&err);
     j.what = 0;
     ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, out, sizeof out, 10000, &err), 0);
     rt_mock_free(m);
@@ -77,7 +77,7 @@ START_TEST(isolated_crash_is_reported_with_its_signal)
 {
     rt_mock *m = rt_mock_create(NULL);
     job j = {m, 2, {0}};
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, NULL, 0, 10000, &err), RT_EFAULT);
     ck_assert_msg(strstr(err.msg, "signal 9") != NULL, "%s", err.msg);
     rt_mock_free(m);
@@ -88,7 +88,7 @@ START_TEST(isolated_hang_is_killed_at_the_timeout)
 {
     rt_mock *m = rt_mock_create(NULL);
     job j = {m, 3, {0}};
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, NULL, 0, 300, &err), RT_ETIMEOUT);
     ck_assert_ptr_nonnull(strstr(err.msg, "300 ms"));
     rt_mock_free(m);
@@ -99,7 +99,7 @@ START_TEST(isolated_error_keeps_its_code_and_message)
 {
     rt_mock *m = rt_mock_create(NULL);
     job j = {m, 4, {0}};
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, NULL, 0, 10000, &err), RT_EDRIVER);
     ck_assert_ptr_nonnull(strstr(err.msg, "CUDA_ERROR_OUT_OF_MEMORY"));
     rt_mock_free(m);
@@ -113,15 +113,15 @@ START_TEST(reset_says_when_the_driver_keeps_the_fault)
     cfg.fault_survives_reset = true;
     rt_mock *m = rt_mock_create(&cfg);
     rt_ctx *ctx;
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_int_eq(rt_ctx_open_mock(m, NULL, &ctx, &err), 0);
     rt_mock_fail(m, "cuStreamSynchronize", 0, 700);
     ck_assert_int_eq(rt_ctx_sync(ctx, &err), RT_EFAULT);
-    rt_err_clear(&err);
+    lm_err_clear(&err);
     ck_assert_int_eq(rt_ctx_reset(ctx, &err), RT_EFAULT);
     ck_assert_ptr_nonnull(strstr(err.msg, "for the life of the process"));
     ck_assert_ptr_nonnull(strstr(err.msg, "rt_isolated_run"));
-    rt_err_clear(&err);
+    lm_err_clear(&err);
     rt_buf b = {0};
     ck_assert_int_eq(rt_buf_reserve(ctx, &b, 16, NULL, &err), RT_EFAULT); /* still refused */
     rt_ctx_close(ctx);

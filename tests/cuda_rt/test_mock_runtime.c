@@ -17,7 +17,7 @@ static const char *k_src = "extern \"C\" __global__ void scale(float *x, float a
 typedef struct fixture {
     rt_mock *mock;
     rt_ctx *ctx;
-    rt_err err;
+    lm_err err;
 } fixture;
 
 static void open_with(fixture *f, const rt_mock_config *cfg)
@@ -78,7 +78,7 @@ START_TEST(open_without_device_says_no_cuda_device)
     cfg.device_count = 0;
     rt_mock *m = rt_mock_create(&cfg);
     rt_ctx *ctx = (rt_ctx *)1;
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_int_eq(rt_ctx_open_mock(m, NULL, &ctx, &err), RT_ENODEV);
     ck_assert_ptr_null(ctx);
     ck_assert_msg(strncmp(err.msg, "no CUDA device: ", 16) == 0, "%s", err.msg);
@@ -90,7 +90,7 @@ END_TEST
 START_TEST(open_real_driver_works_or_says_no_cuda_device)
 {
     rt_ctx *ctx = NULL;
-    rt_err err = {0};
+    lm_err err = {0};
     int rc = rt_ctx_open(NULL, &ctx, &err);
     if (rc == 0) {
         ck_assert_int_gt(rt_ctx_device(ctx)->cc_major, 0);
@@ -148,16 +148,16 @@ START_TEST(illegal_address_poisons_until_reset)
     ck_assert_int_eq(rt_ctx_sync(f.ctx, &f.err), RT_EFAULT);
     ck_assert_ptr_nonnull(strstr(f.err.msg, "CUDA_ERROR_ILLEGAL_ADDRESS"));
     ck_assert_ptr_nonnull(strstr(f.err.msg, "rt_ctx_reset"));
-    rt_err_clear(&f.err);
+    lm_err_clear(&f.err);
     rt_buf c = {0};
     ck_assert_int_eq(rt_buf_reserve(f.ctx, &c, 1024, NULL, &f.err), RT_EFAULT);
     ck_assert_ptr_nonnull(strstr(f.err.msg, "poisoned"));
-    rt_err_clear(&f.err);
+    lm_err_clear(&f.err);
     ck_assert_msg(rt_ctx_reset(f.ctx, &f.err) == 0, "%s", f.err.msg);
     ck_assert_uint_eq(rt_ctx_generation(f.ctx), 1);
     /* the old buffer is stale; a new one works */
     ck_assert_int_eq(rt_buf_reserve(f.ctx, &b, 4096, NULL, &f.err), RT_ESTALE);
-    rt_err_clear(&f.err);
+    lm_err_clear(&f.err);
     rt_buf_release(f.ctx, &b);
     ck_assert_int_eq(rt_buf_reserve(f.ctx, &c, 1024, NULL, &f.err), 0);
     ck_assert_int_eq(rt_ctx_sync(f.ctx, &f.err), 0);
@@ -217,7 +217,7 @@ START_TEST(launch_with_zero_grid_is_rejected)
     open_with(&f, NULL);
     scale_launch s;
     make_launch(&s, get_scale(&f), 0x1000, 2.0f, 10, 0);
-    ck_assert_int_eq(rt_launch_kernel(f.ctx, &s.l, &f.err), RT_EINVAL);
+    ck_assert_int_eq(rt_launch_kernel(f.ctx, &s.l, &f.err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(f.err.msg, "grid 0x1x1"));
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuLaunchKernel", 0), 0);
     close_all(&f);
@@ -279,7 +279,7 @@ START_TEST(set_kernel_failure_leaves_both_graphs_as_they_were)
     ck_assert_uint_eq(rt_mock_kernel_grid_x(f.mock, g, e, n0), 1);
     ck_assert_uint_eq(rt_mock_kernel_grid_x(f.mock, g, NULL, n0), 1);
     rt_dptr x;
-    rt_err err2 = {0};
+    lm_err err2 = {0};
     ck_assert_int_eq(rt_graph_kernel_arg(g, n0, 0, &x, sizeof x, &err2), 0);
     ck_assert_uint_eq(x, 0x1000);
     rt_exec_free(e);
@@ -356,7 +356,7 @@ typedef struct mm_job {
     int times;
 } mm_job;
 
-static int enqueue_job(rt_ctx *ctx, void *user, rt_err *err)
+static int enqueue_job(rt_ctx *ctx, void *user, lm_err *err)
 {
     mm_job *j = user;
     for (int i = 0; i < j->times; i++)
@@ -417,7 +417,7 @@ START_TEST(heuristic_cache_is_keyed_by_library_version)
         cfg.blas_version = versions[i];
         rt_mock *m = rt_mock_create(&cfg);
         rt_ctx *ctx;
-        rt_err err = {0};
+        lm_err err = {0};
         ck_assert_int_eq(rt_ctx_open_mock(m, &opt, &ctx, &err), 0);
         rt_matmul_spec s;
         rt_matmul_spec_init(&s, 512, 512, 512, RT_F16);
@@ -465,7 +465,7 @@ START_TEST(tune_times_the_offers_and_keeps_the_prepared_choice_when_no_faster)
     /* two rounds over prepare's algorithm and the offer: 2 warm-up + 3 x 20 timed each */
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cublasLtMatmul", mark), 2 * 2 * 62);
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cublasLtMatmulAlgoGetHeuristic", mark), 1);
-    ck_assert_int_eq(rt_matmul_tune(f.ctx, j.mm, &j.args, 0, &t, &f.err), RT_EINVAL);
+    ck_assert_int_eq(rt_matmul_tune(f.ctx, j.mm, &j.args, 0, &t, &f.err), RT_EARG);
     close_all(&f);
 }
 END_TEST
@@ -560,12 +560,12 @@ START_TEST(enqueue_rejects_short_workspace_and_missing_bias)
     mm_job j;
     prepare_job(&f, &j, RT_EPI_BIAS);
     j.args.workspace_bytes = 100;
-    ck_assert_int_eq(rt_matmul_enqueue(f.ctx, j.mm, &j.args, &f.err), RT_EINVAL);
+    ck_assert_int_eq(rt_matmul_enqueue(f.ctx, j.mm, &j.args, &f.err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(f.err.msg, "4194304 needed"));
-    rt_err_clear(&f.err);
+    lm_err_clear(&f.err);
     j.args.workspace_bytes = 4 << 20;
     j.args.bias = 0;
-    ck_assert_int_eq(rt_matmul_enqueue(f.ctx, j.mm, &j.args, &f.err), RT_EINVAL);
+    ck_assert_int_eq(rt_matmul_enqueue(f.ctx, j.mm, &j.args, &f.err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(f.err.msg, "bias"));
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cublasLtMatmul", 0), 0);
     close_all(&f);
@@ -594,7 +594,7 @@ static void capture_ends_on_failure(bool to_graph)
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuStreamEndCapture", mark), 1);
     ck_assert_uint_eq(rt_graph_node_count(g), 0);
     /* nothing was captured, so the graph stays usable */
-    rt_err_clear(&f.err);
+    lm_err_clear(&f.err);
     ck_assert_msg(rt_graph_add_captured(g, enqueue_job, &j, NULL, 0, &node, &f.err) == 0, "%s",
                   f.err.msg);
     ck_assert_uint_eq(rt_graph_node_count(g), 1);
@@ -605,11 +605,11 @@ static void capture_ends_on_failure(bool to_graph)
     ck_assert_int_eq(rt_graph_add_captured(g, enqueue_job, &j, &node, 1, NULL, &f.err), RT_EBLAS);
     ck_assert(!rt_mock_capturing(f.mock));
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuStreamEndCapture", mark), 1);
-    rt_err_clear(&f.err);
+    lm_err_clear(&f.err);
     rt_exec *e = NULL;
     int rc = rt_graph_instantiate(g, &e, &f.err);
     if (to_graph) {
-        ck_assert_int_eq(rc, RT_EINVAL);
+        ck_assert_int_eq(rc, RT_EARG);
         ck_assert_ptr_nonnull(strstr(f.err.msg, "rebuild"));
     } else {
         ck_assert_int_eq(rc, 0);
@@ -696,7 +696,7 @@ START_TEST(timing_launches_every_time_and_reports_median)
     }
     rt_time_opts bad = {.warmup = 0, .trials = 0, .reps = 1, .timeout_ms = 1};
     rt_timing t;
-    ck_assert_int_eq(rt_exec_time(e, &bad, &t, &f.err), RT_EINVAL);
+    ck_assert_int_eq(rt_exec_time(e, &bad, &t, &f.err), RT_EARG);
     rt_exec_free(e);
     rt_graph_free(g);
     close_all(&f);

@@ -10,7 +10,7 @@
 static rt_nvrtc *open_or_skip(void)
 {
     rt_nvrtc *nv = NULL;
-    rt_err err = {0};
+    lm_err err = {0};
     if (rt_nvrtc_open(NULL, &nv, &err) != 0) {
         ck_assert_int_eq(err.code, RT_ENVRTC);
         ck_assert_ptr_nonnull(strstr(err.msg, "LUMINAL_CUDA_LIB_DIR"));
@@ -34,7 +34,7 @@ START_TEST(nvrtc_compiles_a_kernel_to_sm90_cubin)
         "  if (i < n) d[i] = s[i];\n"
         "}\n";
     rt_cubin bin;
-    rt_err err = {0};
+    lm_err err = {0};
     const char *opts[] = {"-lineinfo"};
     ck_assert_msg(rt_nvrtc_compile(nv, src, "copy16.cu", 90, opts, 1, &bin, &err) == 0, "%s",
                   err.msg);
@@ -58,7 +58,7 @@ START_TEST(nvrtc_compile_error_carries_log_and_source_line)
                       "  x[1] = y + undefined_thing;\n"
                       "}\n";
     rt_cubin bin;
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_int_eq(rt_nvrtc_compile(nv, src, "broken.cu", 90, NULL, 0, &bin, &err), RT_ECOMPILE);
     ck_assert_ptr_null(bin.data);
     ck_assert_msg(strstr(err.msg, "undefined_thing") != NULL, "%s", err.msg);
@@ -74,8 +74,8 @@ START_TEST(nvrtc_rejects_a_non_architecture)
     rt_nvrtc *nv = open_or_skip();
     if (!nv) return;
     rt_cubin bin;
-    rt_err err = {0};
-    ck_assert_int_eq(rt_nvrtc_compile(nv, "", "x.cu", 9, NULL, 0, &bin, &err), RT_EINVAL);
+    lm_err err = {0};
+    ck_assert_int_eq(rt_nvrtc_compile(nv, "", "x.cu", 9, NULL, 0, &bin, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "arch 9"));
     rt_nvrtc_close(nv);
 }
