@@ -97,8 +97,8 @@ typedef struct rt_mock_config {
 void rt_mock_config_default(rt_mock_config *cfg);
 
 /* Creates a mock; NULL cfg means defaults. Returns NULL only when out of memory. */
-rt_mock *rt_mock_create(const rt_mock_config *cfg);
-/* Frees the mock. Every context opened on it must be closed first. Accepts NULL. */
+rt_mock *rt_mock_new(const rt_mock_config *cfg);
+/* Frees the mock. Every context made on it must be freed first. Accepts NULL. */
 void rt_mock_free(rt_mock *mock);
 
 /* The recorded calls: count, and the name of call i (i < count). */
@@ -153,7 +153,7 @@ typedef struct rt_device_info {
     int l2_bytes;
     size_t total_mem;
     int driver_version;           /* cuDriverGetVersion, e.g. 13000 */
-    rt_capture_mode capture_mode; /* chosen by a probe when the context opened */
+    rt_capture_mode capture_mode; /* chosen by a probe when the context was made */
 } rt_device_info;
 
 /* Fills defaults (device 0, no lib_dir, own cache, 32 MiB workspace cap). */
@@ -164,16 +164,16 @@ void rt_options_default(rt_options *opt);
  * thread, creates the stream and probes capture support. NVRTC and cuBLASLt load on first
  * use. Where there is no driver or no device, fails with RT_ENODEV and a message that
  * starts "no CUDA device: ". On failure nothing is left allocated and *out is NULL. */
-int rt_ctx_open(const rt_options *opt, rt_ctx **out, lm_err *err);
+int rt_ctx_new(const rt_options *opt, rt_ctx **out, lm_err *err);
 
 /* Same, on a mock (borrowed; it must outlive the context). NVRTC is still the real one
  * where it can be loaded; module loading and everything else goes to the mock. */
-int rt_ctx_open_mock(rt_mock *mock, const rt_options *opt, rt_ctx **out, lm_err *err);
+int rt_ctx_new_mock(rt_mock *mock, const rt_options *opt, rt_ctx **out, lm_err *err);
 
 /* Releases everything the context owns (modules, prepared matmuls, stream, its blas
  * cache if it owns one) and the primary context. Buffers, graphs and execs must be freed
  * before. Accepts NULL. */
-void rt_ctx_close(rt_ctx *ctx);
+void rt_ctx_free(rt_ctx *ctx);
 
 /* After a fault (RT_EFAULT) or a timeout the context refuses work. Reset destroys the
  * device's primary context (every allocation, module, graph and stream on it is gone),
@@ -288,11 +288,15 @@ typedef struct rt_nvrtc rt_nvrtc;
 
 /* Loads NVRTC (libnvrtc.so.13, .12, or libnvrtc.so from lib_dir, $LUMINAL_CUDA_LIB_DIR,
  * the loader path, /usr/local/cuda/lib64). Fails with RT_ENVRTC naming what was tried. */
-int rt_nvrtc_open(const char *lib_dir, rt_nvrtc **out, lm_err *err);
-void rt_nvrtc_close(rt_nvrtc *nv);
+int rt_nvrtc_new(const char *lib_dir, rt_nvrtc **out, lm_err *err);
+/* Frees the handle (the library stays loaded: unloading CUDA libraries is unsafe). Accepts
+ * NULL. */
+void rt_nvrtc_free(rt_nvrtc *nv);
 /* NVRTC's version, e.g. 13 0. */
 void rt_nvrtc_version(const rt_nvrtc *nv, int *major, int *minor);
 
+/* A compiled module, in caller storage: rt_nvrtc_compile fills it, rt_cubin_fini frees
+ * what it owns. */
 typedef struct rt_cubin {
     void *data; /* owned; the CUBIN image */
     size_t size;
@@ -305,9 +309,10 @@ typedef struct rt_cubin {
  * the log names, that source line. On failure *out is zeroed. */
 int rt_nvrtc_compile(rt_nvrtc *nv, const char *src, const char *name, int arch,
                      const char *const *opts, uint32_t nopts, rt_cubin *out, lm_err *err);
-void rt_cubin_free(rt_cubin *c);
+/* Frees the image and the log and zeroes c. Accepts NULL and a zeroed record. */
+void rt_cubin_fini(rt_cubin *c);
 
-/* A kernel function owned by the context's module cache (valid until reset or close). */
+/* A kernel function owned by the context's module cache (valid until reset or free). */
 typedef struct rt_kernel rt_kernel;
 
 /* Gets kernel `fn_name` from `src` compiled with `opts` for the device's exact
@@ -346,7 +351,8 @@ int rt_launch_kernel(rt_ctx *ctx, const rt_launch *l, lm_err *err);
 typedef struct rt_graph rt_graph;
 typedef struct rt_exec rt_exec;
 
-int rt_graph_create(rt_ctx *ctx, rt_graph **out, lm_err *err);
+/* An empty source graph on ctx (cuGraphCreate). On failure *out is NULL. */
+int rt_graph_new(rt_ctx *ctx, rt_graph **out, lm_err *err);
 /* Accepts NULL. Execs instantiated from the graph must be freed first. */
 void rt_graph_free(rt_graph *g);
 uint32_t rt_graph_node_count(const rt_graph *g);
@@ -372,8 +378,10 @@ int rt_graph_add_captured(rt_graph *g, rt_capture_fn fn, void *user, const uint3
 int rt_graph_kernel_arg(const rt_graph *g, uint32_t node, uint32_t arg, void *out, size_t size,
                         lm_err *err);
 
-/* Instantiates. The graph must outlive the exec. */
-int rt_graph_instantiate(rt_graph *g, rt_exec **out, lm_err *err);
+/* Instantiates g (cuGraphInstantiateWithFlags) into a new exec. The graph must outlive the
+ * exec. On failure *out is NULL. */
+int rt_exec_new(rt_graph *g, rt_exec **out, lm_err *err);
+/* Accepts NULL. */
 void rt_exec_free(rt_exec *e);
 
 /* Sets a kernel node's launch (grid, block, shared bytes, arguments; the kernel must be
@@ -472,15 +480,16 @@ int rt_matmul_spec_check(const rt_matmul_spec *s, lm_err *err);
 size_t rt_dtype_size(rt_dtype t);
 
 /* A heuristic cache keyed by spec, device and cuBLASLt version, shareable between
- * contexts (see rt_options.blas_cache). */
-rt_blas_cache *rt_blas_cache_create(void);
+ * contexts (see rt_options.blas_cache). Returns NULL only when out of memory. */
+rt_blas_cache *rt_blas_cache_new(void);
+/* Every context borrowing the cache must be freed first. Accepts NULL. */
 void rt_blas_cache_free(rt_blas_cache *c);
 
 typedef struct rt_matmul rt_matmul; /* prepared; owned by the context */
 
 /* Prepares a matmul: descriptors, layouts, the heuristic's algorithm (from the cache when
  * the spec, device and library version match) and the workspace size it needs. A matmul
- * already prepared for an equal spec is returned again. Valid until reset or close. */
+ * already prepared for an equal spec is returned again. Valid until reset or free. */
 int rt_matmul_prepare(rt_ctx *ctx, const rt_matmul_spec *s, rt_matmul **out, lm_err *err);
 /* Workspace bytes enqueue needs (0 allowed). */
 size_t rt_matmul_workspace(const rt_matmul *mm);

@@ -53,7 +53,7 @@ struct rt_blas_state {
     uint32_t n, cap;
 };
 
-rt_blas_cache *rt_blas_cache_create(void)
+rt_blas_cache *rt_blas_cache_new(void)
 {
     return rt__alloc(1, sizeof(rt_blas_cache));
 }

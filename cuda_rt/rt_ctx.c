@@ -1,7 +1,7 @@
 /* rt_ctx.c: opening a device, its primary context and stream; the capture probe; reset.
  *
- * Lifecycle: open (driver table -> cuInit -> device -> retain primary context -> make it
- * current -> stream -> probe) ... close (module cache, prepared matmuls, stream, primary
+ * Lifecycle: new (driver table -> cuInit -> device -> retain primary context -> make it
+ * current -> stream -> probe) ... free (module cache, prepared matmuls, stream, primary
  * context released). A sticky kernel fault poisons the context: every entry point then
  * refuses with RT_EFAULT until rt_ctx_reset, which destroys the primary context's state,
  * makes it anew and bumps `gen`, so that objects made before can tell they are stale.
@@ -65,7 +65,7 @@ static int bring_up(rt_ctx *ctx, lm_err *err)
     if (RT_CU(ctx, err, d->ctx_set_current(d->self, ctx->cu), "cuCtxSetCurrent") ||
         RT_CU(ctx, err, d->stream_create(d->self, &ctx->stream, CU_STREAM_NON_BLOCKING),
               "cuStreamCreate(non-blocking)"))
-        return err->code; /* the reference is dropped by close */
+        return err->code; /* the reference is dropped by rt_ctx_free */
     return 0;
 }
 
@@ -117,7 +117,7 @@ static int open_device(rt_ctx *ctx, lm_err *err)
     return 0;
 }
 
-static int finish_open(rt_ctx *ctx, const rt_options *opt, rt_ctx **out, lm_err *err)
+static int finish_new(rt_ctx *ctx, const rt_options *opt, rt_ctx **out, lm_err *err)
 {
     if (opt)
         ctx->opt = *opt;
@@ -127,7 +127,7 @@ static int finish_open(rt_ctx *ctx, const rt_options *opt, rt_ctx **out, lm_err 
     if (ctx->opt.lib_dir) {
         ctx->lib_dir = rt__strdup(ctx->opt.lib_dir);
         if (!ctx->lib_dir) {
-            rt_ctx_close(ctx);
+            rt_ctx_free(ctx);
             return RT_FAIL(err, RT_ENOMEM, "out of memory copying lib_dir");
         }
         ctx->opt.lib_dir = ctx->lib_dir;
@@ -135,22 +135,22 @@ static int finish_open(rt_ctx *ctx, const rt_options *opt, rt_ctx **out, lm_err 
     if (ctx->opt.blas_cache) {
         ctx->blas_cache = ctx->opt.blas_cache;
     } else {
-        ctx->blas_cache = rt_blas_cache_create();
+        ctx->blas_cache = rt_blas_cache_new();
         ctx->own_cache = true;
         if (!ctx->blas_cache) {
-            rt_ctx_close(ctx);
+            rt_ctx_free(ctx);
             return RT_FAIL(err, RT_ENOMEM, "out of memory creating the heuristic cache");
         }
     }
     if (open_device(ctx, err)) {
-        rt_ctx_close(ctx);
+        rt_ctx_free(ctx);
         return err->code;
     }
     *out = ctx;
     return 0;
 }
 
-int rt_ctx_open(const rt_options *opt, rt_ctx **out, lm_err *err)
+int rt_ctx_new(const rt_options *opt, rt_ctx **out, lm_err *err)
 {
     *out = NULL;
     if (lm_err_is_set(err)) return err->code;
@@ -160,10 +160,10 @@ int rt_ctx_open(const rt_options *opt, rt_ctx **out, lm_err *err)
         rt__free(ctx);
         return err->code;
     }
-    return finish_open(ctx, opt, out, err);
+    return finish_new(ctx, opt, out, err);
 }
 
-int rt_ctx_open_mock(rt_mock *mock, const rt_options *opt, rt_ctx **out, lm_err *err)
+int rt_ctx_new_mock(rt_mock *mock, const rt_options *opt, rt_ctx **out, lm_err *err)
 {
     *out = NULL;
     if (lm_err_is_set(err)) return err->code;
@@ -171,10 +171,10 @@ int rt_ctx_open_mock(rt_mock *mock, const rt_options *opt, rt_ctx **out, lm_err 
     if (!ctx) return RT_FAIL(err, RT_ENOMEM, "out of memory allocating a context");
     ctx->mock = mock;
     rt__mock_fill(mock, &ctx->drv, &ctx->blaslib);
-    return finish_open(ctx, opt, out, err);
+    return finish_new(ctx, opt, out, err);
 }
 
-void rt_ctx_close(rt_ctx *ctx)
+void rt_ctx_free(rt_ctx *ctx)
 {
     if (!ctx) return;
     rt_drv *d = &ctx->drv;
@@ -189,7 +189,7 @@ void rt_ctx_close(rt_ctx *ctx)
     if (ctx->stream) d->stream_destroy(d->self, ctx->stream);
     for (; ctx->refs > 0; ctx->refs--)
         d->primary_release(d->self, ctx->dev);
-    rt_nvrtc_close(ctx->nvrtc);
+    rt_nvrtc_free(ctx->nvrtc);
     if (!ctx->mock && d->self) {
         rt__drv_unload(d);
         /* libcuda stays mapped: unloading it under a live cudart (cuBLASLt's) is unsafe. */
@@ -210,7 +210,7 @@ int rt_ctx_reset(rt_ctx *ctx, lm_err *err)
     ctx->stream = NULL;
     /* Reset while our reference is held and the context current, as cudaDeviceReset does;
      * bring_up then retains it again (the driver hands back the same handle). Whether the
-     * reset kept the retain count is not documented, so close releases every reference
+     * reset kept the retain count is not documented, so rt_ctx_free releases every reference
      * taken: an extra release of a zero count is refused harmlessly. */
     CUresult r = d->primary_reset(d->self, ctx->dev);
     ctx->poisoned = false;
@@ -246,7 +246,7 @@ int rt_ctx_sync(rt_ctx *ctx, lm_err *err)
 int rt__ctx_nvrtc(rt_ctx *ctx, lm_err *err)
 {
     if (ctx->nvrtc) return 0;
-    return rt_nvrtc_open(ctx->opt.lib_dir, &ctx->nvrtc, err);
+    return rt_nvrtc_new(ctx->opt.lib_dir, &ctx->nvrtc, err);
 }
 
 int rt__ctx_blas(rt_ctx *ctx, lm_err *err)

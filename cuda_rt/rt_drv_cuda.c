@@ -25,11 +25,6 @@ int rt__dl_sym(void *dl, const char *name, void *fn, size_t fn_size)
     return 0;
 }
 
-void rt__dl_close(void *dl)
-{
-    if (dl) dlclose(dl);
-}
-
 static void *try_open(const char *dir, const char *name, char *tried, size_t tried_size)
 {
     char path[1024];

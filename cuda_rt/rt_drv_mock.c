@@ -745,7 +745,7 @@ void rt_mock_config_default(rt_mock_config *cfg)
     cfg->event_ms_per_launch = 0.01f;
 }
 
-rt_mock *rt_mock_create(const rt_mock_config *cfg)
+rt_mock *rt_mock_new(const rt_mock_config *cfg)
 {
     rt_mock *m = calloc(1, sizeof *m);
     if (!m) return NULL;

@@ -77,7 +77,7 @@ static const cu_info cu_table[] = {
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY",
      "free buffers or plan a smaller arena; the device has less free memory than asked"},
     {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED",
-     "the driver was not initialized: open a context with rt_ctx_open first"},
+     "the driver was not initialized: open a context with rt_ctx_new first"},
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE",
      "no CUDA device is visible: check nvidia-smi and CUDA_VISIBLE_DEVICES"},
     {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE",

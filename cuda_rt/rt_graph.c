@@ -80,7 +80,7 @@ static int graph_usable(const rt_graph *g, lm_err *err)
     return 0;
 }
 
-int rt_graph_create(rt_ctx *ctx, rt_graph **out, lm_err *err)
+int rt_graph_new(rt_ctx *ctx, rt_graph **out, lm_err *err)
 {
     *out = NULL;
     if (rt__ctx_usable(ctx, err)) return err->code;
@@ -375,7 +375,7 @@ int rt_graph_kernel_arg(const rt_graph *g, uint32_t node, uint32_t arg, void *ou
     return 0;
 }
 
-int rt_graph_instantiate(rt_graph *g, rt_exec **out, lm_err *err)
+int rt_exec_new(rt_graph *g, rt_exec **out, lm_err *err)
 {
     *out = NULL;
     if (graph_usable(g, err)) return err->code;

@@ -119,12 +119,11 @@ typedef struct rt_blaslib {
 } rt_blaslib;
 
 /* rt_drv_cuda.c: the real libraries. Each returns 0, or RT_ENODEV / RT_EBLAS with a message.
- * The handle (dlopen's) is stored in *dl and closed by rt__dl_close. */
+ * The handle (dlopen's) is stored in *dl; it is never closed (see rt_ctx_free). */
 int rt__drv_load(rt_drv *d, void **dl, lm_err *err);
 int rt__blaslib_load(const char *lib_dir, rt_blaslib *b, void **dl, lm_err *err);
 void rt__drv_unload(rt_drv *d);
 void rt__blaslib_unload(rt_blaslib *b);
-void rt__dl_close(void *dl);
 /* dlopen the first of names[] found in lib_dir, $LUMINAL_CUDA_LIB_DIR, the loader path,
  * /usr/local/cuda/lib64; `tried` receives what was tried (for messages). */
 void *rt__dl_open_any(const char *lib_dir, const char *const *names, char *tried,

@@ -57,9 +57,9 @@ static void child(int fd, const rt_options *opt, rt_mock *mock, rt_isolated_fn f
     if (!out)
         rc = RT_FAIL(&err, RT_ENOMEM, "out of memory for %zu result bytes in the child", out_size);
     else if (mock)
-        rc = rt_ctx_open_mock(mock, opt, &ctx, &err);
+        rc = rt_ctx_new_mock(mock, opt, &ctx, &err);
     else
-        rc = rt_ctx_open(opt, &ctx, &err);
+        rc = rt_ctx_new(opt, &ctx, &err);
     if (rc == 0) {
         rc = fn(ctx, user, out, out_size, &err);
         if (rc && !err.code) RT_FAIL(&err, rc, "isolated work failed without a message");
@@ -70,7 +70,7 @@ static void child(int fd, const rt_options *opt, rt_mock *mock, rt_isolated_fn f
     if (write_all(fd, &code, sizeof code) == 0 && write_all(fd, &len, sizeof len) == 0 &&
         write_all(fd, err.msg, len) == 0 && code == 0)
         write_all(fd, out, out_size);
-    /* no rt_ctx_close: the process ends here and the driver frees what it held */
+    /* no rt_ctx_free: the process ends here and the driver frees what it held */
     _exit(0);
 }
 

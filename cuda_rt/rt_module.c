@@ -165,7 +165,7 @@ int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char 
         rt__free(e);
         rt__free(src_copy);
         rt__free(joined);
-        rt_cubin_free(&bin);
+        rt_cubin_fini(&bin);
         return RT_FAIL(err, RT_ENOMEM, "out of memory caching a module");
     }
     rt_drv *d = &ctx->drv;
@@ -175,10 +175,10 @@ int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char 
         rt__free(e);
         rt__free(src_copy);
         rt__free(joined);
-        rt_cubin_free(&bin);
+        rt_cubin_fini(&bin);
         return err->code;
     }
-    rt_cubin_free(&bin);
+    rt_cubin_fini(&bin);
     e->hash = h;
     e->src = src_copy;
     e->opts = joined;

@@ -27,7 +27,7 @@ struct rt_nvrtc {
     nvrtcResult (*cubin)(nvrtcProgram, char *);
 };
 
-int rt_nvrtc_open(const char *lib_dir, rt_nvrtc **out, lm_err *err)
+int rt_nvrtc_new(const char *lib_dir, rt_nvrtc **out, lm_err *err)
 {
     *out = NULL;
     if (lm_err_is_set(err)) return err->code;
@@ -69,7 +69,7 @@ int rt_nvrtc_open(const char *lib_dir, rt_nvrtc **out, lm_err *err)
     return 0;
 }
 
-void rt_nvrtc_close(rt_nvrtc *nv)
+void rt_nvrtc_free(rt_nvrtc *nv)
 {
     /* the library stays mapped (see rt_ctx.c: unmapping CUDA libraries at run time is unsafe) */
     rt__free(nv);
@@ -81,7 +81,7 @@ void rt_nvrtc_version(const rt_nvrtc *nv, int *major, int *minor)
     *minor = nv->minor;
 }
 
-void rt_cubin_free(rt_cubin *c)
+void rt_cubin_fini(rt_cubin *c)
 {
     if (!c) return;
     rt__free(c->data);

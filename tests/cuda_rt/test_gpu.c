@@ -95,7 +95,7 @@ static rt_ctx *open_ctx(void)
 {
     rt_ctx *ctx = NULL;
     lm_err err = {0};
-    ck_assert_msg(rt_ctx_open(NULL, &ctx, &err) == 0, "%s", err.msg);
+    ck_assert_msg(rt_ctx_new(NULL, &ctx, &err) == 0, "%s", err.msg);
     return ctx;
 }
 
@@ -249,7 +249,7 @@ static void matmul_suite(rt_dtype type, rt_compute compute, double tol)
         double e = check_matmul(ctx, &s);
         ck_assert_msg(e < tol, "epilogue %s: relative error %.3e over %.1e", epi_name[epi], e, tol);
     }
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
 }
 
 START_TEST(gpu_matmul_f32_all_layouts_batched_epilogues)
@@ -348,7 +348,7 @@ START_TEST(gpu_matmul_fp8_e4m3_with_scales)
     rt_buf_release(ctx, &A), rt_buf_release(ctx, &B), rt_buf_release(ctx, &D);
     rt_buf_release(ctx, &S), rt_buf_release(ctx, &W);
     free(ha), free(hb), free(qa), free(qb), free(hd);
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
 }
 END_TEST
 
@@ -422,7 +422,7 @@ START_TEST(gpu_nvrtc_kernels_in_graph_with_updates_in_place)
     OK(rt_copy_htod(ctx, X.ptr, x, N * 4, &err));
     OK(rt_copy_htod(ctx, Y.ptr, zero, N * 4, &err));
     rt_graph *g;
-    OK(rt_graph_create(ctx, &g, &err));
+    OK(rt_graph_new(ctx, &g, &err));
     axpy_launch l0, l1;
     make_axpy(&l0, k, Y.ptr, X.ptr, 2.0f, N);
     make_axpy(&l1, k, Y.ptr, X.ptr, 3.0f, N);
@@ -430,7 +430,7 @@ START_TEST(gpu_nvrtc_kernels_in_graph_with_updates_in_place)
     OK(rt_graph_add_kernel(g, &l0.l, NULL, 0, &n0, &err));
     OK(rt_graph_add_kernel(g, &l1.l, &n0, 1, &n1, &err));
     rt_exec *e;
-    OK(rt_graph_instantiate(g, &e, &err));
+    OK(rt_exec_new(g, &e, &err));
     OK(rt_exec_launch(e, &err));
     expect_y(ctx, Y.ptr, x, 5.0f);
     /* new scalar in place */
@@ -453,7 +453,7 @@ START_TEST(gpu_nvrtc_kernels_in_graph_with_updates_in_place)
     expect_y(ctx, Y.ptr, x, 12.0f);
     /* whole-graph update, same topology: in place */
     rt_graph *g2;
-    OK(rt_graph_create(ctx, &g2, &err));
+    OK(rt_graph_new(ctx, &g2, &err));
     make_axpy(&l0, k, Y.ptr, X.ptr, 4.0f, N);
     make_axpy(&l1, k, Y.ptr, X.ptr, 4.0f, N);
     OK(rt_graph_add_kernel(g2, &l0.l, NULL, 0, &n0, &err));
@@ -466,7 +466,7 @@ START_TEST(gpu_nvrtc_kernels_in_graph_with_updates_in_place)
     expect_y(ctx, Y.ptr, x, 8.0f);
     /* topology changed: re-instantiated */
     rt_graph *g3;
-    OK(rt_graph_create(ctx, &g3, &err));
+    OK(rt_graph_new(ctx, &g3, &err));
     uint32_t prev = 0;
     for (int i = 0; i < 3; i++) {
         uint32_t id;
@@ -482,7 +482,7 @@ START_TEST(gpu_nvrtc_kernels_in_graph_with_updates_in_place)
     rt_graph_free(g), rt_graph_free(g2), rt_graph_free(g3);
     rt_buf_release(ctx, &X), rt_buf_release(ctx, &Y), rt_buf_release(ctx, &Y2);
     free(x), free(zero);
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
 }
 END_TEST
 
@@ -541,13 +541,13 @@ START_TEST(gpu_matmul_captured_into_graph_between_kernels)
                      .args = a1,
                      .sizes = s1};
     rt_graph *g;
-    OK(rt_graph_create(ctx, &g, &err));
+    OK(rt_graph_new(ctx, &g, &err));
     uint32_t n0, n1, n2;
     OK(rt_graph_add_kernel(g, &dbl.l, NULL, 0, &n0, &err));
     OK(rt_graph_add_captured(g, enqueue_job, &j, &n0, 1, &n1, &err));
     OK(rt_graph_add_kernel(g, &add, &n1, 1, &n2, &err));
     rt_exec *e;
-    OK(rt_graph_instantiate(g, &e, &err));
+    OK(rt_exec_new(g, &e, &err));
     OK(rt_exec_launch(e, &err));
     OK(rt_copy_dtoh(ctx, d, D.ptr, M * NN * 4, &err));
     OK(rt_ctx_sync(ctx, &err));
@@ -568,7 +568,7 @@ START_TEST(gpu_matmul_captured_into_graph_between_kernels)
     rt_buf_release(ctx, &A), rt_buf_release(ctx, &B), rt_buf_release(ctx, &D),
         rt_buf_release(ctx, &W);
     free(a), free(b), free(d);
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
 }
 END_TEST
 
@@ -599,7 +599,7 @@ START_TEST(gpu_fault_in_process_is_reported_and_reset_answers)
         printf("reset after the fault: %s\n", err.msg);
         ck_assert_int_eq(err.code, RT_EFAULT);
         ck_assert_ptr_nonnull(strstr(err.msg, "rt_isolated_run"));
-        rt_ctx_close(ctx);
+        rt_ctx_free(ctx);
         return;
     }
     printf("reset after the fault: recovered\n");
@@ -623,7 +623,7 @@ START_TEST(gpu_fault_in_process_is_reported_and_reset_answers)
     ck_assert(check_matmul(ctx, &s) < 2e-2);
     rt_buf_release(ctx, &X), rt_buf_release(ctx, &Y);
     free(x), free(zero);
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
 }
 END_TEST
 
@@ -714,10 +714,10 @@ START_TEST(gpu_runaway_kernel_hits_the_timing_timeout)
                    .args = args,
                    .sizes = sizes};
     rt_graph *g;
-    OK(rt_graph_create(ctx, &g, &err));
+    OK(rt_graph_new(ctx, &g, &err));
     OK(rt_graph_add_kernel(g, &l, NULL, 0, NULL, &err));
     rt_exec *e;
-    OK(rt_graph_instantiate(g, &e, &err));
+    OK(rt_exec_new(g, &e, &err));
     rt_time_opts o = {.warmup = 0, .trials = 3, .reps = 1, .timeout_ms = 200};
     rt_timing t;
     ck_assert_int_eq(rt_exec_time(e, &o, &t, &err), RT_ETIMEOUT);
@@ -727,7 +727,7 @@ START_TEST(gpu_runaway_kernel_hits_the_timing_timeout)
     rt_graph_free(g);
     OK(rt_ctx_reset(ctx, &err));
     OK(rt_ctx_sync(ctx, &err));
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
 }
 END_TEST
 
@@ -746,10 +746,10 @@ START_TEST(gpu_timing_is_stable)
     axpy_launch al;
     make_axpy(&al, k, Y.ptr, X.ptr, 1.0f, n);
     rt_graph *g;
-    OK(rt_graph_create(ctx, &g, &err));
+    OK(rt_graph_new(ctx, &g, &err));
     OK(rt_graph_add_kernel(g, &al.l, NULL, 0, NULL, &err));
     rt_exec *e;
-    OK(rt_graph_instantiate(g, &e, &err));
+    OK(rt_exec_new(g, &e, &err));
     rt_time_opts o = {.warmup = 5, .trials = 21, .reps = 3, .timeout_ms = 10000};
     rt_timing t1, t2;
     OK(rt_exec_time(e, &o, &t1, &err));
@@ -764,7 +764,7 @@ START_TEST(gpu_timing_is_stable)
     rt_exec_free(e);
     rt_graph_free(g);
     rt_buf_release(ctx, &X), rt_buf_release(ctx, &Y);
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
 }
 END_TEST
 
@@ -777,7 +777,7 @@ static int probe_device(void)
     if (pid == 0) {
         rt_ctx *ctx = NULL;
         lm_err err = {0};
-        if (rt_ctx_open(NULL, &ctx, &err) != 0) {
+        if (rt_ctx_new(NULL, &ctx, &err) != 0) {
             printf("skipped: %s\n", err.msg);
             fflush(stdout);
             _exit(77);
@@ -787,7 +787,7 @@ static int probe_device(void)
                d->cc_minor, d->sm_count, d->driver_version,
                d->capture_mode == RT_CAPTURE_TO_GRAPH ? "to-graph" : "child-graph");
         fflush(stdout);
-        rt_ctx_close(ctx);
+        rt_ctx_free(ctx);
         _exit(0);
     }
     int status = 0;

@@ -42,7 +42,7 @@ static int work(rt_ctx *ctx, void *user, void *out, size_t out_size, lm_err *err
 
 START_TEST(isolated_run_returns_the_childs_results)
 {
-    rt_mock *m = rt_mock_create(NULL);
+    rt_mock *m = rt_mock_new(NULL);
     job j = {m, 0, {1, 2, 3, 4}};
     uint32_t out[8] = {0};
     lm_err err = {0};
@@ -57,7 +57,7 @@ END_TEST
 
 START_TEST(isolated_fault_comes_back_as_an_error)
 {
-    rt_mock *m = rt_mock_create(NULL);
+    rt_mock *m = rt_mock_new(NULL);
     job j = {m, 1, {0}};
     uint32_t out[2] = {7, 7};
     lm_err err = {0};
@@ -75,7 +75,7 @@ END_TEST
 
 START_TEST(isolated_crash_is_reported_with_its_signal)
 {
-    rt_mock *m = rt_mock_create(NULL);
+    rt_mock *m = rt_mock_new(NULL);
     job j = {m, 2, {0}};
     lm_err err = {0};
     ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, NULL, 0, 10000, &err), RT_EFAULT);
@@ -86,7 +86,7 @@ END_TEST
 
 START_TEST(isolated_hang_is_killed_at_the_timeout)
 {
-    rt_mock *m = rt_mock_create(NULL);
+    rt_mock *m = rt_mock_new(NULL);
     job j = {m, 3, {0}};
     lm_err err = {0};
     ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, NULL, 0, 300, &err), RT_ETIMEOUT);
@@ -97,7 +97,7 @@ END_TEST
 
 START_TEST(isolated_error_keeps_its_code_and_message)
 {
-    rt_mock *m = rt_mock_create(NULL);
+    rt_mock *m = rt_mock_new(NULL);
     job j = {m, 4, {0}};
     lm_err err = {0};
     ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, NULL, 0, 10000, &err), RT_EDRIVER);
@@ -111,10 +111,10 @@ START_TEST(reset_says_when_the_driver_keeps_the_fault)
     rt_mock_config cfg;
     rt_mock_config_default(&cfg);
     cfg.fault_survives_reset = true;
-    rt_mock *m = rt_mock_create(&cfg);
+    rt_mock *m = rt_mock_new(&cfg);
     rt_ctx *ctx;
     lm_err err = {0};
-    ck_assert_int_eq(rt_ctx_open_mock(m, NULL, &ctx, &err), 0);
+    ck_assert_int_eq(rt_ctx_new_mock(m, NULL, &ctx, &err), 0);
     rt_mock_fail(m, "cuStreamSynchronize", 0, 700);
     ck_assert_int_eq(rt_ctx_sync(ctx, &err), RT_EFAULT);
     lm_err_clear(&err);
@@ -124,7 +124,7 @@ START_TEST(reset_says_when_the_driver_keeps_the_fault)
     lm_err_clear(&err);
     rt_buf b = {0};
     ck_assert_int_eq(rt_buf_reserve(ctx, &b, 16, NULL, &err), RT_EFAULT); /* still refused */
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
     rt_mock_free(m);
 }
 END_TEST

@@ -23,14 +23,14 @@ typedef struct fixture {
 static void open_with(fixture *f, const rt_mock_config *cfg)
 {
     memset(f, 0, sizeof *f);
-    f->mock = rt_mock_create(cfg);
+    f->mock = rt_mock_new(cfg);
     ck_assert_ptr_nonnull(f->mock);
-    ck_assert_msg(rt_ctx_open_mock(f->mock, NULL, &f->ctx, &f->err) == 0, "%s", f->err.msg);
+    ck_assert_msg(rt_ctx_new_mock(f->mock, NULL, &f->ctx, &f->err) == 0, "%s", f->err.msg);
 }
 
 static void close_all(fixture *f)
 {
-    rt_ctx_close(f->ctx);
+    rt_ctx_free(f->ctx);
     ck_assert_uint_eq(rt_mock_live_allocs(f->mock), 0);
     ck_assert_uint_eq(rt_mock_live_objects(f->mock), 0);
     rt_mock_free(f->mock);
@@ -76,10 +76,10 @@ START_TEST(open_without_device_says_no_cuda_device)
     rt_mock_config cfg;
     rt_mock_config_default(&cfg);
     cfg.device_count = 0;
-    rt_mock *m = rt_mock_create(&cfg);
+    rt_mock *m = rt_mock_new(&cfg);
     rt_ctx *ctx = (rt_ctx *)1;
     lm_err err = {0};
-    ck_assert_int_eq(rt_ctx_open_mock(m, NULL, &ctx, &err), RT_ENODEV);
+    ck_assert_int_eq(rt_ctx_new_mock(m, NULL, &ctx, &err), RT_ENODEV);
     ck_assert_ptr_null(ctx);
     ck_assert_msg(strncmp(err.msg, "no CUDA device: ", 16) == 0, "%s", err.msg);
     ck_assert_uint_eq(rt_mock_live_objects(m), 0);
@@ -91,10 +91,10 @@ START_TEST(open_real_driver_works_or_says_no_cuda_device)
 {
     rt_ctx *ctx = NULL;
     lm_err err = {0};
-    int rc = rt_ctx_open(NULL, &ctx, &err);
+    int rc = rt_ctx_new(NULL, &ctx, &err);
     if (rc == 0) {
         ck_assert_int_gt(rt_ctx_device(ctx)->cc_major, 0);
-        rt_ctx_close(ctx);
+        rt_ctx_free(ctx);
     } else {
         ck_assert_int_eq(rc, RT_ENODEV);
         ck_assert_msg(strncmp(err.msg, "no CUDA device: ", 16) == 0, "%s", err.msg);
@@ -166,6 +166,24 @@ START_TEST(illegal_address_poisons_until_reset)
 }
 END_TEST
 
+/* Heap objects come and go in pairs, _new and _free, and every _free accepts NULL (a
+ * crash here fails the test); a record in caller storage is finished by _fini. */
+START_TEST(every_free_accepts_null)
+{
+    rt_mock_free(NULL);
+    rt_ctx_free(NULL);
+    rt_graph_free(NULL);
+    rt_exec_free(NULL);
+    rt_blas_cache_free(NULL);
+    rt_nvrtc_free(NULL);
+    rt_cubin_fini(NULL);
+    rt_cubin c = {0};
+    rt_cubin_fini(&c);
+    ck_assert_ptr_null(c.data);
+    ck_assert_ptr_null(c.log);
+}
+END_TEST
+
 /* ---- memory ------------------------------------------------------------------------- */
 
 START_TEST(buffer_keeps_its_address_while_sizes_fit)
@@ -231,14 +249,14 @@ START_TEST(set_kernel_updates_exec_and_mirrors_source)
     fixture f;
     open_with(&f, NULL);
     rt_graph *g;
-    ck_assert_int_eq(rt_graph_create(f.ctx, &g, &f.err), 0);
+    ck_assert_int_eq(rt_graph_new(f.ctx, &g, &f.err), 0);
     scale_launch s;
     make_launch(&s, get_scale(&f), 0x1000, 2.0f, 100, 1);
     uint32_t n0, n1;
     ck_assert_int_eq(rt_graph_add_kernel(g, &s.l, NULL, 0, &n0, &f.err), 0);
     ck_assert_int_eq(rt_graph_add_kernel(g, &s.l, &n0, 1, &n1, &f.err), 0);
     rt_exec *e;
-    ck_assert_int_eq(rt_graph_instantiate(g, &e, &f.err), 0);
+    ck_assert_int_eq(rt_exec_new(g, &e, &f.err), 0);
     uint32_t loads = rt_mock_count_since(f.mock, "cuGraphInstantiateWithFlags", 0);
     scale_launch t;
     make_launch(&t, s.l.kernel, 0x2000, 3.0f, 1000, 4);
@@ -265,13 +283,13 @@ START_TEST(set_kernel_failure_leaves_both_graphs_as_they_were)
     fixture f;
     open_with(&f, NULL);
     rt_graph *g;
-    ck_assert_int_eq(rt_graph_create(f.ctx, &g, &f.err), 0);
+    ck_assert_int_eq(rt_graph_new(f.ctx, &g, &f.err), 0);
     scale_launch s, t;
     make_launch(&s, get_scale(&f), 0x1000, 2.0f, 100, 1);
     uint32_t n0;
     ck_assert_int_eq(rt_graph_add_kernel(g, &s.l, NULL, 0, &n0, &f.err), 0);
     rt_exec *e;
-    ck_assert_int_eq(rt_graph_instantiate(g, &e, &f.err), 0);
+    ck_assert_int_eq(rt_exec_new(g, &e, &f.err), 0);
     make_launch(&t, s.l.kernel, 0x2000, 3.0f, 1000, 4);
     rt_mock_fail(f.mock, "cuGraphKernelNodeSetParams", 0, 1 /* CUDA_ERROR_INVALID_VALUE */);
     ck_assert_int_eq(rt_exec_set_kernel(e, n0, &t.l, &f.err), RT_EDRIVER);
@@ -290,7 +308,7 @@ END_TEST
 
 static void build_chain(fixture *f, rt_graph **g, unsigned len, unsigned grid)
 {
-    ck_assert_int_eq(rt_graph_create(f->ctx, g, &f->err), 0);
+    ck_assert_int_eq(rt_graph_new(f->ctx, g, &f->err), 0);
     scale_launch s;
     make_launch(&s, get_scale(f), 0x1000, 2.0f, 100, grid);
     uint32_t prev = 0;
@@ -310,7 +328,7 @@ START_TEST(exec_update_in_place_when_topology_is_the_same)
     build_chain(&f, &g1, 3, 1);
     build_chain(&f, &g2, 3, 7);
     rt_exec *e;
-    ck_assert_int_eq(rt_graph_instantiate(g1, &e, &f.err), 0);
+    ck_assert_int_eq(rt_exec_new(g1, &e, &f.err), 0);
     rt_update_kind how;
     ck_assert_int_eq(rt_exec_update(e, g2, &how, &f.err), 0);
     ck_assert_int_eq(how, RT_UPDATE_IN_PLACE);
@@ -331,7 +349,7 @@ START_TEST(exec_update_falls_back_to_reinstantiation_when_refused)
     build_chain(&f, &g1, 3, 1);
     build_chain(&f, &g2, 5, 2); /* topology changed */
     rt_exec *e;
-    ck_assert_int_eq(rt_graph_instantiate(g1, &e, &f.err), 0);
+    ck_assert_int_eq(rt_exec_new(g1, &e, &f.err), 0);
     uint32_t mark = rt_mock_calls(f.mock);
     rt_update_kind how;
     ck_assert_msg(rt_exec_update(e, g2, &how, &f.err) == 0, "%s", f.err.msg);
@@ -405,7 +423,7 @@ END_TEST
 
 START_TEST(heuristic_cache_is_keyed_by_library_version)
 {
-    rt_blas_cache *cache = rt_blas_cache_create();
+    rt_blas_cache *cache = rt_blas_cache_new();
     rt_options opt;
     rt_options_default(&opt);
     opt.blas_cache = cache;
@@ -415,10 +433,10 @@ START_TEST(heuristic_cache_is_keyed_by_library_version)
     uint32_t expect_calls[3] = {1, 0, 1};
     for (int i = 0; i < 3; i++) {
         cfg.blas_version = versions[i];
-        rt_mock *m = rt_mock_create(&cfg);
+        rt_mock *m = rt_mock_new(&cfg);
         rt_ctx *ctx;
         lm_err err = {0};
-        ck_assert_int_eq(rt_ctx_open_mock(m, &opt, &ctx, &err), 0);
+        ck_assert_int_eq(rt_ctx_new_mock(m, &opt, &ctx, &err), 0);
         rt_matmul_spec s;
         rt_matmul_spec_init(&s, 512, 512, 512, RT_F16);
         rt_matmul *mm;
@@ -426,7 +444,7 @@ START_TEST(heuristic_cache_is_keyed_by_library_version)
         ck_assert_msg(rt_mock_count_since(m, "cublasLtMatmulAlgoGetHeuristic", 0) ==
                           expect_calls[i],
                       "context %d", i);
-        rt_ctx_close(ctx);
+        rt_ctx_free(ctx);
         rt_mock_free(m);
     }
     rt_blas_cache_free(cache);
@@ -582,7 +600,7 @@ static void capture_ends_on_failure(bool to_graph)
     mm_job j;
     prepare_job(&f, &j, RT_EPI_NONE);
     rt_graph *g;
-    ck_assert_int_eq(rt_graph_create(f.ctx, &g, &f.err), 0);
+    ck_assert_int_eq(rt_graph_new(f.ctx, &g, &f.err), 0);
     uint32_t mark = rt_mock_calls(f.mock);
     rt_mock_fail(f.mock, "cublasLtMatmul", 0, 13 /* CUBLAS_STATUS_EXECUTION_FAILED */);
     uint32_t node;
@@ -607,7 +625,7 @@ static void capture_ends_on_failure(bool to_graph)
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuStreamEndCapture", mark), 1);
     lm_err_clear(&f.err);
     rt_exec *e = NULL;
-    int rc = rt_graph_instantiate(g, &e, &f.err);
+    int rc = rt_exec_new(g, &e, &f.err);
     if (to_graph) {
         ck_assert_int_eq(rc, RT_EARG);
         ck_assert_ptr_nonnull(strstr(f.err.msg, "rebuild"));
@@ -641,7 +659,7 @@ START_TEST(captured_matmul_becomes_a_node_in_either_mode)
         mm_job j;
         prepare_job(&f, &j, RT_EPI_NONE);
         rt_graph *g;
-        ck_assert_int_eq(rt_graph_create(f.ctx, &g, &f.err), 0);
+        ck_assert_int_eq(rt_graph_new(f.ctx, &g, &f.err), 0);
         scale_launch s;
         make_launch(&s, get_scale(&f), 0x1000, 2.0f, 100, 1);
         uint32_t k0, mm, k1;
@@ -651,7 +669,7 @@ START_TEST(captured_matmul_becomes_a_node_in_either_mode)
         ck_assert_uint_eq(rt_graph_node_count(g), 3);
         ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuGraphAddChildGraphNode", 0), mode == 1);
         rt_exec *e;
-        ck_assert_int_eq(rt_graph_instantiate(g, &e, &f.err), 0);
+        ck_assert_int_eq(rt_exec_new(g, &e, &f.err), 0);
         ck_assert_int_eq(rt_exec_launch(e, &f.err), 0);
         rt_exec_free(e);
         rt_graph_free(g);
@@ -665,10 +683,10 @@ START_TEST(stale_graph_is_refused_after_reset)
     fixture f;
     open_with(&f, NULL);
     rt_graph *g;
-    ck_assert_int_eq(rt_graph_create(f.ctx, &g, &f.err), 0);
+    ck_assert_int_eq(rt_graph_new(f.ctx, &g, &f.err), 0);
     ck_assert_int_eq(rt_ctx_reset(f.ctx, &f.err), 0);
     rt_exec *e;
-    ck_assert_int_eq(rt_graph_instantiate(g, &e, &f.err), RT_ESTALE);
+    ck_assert_int_eq(rt_exec_new(g, &e, &f.err), RT_ESTALE);
     ck_assert_ptr_nonnull(strstr(f.err.msg, "before rt_ctx_reset"));
     rt_graph_free(g);
     close_all(&f);
@@ -684,7 +702,7 @@ START_TEST(timing_launches_every_time_and_reports_median)
     rt_graph *g;
     build_chain(&f, &g, 2, 1);
     rt_exec *e;
-    ck_assert_int_eq(rt_graph_instantiate(g, &e, &f.err), 0);
+    ck_assert_int_eq(rt_exec_new(g, &e, &f.err), 0);
     rt_time_opts o = {.warmup = 2, .trials = 5, .reps = 3, .timeout_ms = 1000};
     for (int round = 0; round < 2; round++) {
         uint32_t mark = rt_mock_calls(f.mock);
@@ -710,7 +728,7 @@ START_TEST(timing_failure_reports_the_event_call)
     rt_graph *g;
     build_chain(&f, &g, 1, 1);
     rt_exec *e;
-    ck_assert_int_eq(rt_graph_instantiate(g, &e, &f.err), 0);
+    ck_assert_int_eq(rt_exec_new(g, &e, &f.err), 0);
     rt_mock_fail(f.mock, "cuEventElapsedTime", 2, 1);
     rt_timing t;
     ck_assert_int_eq(rt_exec_time(e, NULL, &t, &f.err), RT_EDRIVER);
@@ -731,6 +749,7 @@ int main(void)
     tcase_add_test(tc, open_reports_device_and_probes_capture);
     tcase_add_test(tc, out_of_memory_message_names_call_sizes_and_fix);
     tcase_add_test(tc, illegal_address_poisons_until_reset);
+    tcase_add_test(tc, every_free_accepts_null);
     tcase_add_test(tc, buffer_keeps_its_address_while_sizes_fit);
     tcase_add_test(tc, module_cache_compiles_once_per_source_and_options);
     tcase_add_test(tc, launch_with_zero_grid_is_rejected);

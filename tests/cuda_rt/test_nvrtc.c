@@ -11,7 +11,7 @@ static rt_nvrtc *open_or_skip(void)
 {
     rt_nvrtc *nv = NULL;
     lm_err err = {0};
-    if (rt_nvrtc_open(NULL, &nv, &err) != 0) {
+    if (rt_nvrtc_new(NULL, &nv, &err) != 0) {
         ck_assert_int_eq(err.code, RT_ENVRTC);
         ck_assert_ptr_nonnull(strstr(err.msg, "LUMINAL_CUDA_LIB_DIR"));
         fprintf(stderr, "skipped: %s\n", err.msg);
@@ -44,8 +44,8 @@ START_TEST(nvrtc_compiles_a_kernel_to_sm90_cubin)
                             "ELF",
                             4),
                      0); /* CUBIN is an ELF image */
-    rt_cubin_free(&bin);
-    rt_nvrtc_close(nv);
+    rt_cubin_fini(&bin);
+    rt_nvrtc_free(nv);
 }
 END_TEST
 
@@ -65,7 +65,7 @@ START_TEST(nvrtc_compile_error_carries_log_and_source_line)
     ck_assert_msg(strstr(err.msg, "broken.cu(3)") != NULL, "%s", err.msg); /* NVRTC's log */
     ck_assert_msg(strstr(err.msg, "line 3:   x[1] = y + undefined_thing;") != NULL, "%s", err.msg);
     ck_assert_ptr_nonnull(strstr(err.msg, "sm_90"));
-    rt_nvrtc_close(nv);
+    rt_nvrtc_free(nv);
 }
 END_TEST
 
@@ -77,7 +77,7 @@ START_TEST(nvrtc_rejects_a_non_architecture)
     lm_err err = {0};
     ck_assert_int_eq(rt_nvrtc_compile(nv, "", "x.cu", 9, NULL, 0, &bin, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "arch 9"));
-    rt_nvrtc_close(nv);
+    rt_nvrtc_free(nv);
 }
 END_TEST
 
