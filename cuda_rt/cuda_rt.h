@@ -130,6 +130,8 @@ uint32_t rt_mock_kernel_grid_x(const rt_mock *mock, const struct rt_graph *graph
 typedef struct rt_ctx rt_ctx;
 typedef struct rt_blas_cache rt_blas_cache;
 
+#define RT_BLAS_WORKSPACE_DEFAULT ((size_t)32 << 20) /* rt_options.blas_workspace_max */
+
 typedef struct rt_options {
     int device;                /* ordinal; default 0 */
     const char *lib_dir;       /* where to look first for libnvrtc and libcublasLt;
@@ -137,7 +139,8 @@ typedef struct rt_options {
                                   /usr/local/cuda/lib64 */
     rt_blas_cache *blas_cache; /* borrowed heuristic cache shared between contexts;
                                   NULL: the context keeps its own */
-    size_t blas_workspace_max; /* cap for a matmul's workspace; default 32 MiB */
+    size_t blas_workspace_max; /* cap for a matmul's workspace; default (and for 0)
+                                  RT_BLAS_WORKSPACE_DEFAULT, 32 MiB */
 } rt_options;
 
 typedef enum rt_capture_mode {
@@ -145,8 +148,10 @@ typedef enum rt_capture_mode {
     RT_CAPTURE_CHILD_GRAPH /* library calls are captured apart and added as a child node */
 } rt_capture_mode;
 
+#define RT_DEVICE_NAME_MAX 256 /* bytes of a device's name, with its NUL */
+
 typedef struct rt_device_info {
-    char name[256];
+    char name[RT_DEVICE_NAME_MAX];
     int ordinal;
     int cc_major, cc_minor;
     int sm_count;
@@ -156,7 +161,7 @@ typedef struct rt_device_info {
     rt_capture_mode capture_mode; /* chosen by a probe when the context was made */
 } rt_device_info;
 
-/* Fills defaults (device 0, no lib_dir, own cache, 32 MiB workspace cap). */
+/* Fills defaults (device 0, no lib_dir, own cache, RT_BLAS_WORKSPACE_DEFAULT cap). */
 void rt_options_default(rt_options *opt);
 
 /* Loads libcuda.so.1 (functions through cuGetProcAddress, the driver version recorded),
@@ -226,10 +231,12 @@ typedef struct rt_buf {
     uint32_t gen;    /* context generation of the allocation */
 } rt_buf;
 
+#define RT_BUF_ROUND ((size_t)2 << 20) /* an rt_buf's capacity is a multiple of this */
+
 /* Makes buf hold at least `bytes`. When it already fits, nothing changes but buf->bytes
  * and *moved (may be NULL) is false; otherwise the old allocation is freed, a new one made
- * (capacity rounded up to 2 MiB) and *moved is true: graphs that use the old address need
- * updating. On failure buf is unchanged. */
+ * (capacity rounded up to RT_BUF_ROUND, 2 MiB) and *moved is true: graphs that use the old
+ * address need updating. On failure buf is unchanged. */
 int rt_buf_reserve(rt_ctx *ctx, rt_buf *buf, size_t bytes, bool *moved, lm_err *err);
 /* Frees the allocation (a stale one is just forgotten) and zeroes buf. */
 void rt_buf_release(rt_ctx *ctx, rt_buf *buf);
@@ -303,8 +310,13 @@ typedef struct rt_cubin {
     char *log; /* owned; NVRTC's log (may be "") */
 } rt_cubin;
 
+#define RT_NVRTC_MAX_OPTS 60 /* extra options one compilation takes */
+#define RT_NVRTC_MIN_ARCH 50 /* sm_50 .. sm_200: the architectures rt_nvrtc_compile takes */
+#define RT_NVRTC_MAX_ARCH 200
+
 /* Compiles CUDA C `src` (program name `name`, used in the log) for sm_<arch> (e.g. 90) to
- * CUBIN, with extra options (may be NULL when nopts is 0). -arch is added here. On a
+ * CUBIN, with up to RT_NVRTC_MAX_OPTS extra options (may be NULL when nopts is 0). -arch
+ * is added here. On a
  * compile error fails with RT_ECOMPILE; the message holds NVRTC's log and, for each line
  * the log names, that source line. On failure *out is zeroed. */
 int rt_nvrtc_compile(rt_nvrtc *nv, const char *src, const char *name, int arch,
@@ -405,9 +417,11 @@ int rt_exec_launch(rt_exec *e, lm_err *err);
  * Timing
  * ---------------------------------------------------------------------------------- */
 
+#define RT_MAX_TRIALS 10000 /* rt_time_opts.trials */
+
 typedef struct rt_time_opts {
     uint32_t warmup;   /* launches before timing; default 3 */
-    uint32_t trials;   /* timed trials; default 10 */
+    uint32_t trials;   /* timed trials, 1..RT_MAX_TRIALS; default 10 */
     uint32_t reps;     /* launches per trial; default 1 */
     double timeout_ms; /* wall-clock limit for the whole measurement; default 10000 */
 } rt_time_opts;
@@ -516,8 +530,10 @@ typedef struct rt_matmul_tuning {
     double best_ms;     /* per call, the algorithm now in use */
 } rt_matmul_tuning;
 
-/* Measures up to max_algos (1..32) of the heuristic's algorithms on the given buffers
- * (workspace_bytes bounds the workspace they may use) with CUDA events, and keeps the
+#define RT_MAX_TUNE_ALGOS 32 /* algorithms rt_matmul_tune measures at most */
+
+/* Measures up to max_algos (1..RT_MAX_TUNE_ALGOS) of the heuristic's algorithms on the given
+ * buffers (workspace_bytes bounds the workspace they may use) with CUDA events, and keeps the
  * fastest if it beats the one prepare chose; the heuristic cache then remembers it.
  * Runs matmuls (overwrites d) and synchronizes: call it outside captures, before graphs
  * that use mm are built. rt_matmul_workspace() may grow: size workspaces after. */

@@ -202,8 +202,8 @@ int rt_arena_check(const rt_arena_buf *bufs, uint32_t n, const rt_arena_pair *pa
             return RT_FAIL(err, RT_EARG, "arena buffer %u: offset %llu is not %u-aligned", i,
                            (unsigned long long)offsets[i], RT_ARENA_ALIGN);
         if (bufs[i].bytes && offsets[i] + bufs[i].bytes > peak)
-            return RT_FAIL(err, RT_EARG, "arena buffer %u: [%llu, %llu) runs past the peak %llu",
-                           i, (unsigned long long)offsets[i],
+            return RT_FAIL(err, RT_EARG, "arena buffer %u: [%llu, %llu) runs past the peak %llu", i,
+                           (unsigned long long)offsets[i],
                            (unsigned long long)(offsets[i] + bufs[i].bytes),
                            (unsigned long long)peak);
     }

@@ -161,8 +161,7 @@ int rt_matmul_spec_check(const rt_matmul_spec *s, lm_err *err)
         s->k > INT32_MAX)
         return RT_FAIL(err, RT_EARG, "matmul spec: m=%lld n=%lld k=%lld must be in 1..2^31-1",
                        (long long)s->m, (long long)s->n, (long long)s->k);
-    if (s->batch < 1)
-        return RT_FAIL(err, RT_EARG, "matmul spec: batch %d must be >= 1", s->batch);
+    if (s->batch < 1) return RT_FAIL(err, RT_EARG, "matmul spec: batch %d must be >= 1", s->batch);
     if ((unsigned)s->order_a > RT_ROW_MAJOR || (unsigned)s->order_b > RT_ROW_MAJOR ||
         (unsigned)s->order_d > RT_ROW_MAJOR || (unsigned)s->epilogue > RT_EPI_BIAS_GELU ||
         (unsigned)s->compute > RT_COMPUTE_TF32 || (unsigned)s->type_a > RT_F8_E5M2 ||

@@ -14,7 +14,7 @@
 void rt_options_default(rt_options *opt)
 {
     memset(opt, 0, sizeof *opt);
-    opt->blas_workspace_max = (size_t)32 << 20;
+    opt->blas_workspace_max = RT_BLAS_WORKSPACE_DEFAULT;
 }
 
 const rt_device_info *rt_ctx_device(const rt_ctx *ctx)
@@ -123,7 +123,7 @@ static int finish_new(rt_ctx *ctx, const rt_options *opt, rt_ctx **out, lm_err *
         ctx->opt = *opt;
     else
         rt_options_default(&ctx->opt);
-    if (ctx->opt.blas_workspace_max == 0) ctx->opt.blas_workspace_max = (size_t)32 << 20;
+    if (ctx->opt.blas_workspace_max == 0) ctx->opt.blas_workspace_max = RT_BLAS_WORKSPACE_DEFAULT;
     if (ctx->opt.lib_dir) {
         ctx->lib_dir = rt__strdup(ctx->opt.lib_dir);
         if (!ctx->lib_dir) {

@@ -11,10 +11,11 @@
 
 #include <string.h>
 
-enum { GN_KERNEL, GN_CAPTURED };
+/* A node is a kernel of ours or library work captured from the stream. */
+typedef enum gkind { GN_KERNEL, GN_CAPTURED } gkind;
 
 typedef struct gnode {
-    int kind;
+    gkind kind;
     CUgraphNode cu;     /* the kernel or child node; NULL for captured-into-graph */
     CUgraphNode *sinks; /* owned */
     uint32_t nsinks;
@@ -142,41 +143,14 @@ static int gather_deps(const rt_graph *g, const uint32_t *deps, uint32_t ndeps, 
     return 0;
 }
 
-static int check_launch(const rt_launch *l, lm_err *err)
-{
-    if (!l->kernel)
-        return RT_FAIL(err, RT_EARG,
-                       "kernel node: no kernel given; fix: get one with rt_kernel_get");
-    if (!l->grid[0] || !l->grid[1] || !l->grid[2] || !l->block[0] || !l->block[1] || !l->block[2])
-        return RT_FAIL(err, RT_EARG,
-                       "kernel node %s: grid %ux%ux%u or block %ux%ux%u has a zero dimension",
-                       rt__kernel_name(l->kernel), l->grid[0], l->grid[1], l->grid[2], l->block[0],
-                       l->block[1], l->block[2]);
-    if (l->nargs > RT_MAX_KERNEL_ARGS)
-        return RT_FAIL(err, RT_EARG, "kernel node %s: %u arguments, at most %d",
-                       rt__kernel_name(l->kernel), l->nargs, RT_MAX_KERNEL_ARGS);
-    size_t total = 0;
-    for (uint32_t i = 0; i < l->nargs; i++) {
-        if (!l->args[i] || l->sizes[i] == 0 || l->sizes[i] > RT_MAX_ARG_BYTES)
-            return RT_FAIL(err, RT_EARG,
-                           "kernel node %s: argument %u has no value or size %zu (1..%d allowed)",
-                           rt__kernel_name(l->kernel), i, l->sizes[i], RT_MAX_ARG_BYTES);
-        total += (l->sizes[i] + 15) & ~(size_t)15;
-    }
-    if (total > RT_MAX_ARG_BYTES)
-        return RT_FAIL(err, RT_EARG, "kernel node %s: %zu bytes of arguments, at most %d",
-                       rt__kernel_name(l->kernel), total, RT_MAX_ARG_BYTES);
-    return 0;
-}
-
-/* Packs the arguments (16-byte aligned each) into fresh storage. */
+/* Packs the arguments (RT_ARG_ALIGN-aligned each) into fresh storage. */
 static int pack_args(const rt_launch *l, unsigned char **buf, uint32_t **off, uint32_t **size,
                      lm_err *err)
 {
     size_t total = 0;
     for (uint32_t i = 0; i < l->nargs; i++)
-        total += (l->sizes[i] + 15) & ~(size_t)15;
-    *buf = rt__alloc(total + 16, 1);
+        total += rt__arg_slot(l->sizes[i]);
+    *buf = rt__alloc(total + RT_ARG_ALIGN, 1);
     *off = rt__alloc(l->nargs + 1, sizeof **off);
     *size = rt__alloc(l->nargs + 1, sizeof **size);
     if (!*buf || !*off || !*size) {
@@ -188,7 +162,7 @@ static int pack_args(const rt_launch *l, unsigned char **buf, uint32_t **off, ui
         memcpy(*buf + at, l->args[i], l->sizes[i]);
         (*off)[i] = (uint32_t)at;
         (*size)[i] = (uint32_t)l->sizes[i];
-        at += (l->sizes[i] + 15) & ~(size_t)15;
+        at += rt__arg_slot(l->sizes[i]);
     }
     return 0;
 }
@@ -224,7 +198,8 @@ static int reserve_node(rt_graph *g, lm_err *err)
 int rt_graph_add_kernel(rt_graph *g, const rt_launch *l, const uint32_t *deps, uint32_t ndeps,
                         uint32_t *node, lm_err *err)
 {
-    if (graph_usable(g, err) || check_launch(l, err) || reserve_node(g, err)) return err->code;
+    if (graph_usable(g, err) || rt__launch_check(l, "kernel node", err) || reserve_node(g, err))
+        return err->code;
     CUgraphNode *dn = NULL;
     size_t ndn = 0;
     if (gather_deps(g, deps, ndeps, &dn, &ndn, err)) return err->code;
@@ -416,7 +391,7 @@ static int exec_usable(const rt_exec *e, lm_err *err)
 
 int rt_exec_set_kernel(rt_exec *e, uint32_t node, const rt_launch *l, lm_err *err)
 {
-    if (exec_usable(e, err) || check_launch(l, err)) return err->code;
+    if (exec_usable(e, err) || rt__launch_check(l, "kernel node", err)) return err->code;
     rt_graph *g = e->graph;
     if (node >= g->n || g->nodes[node].kind != GN_KERNEL)
         return RT_FAIL(err, RT_EARG, "graph node %u is not a kernel node (graph has %u nodes)",

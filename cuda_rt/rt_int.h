@@ -128,9 +128,18 @@ void rt__blaslib_unload(rt_blaslib *b);
  * /usr/local/cuda/lib64; `tried` receives what was tried (for messages). */
 void *rt__dl_open_any(const char *lib_dir, const char *const *names, char *tried,
                       size_t tried_size);
-/* dlsym into a function pointer without the object/function pointer cast that -Wpedantic
- * forbids: copies the address bytes into *fn (a function-pointer variable of any type). */
-int rt__dl_sym(void *dl, const char *name, void *fn, size_t fn_size);
+#define RT_DL_TRIED 1024 /* bytes of the "tried" list rt__dl_open_any writes */
+/* A function a library must have: its name and the function-pointer variable (of any
+ * type) that receives it. */
+typedef struct rt_dl_fn {
+    const char *name;
+    void *slot;  /* &the variable */
+    size_t size; /* sizeof the variable */
+} rt_dl_fn;
+/* Looks every fns[0..n) up with dlsym (without the object/function pointer cast that
+ * -Wpedantic forbids: the address bytes are copied into the variable). Returns the name
+ * of the first one missing, or NULL when all were found. */
+const char *rt__dl_fns(void *dl, const rt_dl_fn *fns, size_t n);
 
 /* rt_drv_mock.c */
 void rt__mock_fill(rt_mock *m, rt_drv *d, rt_blaslib *b);
@@ -240,5 +249,13 @@ bool rt__epi_has_bias(rt_epilogue e);
 /* rt_module.c */
 CUfunction rt__kernel_fn(const rt_kernel *k);
 const char *rt__kernel_name(const rt_kernel *k);
+/* Checks a launch (a kernel, nonzero grid and block, at most RT_MAX_KERNEL_ARGS arguments
+ * of 1..RT_MAX_ARG_BYTES bytes, RT_MAX_ARG_BYTES in all counting each argument's slot);
+ * `what` starts the message ("kernel launch", "kernel node"). For direct launches and
+ * kernel nodes alike. */
+int rt__launch_check(const rt_launch *l, const char *what, lm_err *err);
+#define RT_ARG_ALIGN 16 /* each argument's slot in a node's copy is aligned to this */
+/* Bytes an argument of `size` bytes takes in a node's copy (a multiple of RT_ARG_ALIGN). */
+size_t rt__arg_slot(size_t size);
 
 #endif /* LUMINAL_CUDA_RT_INT_H */

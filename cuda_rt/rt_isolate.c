@@ -23,14 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+/* base's monotonic clock, in milliseconds */
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    return lm_now_s() * 1e3;
 }
 
 static int write_all(int fd, const void *buf, size_t n)

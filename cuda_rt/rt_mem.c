@@ -9,8 +9,6 @@
 
 #include <string.h>
 
-#define BUF_ROUND ((size_t)2 << 20)
-
 int rt_buf_reserve(rt_ctx *ctx, rt_buf *buf, size_t bytes, bool *moved, lm_err *err)
 {
     if (moved) *moved = false;
@@ -28,9 +26,9 @@ int rt_buf_reserve(rt_ctx *ctx, rt_buf *buf, size_t bytes, bool *moved, lm_err *
         buf->bytes = 0;
         return 0;
     }
-    if (bytes > SIZE_MAX - BUF_ROUND)
+    if (bytes > SIZE_MAX - RT_BUF_ROUND)
         return RT_FAIL(err, RT_ENOMEM, "buffer size %zu bytes overflows", bytes);
-    size_t cap = (bytes + BUF_ROUND - 1) / BUF_ROUND * BUF_ROUND;
+    size_t cap = (bytes + RT_BUF_ROUND - 1) / RT_BUF_ROUND * RT_BUF_ROUND;
     rt_drv *d = &ctx->drv;
     CUdeviceptr p = 0;
     if (RT_CU(ctx, err, d->mem_alloc(d->self, &p, cap),
