@@ -56,7 +56,7 @@ run() {
   echo "== $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -n)"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu \
     --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
-  CK_FORK=yes CK_DEFAULT_TIMEOUT=300 "$bin/test_cuda_rt_gpu" >"$out/gpu_tests.log" 2>&1
+  CK_FORK=yes CK_DEFAULT_TIMEOUT=300 CK_VERBOSITY=verbose "$bin/test_cuda_rt_gpu" >"$out/gpu_tests.log" 2>&1
   local trc=$?
   grep -E "^(device|capture|fault|axpy)|Checks|:(F|E):" "$out/gpu_tests.log" | head -40
   # can a process recover in place from a kernel fault? (docs/cuda_rt.md)

@@ -1,7 +1,7 @@
 /* test_arena.c: the arena planner and the matmul workspace planner. */
 #include "cuda_rt.h"
+#include "lm_check.h"
 
-#include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,7 +221,7 @@ START_TEST(workspace_plan_rejects_backward_dependency)
 }
 END_TEST
 
-int main(void)
+static Suite *cuda_rt_arena_suite(void)
 {
     Suite *s = suite_create("cuda_rt_arena");
     TCase *tc = tcase_create("arena");
@@ -239,9 +239,7 @@ int main(void)
     tcase_add_test(tc, workspace_independent_calls_never_share);
     tcase_add_test(tc, workspace_plan_rejects_backward_dependency);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {cuda_rt_arena_suite, NULL};

@@ -1,8 +1,8 @@
 /* test_isolate.c: rt_isolated_run confines faults, crashes and hangs to a child process,
  * and a fault the driver keeps makes rt_ctx_reset say so (mock driver). */
 #include "cuda_rt.h"
+#include "lm_check.h"
 
-#include <check.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +129,7 @@ START_TEST(reset_says_when_the_driver_keeps_the_fault)
 }
 END_TEST
 
-int main(void)
+static Suite *cuda_rt_isolate_suite(void)
 {
     Suite *s = suite_create("cuda_rt_isolate");
     TCase *tc = tcase_create("isolate");
@@ -141,9 +141,7 @@ int main(void)
     tcase_add_test(tc, isolated_error_keeps_its_code_and_message);
     tcase_add_test(tc, reset_says_when_the_driver_keeps_the_fault);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {cuda_rt_isolate_suite, NULL};

@@ -1,7 +1,7 @@
 /* test_matmul_spec.c: matmul specs: defaults, equality, hashing, validation messages. */
 #include "cuda_rt.h"
+#include "lm_check.h"
 
-#include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,7 +229,7 @@ START_TEST(spec_fp8_needs_the_tn_form)
 }
 END_TEST
 
-int main(void)
+static Suite *cuda_rt_matmul_spec_suite(void)
 {
     Suite *s = suite_create("cuda_rt_matmul_spec");
     TCase *tc = tcase_create("spec");
@@ -242,9 +242,7 @@ int main(void)
     tcase_add_test(tc, spec_type_mismatches_are_rejected);
     tcase_add_test(tc, spec_fp8_needs_the_tn_form);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {cuda_rt_matmul_spec_suite, NULL};

@@ -2,8 +2,8 @@
  * opening, errors and reset, memory, kernels and the module cache, graphs (capture,
  * mirroring, update fallback), prepared matmuls and their caches, timing. */
 #include "cuda_rt.h"
+#include "lm_check.h"
 
-#include <check.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -739,7 +739,7 @@ START_TEST(timing_failure_reports_the_event_call)
 }
 END_TEST
 
-int main(void)
+static Suite *cuda_rt_mock_suite(void)
 {
     Suite *s = suite_create("cuda_rt_mock");
     TCase *tc = tcase_create("mock");
@@ -772,9 +772,7 @@ int main(void)
     tcase_add_test(tc, timing_launches_every_time_and_reports_median);
     tcase_add_test(tc, timing_failure_reports_the_event_call);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {cuda_rt_mock_suite, NULL};
