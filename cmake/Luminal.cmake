@@ -9,9 +9,13 @@ if(LUMINAL_TESTS)
   pkg_check_modules(CHECK REQUIRED IMPORTED_TARGET check)
 endif()
 
-# The folder that holds egglog's conformance programs, beside the repository.
+# The folder that holds egglog's conformance programs, beside the repository. Tests that
+# need it are skipped (exit 77, reported as skipped, never passed) where it is missing;
+# LUMINAL_SHARED_DIR in a test's environment overrides it. A script test runs through
+# tests/common/need_shared.sh, a Check program through lm_check_require_dir.
 set(LUMINAL_SHARED_DIR "${CMAKE_SOURCE_DIR}/../shared" CACHE PATH
-    "Shared material (conformance programs); tests that need it skip when absent")
+    "Shared material (conformance programs); tests that need it are skipped when absent")
+set(LUMINAL_NEED_SHARED ${CMAKE_SOURCE_DIR}/tests/common/need_shared.sh)
 
 # lm_add_check_test(NAME LABELS l1 [l2...] SOURCES f1.c [...] LIBS lib1 [...]
 #                   [INTERNALS module ...] [TIMEOUT s] [ENV VAR=value ...])
