@@ -52,6 +52,86 @@ function(lm_add_check_test name)
   endif()
 endfunction()
 
+# lm_add_fuzz(NAME
+#   SOURCES f1.c ...          the harness and the sources compiled into it, instrumented
+#                             (lm_module_sources gives a module's)
+#   [INCLUDES d1 ...]         private include folders
+#   [LIBS l1 ...]             libraries linked as they are (not instrumented)
+#   SEEDS d1 ...              seed folders, read and never written
+#   [OPTIONAL_SEEDS d1 ...]   seed folders read only where they exist (../shared)
+#   DICT file                 the libFuzzer dictionary
+#   RUNS n                    inputs per ctest run (from seed 1; tests/run_fuzz.sh)
+#   [MAX_LEN n]               longest input, bytes (default 8192)
+#   [INPUT_TIMEOUT s])        seconds one input may take (default 10)
+# Builds the libFuzzer harness NAME (clang, ASan + UBSan), writes NAME.sh beside it, which
+# runs it through tests/run_fuzz.sh with these arguments, and registers that as the ctest
+# NAME (label fuzz). By hand: `FUZZ_SECONDS=3600 sh <build>/<folder>/NAME.sh` (see
+# tests/run_fuzz.sh). Does nothing unless LUMINAL_FUZZ is ON.
+function(lm_add_fuzz name)
+  if(NOT LUMINAL_FUZZ)
+    return()
+  endif()
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(WARNING "${name}: LUMINAL_FUZZ needs clang (CC=clang); harness not built")
+    return()
+  endif()
+  cmake_parse_arguments(F "" "DICT;RUNS;MAX_LEN;INPUT_TIMEOUT"
+    "SOURCES;INCLUDES;LIBS;SEEDS;OPTIONAL_SEEDS" ${ARGN})
+  if(F_UNPARSED_ARGUMENTS OR NOT F_SOURCES OR NOT F_SEEDS OR NOT F_DICT OR NOT F_RUNS)
+    message(FATAL_ERROR "lm_add_fuzz(${name}): SOURCES, SEEDS, DICT and RUNS are required "
+                        "(unknown: ${F_UNPARSED_ARGUMENTS})")
+  endif()
+  if(NOT F_MAX_LEN)
+    set(F_MAX_LEN 8192)
+  endif()
+  if(NOT F_INPUT_TIMEOUT)
+    set(F_INPUT_TIMEOUT 10)
+  endif()
+  add_executable(${name} ${F_SOURCES})
+  target_include_directories(${name} PRIVATE ${F_INCLUDES})
+  set(flags -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+      -fno-omit-frame-pointer -g)
+  target_compile_options(${name} PRIVATE ${flags})
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(${name} PRIVATE ${F_LIBS} m)
+  set(args "")
+  foreach(d IN LISTS F_SEEDS)
+    string(APPEND args " '${d}'")
+  endforeach()
+  foreach(d IN LISTS F_OPTIONAL_SEEDS)
+    string(APPEND args " '?${d}'")
+  endforeach()
+  set(script ${CMAKE_CURRENT_BINARY_DIR}/${name}.sh)
+  file(GENERATE OUTPUT ${script}
+    CONTENT "#!/bin/sh
+# ${name}: the libFuzzer harness, bounded as its ctest (tests/run_fuzz.sh says how to run
+# it longer). Written by lm_add_fuzz (cmake/Luminal.cmake); do not edit.
+exec sh '${CMAKE_SOURCE_DIR}/tests/run_fuzz.sh' '$<TARGET_FILE:${name}>' \
+  '${CMAKE_CURRENT_BINARY_DIR}/${name}.work' ${F_RUNS} \
+  -dict='${F_DICT}' -max_len=${F_MAX_LEN} -timeout=${F_INPUT_TIMEOUT}${args}
+"
+    FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+                     WORLD_READ WORLD_EXECUTE)
+  add_test(NAME ${name} COMMAND sh ${script})
+  set_tests_properties(${name} PROPERTIES LABELS fuzz TIMEOUT 300)
+endfunction()
+
+# lm_module_sources(VAR module): the module's sources as absolute paths, for a harness
+# that compiles them again with instrumentation (so its list never goes stale).
+function(lm_module_sources var module)
+  get_target_property(sources ${module} SOURCES)
+  get_target_property(dir ${module} SOURCE_DIR)
+  set(out "")
+  foreach(src IN LISTS sources)
+    if(IS_ABSOLUTE "${src}")
+      list(APPEND out "${src}")
+    else()
+      list(APPEND out "${dir}/${src}")
+    endif()
+  endforeach()
+  set(${var} ${out} PARENT_SCOPE)
+endfunction()
+
 # lm_add_subdirs(): add every direct subfolder that has a CMakeLists.txt, in name order.
 function(lm_add_subdirs)
   file(GLOB children RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/*)
