@@ -8,9 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
+/* What the isolated work does. */
+typedef enum job_kind { JOB_OK, JOB_FAULT, JOB_KILLED, JOB_HANG, JOB_ERROR } job_kind;
+
 typedef struct job {
     rt_mock *mock;
-    int what; /* 0 ok, 1 fault, 2 killed, 3 hang, 4 error */
+    job_kind what;
     uint32_t input[4];
 } job;
 
@@ -20,30 +23,44 @@ static int work(rt_ctx *ctx, void *user, void *out, size_t out_size, lm_err *err
     uint32_t *o = out;
     rt_buf b = {0};
     switch (j->what) {
-    case 0:
+    case JOB_OK:
         if (rt_buf_reserve(ctx, &b, 4096, NULL, err)) return err->code;
         for (size_t i = 0; i < out_size / 4; i++)
             o[i] = j->input[i % 4] * 2; /* the child sees the caller's memory */
         rt_buf_release(ctx, &b);
         return 0;
-    case 1:
+    case JOB_FAULT:
         rt_mock_fail(j->mock, "cuStreamSynchronize", 0, 700);
         return rt_ctx_sync(ctx, err);
-    case 2:
+    case JOB_KILLED:
         raise(SIGKILL);
         return 0;
-    case 3:
+    case JOB_HANG:
         sleep(30);
         return 0;
-    default:
-        return rt_buf_reserve(ctx, &b, (size_t)300 << 30, NULL, err);
+    case JOB_ERROR:
+        break;
     }
+    return rt_buf_reserve(ctx, &b, (size_t)300 << 30, NULL, err); /* more than the device has */
+}
+
+/* Runs work of kind `what` in a child (no result bytes) on a fresh mock, expects `rc`,
+ * and returns the error that came back. */
+static lm_err run_failing(job_kind what, double timeout_ms, int rc)
+{
+    rt_mock *m = rt_mock_new(NULL);
+    ck_assert_ptr_nonnull(m);
+    job j = {m, what, {0}};
+    lm_err err = {0};
+    ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, NULL, 0, timeout_ms, &err), rc);
+    rt_mock_free(m);
+    return err;
 }
 
 START_TEST(isolated_run_returns_the_childs_results)
 {
     rt_mock *m = rt_mock_new(NULL);
-    job j = {m, 0, {1, 2, 3, 4}};
+    job j = {m, JOB_OK, {1, 2, 3, 4}};
     uint32_t out[8] = {0};
     lm_err err = {0};
     ck_assert_msg(rt_isolated_run(NULL, m, work, &j, out, sizeof out, 10000, &err) == 0, "%s",
@@ -58,7 +75,7 @@ END_TEST
 START_TEST(isolated_fault_comes_back_as_an_error)
 {
     rt_mock *m = rt_mock_new(NULL);
-    job j = {m, 1, {0}};
+    job j = {m, JOB_FAULT, {0}};
     uint32_t out[2] = {7, 7};
     lm_err err = {0};
     ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, out, sizeof out, 10000, &err), RT_EFAULT);
@@ -67,7 +84,7 @@ START_TEST(isolated_fault_comes_back_as_an_error)
     ck_assert_uint_eq(out[0], 7); /* untouched on failure */
     /* the caller goes on: another isolated run works */
     lm_err_clear(&err);
-    j.what = 0;
+    j.what = JOB_OK;
     ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, out, sizeof out, 10000, &err), 0);
     rt_mock_free(m);
 }
@@ -75,34 +92,22 @@ END_TEST
 
 START_TEST(isolated_crash_is_reported_with_its_signal)
 {
-    rt_mock *m = rt_mock_new(NULL);
-    job j = {m, 2, {0}};
-    lm_err err = {0};
-    ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, NULL, 0, 10000, &err), RT_EFAULT);
+    lm_err err = run_failing(JOB_KILLED, 10000, RT_EFAULT);
     ck_assert_msg(strstr(err.msg, "signal 9") != NULL, "%s", err.msg);
-    rt_mock_free(m);
 }
 END_TEST
 
 START_TEST(isolated_hang_is_killed_at_the_timeout)
 {
-    rt_mock *m = rt_mock_new(NULL);
-    job j = {m, 3, {0}};
-    lm_err err = {0};
-    ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, NULL, 0, 300, &err), RT_ETIMEOUT);
+    lm_err err = run_failing(JOB_HANG, 300, RT_ETIMEOUT);
     ck_assert_ptr_nonnull(strstr(err.msg, "300 ms"));
-    rt_mock_free(m);
 }
 END_TEST
 
 START_TEST(isolated_error_keeps_its_code_and_message)
 {
-    rt_mock *m = rt_mock_new(NULL);
-    job j = {m, 4, {0}};
-    lm_err err = {0};
-    ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, NULL, 0, 10000, &err), RT_EDRIVER);
+    lm_err err = run_failing(JOB_ERROR, 10000, RT_EDRIVER);
     ck_assert_ptr_nonnull(strstr(err.msg, "CUDA_ERROR_OUT_OF_MEMORY"));
-    rt_mock_free(m);
 }
 END_TEST
 

@@ -36,6 +36,23 @@ static void close_all(fixture *f)
     rt_mock_free(f->mock);
 }
 
+/* Frees what a test made on f (any may be NULL: every _free accepts NULL), then closes f
+ * checking that nothing is left on the mock. */
+static void close_with(fixture *f, rt_exec *e, rt_graph *g1, rt_graph *g2)
+{
+    rt_exec_free(e);
+    rt_graph_free(g1);
+    rt_graph_free(g2);
+    close_all(f);
+}
+
+static rt_exec *instantiate(fixture *f, rt_graph *g)
+{
+    rt_exec *e = NULL;
+    ck_assert_msg(rt_exec_new(g, &e, &f->err) == 0, "%s", f->err.msg);
+    return e;
+}
+
 static rt_kernel *get_scale(fixture *f)
 {
     rt_kernel *k = NULL;
@@ -255,8 +272,7 @@ START_TEST(set_kernel_updates_exec_and_mirrors_source)
     uint32_t n0, n1;
     ck_assert_int_eq(rt_graph_add_kernel(g, &s.l, NULL, 0, &n0, &f.err), 0);
     ck_assert_int_eq(rt_graph_add_kernel(g, &s.l, &n0, 1, &n1, &f.err), 0);
-    rt_exec *e;
-    ck_assert_int_eq(rt_exec_new(g, &e, &f.err), 0);
+    rt_exec *e = instantiate(&f, g);
     uint32_t loads = rt_mock_count_since(f.mock, "cuGraphInstantiateWithFlags", 0);
     scale_launch t;
     make_launch(&t, s.l.kernel, 0x2000, 3.0f, 1000, 4);
@@ -272,9 +288,7 @@ START_TEST(set_kernel_updates_exec_and_mirrors_source)
     ck_assert(a == 3.0f);
     /* in place: no new instantiation */
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuGraphInstantiateWithFlags", 0), loads);
-    rt_exec_free(e);
-    rt_graph_free(g);
-    close_all(&f);
+    close_with(&f, e, g, NULL);
 }
 END_TEST
 
@@ -288,8 +302,7 @@ START_TEST(set_kernel_failure_leaves_both_graphs_as_they_were)
     make_launch(&s, get_scale(&f), 0x1000, 2.0f, 100, 1);
     uint32_t n0;
     ck_assert_int_eq(rt_graph_add_kernel(g, &s.l, NULL, 0, &n0, &f.err), 0);
-    rt_exec *e;
-    ck_assert_int_eq(rt_exec_new(g, &e, &f.err), 0);
+    rt_exec *e = instantiate(&f, g);
     make_launch(&t, s.l.kernel, 0x2000, 3.0f, 1000, 4);
     rt_mock_fail(f.mock, "cuGraphKernelNodeSetParams", 0, 1 /* CUDA_ERROR_INVALID_VALUE */);
     ck_assert_int_eq(rt_exec_set_kernel(e, n0, &t.l, &f.err), RT_EDRIVER);
@@ -300,9 +313,7 @@ START_TEST(set_kernel_failure_leaves_both_graphs_as_they_were)
     lm_err err2 = {0};
     ck_assert_int_eq(rt_graph_kernel_arg(g, n0, 0, &x, sizeof x, &err2), 0);
     ck_assert_uint_eq(x, 0x1000);
-    rt_exec_free(e);
-    rt_graph_free(g);
-    close_all(&f);
+    close_with(&f, e, g, NULL);
 }
 END_TEST
 
@@ -327,17 +338,13 @@ START_TEST(exec_update_in_place_when_topology_is_the_same)
     rt_graph *g1, *g2;
     build_chain(&f, &g1, 3, 1);
     build_chain(&f, &g2, 3, 7);
-    rt_exec *e;
-    ck_assert_int_eq(rt_exec_new(g1, &e, &f.err), 0);
+    rt_exec *e = instantiate(&f, g1);
     rt_update_kind how;
     ck_assert_int_eq(rt_exec_update(e, g2, &how, &f.err), 0);
     ck_assert_int_eq(how, RT_UPDATE_IN_PLACE);
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuGraphInstantiateWithFlags", 0), 1);
     ck_assert_uint_eq(rt_mock_kernel_grid_x(f.mock, g2, e, 2), 7);
-    rt_exec_free(e);
-    rt_graph_free(g1);
-    rt_graph_free(g2);
-    close_all(&f);
+    close_with(&f, e, g1, g2);
 }
 END_TEST
 
@@ -348,8 +355,7 @@ START_TEST(exec_update_falls_back_to_reinstantiation_when_refused)
     rt_graph *g1, *g2;
     build_chain(&f, &g1, 3, 1);
     build_chain(&f, &g2, 5, 2); /* topology changed */
-    rt_exec *e;
-    ck_assert_int_eq(rt_exec_new(g1, &e, &f.err), 0);
+    rt_exec *e = instantiate(&f, g1);
     uint32_t mark = rt_mock_calls(f.mock);
     rt_update_kind how;
     ck_assert_msg(rt_exec_update(e, g2, &how, &f.err) == 0, "%s", f.err.msg);
@@ -359,10 +365,7 @@ START_TEST(exec_update_falls_back_to_reinstantiation_when_refused)
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuGraphExecDestroy", mark), 1);
     ck_assert_uint_eq(rt_mock_kernel_grid_x(f.mock, g2, e, 4), 2);
     ck_assert_int_eq(rt_exec_launch(e, &f.err), 0);
-    rt_exec_free(e);
-    rt_graph_free(g1);
-    rt_graph_free(g2);
-    close_all(&f);
+    close_with(&f, e, g1, g2);
 }
 END_TEST
 
@@ -668,12 +671,9 @@ START_TEST(captured_matmul_becomes_a_node_in_either_mode)
         ck_assert_int_eq(rt_graph_add_kernel(g, &s.l, &mm, 1, &k1, &f.err), 0);
         ck_assert_uint_eq(rt_graph_node_count(g), 3);
         ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuGraphAddChildGraphNode", 0), mode == 1);
-        rt_exec *e;
-        ck_assert_int_eq(rt_exec_new(g, &e, &f.err), 0);
+        rt_exec *e = instantiate(&f, g);
         ck_assert_int_eq(rt_exec_launch(e, &f.err), 0);
-        rt_exec_free(e);
-        rt_graph_free(g);
-        close_all(&f);
+        close_with(&f, e, g, NULL);
     }
 }
 END_TEST
@@ -701,8 +701,7 @@ START_TEST(timing_launches_every_time_and_reports_median)
     open_with(&f, NULL);
     rt_graph *g;
     build_chain(&f, &g, 2, 1);
-    rt_exec *e;
-    ck_assert_int_eq(rt_exec_new(g, &e, &f.err), 0);
+    rt_exec *e = instantiate(&f, g);
     rt_time_opts o = {.warmup = 2, .trials = 5, .reps = 3, .timeout_ms = 1000};
     for (int round = 0; round < 2; round++) {
         uint32_t mark = rt_mock_calls(f.mock);
@@ -715,9 +714,7 @@ START_TEST(timing_launches_every_time_and_reports_median)
     rt_time_opts bad = {.warmup = 0, .trials = 0, .reps = 1, .timeout_ms = 1};
     rt_timing t;
     ck_assert_int_eq(rt_exec_time(e, &bad, &t, &f.err), RT_EARG);
-    rt_exec_free(e);
-    rt_graph_free(g);
-    close_all(&f);
+    close_with(&f, e, g, NULL);
 }
 END_TEST
 
@@ -727,15 +724,12 @@ START_TEST(timing_failure_reports_the_event_call)
     open_with(&f, NULL);
     rt_graph *g;
     build_chain(&f, &g, 1, 1);
-    rt_exec *e;
-    ck_assert_int_eq(rt_exec_new(g, &e, &f.err), 0);
+    rt_exec *e = instantiate(&f, g);
     rt_mock_fail(f.mock, "cuEventElapsedTime", 2, 1);
     rt_timing t;
     ck_assert_int_eq(rt_exec_time(e, NULL, &t, &f.err), RT_EDRIVER);
     ck_assert_ptr_nonnull(strstr(f.err.msg, "cuEventElapsedTime(trial 2)"));
-    rt_exec_free(e);
-    rt_graph_free(g);
-    close_all(&f);
+    close_with(&f, e, g, NULL);
 }
 END_TEST
 
