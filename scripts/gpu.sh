@@ -55,7 +55,7 @@ run() {
     export LD_LIBRARY_PATH="$root/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   else
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null &&
-      cmake --build build-gpu -j "$(nproc)" --target test_cuda_rt_gpu rt_bench >/dev/null || {
+      cmake --build build-gpu -j "$(nproc)" --target test_cuda_rt_gpu rt_bench fault_probe >/dev/null || {
         echo "gpu.sh: build failed (Check and xxHash headers are needed; or run prepare elsewhere)"
         return 1
       }
