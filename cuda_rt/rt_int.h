@@ -1,8 +1,8 @@
 /* rt_int.h: cuda_rt's private header, shared by the module's files and nobody else.
  *
  * The driver and cuBLASLt are reached only through two function tables, rt_drv and
- * rt_blaslib. Each entry takes `self` first; drv_cuda.c fills the tables with thin
- * wrappers over the functions that cuGetProcAddress / dlsym found, drv_mock.c with the
+ * rt_blaslib. Each entry takes `self` first; rt_drv_cuda.c fills the tables with thin
+ * wrappers over the functions that cuGetProcAddress / dlsym found, rt_drv_mock.c with the
  * mock's recording implementations. Nothing else in the module knows which one it has.
  */
 #ifndef LUMINAL_CUDA_RT_INT_H
@@ -118,44 +118,47 @@ typedef struct rt_blaslib {
                              CUstream st);
 } rt_blaslib;
 
-/* drv_cuda.c: the real libraries. Each returns 0, or RT_ENODEV / RT_EBLAS with a message.
- * The handle (dlopen's) is stored in *dl and closed by rt__dl_close. */
-int rt__drv_load(rt_drv *d, void **dl, rt_err *err);
-int rt__blaslib_load(const char *lib_dir, rt_blaslib *b, void **dl, rt_err *err);
+/* rt_drv_cuda.c: the real libraries. Each returns 0, or RT_ENODEV / RT_EBLAS with a message.
+ * The handle (dlopen's) is stored in *dl; it is never closed (see rt_ctx_free). */
+int rt__drv_load(rt_drv *d, void **dl, lm_err *err);
+int rt__blaslib_load(const char *lib_dir, rt_blaslib *b, void **dl, lm_err *err);
 void rt__drv_unload(rt_drv *d);
 void rt__blaslib_unload(rt_blaslib *b);
-void rt__dl_close(void *dl);
 /* dlopen the first of names[] found in lib_dir, $LUMINAL_CUDA_LIB_DIR, the loader path,
  * /usr/local/cuda/lib64; `tried` receives what was tried (for messages). */
 void *rt__dl_open_any(const char *lib_dir, const char *const *names, char *tried,
                       size_t tried_size);
-/* dlsym into a function pointer without the object/function pointer cast that -Wpedantic
- * forbids: copies the address bytes into *fn (a function-pointer variable of any type). */
-int rt__dl_sym(void *dl, const char *name, void *fn, size_t fn_size);
+#define RT_DL_TRIED 1024 /* bytes of the "tried" list rt__dl_open_any writes */
+/* A function a library must have: its name and the function-pointer variable (of any
+ * type) that receives it. */
+typedef struct rt_dl_fn {
+    const char *name;
+    void *slot;  /* &the variable */
+    size_t size; /* sizeof the variable */
+} rt_dl_fn;
+/* Looks every fns[0..n) up with dlsym (without the object/function pointer cast that
+ * -Wpedantic forbids: the address bytes are copied into the variable). Returns the name
+ * of the first one missing, or NULL when all were found. */
+const char *rt__dl_fns(void *dl, const rt_dl_fn *fns, size_t n);
 
-/* drv_mock.c */
+/* rt_drv_mock.c */
 void rt__mock_fill(rt_mock *m, rt_drv *d, rt_blaslib *b);
 CUgraphNode rt__graph_cu_node(const rt_graph *g, uint32_t node);
 CUgraph rt__graph_cu(const rt_graph *g);
 CUgraphExec rt__exec_cu(const rt_exec *e);
 rt_ctx *rt__exec_ctx(const rt_exec *e);
 
-/* ---- errors and memory (err.c) ----------------------------------------------------- */
+/* ---- errors and memory (rt_err.c) ----------------------------------------------------- */
 
-/* The one door every error goes through: sets err (if empty) to code and the formatted
- * message followed by " [cuda_rt/<file>:<line>]"; returns code. Break here to catch all. */
-int rt__fail(rt_err *err, rt_code code, const char *file, int line, const char *fmt, ...)
+/* The one door every error of the module goes through: sets err (if empty) to code and
+ * the formatted message followed by " [cuda_rt/<file>:<line>]", through base's
+ * lm_err_set; returns code, or the code err already held (the first error wins). */
+int rt__fail(lm_err *err, int code, const char *file, int line, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 5, 6)))
 #endif
     ;
 #define RT_FAIL(err, code, ...) rt__fail((err), (code), __FILE__, __LINE__, __VA_ARGS__)
-
-/* True when err already holds an error (sticky records). */
-static inline bool rt__has_err(const rt_err *err)
-{
-    return err && err->code != RT_OK;
-}
 
 /* Name of a CUresult ("CUDA_ERROR_OUT_OF_MEMORY"), from the driver when it knows, else
  * from a built-in table; never NULL. */
@@ -174,8 +177,8 @@ char *rt__strdup(const char *s);
 
 /* ---- the context ------------------------------------------------------------------- */
 
-typedef struct rt_kernel_entry rt_kernel_entry; /* module.c */
-typedef struct rt_blas_state rt_blas_state;     /* blas.c */
+typedef struct rt_kernel_entry rt_kernel_entry; /* rt_module.c */
+typedef struct rt_blas_state rt_blas_state;     /* rt_blas.c */
 
 struct rt_ctx {
     rt_drv drv;
@@ -207,7 +210,7 @@ struct rt_ctx {
 /* Checks a driver result. On failure fills err with "<call> failed: NAME (description)
  * ... fix: ..." where call is the formatted text (the call and its sizes); a sticky fault
  * poisons the context and gives RT_EFAULT. Returns 0 or the code. */
-int rt__cu_check(rt_ctx *ctx, rt_err *err, CUresult r, const char *file, int line, const char *fmt,
+int rt__cu_check(rt_ctx *ctx, lm_err *err, CUresult r, const char *file, int line, const char *fmt,
                  ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 6, 7)))
@@ -216,15 +219,15 @@ int rt__cu_check(rt_ctx *ctx, rt_err *err, CUresult r, const char *file, int lin
 #define RT_CU(ctx, err, res, ...) rt__cu_check((ctx), (err), (res), __FILE__, __LINE__, __VA_ARGS__)
 
 /* Refuses work on a poisoned context (RT_EFAULT) or sticky err. */
-int rt__ctx_usable(rt_ctx *ctx, rt_err *err);
+int rt__ctx_usable(rt_ctx *ctx, lm_err *err);
 /* Loads NVRTC / cuBLASLt on first use. */
-int rt__ctx_nvrtc(rt_ctx *ctx, rt_err *err);
-int rt__ctx_blas(rt_ctx *ctx, rt_err *err);
+int rt__ctx_nvrtc(rt_ctx *ctx, lm_err *err);
+int rt__ctx_blas(rt_ctx *ctx, lm_err *err);
 /* Drops what depends on the primary context (module cache, prepared matmuls). */
 void rt__kernels_drop(rt_ctx *ctx, bool unload);
 void rt__blas_drop(rt_ctx *ctx, bool destroy);
 
-/* blas_spec.c: the spec mapped onto cuBLASLt's column-major problem. When D is row-major
+/* rt_blas_spec.c: the spec mapped onto cuBLASLt's column-major problem. When D is row-major
  * the problem is transposed (D^T = op(B)^T op(A)^T), so cuBLASLt's A is our B. */
 typedef struct rt_lt_operand {
     cudaDataType_t type;
@@ -243,8 +246,16 @@ void rt__lt_problem(const rt_matmul_spec *s, rt_lt_problem *p);
 cudaDataType_t rt__cuda_type(rt_dtype t);
 bool rt__epi_has_bias(rt_epilogue e);
 
-/* module.c */
+/* rt_module.c */
 CUfunction rt__kernel_fn(const rt_kernel *k);
 const char *rt__kernel_name(const rt_kernel *k);
+/* Checks a launch (a kernel, nonzero grid and block, at most RT_MAX_KERNEL_ARGS arguments
+ * of 1..RT_MAX_ARG_BYTES bytes, RT_MAX_ARG_BYTES in all counting each argument's slot);
+ * `what` starts the message ("kernel launch", "kernel node"). For direct launches and
+ * kernel nodes alike. */
+int rt__launch_check(const rt_launch *l, const char *what, lm_err *err);
+#define RT_ARG_ALIGN 16 /* each argument's slot in a node's copy is aligned to this */
+/* Bytes an argument of `size` bytes takes in a node's copy (a multiple of RT_ARG_ALIGN). */
+size_t rt__arg_slot(size_t size);
 
 #endif /* LUMINAL_CUDA_RT_INT_H */

@@ -10,6 +10,7 @@
 #                            .gpu/out) and prints a short summary table last. Uses .gpu/bin
 #                            when present, else builds build-gpu/ here first.
 #   scripts/gpu.sh           prepare, then run (a machine with both the packages and a GPU)
+# Where there is no GPU, run (and the default) print one line saying so and exit 1.
 #
 # With the device tool of this workplace (repository root, .gpu carried):
 #   scripts/gpu.sh prepare        (here)
@@ -35,7 +36,17 @@ prepare() {
   echo "gpu.sh: prepared $(ls .gpu/bin | tr '\n' ' ')in .gpu/bin, libs: $(ls .gpu/lib | tr '\n' ' ')"
 }
 
+# Is there a GPU? nvidia-smi lists it on every GPU machine. Without one, say so in one
+# line and stop, before building or running anything.
+need_gpu() {
+  if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    echo "gpu.sh: no GPU here (nvidia-smi lists none): run 'scripts/gpu.sh run' on a machine with an NVIDIA GPU" >&2
+    return 1
+  fi
+}
+
 run() {
+  need_gpu || return 1
   local out=${OUT:-$root/.gpu/out}
   mkdir -p "$out"
   local bin
@@ -44,7 +55,7 @@ run() {
     export LD_LIBRARY_PATH="$root/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   else
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null &&
-      cmake --build build-gpu -j "$(nproc)" --target test_cuda_rt_gpu rt_bench >/dev/null || {
+      cmake --build build-gpu -j "$(nproc)" --target test_cuda_rt_gpu rt_bench fault_probe >/dev/null || {
         echo "gpu.sh: build failed (Check and xxHash headers are needed; or run prepare elsewhere)"
         return 1
       }
@@ -56,8 +67,12 @@ run() {
   echo "== $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -n)"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu \
     --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
-  CK_FORK=yes CK_DEFAULT_TIMEOUT=300 "$bin/test_cuda_rt_gpu" >"$out/gpu_tests.log" 2>&1
+  CK_FORK=yes CK_DEFAULT_TIMEOUT=300 CK_VERBOSITY=verbose "$bin/test_cuda_rt_gpu" >"$out/gpu_tests.log" 2>&1
   local trc=$?
+  if [ "$trc" = 77 ]; then # the GPU is listed but CUDA cannot use it (driver, permissions)
+    echo "gpu.sh: $(grep -m1 '^skip: ' "$out/gpu_tests.log" | sed 's/^skip: //')" >&2
+    return 1
+  fi
   grep -E "^(device|capture|fault|axpy)|Checks|:(F|E):" "$out/gpu_tests.log" | head -40
   # can a process recover in place from a kernel fault? (docs/cuda_rt.md)
   "$bin/fault_probe" >"$out/fault_probe.log" 2>&1
@@ -85,6 +100,6 @@ run() {
 case "$mode" in
   prepare) prepare ;;
   run) run ;;
-  all) prepare && run ;;
+  all) need_gpu && prepare && run ;;
   *) echo "usage: scripts/gpu.sh [prepare|run]" >&2; exit 2 ;;
 esac

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static rt_err err;
+static lm_err err;
 static void die(const char *what)
 {
     fprintf(stderr, "rt_bench: %s: %s\n", what, err.msg);
@@ -64,7 +64,7 @@ typedef struct copy_job {
     size_t bytes;
 } copy_job;
 
-static int capture_memcpy(rt_ctx *ctx, void *user, rt_err *e)
+static int capture_memcpy(rt_ctx *ctx, void *user, lm_err *e)
 {
     copy_job *j = user;
     return rt_copy_dtod(ctx, j->dst, j->src, j->bytes, e);
@@ -72,7 +72,7 @@ static int capture_memcpy(rt_ctx *ctx, void *user, rt_err *e)
 
 static rt_exec *graph_of(rt_ctx *ctx, rt_graph **g, const rt_launch *l, unsigned chain)
 {
-    CK(rt_graph_create(ctx, g, &err));
+    CK(rt_graph_new(ctx, g, &err));
     uint32_t prev = 0;
     for (unsigned i = 0; i < chain; i++) {
         uint32_t id;
@@ -80,7 +80,7 @@ static rt_exec *graph_of(rt_ctx *ctx, rt_graph **g, const rt_launch *l, unsigned
         prev = id;
     }
     rt_exec *e;
-    CK(rt_graph_instantiate(*g, &e, &err));
+    CK(rt_exec_new(*g, &e, &err));
     return e;
 }
 
@@ -120,7 +120,7 @@ typedef struct mm_job {
     rt_matmul_args args;
 } mm_job;
 
-static int enqueue_mm(rt_ctx *ctx, void *user, rt_err *e)
+static int enqueue_mm(rt_ctx *ctx, void *user, lm_err *e)
 {
     mm_job *j = user;
     return rt_matmul_enqueue(ctx, j->mm, &j->args, e);
@@ -148,7 +148,7 @@ int main(int argc, char **argv)
         return 2;
     }
     rt_ctx *ctx;
-    if (rt_ctx_open(NULL, &ctx, &err) != 0) {
+    if (rt_ctx_new(NULL, &ctx, &err) != 0) {
         fprintf(stderr, "rt_bench: %s\n", err.msg);
         return 2;
     }
@@ -177,10 +177,10 @@ int main(int argc, char **argv)
         CK(rt_memset8(ctx, S.ptr, 0x11, bytes, &err));
         CK(rt_memset8(ctx, D.ptr, 0x00, bytes, &err));
         rt_graph *gm;
-        CK(rt_graph_create(ctx, &gm, &err));
+        CK(rt_graph_new(ctx, &gm, &err));
         CK(rt_graph_add_captured(gm, capture_memcpy, &cj, NULL, 0, NULL, &err));
         rt_exec *em;
-        CK(rt_graph_instantiate(gm, &em, &err));
+        CK(rt_exec_new(gm, &em, &err));
         CK(rt_exec_time(em, &to, &t, &err));
         check_bytes(ctx, D.ptr, bytes, 0x11);
         double memcpy_graph = 2.0 * (double)bytes / (t.median_ms * 1e-3) / 1e9; /* GB/s */
@@ -301,10 +301,10 @@ int main(int argc, char **argv)
         /* the same thermal start as torch_matmul.py gives its runs: an idle pause */
         sleep(2);
         rt_graph *g;
-        CK(rt_graph_create(ctx, &g, &err));
+        CK(rt_graph_new(ctx, &g, &err));
         CK(rt_graph_add_captured(g, enqueue_mm, &j, NULL, 0, NULL, &err));
         rt_exec *e;
-        CK(rt_graph_instantiate(g, &e, &err));
+        CK(rt_exec_new(g, &e, &err));
         rt_time_opts mo = {.warmup = 10, .trials = 20, .reps = 5, .timeout_ms = 60000};
         CK(rt_exec_time(e, &mo, &t, &err));
         ours[i] = 2.0 * (double)n * (double)n * (double)n / (t.median_ms * 1e-3) / 1e12;
@@ -341,7 +341,7 @@ int main(int argc, char **argv)
 
     if (only_matmul) {
         if (res) fclose(res);
-        rt_ctx_close(ctx);
+        rt_ctx_free(ctx);
         return 0;
     }
     /* ---- 3. graph replay vs individual launches ----------------------------------------- */
@@ -427,6 +427,6 @@ int main(int argc, char **argv)
                chains[c], per_node_ev[c], per_node_wall[c], per_launch[c],
                per_node_wall[c] / per_launch[c]);
     if (res) fclose(res);
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
     return 0;
 }

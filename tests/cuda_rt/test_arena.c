@@ -1,7 +1,7 @@
 /* test_arena.c: the arena planner and the matmul workspace planner. */
 #include "cuda_rt.h"
+#include "lm_check.h"
 
-#include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +20,7 @@ START_TEST(arena_offsets_are_256_aligned)
 {
     rt_arena_buf b[3] = {{1, 0, 0}, {300, 0, 0}, {17, 0, 0}};
     uint64_t off[3], peak;
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_int_eq(rt_arena_plan(b, 3, NULL, 0, off, &peak, &err), 0);
     for (int i = 0; i < 3; i++)
         ck_assert_uint_eq(off[i] % RT_ARENA_ALIGN, 0);
@@ -34,7 +34,7 @@ START_TEST(arena_disjoint_intervals_share_bytes)
 {
     rt_arena_buf b[2] = {{4096, 0, 1}, {4096, 2, 3}};
     uint64_t off[2], peak;
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_int_eq(rt_arena_plan(b, 2, NULL, 0, off, &peak, &err), 0);
     ck_assert_uint_eq(off[0], off[1]);
     ck_assert_uint_eq(peak, 4096);
@@ -45,7 +45,7 @@ START_TEST(arena_overlapping_intervals_get_disjoint_bytes)
 {
     rt_arena_buf b[2] = {{4096, 0, 2}, {1024, 2, 3}}; /* both live at step 2 */
     uint64_t off[2], peak;
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_int_eq(rt_arena_plan(b, 2, NULL, 0, off, &peak, &err), 0);
     ck_assert(off[0] + 4096 <= off[1] || off[1] + 1024 <= off[0]);
     ck_assert_uint_eq(peak, 5120);
@@ -57,7 +57,7 @@ START_TEST(arena_conflict_pair_prevents_sharing)
     rt_arena_buf b[3] = {{4096, 0, 0}, {4096, 1, 1}, {4096, 2, 2}};
     rt_arena_pair p[1] = {{0, 2}};
     uint64_t off[3], peak;
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_int_eq(rt_arena_plan(b, 3, p, 1, off, &peak, &err), 0);
     ck_assert_uint_ne(off[0], off[2]);
     ck_assert_uint_eq(off[0], off[1]); /* 1 is free to share with 0 */
@@ -82,7 +82,7 @@ START_TEST(arena_random_plans_pass_the_checker_and_stay_near_the_bound)
             if (a == c) c = (c + 1) % N;
             p[i] = (rt_arena_pair){a, c};
         }
-        rt_err err = {0};
+        lm_err err = {0};
         ck_assert_int_eq(rt_arena_plan(b, N, p, 100, off, &peak, &err), 0);
         ck_assert_msg(rt_arena_check(b, N, p, 100, off, peak, &err) == 0, "%s", err.msg);
         /* lower bound: most bytes live at one step (without conflicts) */
@@ -108,8 +108,8 @@ START_TEST(arena_rejects_bad_interval_naming_the_buffer)
 {
     rt_arena_buf b[2] = {{16, 0, 0}, {16, 5, 3}};
     uint64_t off[2], peak;
-    rt_err err = {0};
-    ck_assert_int_eq(rt_arena_plan(b, 2, NULL, 0, off, &peak, &err), RT_EINVAL);
+    lm_err err = {0};
+    ck_assert_int_eq(rt_arena_plan(b, 2, NULL, 0, off, &peak, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "arena buffer 1"));
     ck_assert_ptr_nonnull(strstr(err.msg, "[5, 3]"));
 }
@@ -120,12 +120,12 @@ START_TEST(arena_rejects_bad_pairs_naming_the_pair)
     rt_arena_buf b[2] = {{16, 0, 0}, {16, 1, 1}};
     rt_arena_pair p[2] = {{0, 1}, {1, 7}};
     uint64_t off[2], peak;
-    rt_err err = {0};
-    ck_assert_int_eq(rt_arena_plan(b, 2, p, 2, off, &peak, &err), RT_EINVAL);
+    lm_err err = {0};
+    ck_assert_int_eq(rt_arena_plan(b, 2, p, 2, off, &peak, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "conflict pair 1"));
     rt_arena_pair self[1] = {{1, 1}};
-    rt_err_clear(&err);
-    ck_assert_int_eq(rt_arena_plan(b, 2, self, 1, off, &peak, &err), RT_EINVAL);
+    lm_err_clear(&err);
+    ck_assert_int_eq(rt_arena_plan(b, 2, self, 1, off, &peak, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "itself"));
 }
 END_TEST
@@ -135,12 +135,12 @@ START_TEST(arena_check_catches_a_forbidden_overlap)
     rt_arena_buf b[2] = {{512, 0, 0}, {512, 1, 1}};
     rt_arena_pair p[1] = {{0, 1}};
     uint64_t off[2] = {0, 256};
-    rt_err err = {0};
-    ck_assert_int_eq(rt_arena_check(b, 2, p, 1, off, 768, &err), RT_EINVAL);
+    lm_err err = {0};
+    ck_assert_int_eq(rt_arena_check(b, 2, p, 1, off, 768, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "conflict pair 0"));
     uint64_t misaligned[2] = {0, 100};
-    rt_err_clear(&err);
-    ck_assert_int_eq(rt_arena_check(b, 2, NULL, 0, misaligned, 768, &err), RT_EINVAL);
+    lm_err_clear(&err);
+    ck_assert_int_eq(rt_arena_check(b, 2, NULL, 0, misaligned, 768, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "aligned"));
 }
 END_TEST
@@ -149,14 +149,32 @@ START_TEST(errors_are_sticky)
 {
     rt_arena_buf bad[1] = {{16, 2, 1}}, good[1] = {{16, 0, 0}};
     uint64_t off[1], peak;
-    rt_err err = {0};
-    ck_assert_int_eq(rt_arena_plan(bad, 1, NULL, 0, off, &peak, &err), RT_EINVAL);
-    char first[RT_ERR_MSG];
+    lm_err err = {0};
+    ck_assert_int_eq(rt_arena_plan(bad, 1, NULL, 0, off, &peak, &err), RT_EARG);
+    char first[LM_ERR_MSG];
     strcpy(first, err.msg);
-    ck_assert_int_eq(rt_arena_plan(good, 1, NULL, 0, off, &peak, &err), RT_EINVAL);
+    ck_assert_int_eq(rt_arena_plan(good, 1, NULL, 0, off, &peak, &err), RT_EARG);
     ck_assert_str_eq(err.msg, first);
-    rt_err_clear(&err);
+    lm_err_clear(&err);
     ck_assert_int_eq(rt_arena_plan(good, 1, NULL, 0, off, &peak, &err), 0);
+}
+END_TEST
+
+/* The module's errors are the project's: base's record and codes, and an error another
+ * module left in the record is kept (one numbering, one sticky record for every layer). */
+START_TEST(errors_are_base_records_with_base_codes)
+{
+    rt_arena_buf bad[1] = {{16, 2, 1}};
+    uint64_t off[1], peak;
+    lm_err err = {0};
+    ck_assert_int_eq(rt_arena_plan(bad, 1, NULL, 0, off, &peak, &err), LM_EARG);
+    ck_assert_str_eq(lm_code_ident(err.code), "LM_EARG");
+    const char *where = strstr(err.msg, " [cuda_rt/rt_arena.c:");
+    ck_assert_msg(where && where[strlen(where) - 1] == ']', "%s", err.msg);
+    lm_err_clear(&err);
+    ck_assert_int_eq(lm_err_set(&err, LM_EPARSE, NULL, "from another layer"), LM_EPARSE);
+    ck_assert_int_eq(rt_arena_plan(bad, 1, NULL, 0, off, &peak, &err), LM_EPARSE);
+    ck_assert_str_eq(err.msg, "from another layer");
 }
 END_TEST
 
@@ -165,7 +183,7 @@ START_TEST(workspace_chain_shares_one_workspace)
     uint64_t sizes[3] = {1 << 20, 1 << 20, 1 << 19};
     rt_arena_pair deps[2] = {{0, 1}, {1, 2}};
     uint64_t off[3], peak;
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_int_eq(rt_matmul_workspace_plan(sizes, 3, deps, 2, off, &peak, &err), 0);
     ck_assert_uint_eq(peak, 1 << 20);
 }
@@ -177,7 +195,7 @@ START_TEST(workspace_independent_calls_never_share)
     uint64_t sizes[4] = {4096, 4096, 4096, 4096};
     rt_arena_pair deps[4] = {{0, 1}, {0, 2}, {1, 3}, {2, 3}};
     uint64_t off[4], peak;
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_int_eq(rt_matmul_workspace_plan(sizes, 4, deps, 4, off, &peak, &err), 0);
     ck_assert_uint_ne(off[1], off[2]);
     ck_assert_uint_eq(peak, 8192);
@@ -197,13 +215,13 @@ START_TEST(workspace_plan_rejects_backward_dependency)
     uint64_t sizes[2] = {16, 16};
     rt_arena_pair deps[1] = {{1, 0}};
     uint64_t off[2], peak;
-    rt_err err = {0};
-    ck_assert_int_eq(rt_matmul_workspace_plan(sizes, 2, deps, 1, off, &peak, &err), RT_EINVAL);
+    lm_err err = {0};
+    ck_assert_int_eq(rt_matmul_workspace_plan(sizes, 2, deps, 1, off, &peak, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "dependency 0"));
 }
 END_TEST
 
-int main(void)
+static Suite *cuda_rt_arena_suite(void)
 {
     Suite *s = suite_create("cuda_rt_arena");
     TCase *tc = tcase_create("arena");
@@ -216,13 +234,12 @@ int main(void)
     tcase_add_test(tc, arena_rejects_bad_pairs_naming_the_pair);
     tcase_add_test(tc, arena_check_catches_a_forbidden_overlap);
     tcase_add_test(tc, errors_are_sticky);
+    tcase_add_test(tc, errors_are_base_records_with_base_codes);
     tcase_add_test(tc, workspace_chain_shares_one_workspace);
     tcase_add_test(tc, workspace_independent_calls_never_share);
     tcase_add_test(tc, workspace_plan_rejects_backward_dependency);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {cuda_rt_arena_suite, NULL};

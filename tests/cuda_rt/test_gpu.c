@@ -10,8 +10,8 @@
  * are poisoned (all bits set) before each run and checked to be fully written.
  */
 #include "cuda_rt.h"
+#include "lm_check.h"
 
-#include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,8 +94,8 @@ static float get(const void *src, size_t i, rt_dtype t)
 static rt_ctx *open_ctx(void)
 {
     rt_ctx *ctx = NULL;
-    rt_err err = {0};
-    ck_assert_msg(rt_ctx_open(NULL, &ctx, &err) == 0, "%s", err.msg);
+    lm_err err = {0};
+    ck_assert_msg(rt_ctx_new(NULL, &ctx, &err) == 0, "%s", err.msg);
     return ctx;
 }
 
@@ -122,7 +122,7 @@ static double gelu(double x)
  * Returns the relative Frobenius error. */
 static double check_matmul(rt_ctx *ctx, const rt_matmul_spec *s)
 {
-    rt_err err = {0};
+    lm_err err = {0};
     int64_t m = s->m, n = s->n, k = s->k;
     int64_t ra = s->trans_a ? k : m, ca = s->trans_a ? m : k;
     int64_t rb = s->trans_b ? n : k, cb = s->trans_b ? k : n;
@@ -249,7 +249,7 @@ static void matmul_suite(rt_dtype type, rt_compute compute, double tol)
         double e = check_matmul(ctx, &s);
         ck_assert_msg(e < tol, "epilogue %s: relative error %.3e over %.1e", epi_name[epi], e, tol);
     }
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
 }
 
 START_TEST(gpu_matmul_f32_all_layouts_batched_epilogues)
@@ -289,7 +289,7 @@ static uint8_t e4m3(float x)
 START_TEST(gpu_matmul_fp8_e4m3_with_scales)
 {
     rt_ctx *ctx = open_ctx();
-    rt_err err = {0};
+    lm_err err = {0};
     enum { M = 128, NN = 64, K = 96 };
     uint8_t *ha = malloc(M * K), *hb = malloc(NN * K);
     float *qa = malloc(M * K * 4), *qb = malloc(NN * K * 4);
@@ -348,7 +348,7 @@ START_TEST(gpu_matmul_fp8_e4m3_with_scales)
     rt_buf_release(ctx, &A), rt_buf_release(ctx, &B), rt_buf_release(ctx, &D);
     rt_buf_release(ctx, &S), rt_buf_release(ctx, &W);
     free(ha), free(hb), free(qa), free(qb), free(hd);
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
 }
 END_TEST
 
@@ -396,7 +396,7 @@ enum { N = 100000 };
 
 static void expect_y(rt_ctx *ctx, rt_dptr y, const float *x, float factor)
 {
-    rt_err err = {0};
+    lm_err err = {0};
     float *h = malloc(N * sizeof *h);
     OK(rt_copy_dtoh(ctx, h, y, N * sizeof *h, &err));
     OK(rt_ctx_sync(ctx, &err));
@@ -409,7 +409,7 @@ static void expect_y(rt_ctx *ctx, rt_dptr y, const float *x, float factor)
 START_TEST(gpu_nvrtc_kernels_in_graph_with_updates_in_place)
 {
     rt_ctx *ctx = open_ctx();
-    rt_err err = {0};
+    lm_err err = {0};
     rt_kernel *k;
     OK(rt_kernel_get(ctx, axpy_src, "axpy", NULL, 0, &k, &err));
     float *x = malloc(N * sizeof *x), *zero = calloc(N, sizeof *zero);
@@ -422,7 +422,7 @@ START_TEST(gpu_nvrtc_kernels_in_graph_with_updates_in_place)
     OK(rt_copy_htod(ctx, X.ptr, x, N * 4, &err));
     OK(rt_copy_htod(ctx, Y.ptr, zero, N * 4, &err));
     rt_graph *g;
-    OK(rt_graph_create(ctx, &g, &err));
+    OK(rt_graph_new(ctx, &g, &err));
     axpy_launch l0, l1;
     make_axpy(&l0, k, Y.ptr, X.ptr, 2.0f, N);
     make_axpy(&l1, k, Y.ptr, X.ptr, 3.0f, N);
@@ -430,7 +430,7 @@ START_TEST(gpu_nvrtc_kernels_in_graph_with_updates_in_place)
     OK(rt_graph_add_kernel(g, &l0.l, NULL, 0, &n0, &err));
     OK(rt_graph_add_kernel(g, &l1.l, &n0, 1, &n1, &err));
     rt_exec *e;
-    OK(rt_graph_instantiate(g, &e, &err));
+    OK(rt_exec_new(g, &e, &err));
     OK(rt_exec_launch(e, &err));
     expect_y(ctx, Y.ptr, x, 5.0f);
     /* new scalar in place */
@@ -453,7 +453,7 @@ START_TEST(gpu_nvrtc_kernels_in_graph_with_updates_in_place)
     expect_y(ctx, Y.ptr, x, 12.0f);
     /* whole-graph update, same topology: in place */
     rt_graph *g2;
-    OK(rt_graph_create(ctx, &g2, &err));
+    OK(rt_graph_new(ctx, &g2, &err));
     make_axpy(&l0, k, Y.ptr, X.ptr, 4.0f, N);
     make_axpy(&l1, k, Y.ptr, X.ptr, 4.0f, N);
     OK(rt_graph_add_kernel(g2, &l0.l, NULL, 0, &n0, &err));
@@ -466,7 +466,7 @@ START_TEST(gpu_nvrtc_kernels_in_graph_with_updates_in_place)
     expect_y(ctx, Y.ptr, x, 8.0f);
     /* topology changed: re-instantiated */
     rt_graph *g3;
-    OK(rt_graph_create(ctx, &g3, &err));
+    OK(rt_graph_new(ctx, &g3, &err));
     uint32_t prev = 0;
     for (int i = 0; i < 3; i++) {
         uint32_t id;
@@ -482,7 +482,7 @@ START_TEST(gpu_nvrtc_kernels_in_graph_with_updates_in_place)
     rt_graph_free(g), rt_graph_free(g2), rt_graph_free(g3);
     rt_buf_release(ctx, &X), rt_buf_release(ctx, &Y), rt_buf_release(ctx, &Y2);
     free(x), free(zero);
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
 }
 END_TEST
 
@@ -491,7 +491,7 @@ typedef struct mm_job {
     rt_matmul_args args;
 } mm_job;
 
-static int enqueue_job(rt_ctx *ctx, void *user, rt_err *err)
+static int enqueue_job(rt_ctx *ctx, void *user, lm_err *err)
 {
     mm_job *j = user;
     return rt_matmul_enqueue(ctx, j->mm, &j->args, err);
@@ -501,7 +501,7 @@ static int enqueue_job(rt_ctx *ctx, void *user, rt_err *err)
 START_TEST(gpu_matmul_captured_into_graph_between_kernels)
 {
     rt_ctx *ctx = open_ctx();
-    rt_err err = {0};
+    lm_err err = {0};
     printf("capture mode: %s\n", rt_ctx_device(ctx)->capture_mode == RT_CAPTURE_TO_GRAPH
                                      ? "into the graph"
                                      : "child graph");
@@ -541,13 +541,13 @@ START_TEST(gpu_matmul_captured_into_graph_between_kernels)
                      .args = a1,
                      .sizes = s1};
     rt_graph *g;
-    OK(rt_graph_create(ctx, &g, &err));
+    OK(rt_graph_new(ctx, &g, &err));
     uint32_t n0, n1, n2;
     OK(rt_graph_add_kernel(g, &dbl.l, NULL, 0, &n0, &err));
     OK(rt_graph_add_captured(g, enqueue_job, &j, &n0, 1, &n1, &err));
     OK(rt_graph_add_kernel(g, &add, &n1, 1, &n2, &err));
     rt_exec *e;
-    OK(rt_graph_instantiate(g, &e, &err));
+    OK(rt_exec_new(g, &e, &err));
     OK(rt_exec_launch(e, &err));
     OK(rt_copy_dtoh(ctx, d, D.ptr, M * NN * 4, &err));
     OK(rt_ctx_sync(ctx, &err));
@@ -568,14 +568,14 @@ START_TEST(gpu_matmul_captured_into_graph_between_kernels)
     rt_buf_release(ctx, &A), rt_buf_release(ctx, &B), rt_buf_release(ctx, &D),
         rt_buf_release(ctx, &W);
     free(a), free(b), free(d);
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
 }
 END_TEST
 
 START_TEST(gpu_fault_in_process_is_reported_and_reset_answers)
 {
     rt_ctx *ctx = open_ctx();
-    rt_err err = {0};
+    lm_err err = {0};
     rt_kernel *poke;
     OK(rt_kernel_get(ctx, axpy_src, "poke", NULL, 0, &poke, &err));
     rt_dptr bad = 0x10; /* not a device address */
@@ -593,13 +593,13 @@ START_TEST(gpu_fault_in_process_is_reported_and_reset_answers)
     printf("fault reported as: %s\n", err.msg);
     ck_assert_ptr_nonnull(strstr(err.msg, "CUDA_ERROR_ILLEGAL_ADDRESS"));
     ck_assert_ptr_nonnull(strstr(err.msg, "rt_ctx_reset"));
-    rt_err_clear(&err);
+    lm_err_clear(&err);
     if (rt_ctx_reset(ctx, &err) != 0) {
         /* the driver keeps the fault for the process (seen on driver 580): reset says so */
         printf("reset after the fault: %s\n", err.msg);
         ck_assert_int_eq(err.code, RT_EFAULT);
         ck_assert_ptr_nonnull(strstr(err.msg, "rt_isolated_run"));
-        rt_ctx_close(ctx);
+        rt_ctx_free(ctx);
         return;
     }
     printf("reset after the fault: recovered\n");
@@ -623,13 +623,13 @@ START_TEST(gpu_fault_in_process_is_reported_and_reset_answers)
     ck_assert(check_matmul(ctx, &s) < 2e-2);
     rt_buf_release(ctx, &X), rt_buf_release(ctx, &Y);
     free(x), free(zero);
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
 }
 END_TEST
 
 /* work for rt_isolated_run: 0 pokes a bad address; 1 runs axpy and a bf16 matmul and
  * returns {wrong elements, matmul relative error} */
-static int isolated_work(rt_ctx *ctx, void *user, void *out, size_t out_size, rt_err *err)
+static int isolated_work(rt_ctx *ctx, void *user, void *out, size_t out_size, lm_err *err)
 {
     int what = *(int *)user;
     double *res = out;
@@ -681,14 +681,14 @@ static int isolated_work(rt_ctx *ctx, void *user, void *out, size_t out_size, rt
  * works, because each ran in a child of its own. */
 START_TEST(gpu_fault_in_isolated_run_leaves_the_caller_usable)
 {
-    rt_err err = {0};
+    lm_err err = {0};
     int what = 0;
     double res[2] = {-1, -1};
     ck_assert_int_eq(
         rt_isolated_run(NULL, NULL, isolated_work, &what, res, sizeof res, 60000, &err), RT_EFAULT);
     printf("isolated fault: %s\n", err.msg);
     ck_assert_ptr_nonnull(strstr(err.msg, "CUDA_ERROR_ILLEGAL_ADDRESS"));
-    rt_err_clear(&err);
+    lm_err_clear(&err);
     what = 1;
     ck_assert_msg(rt_isolated_run(NULL, NULL, isolated_work, &what, res, sizeof res, 60000, &err) ==
                       0,
@@ -701,7 +701,7 @@ END_TEST
 START_TEST(gpu_runaway_kernel_hits_the_timing_timeout)
 {
     rt_ctx *ctx = open_ctx();
-    rt_err err = {0};
+    lm_err err = {0};
     rt_kernel *spin;
     OK(rt_kernel_get(ctx, axpy_src, "spin", NULL, 0, &spin, &err));
     long long cycles = 2000000000LL; /* about a second at 2 GHz */
@@ -714,27 +714,27 @@ START_TEST(gpu_runaway_kernel_hits_the_timing_timeout)
                    .args = args,
                    .sizes = sizes};
     rt_graph *g;
-    OK(rt_graph_create(ctx, &g, &err));
+    OK(rt_graph_new(ctx, &g, &err));
     OK(rt_graph_add_kernel(g, &l, NULL, 0, NULL, &err));
     rt_exec *e;
-    OK(rt_graph_instantiate(g, &e, &err));
+    OK(rt_exec_new(g, &e, &err));
     rt_time_opts o = {.warmup = 0, .trials = 3, .reps = 1, .timeout_ms = 200};
     rt_timing t;
     ck_assert_int_eq(rt_exec_time(e, &o, &t, &err), RT_ETIMEOUT);
     ck_assert_ptr_nonnull(strstr(err.msg, "200 ms"));
-    rt_err_clear(&err);
+    lm_err_clear(&err);
     rt_exec_free(e);
     rt_graph_free(g);
     OK(rt_ctx_reset(ctx, &err));
     OK(rt_ctx_sync(ctx, &err));
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
 }
 END_TEST
 
 START_TEST(gpu_timing_is_stable)
 {
     rt_ctx *ctx = open_ctx();
-    rt_err err = {0};
+    lm_err err = {0};
     rt_kernel *k;
     OK(rt_kernel_get(ctx, axpy_src, "axpy", NULL, 0, &k, &err));
     unsigned n = 64u << 20; /* 256 MiB per vector: far past L2 */
@@ -746,10 +746,10 @@ START_TEST(gpu_timing_is_stable)
     axpy_launch al;
     make_axpy(&al, k, Y.ptr, X.ptr, 1.0f, n);
     rt_graph *g;
-    OK(rt_graph_create(ctx, &g, &err));
+    OK(rt_graph_new(ctx, &g, &err));
     OK(rt_graph_add_kernel(g, &al.l, NULL, 0, NULL, &err));
     rt_exec *e;
-    OK(rt_graph_instantiate(g, &e, &err));
+    OK(rt_exec_new(g, &e, &err));
     rt_time_opts o = {.warmup = 5, .trials = 21, .reps = 3, .timeout_ms = 10000};
     rt_timing t1, t2;
     OK(rt_exec_time(e, &o, &t1, &err));
@@ -764,7 +764,7 @@ START_TEST(gpu_timing_is_stable)
     rt_exec_free(e);
     rt_graph_free(g);
     rt_buf_release(ctx, &X), rt_buf_release(ctx, &Y);
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
 }
 END_TEST
 
@@ -776,18 +776,18 @@ static int probe_device(void)
     pid_t pid = fork();
     if (pid == 0) {
         rt_ctx *ctx = NULL;
-        rt_err err = {0};
-        if (rt_ctx_open(NULL, &ctx, &err) != 0) {
-            printf("skipped: %s\n", err.msg);
+        lm_err err = {0};
+        if (rt_ctx_new(NULL, &ctx, &err) != 0) {
+            printf("skip: %s\n", err.msg);
             fflush(stdout);
-            _exit(77);
+            _exit(LM_CHECK_SKIP); /* not exit: nothing of CUDA's may run its exit handlers */
         }
         const rt_device_info *d = rt_ctx_device(ctx);
         printf("device: %s, sm_%d%d, %d SMs, driver %d, capture mode %s\n", d->name, d->cc_major,
                d->cc_minor, d->sm_count, d->driver_version,
                d->capture_mode == RT_CAPTURE_TO_GRAPH ? "to-graph" : "child-graph");
         fflush(stdout);
-        rt_ctx_close(ctx);
+        rt_ctx_free(ctx);
         _exit(0);
     }
     int status = 0;
@@ -795,13 +795,14 @@ static int probe_device(void)
     return WEXITSTATUS(status);
 }
 
-int main(void)
+/* Without a device the program checks nothing: skipped (exit 77, the probe said why). */
+static Suite *cuda_rt_gpu_suite(void)
 {
     int probe = probe_device();
-    if (probe == 77) return 77;
+    if (probe == LM_CHECK_SKIP) exit(LM_CHECK_SKIP);
     if (probe != 0) {
         printf("device probe failed (status %d)\n", probe);
-        return EXIT_FAILURE;
+        return NULL;
     }
     Suite *s = suite_create("cuda_rt_gpu");
     TCase *tc = tcase_create("gpu");
@@ -818,9 +819,7 @@ int main(void)
     tcase_add_test(tc, gpu_runaway_kernel_hits_the_timing_timeout);
     tcase_add_test(tc, gpu_timing_is_stable);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_VERBOSE);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {cuda_rt_gpu_suite, NULL};

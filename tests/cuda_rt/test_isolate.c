@@ -1,51 +1,68 @@
 /* test_isolate.c: rt_isolated_run confines faults, crashes and hangs to a child process,
  * and a fault the driver keeps makes rt_ctx_reset say so (mock driver). */
 #include "cuda_rt.h"
+#include "lm_check.h"
 
-#include <check.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+/* What the isolated work does. */
+typedef enum job_kind { JOB_OK, JOB_FAULT, JOB_KILLED, JOB_HANG, JOB_ERROR } job_kind;
+
 typedef struct job {
     rt_mock *mock;
-    int what; /* 0 ok, 1 fault, 2 killed, 3 hang, 4 error */
+    job_kind what;
     uint32_t input[4];
 } job;
 
-static int work(rt_ctx *ctx, void *user, void *out, size_t out_size, rt_err *err)
+static int work(rt_ctx *ctx, void *user, void *out, size_t out_size, lm_err *err)
 {
     job *j = user;
     uint32_t *o = out;
     rt_buf b = {0};
     switch (j->what) {
-    case 0:
+    case JOB_OK:
         if (rt_buf_reserve(ctx, &b, 4096, NULL, err)) return err->code;
         for (size_t i = 0; i < out_size / 4; i++)
             o[i] = j->input[i % 4] * 2; /* the child sees the caller's memory */
         rt_buf_release(ctx, &b);
         return 0;
-    case 1:
+    case JOB_FAULT:
         rt_mock_fail(j->mock, "cuStreamSynchronize", 0, 700);
         return rt_ctx_sync(ctx, err);
-    case 2:
+    case JOB_KILLED:
         raise(SIGKILL);
         return 0;
-    case 3:
+    case JOB_HANG:
         sleep(30);
         return 0;
-    default:
-        return rt_buf_reserve(ctx, &b, (size_t)300 << 30, NULL, err);
+    case JOB_ERROR:
+        break;
     }
+    return rt_buf_reserve(ctx, &b, (size_t)300 << 30, NULL, err); /* more than the device has */
+}
+
+/* Runs work of kind `what` in a child (no result bytes) on a fresh mock, expects `rc`,
+ * and returns the error that came back. */
+static lm_err run_failing(job_kind what, double timeout_ms, int rc)
+{
+    rt_mock *m = rt_mock_new(NULL);
+    ck_assert_ptr_nonnull(m);
+    job j = {m, what, {0}};
+    lm_err err = {0};
+    ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, NULL, 0, timeout_ms, &err), rc);
+    rt_mock_free(m);
+    return err;
 }
 
 START_TEST(isolated_run_returns_the_childs_results)
 {
-    rt_mock *m = rt_mock_create(NULL);
-    job j = {m, 0, {1, 2, 3, 4}};
+    rt_mock *m = rt_mock_new(NULL);
+    job j = {m, JOB_OK, {1, 2, 3, 4}};
     uint32_t out[8] = {0};
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_msg(rt_isolated_run(NULL, m, work, &j, out, sizeof out, 10000, &err) == 0, "%s",
                   err.msg);
     for (int i = 0; i < 8; i++)
@@ -57,17 +74,17 @@ END_TEST
 
 START_TEST(isolated_fault_comes_back_as_an_error)
 {
-    rt_mock *m = rt_mock_create(NULL);
-    job j = {m, 1, {0}};
+    rt_mock *m = rt_mock_new(NULL);
+    job j = {m, JOB_FAULT, {0}};
     uint32_t out[2] = {7, 7};
-    rt_err err = {0};
+    lm_err err = {0};
     ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, out, sizeof out, 10000, &err), RT_EFAULT);
     ck_assert_ptr_nonnull(strstr(err.msg, "CUDA_ERROR_ILLEGAL_ADDRESS"));
     ck_assert_ptr_nonnull(strstr(err.msg, "child process"));
     ck_assert_uint_eq(out[0], 7); /* untouched on failure */
     /* the caller goes on: another isolated run works */
-    rt_err_clear(&err);
-    j.what = 0;
+    lm_err_clear(&err);
+    j.what = JOB_OK;
     ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, out, sizeof out, 10000, &err), 0);
     rt_mock_free(m);
 }
@@ -75,34 +92,22 @@ END_TEST
 
 START_TEST(isolated_crash_is_reported_with_its_signal)
 {
-    rt_mock *m = rt_mock_create(NULL);
-    job j = {m, 2, {0}};
-    rt_err err = {0};
-    ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, NULL, 0, 10000, &err), RT_EFAULT);
+    lm_err err = run_failing(JOB_KILLED, 10000, RT_EFAULT);
     ck_assert_msg(strstr(err.msg, "signal 9") != NULL, "%s", err.msg);
-    rt_mock_free(m);
 }
 END_TEST
 
 START_TEST(isolated_hang_is_killed_at_the_timeout)
 {
-    rt_mock *m = rt_mock_create(NULL);
-    job j = {m, 3, {0}};
-    rt_err err = {0};
-    ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, NULL, 0, 300, &err), RT_ETIMEOUT);
+    lm_err err = run_failing(JOB_HANG, 300, RT_ETIMEOUT);
     ck_assert_ptr_nonnull(strstr(err.msg, "300 ms"));
-    rt_mock_free(m);
 }
 END_TEST
 
 START_TEST(isolated_error_keeps_its_code_and_message)
 {
-    rt_mock *m = rt_mock_create(NULL);
-    job j = {m, 4, {0}};
-    rt_err err = {0};
-    ck_assert_int_eq(rt_isolated_run(NULL, m, work, &j, NULL, 0, 10000, &err), RT_EDRIVER);
+    lm_err err = run_failing(JOB_ERROR, 10000, RT_EDRIVER);
     ck_assert_ptr_nonnull(strstr(err.msg, "CUDA_ERROR_OUT_OF_MEMORY"));
-    rt_mock_free(m);
 }
 END_TEST
 
@@ -111,25 +116,25 @@ START_TEST(reset_says_when_the_driver_keeps_the_fault)
     rt_mock_config cfg;
     rt_mock_config_default(&cfg);
     cfg.fault_survives_reset = true;
-    rt_mock *m = rt_mock_create(&cfg);
+    rt_mock *m = rt_mock_new(&cfg);
     rt_ctx *ctx;
-    rt_err err = {0};
-    ck_assert_int_eq(rt_ctx_open_mock(m, NULL, &ctx, &err), 0);
+    lm_err err = {0};
+    ck_assert_int_eq(rt_ctx_new_mock(m, NULL, &ctx, &err), 0);
     rt_mock_fail(m, "cuStreamSynchronize", 0, 700);
     ck_assert_int_eq(rt_ctx_sync(ctx, &err), RT_EFAULT);
-    rt_err_clear(&err);
+    lm_err_clear(&err);
     ck_assert_int_eq(rt_ctx_reset(ctx, &err), RT_EFAULT);
     ck_assert_ptr_nonnull(strstr(err.msg, "for the life of the process"));
     ck_assert_ptr_nonnull(strstr(err.msg, "rt_isolated_run"));
-    rt_err_clear(&err);
+    lm_err_clear(&err);
     rt_buf b = {0};
     ck_assert_int_eq(rt_buf_reserve(ctx, &b, 16, NULL, &err), RT_EFAULT); /* still refused */
-    rt_ctx_close(ctx);
+    rt_ctx_free(ctx);
     rt_mock_free(m);
 }
 END_TEST
 
-int main(void)
+static Suite *cuda_rt_isolate_suite(void)
 {
     Suite *s = suite_create("cuda_rt_isolate");
     TCase *tc = tcase_create("isolate");
@@ -141,9 +146,7 @@ int main(void)
     tcase_add_test(tc, isolated_error_keeps_its_code_and_message);
     tcase_add_test(tc, reset_says_when_the_driver_keeps_the_fault);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {cuda_rt_isolate_suite, NULL};

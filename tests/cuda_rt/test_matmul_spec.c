@@ -1,7 +1,7 @@
 /* test_matmul_spec.c: matmul specs: defaults, equality, hashing, validation messages. */
 #include "cuda_rt.h"
+#include "lm_check.h"
 
-#include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,7 +137,7 @@ START_TEST(spec_defaults_are_valid_for_every_type)
     for (int i = 0; i < 4; i++) {
         rt_matmul_spec s;
         rt_matmul_spec_init(&s, 128, 64, 32, types[i]);
-        rt_err err = {0};
+        lm_err err = {0};
         ck_assert_msg(rt_matmul_spec_check(&s, &err) == 0, "type %d: %s", i, err.msg);
     }
 }
@@ -148,16 +148,16 @@ START_TEST(spec_short_leading_dimension_is_named)
     rt_matmul_spec s;
     rt_matmul_spec_init(&s, 64, 48, 32, RT_F32);
     s.lda = 16; /* row-major A is 64 x 32: lda must be >= 32 */
-    rt_err err = {0};
-    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EINVAL);
+    lm_err err = {0};
+    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "lda = 16"));
     ck_assert_ptr_nonnull(strstr(err.msg, "fix:"));
     /* column-major A (64 x 32) needs lda >= 64 */
     rt_matmul_spec_init(&s, 64, 48, 32, RT_F32);
     s.order_a = RT_COL_MAJOR;
     s.lda = 32;
-    rt_err_clear(&err);
-    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EINVAL);
+    lm_err_clear(&err);
+    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "below 64"));
 }
 END_TEST
@@ -168,14 +168,14 @@ START_TEST(spec_overlapping_batches_are_rejected)
     rt_matmul_spec_init(&s, 64, 48, 32, RT_F32);
     s.batch = 3;
     s.stride_d = 100;
-    rt_err err = {0};
-    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EINVAL);
+    lm_err err = {0};
+    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "stride_d"));
     /* A broadcast over the batch (stride 0) is fine */
     rt_matmul_spec_init(&s, 64, 48, 32, RT_F32);
     s.batch = 3;
     s.stride_a = 0;
-    rt_err_clear(&err);
+    lm_err_clear(&err);
     ck_assert_int_eq(rt_matmul_spec_check(&s, &err), 0);
 }
 END_TEST
@@ -183,25 +183,25 @@ END_TEST
 START_TEST(spec_type_mismatches_are_rejected)
 {
     rt_matmul_spec s;
-    rt_err err = {0};
+    lm_err err = {0};
     rt_matmul_spec_init(&s, 8, 8, 8, RT_BF16);
     s.type_b = RT_F16;
-    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EINVAL);
+    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "A is bf16 but B is f16"));
     rt_matmul_spec_init(&s, 8, 8, 8, RT_BF16);
     s.compute = RT_COMPUTE_TF32;
-    rt_err_clear(&err);
-    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EINVAL);
+    lm_err_clear(&err);
+    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "tf32"));
     rt_matmul_spec_init(&s, 8, 8, 8, RT_F32);
     s.type_c = s.type_d = RT_BF16;
     s.type_bias = RT_BF16;
-    rt_err_clear(&err);
-    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EINVAL);
+    lm_err_clear(&err);
+    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EARG);
     /* bf16 in, f32 out is allowed */
     rt_matmul_spec_init(&s, 8, 8, 8, RT_BF16);
     s.type_c = s.type_d = s.type_bias = RT_F32;
-    rt_err_clear(&err);
+    lm_err_clear(&err);
     ck_assert_int_eq(rt_matmul_spec_check(&s, &err), 0);
 }
 END_TEST
@@ -209,27 +209,27 @@ END_TEST
 START_TEST(spec_fp8_needs_the_tn_form)
 {
     rt_matmul_spec s;
-    rt_err err = {0};
+    lm_err err = {0};
     rt_matmul_spec_init(&s, 64, 64, 64, RT_F8_E4M3);
     s.scale_a = s.scale_b = true;
     ck_assert_int_eq(rt_matmul_spec_check(&s, &err), 0);
     s.trans_b = false; /* B stored k x n row-major: not TN */
     s.ldb = 64;
-    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EINVAL);
+    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "TN"));
     rt_matmul_spec_init(&s, 64, 64, 64, RT_F8_E5M2);
-    rt_err_clear(&err);
-    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EINVAL);
+    lm_err_clear(&err);
+    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "e5m2"));
     rt_matmul_spec_init(&s, 8, 8, 8, RT_F16);
     s.scale_a = true;
-    rt_err_clear(&err);
-    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EINVAL);
+    lm_err_clear(&err);
+    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "fp8 inputs only"));
 }
 END_TEST
 
-int main(void)
+static Suite *cuda_rt_matmul_spec_suite(void)
 {
     Suite *s = suite_create("cuda_rt_matmul_spec");
     TCase *tc = tcase_create("spec");
@@ -242,9 +242,7 @@ int main(void)
     tcase_add_test(tc, spec_type_mismatches_are_rejected);
     tcase_add_test(tc, spec_fp8_needs_the_tn_form);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {cuda_rt_matmul_spec_suite, NULL};

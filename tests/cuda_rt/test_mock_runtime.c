@@ -2,8 +2,8 @@
  * opening, errors and reset, memory, kernels and the module cache, graphs (capture,
  * mirroring, update fallback), prepared matmuls and their caches, timing. */
 #include "cuda_rt.h"
+#include "lm_check.h"
 
-#include <check.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,23 +17,40 @@ static const char *k_src = "extern \"C\" __global__ void scale(float *x, float a
 typedef struct fixture {
     rt_mock *mock;
     rt_ctx *ctx;
-    rt_err err;
+    lm_err err;
 } fixture;
 
 static void open_with(fixture *f, const rt_mock_config *cfg)
 {
     memset(f, 0, sizeof *f);
-    f->mock = rt_mock_create(cfg);
+    f->mock = rt_mock_new(cfg);
     ck_assert_ptr_nonnull(f->mock);
-    ck_assert_msg(rt_ctx_open_mock(f->mock, NULL, &f->ctx, &f->err) == 0, "%s", f->err.msg);
+    ck_assert_msg(rt_ctx_new_mock(f->mock, NULL, &f->ctx, &f->err) == 0, "%s", f->err.msg);
 }
 
 static void close_all(fixture *f)
 {
-    rt_ctx_close(f->ctx);
+    rt_ctx_free(f->ctx);
     ck_assert_uint_eq(rt_mock_live_allocs(f->mock), 0);
     ck_assert_uint_eq(rt_mock_live_objects(f->mock), 0);
     rt_mock_free(f->mock);
+}
+
+/* Frees what a test made on f (any may be NULL: every _free accepts NULL), then closes f
+ * checking that nothing is left on the mock. */
+static void close_with(fixture *f, rt_exec *e, rt_graph *g1, rt_graph *g2)
+{
+    rt_exec_free(e);
+    rt_graph_free(g1);
+    rt_graph_free(g2);
+    close_all(f);
+}
+
+static rt_exec *instantiate(fixture *f, rt_graph *g)
+{
+    rt_exec *e = NULL;
+    ck_assert_msg(rt_exec_new(g, &e, &f->err) == 0, "%s", f->err.msg);
+    return e;
 }
 
 static rt_kernel *get_scale(fixture *f)
@@ -76,10 +93,10 @@ START_TEST(open_without_device_says_no_cuda_device)
     rt_mock_config cfg;
     rt_mock_config_default(&cfg);
     cfg.device_count = 0;
-    rt_mock *m = rt_mock_create(&cfg);
+    rt_mock *m = rt_mock_new(&cfg);
     rt_ctx *ctx = (rt_ctx *)1;
-    rt_err err = {0};
-    ck_assert_int_eq(rt_ctx_open_mock(m, NULL, &ctx, &err), RT_ENODEV);
+    lm_err err = {0};
+    ck_assert_int_eq(rt_ctx_new_mock(m, NULL, &ctx, &err), RT_ENODEV);
     ck_assert_ptr_null(ctx);
     ck_assert_msg(strncmp(err.msg, "no CUDA device: ", 16) == 0, "%s", err.msg);
     ck_assert_uint_eq(rt_mock_live_objects(m), 0);
@@ -90,11 +107,11 @@ END_TEST
 START_TEST(open_real_driver_works_or_says_no_cuda_device)
 {
     rt_ctx *ctx = NULL;
-    rt_err err = {0};
-    int rc = rt_ctx_open(NULL, &ctx, &err);
+    lm_err err = {0};
+    int rc = rt_ctx_new(NULL, &ctx, &err);
     if (rc == 0) {
         ck_assert_int_gt(rt_ctx_device(ctx)->cc_major, 0);
-        rt_ctx_close(ctx);
+        rt_ctx_free(ctx);
     } else {
         ck_assert_int_eq(rc, RT_ENODEV);
         ck_assert_msg(strncmp(err.msg, "no CUDA device: ", 16) == 0, "%s", err.msg);
@@ -131,7 +148,7 @@ START_TEST(out_of_memory_message_names_call_sizes_and_fix)
     ck_assert_ptr_nonnull(strstr(f.err.msg, "CUDA_ERROR_OUT_OF_MEMORY"));
     ck_assert_ptr_nonnull(strstr(f.err.msg, "214748364800")); /* the size asked */
     ck_assert_ptr_nonnull(strstr(f.err.msg, "fix:"));
-    ck_assert_ptr_nonnull(strstr(f.err.msg, "[cuda_rt/mem.c:"));
+    ck_assert_ptr_nonnull(strstr(f.err.msg, "[cuda_rt/rt_mem.c:"));
     ck_assert(!moved);
     ck_assert_uint_eq(b.ptr, 0); /* unchanged on failure */
     close_all(&f);
@@ -148,21 +165,39 @@ START_TEST(illegal_address_poisons_until_reset)
     ck_assert_int_eq(rt_ctx_sync(f.ctx, &f.err), RT_EFAULT);
     ck_assert_ptr_nonnull(strstr(f.err.msg, "CUDA_ERROR_ILLEGAL_ADDRESS"));
     ck_assert_ptr_nonnull(strstr(f.err.msg, "rt_ctx_reset"));
-    rt_err_clear(&f.err);
+    lm_err_clear(&f.err);
     rt_buf c = {0};
     ck_assert_int_eq(rt_buf_reserve(f.ctx, &c, 1024, NULL, &f.err), RT_EFAULT);
     ck_assert_ptr_nonnull(strstr(f.err.msg, "poisoned"));
-    rt_err_clear(&f.err);
+    lm_err_clear(&f.err);
     ck_assert_msg(rt_ctx_reset(f.ctx, &f.err) == 0, "%s", f.err.msg);
     ck_assert_uint_eq(rt_ctx_generation(f.ctx), 1);
     /* the old buffer is stale; a new one works */
     ck_assert_int_eq(rt_buf_reserve(f.ctx, &b, 4096, NULL, &f.err), RT_ESTALE);
-    rt_err_clear(&f.err);
+    lm_err_clear(&f.err);
     rt_buf_release(f.ctx, &b);
     ck_assert_int_eq(rt_buf_reserve(f.ctx, &c, 1024, NULL, &f.err), 0);
     ck_assert_int_eq(rt_ctx_sync(f.ctx, &f.err), 0);
     rt_buf_release(f.ctx, &c);
     close_all(&f);
+}
+END_TEST
+
+/* Heap objects come and go in pairs, _new and _free, and every _free accepts NULL (a
+ * crash here fails the test); a record in caller storage is finished by _fini. */
+START_TEST(every_free_accepts_null)
+{
+    rt_mock_free(NULL);
+    rt_ctx_free(NULL);
+    rt_graph_free(NULL);
+    rt_exec_free(NULL);
+    rt_blas_cache_free(NULL);
+    rt_nvrtc_free(NULL);
+    rt_cubin_fini(NULL);
+    rt_cubin c = {0};
+    rt_cubin_fini(&c);
+    ck_assert_ptr_null(c.data);
+    ck_assert_ptr_null(c.log);
 }
 END_TEST
 
@@ -217,7 +252,7 @@ START_TEST(launch_with_zero_grid_is_rejected)
     open_with(&f, NULL);
     scale_launch s;
     make_launch(&s, get_scale(&f), 0x1000, 2.0f, 10, 0);
-    ck_assert_int_eq(rt_launch_kernel(f.ctx, &s.l, &f.err), RT_EINVAL);
+    ck_assert_int_eq(rt_launch_kernel(f.ctx, &s.l, &f.err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(f.err.msg, "grid 0x1x1"));
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuLaunchKernel", 0), 0);
     close_all(&f);
@@ -231,14 +266,13 @@ START_TEST(set_kernel_updates_exec_and_mirrors_source)
     fixture f;
     open_with(&f, NULL);
     rt_graph *g;
-    ck_assert_int_eq(rt_graph_create(f.ctx, &g, &f.err), 0);
+    ck_assert_int_eq(rt_graph_new(f.ctx, &g, &f.err), 0);
     scale_launch s;
     make_launch(&s, get_scale(&f), 0x1000, 2.0f, 100, 1);
     uint32_t n0, n1;
     ck_assert_int_eq(rt_graph_add_kernel(g, &s.l, NULL, 0, &n0, &f.err), 0);
     ck_assert_int_eq(rt_graph_add_kernel(g, &s.l, &n0, 1, &n1, &f.err), 0);
-    rt_exec *e;
-    ck_assert_int_eq(rt_graph_instantiate(g, &e, &f.err), 0);
+    rt_exec *e = instantiate(&f, g);
     uint32_t loads = rt_mock_count_since(f.mock, "cuGraphInstantiateWithFlags", 0);
     scale_launch t;
     make_launch(&t, s.l.kernel, 0x2000, 3.0f, 1000, 4);
@@ -254,9 +288,7 @@ START_TEST(set_kernel_updates_exec_and_mirrors_source)
     ck_assert(a == 3.0f);
     /* in place: no new instantiation */
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuGraphInstantiateWithFlags", 0), loads);
-    rt_exec_free(e);
-    rt_graph_free(g);
-    close_all(&f);
+    close_with(&f, e, g, NULL);
 }
 END_TEST
 
@@ -265,13 +297,12 @@ START_TEST(set_kernel_failure_leaves_both_graphs_as_they_were)
     fixture f;
     open_with(&f, NULL);
     rt_graph *g;
-    ck_assert_int_eq(rt_graph_create(f.ctx, &g, &f.err), 0);
+    ck_assert_int_eq(rt_graph_new(f.ctx, &g, &f.err), 0);
     scale_launch s, t;
     make_launch(&s, get_scale(&f), 0x1000, 2.0f, 100, 1);
     uint32_t n0;
     ck_assert_int_eq(rt_graph_add_kernel(g, &s.l, NULL, 0, &n0, &f.err), 0);
-    rt_exec *e;
-    ck_assert_int_eq(rt_graph_instantiate(g, &e, &f.err), 0);
+    rt_exec *e = instantiate(&f, g);
     make_launch(&t, s.l.kernel, 0x2000, 3.0f, 1000, 4);
     rt_mock_fail(f.mock, "cuGraphKernelNodeSetParams", 0, 1 /* CUDA_ERROR_INVALID_VALUE */);
     ck_assert_int_eq(rt_exec_set_kernel(e, n0, &t.l, &f.err), RT_EDRIVER);
@@ -279,18 +310,16 @@ START_TEST(set_kernel_failure_leaves_both_graphs_as_they_were)
     ck_assert_uint_eq(rt_mock_kernel_grid_x(f.mock, g, e, n0), 1);
     ck_assert_uint_eq(rt_mock_kernel_grid_x(f.mock, g, NULL, n0), 1);
     rt_dptr x;
-    rt_err err2 = {0};
+    lm_err err2 = {0};
     ck_assert_int_eq(rt_graph_kernel_arg(g, n0, 0, &x, sizeof x, &err2), 0);
     ck_assert_uint_eq(x, 0x1000);
-    rt_exec_free(e);
-    rt_graph_free(g);
-    close_all(&f);
+    close_with(&f, e, g, NULL);
 }
 END_TEST
 
 static void build_chain(fixture *f, rt_graph **g, unsigned len, unsigned grid)
 {
-    ck_assert_int_eq(rt_graph_create(f->ctx, g, &f->err), 0);
+    ck_assert_int_eq(rt_graph_new(f->ctx, g, &f->err), 0);
     scale_launch s;
     make_launch(&s, get_scale(f), 0x1000, 2.0f, 100, grid);
     uint32_t prev = 0;
@@ -309,17 +338,13 @@ START_TEST(exec_update_in_place_when_topology_is_the_same)
     rt_graph *g1, *g2;
     build_chain(&f, &g1, 3, 1);
     build_chain(&f, &g2, 3, 7);
-    rt_exec *e;
-    ck_assert_int_eq(rt_graph_instantiate(g1, &e, &f.err), 0);
+    rt_exec *e = instantiate(&f, g1);
     rt_update_kind how;
     ck_assert_int_eq(rt_exec_update(e, g2, &how, &f.err), 0);
     ck_assert_int_eq(how, RT_UPDATE_IN_PLACE);
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuGraphInstantiateWithFlags", 0), 1);
     ck_assert_uint_eq(rt_mock_kernel_grid_x(f.mock, g2, e, 2), 7);
-    rt_exec_free(e);
-    rt_graph_free(g1);
-    rt_graph_free(g2);
-    close_all(&f);
+    close_with(&f, e, g1, g2);
 }
 END_TEST
 
@@ -330,8 +355,7 @@ START_TEST(exec_update_falls_back_to_reinstantiation_when_refused)
     rt_graph *g1, *g2;
     build_chain(&f, &g1, 3, 1);
     build_chain(&f, &g2, 5, 2); /* topology changed */
-    rt_exec *e;
-    ck_assert_int_eq(rt_graph_instantiate(g1, &e, &f.err), 0);
+    rt_exec *e = instantiate(&f, g1);
     uint32_t mark = rt_mock_calls(f.mock);
     rt_update_kind how;
     ck_assert_msg(rt_exec_update(e, g2, &how, &f.err) == 0, "%s", f.err.msg);
@@ -341,10 +365,7 @@ START_TEST(exec_update_falls_back_to_reinstantiation_when_refused)
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuGraphExecDestroy", mark), 1);
     ck_assert_uint_eq(rt_mock_kernel_grid_x(f.mock, g2, e, 4), 2);
     ck_assert_int_eq(rt_exec_launch(e, &f.err), 0);
-    rt_exec_free(e);
-    rt_graph_free(g1);
-    rt_graph_free(g2);
-    close_all(&f);
+    close_with(&f, e, g1, g2);
 }
 END_TEST
 
@@ -356,7 +377,7 @@ typedef struct mm_job {
     int times;
 } mm_job;
 
-static int enqueue_job(rt_ctx *ctx, void *user, rt_err *err)
+static int enqueue_job(rt_ctx *ctx, void *user, lm_err *err)
 {
     mm_job *j = user;
     for (int i = 0; i < j->times; i++)
@@ -405,7 +426,7 @@ END_TEST
 
 START_TEST(heuristic_cache_is_keyed_by_library_version)
 {
-    rt_blas_cache *cache = rt_blas_cache_create();
+    rt_blas_cache *cache = rt_blas_cache_new();
     rt_options opt;
     rt_options_default(&opt);
     opt.blas_cache = cache;
@@ -415,10 +436,10 @@ START_TEST(heuristic_cache_is_keyed_by_library_version)
     uint32_t expect_calls[3] = {1, 0, 1};
     for (int i = 0; i < 3; i++) {
         cfg.blas_version = versions[i];
-        rt_mock *m = rt_mock_create(&cfg);
+        rt_mock *m = rt_mock_new(&cfg);
         rt_ctx *ctx;
-        rt_err err = {0};
-        ck_assert_int_eq(rt_ctx_open_mock(m, &opt, &ctx, &err), 0);
+        lm_err err = {0};
+        ck_assert_int_eq(rt_ctx_new_mock(m, &opt, &ctx, &err), 0);
         rt_matmul_spec s;
         rt_matmul_spec_init(&s, 512, 512, 512, RT_F16);
         rt_matmul *mm;
@@ -426,7 +447,7 @@ START_TEST(heuristic_cache_is_keyed_by_library_version)
         ck_assert_msg(rt_mock_count_since(m, "cublasLtMatmulAlgoGetHeuristic", 0) ==
                           expect_calls[i],
                       "context %d", i);
-        rt_ctx_close(ctx);
+        rt_ctx_free(ctx);
         rt_mock_free(m);
     }
     rt_blas_cache_free(cache);
@@ -465,7 +486,7 @@ START_TEST(tune_times_the_offers_and_keeps_the_prepared_choice_when_no_faster)
     /* two rounds over prepare's algorithm and the offer: 2 warm-up + 3 x 20 timed each */
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cublasLtMatmul", mark), 2 * 2 * 62);
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cublasLtMatmulAlgoGetHeuristic", mark), 1);
-    ck_assert_int_eq(rt_matmul_tune(f.ctx, j.mm, &j.args, 0, &t, &f.err), RT_EINVAL);
+    ck_assert_int_eq(rt_matmul_tune(f.ctx, j.mm, &j.args, 0, &t, &f.err), RT_EARG);
     close_all(&f);
 }
 END_TEST
@@ -487,7 +508,7 @@ START_TEST(blas_info_names_the_library_and_version)
 END_TEST
 
 /* DESIGN: exactly one place in the code launches graphs. Counted in every source of the
- * module but the two driver tables (drv_*.c), which only forward the call. */
+ * module but the two driver tables (rt_drv_*.c), which only forward the call. */
 START_TEST(only_rt_exec_launch_launches_graphs)
 {
     char dir[1024];
@@ -499,7 +520,7 @@ START_TEST(only_rt_exec_launch_launches_graphs)
     while ((de = readdir(d)) != NULL) {
         size_t len = strlen(de->d_name);
         if (len < 3 || strcmp(de->d_name + len - 2, ".c") != 0 ||
-            strncmp(de->d_name, "drv_", 4) == 0)
+            strncmp(de->d_name, "rt_drv_", 7) == 0)
             continue;
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
@@ -510,7 +531,7 @@ START_TEST(only_rt_exec_launch_launches_graphs)
         while (fgets(line, sizeof line, fp))
             if (strstr(line, "graph_launch(")) {
                 calls++;
-                ck_assert_msg(strcmp(de->d_name, "graph.c") == 0, "a graph launch in %s",
+                ck_assert_msg(strcmp(de->d_name, "rt_graph.c") == 0, "a graph launch in %s",
                               de->d_name);
             }
         fclose(fp);
@@ -560,12 +581,12 @@ START_TEST(enqueue_rejects_short_workspace_and_missing_bias)
     mm_job j;
     prepare_job(&f, &j, RT_EPI_BIAS);
     j.args.workspace_bytes = 100;
-    ck_assert_int_eq(rt_matmul_enqueue(f.ctx, j.mm, &j.args, &f.err), RT_EINVAL);
+    ck_assert_int_eq(rt_matmul_enqueue(f.ctx, j.mm, &j.args, &f.err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(f.err.msg, "4194304 needed"));
-    rt_err_clear(&f.err);
+    lm_err_clear(&f.err);
     j.args.workspace_bytes = 4 << 20;
     j.args.bias = 0;
-    ck_assert_int_eq(rt_matmul_enqueue(f.ctx, j.mm, &j.args, &f.err), RT_EINVAL);
+    ck_assert_int_eq(rt_matmul_enqueue(f.ctx, j.mm, &j.args, &f.err), RT_EARG);
     ck_assert_ptr_nonnull(strstr(f.err.msg, "bias"));
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cublasLtMatmul", 0), 0);
     close_all(&f);
@@ -582,7 +603,7 @@ static void capture_ends_on_failure(bool to_graph)
     mm_job j;
     prepare_job(&f, &j, RT_EPI_NONE);
     rt_graph *g;
-    ck_assert_int_eq(rt_graph_create(f.ctx, &g, &f.err), 0);
+    ck_assert_int_eq(rt_graph_new(f.ctx, &g, &f.err), 0);
     uint32_t mark = rt_mock_calls(f.mock);
     rt_mock_fail(f.mock, "cublasLtMatmul", 0, 13 /* CUBLAS_STATUS_EXECUTION_FAILED */);
     uint32_t node;
@@ -594,7 +615,7 @@ static void capture_ends_on_failure(bool to_graph)
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuStreamEndCapture", mark), 1);
     ck_assert_uint_eq(rt_graph_node_count(g), 0);
     /* nothing was captured, so the graph stays usable */
-    rt_err_clear(&f.err);
+    lm_err_clear(&f.err);
     ck_assert_msg(rt_graph_add_captured(g, enqueue_job, &j, NULL, 0, &node, &f.err) == 0, "%s",
                   f.err.msg);
     ck_assert_uint_eq(rt_graph_node_count(g), 1);
@@ -605,11 +626,11 @@ static void capture_ends_on_failure(bool to_graph)
     ck_assert_int_eq(rt_graph_add_captured(g, enqueue_job, &j, &node, 1, NULL, &f.err), RT_EBLAS);
     ck_assert(!rt_mock_capturing(f.mock));
     ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuStreamEndCapture", mark), 1);
-    rt_err_clear(&f.err);
+    lm_err_clear(&f.err);
     rt_exec *e = NULL;
-    int rc = rt_graph_instantiate(g, &e, &f.err);
+    int rc = rt_exec_new(g, &e, &f.err);
     if (to_graph) {
-        ck_assert_int_eq(rc, RT_EINVAL);
+        ck_assert_int_eq(rc, RT_EARG);
         ck_assert_ptr_nonnull(strstr(f.err.msg, "rebuild"));
     } else {
         ck_assert_int_eq(rc, 0);
@@ -641,7 +662,7 @@ START_TEST(captured_matmul_becomes_a_node_in_either_mode)
         mm_job j;
         prepare_job(&f, &j, RT_EPI_NONE);
         rt_graph *g;
-        ck_assert_int_eq(rt_graph_create(f.ctx, &g, &f.err), 0);
+        ck_assert_int_eq(rt_graph_new(f.ctx, &g, &f.err), 0);
         scale_launch s;
         make_launch(&s, get_scale(&f), 0x1000, 2.0f, 100, 1);
         uint32_t k0, mm, k1;
@@ -650,12 +671,9 @@ START_TEST(captured_matmul_becomes_a_node_in_either_mode)
         ck_assert_int_eq(rt_graph_add_kernel(g, &s.l, &mm, 1, &k1, &f.err), 0);
         ck_assert_uint_eq(rt_graph_node_count(g), 3);
         ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuGraphAddChildGraphNode", 0), mode == 1);
-        rt_exec *e;
-        ck_assert_int_eq(rt_graph_instantiate(g, &e, &f.err), 0);
+        rt_exec *e = instantiate(&f, g);
         ck_assert_int_eq(rt_exec_launch(e, &f.err), 0);
-        rt_exec_free(e);
-        rt_graph_free(g);
-        close_all(&f);
+        close_with(&f, e, g, NULL);
     }
 }
 END_TEST
@@ -665,10 +683,10 @@ START_TEST(stale_graph_is_refused_after_reset)
     fixture f;
     open_with(&f, NULL);
     rt_graph *g;
-    ck_assert_int_eq(rt_graph_create(f.ctx, &g, &f.err), 0);
+    ck_assert_int_eq(rt_graph_new(f.ctx, &g, &f.err), 0);
     ck_assert_int_eq(rt_ctx_reset(f.ctx, &f.err), 0);
     rt_exec *e;
-    ck_assert_int_eq(rt_graph_instantiate(g, &e, &f.err), RT_ESTALE);
+    ck_assert_int_eq(rt_exec_new(g, &e, &f.err), RT_ESTALE);
     ck_assert_ptr_nonnull(strstr(f.err.msg, "before rt_ctx_reset"));
     rt_graph_free(g);
     close_all(&f);
@@ -683,8 +701,7 @@ START_TEST(timing_launches_every_time_and_reports_median)
     open_with(&f, NULL);
     rt_graph *g;
     build_chain(&f, &g, 2, 1);
-    rt_exec *e;
-    ck_assert_int_eq(rt_graph_instantiate(g, &e, &f.err), 0);
+    rt_exec *e = instantiate(&f, g);
     rt_time_opts o = {.warmup = 2, .trials = 5, .reps = 3, .timeout_ms = 1000};
     for (int round = 0; round < 2; round++) {
         uint32_t mark = rt_mock_calls(f.mock);
@@ -696,10 +713,8 @@ START_TEST(timing_launches_every_time_and_reports_median)
     }
     rt_time_opts bad = {.warmup = 0, .trials = 0, .reps = 1, .timeout_ms = 1};
     rt_timing t;
-    ck_assert_int_eq(rt_exec_time(e, &bad, &t, &f.err), RT_EINVAL);
-    rt_exec_free(e);
-    rt_graph_free(g);
-    close_all(&f);
+    ck_assert_int_eq(rt_exec_time(e, &bad, &t, &f.err), RT_EARG);
+    close_with(&f, e, g, NULL);
 }
 END_TEST
 
@@ -709,19 +724,16 @@ START_TEST(timing_failure_reports_the_event_call)
     open_with(&f, NULL);
     rt_graph *g;
     build_chain(&f, &g, 1, 1);
-    rt_exec *e;
-    ck_assert_int_eq(rt_graph_instantiate(g, &e, &f.err), 0);
+    rt_exec *e = instantiate(&f, g);
     rt_mock_fail(f.mock, "cuEventElapsedTime", 2, 1);
     rt_timing t;
     ck_assert_int_eq(rt_exec_time(e, NULL, &t, &f.err), RT_EDRIVER);
     ck_assert_ptr_nonnull(strstr(f.err.msg, "cuEventElapsedTime(trial 2)"));
-    rt_exec_free(e);
-    rt_graph_free(g);
-    close_all(&f);
+    close_with(&f, e, g, NULL);
 }
 END_TEST
 
-int main(void)
+static Suite *cuda_rt_mock_suite(void)
 {
     Suite *s = suite_create("cuda_rt_mock");
     TCase *tc = tcase_create("mock");
@@ -731,6 +743,7 @@ int main(void)
     tcase_add_test(tc, open_reports_device_and_probes_capture);
     tcase_add_test(tc, out_of_memory_message_names_call_sizes_and_fix);
     tcase_add_test(tc, illegal_address_poisons_until_reset);
+    tcase_add_test(tc, every_free_accepts_null);
     tcase_add_test(tc, buffer_keeps_its_address_while_sizes_fit);
     tcase_add_test(tc, module_cache_compiles_once_per_source_and_options);
     tcase_add_test(tc, launch_with_zero_grid_is_rejected);
@@ -753,9 +766,7 @@ int main(void)
     tcase_add_test(tc, timing_launches_every_time_and_reports_median);
     tcase_add_test(tc, timing_failure_reports_the_event_call);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {cuda_rt_mock_suite, NULL};

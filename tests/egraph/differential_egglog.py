@@ -131,7 +131,7 @@ def main():
         import egglog.bindings  # noqa: F401
     except Exception:
         print("skip: the egglog Python package is not installed; differential test not run")
-        return 0
+        return 77  # ctest's skip code: nothing was compared
     tmp = tempfile.mkdtemp(prefix="eg-diff-")
     compared = bad = 0
     for seed in range(first, first + count):

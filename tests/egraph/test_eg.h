@@ -2,7 +2,7 @@
 #ifndef TEST_EG_H
 #define TEST_EG_H
 
-#include <check.h>
+#include "lm_check.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -49,5 +49,8 @@ Suite *errors_suite(void);
 Suite *api_suite(void);
 Suite *schedule_suite(void);
 Suite *rebuild_suite(void);
+/* the tests that need ../shared, run by egraph_shared */
+Suite *api_shared_suite(void);
+Suite *errors_shared_suite(void);
 
 #endif

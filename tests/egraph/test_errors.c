@@ -163,12 +163,9 @@ END_TEST
 START_TEST(every_fail_typecheck_program_is_refused)
 {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/conformance/egglog/tests/fail-typecheck", LUMINAL_SHARED_DIR);
+    snprintf(dir, sizeof dir, "%s/conformance/egglog/tests/fail-typecheck", lm_check_shared_dir());
     DIR *d = opendir(dir);
-    if (!d) {
-        fprintf(stderr, "skip: %s not found\n", dir);
-        return;
-    }
+    ck_assert_msg(d != NULL, "cannot list %s", dir);
     struct dirent *de;
     int n = 0;
     while ((de = readdir(d))) {
@@ -308,9 +305,21 @@ Suite *errors_suite(void)
     tcase_add_test(tc, failed_check_is_an_error_and_keeps_earlier_effects);
     tcase_add_test(tc, misspelled_rule_option_is_refused);
     tcase_add_test(tc, input_reads_tab_separated_rows);
-    tcase_add_test(tc, every_fail_typecheck_program_is_refused);
     tcase_add_test(tc, every_bad_program_fails_cleanly);
     tcase_add_test(tc, fuzz_findings_run_cleanly);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* The tests that read egglog's programs in ../shared (see api_shared_suite). */
+Suite *errors_shared_suite(void)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/conformance/egglog/tests/fail-typecheck", lm_check_shared_dir());
+    lm_check_require_dir(dir, "egglog's fail-typecheck programs");
+    Suite *s = suite_create("errors_shared");
+    TCase *tc = tcase_create("errors_shared");
+    tcase_add_test(tc, every_fail_typecheck_program_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -14,12 +14,12 @@
  *
  * PROP_SEEDS=N in the environment changes the number of seeds (default 200); PROP_SEED0
  * the first seed. A failing seed's program is written to stderr. */
-#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "prop.h"
+#include "lm_check.h"
 
 static uint64_t env_u64(const char *name, uint64_t dflt)
 {
@@ -447,11 +447,4 @@ static Suite *prop_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(prop_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+const lm_suite_fn lm_check_suites[] = {prop_suite, NULL};

@@ -2,6 +2,7 @@
  * against values computed independently here in double precision (and some by hand);
  * view ops; errors from bad shapes and dtypes, and that a failed call changes nothing. */
 #include "th.h"
+#include "lm_check.h"
 
 static const hl_t HL_T_NONE = {.node = HL_NONE};
 
@@ -848,7 +849,7 @@ START_TEST(reshape_with_a_dynamic_dim)
 }
 END_TEST
 
-int main(void)
+static Suite *hlir_builder_suite(void)
 {
     Suite *s = suite_create("hlir_builder");
     TCase *tc = tcase_create("builder");
@@ -896,9 +897,7 @@ int main(void)
     tcase_add_test(tc, dump_lists_every_node);
     tcase_add_test(tc, same_calls_give_the_same_dump);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {hlir_builder_suite, NULL};

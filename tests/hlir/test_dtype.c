@@ -3,8 +3,8 @@
  * FP8 formats), NaN and signed zero. Expected bit patterns are worked out by hand from
  * the formats' definitions. */
 #include "hl_int.h"
+#include "lm_check.h"
 
-#include <check.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -217,7 +217,7 @@ START_TEST(fast_converters_agree_with_the_generic_one)
 }
 END_TEST
 
-int main(void)
+static Suite *hlir_dtype_suite(void)
 {
     Suite *s = suite_create("hlir_dtype");
     TCase *tc = tcase_create("dtype");
@@ -235,9 +235,7 @@ int main(void)
     tcase_add_test(tc, round_to_int_truncates_and_saturates);
     tcase_add_test(tc, fast_converters_agree_with_the_generic_one);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {hlir_dtype_suite, NULL};

@@ -1,7 +1,7 @@
 /* test_expr.c - symbolic expressions: hash-consing, the simplifier, evaluation, text. */
 #include "expr_int.h" /* hl__e_mk, to build a non-canonical node on purpose */
+#include "lm_check.h"
 
-#include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -525,7 +525,7 @@ START_TEST(trees_over_the_size_bound_are_refused)
 }
 END_TEST
 
-int main(void)
+static Suite *hlir_expr_suite(void)
 {
     Suite *s = suite_create("hlir_expr");
     TCase *tc = tcase_create("expr");
@@ -552,9 +552,7 @@ int main(void)
     tcase_add_test(tc, a_product_over_the_size_bound_is_refused_not_taken_for_one);
     tcase_add_test(tc, trees_over_the_size_bound_are_refused);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {hlir_expr_suite, NULL};

@@ -1,6 +1,7 @@
 /* test_graph.c - the graph's checked primitive door (hl_graph_add): every rule it enforces
  * gives an error naming the node, the op and the reason; dims; op names; the checker. */
 #include "th.h"
+#include "lm_check.h"
 
 static hl_graph *G;
 static void setup(void)
@@ -282,7 +283,7 @@ START_TEST(explicit_strides_through_the_door_run)
 }
 END_TEST
 
-int main(void)
+static Suite *hlir_graph_suite(void)
 {
     Suite *s = suite_create("hlir_graph");
     TCase *tc = tcase_create("graph");
@@ -306,9 +307,7 @@ int main(void)
     tcase_add_test(tc, inputs_and_outputs_are_listed_in_order);
     tcase_add_test(tc, explicit_strides_through_the_door_run);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {hlir_graph_suite, NULL};

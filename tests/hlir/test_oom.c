@@ -4,6 +4,7 @@
  * exactly the bits of a run without failures. */
 #include "hl_int.h"
 #include "th.h"
+#include "lm_check.h"
 
 /* Builds a graph using most of the builder (dims, views, gathers, scatters, reductions,
  * a matmul) and runs it; on success copies the output's bytes to out (64 floats). */
@@ -98,7 +99,7 @@ START_TEST(pool_survives_a_failed_growth)
 }
 END_TEST
 
-int main(void)
+static Suite *hlir_oom_suite(void)
 {
     Suite *s = suite_create("hlir_oom");
     TCase *tc = tcase_create("oom");
@@ -106,9 +107,7 @@ int main(void)
     tcase_add_test(tc, every_failed_allocation_is_reported_and_recovered);
     tcase_add_test(tc, pool_survives_a_failed_growth);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {hlir_oom_suite, NULL};

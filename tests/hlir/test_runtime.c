@@ -2,6 +2,7 @@
  * out by hand; views (broadcast, permute, slice) as inputs; dynamic dims; determinism;
  * bad inputs and bad data give errors naming the node. */
 #include "th.h"
+#include "lm_check.h"
 
 #include <stdint.h>
 
@@ -598,7 +599,7 @@ START_TEST(random_fill_is_deterministic_per_seed_and_stream_and_in_range)
 }
 END_TEST
 
-int main(void)
+static Suite *hlir_runtime_suite(void)
 {
     Suite *s = suite_create("hlir_runtime");
     TCase *tc = tcase_create("runtime");
@@ -635,9 +636,7 @@ int main(void)
     tcase_add_test(tc, column_reduction_matches_row_reduction_bit_for_bit);
     tcase_add_test(tc, random_fill_is_deterministic_per_seed_and_stream_and_in_range);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {hlir_runtime_suite, NULL};

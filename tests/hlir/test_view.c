@@ -1,8 +1,8 @@
 /* test_view.c - shape trackers: each view change, the flat index expression checked
  * against a brute-force walk, and the changes that must be refused. */
 #include "hlir.h"
+#include "lm_check.h"
 
-#include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -294,7 +294,7 @@ START_TEST(random_view_changes_keep_positions)
 }
 END_TEST
 
-int main(void)
+static Suite *hlir_view_suite(void)
 {
     Suite *s = suite_create("hlir_view");
     TCase *tc = tcase_create("view");
@@ -314,9 +314,7 @@ int main(void)
     tcase_add_test(tc, failure_leaves_out_untouched);
     tcase_add_test(tc, random_view_changes_keep_positions);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {hlir_view_suite, NULL};

@@ -2,6 +2,7 @@
  * points on every example, equal results on generated graphs, the decoder's choices,
  * and the errors for e-graphs it cannot read. */
 #include "te.h"
+#include "lm_check.h"
 
 static const char *prog_head(void)
 {
@@ -515,7 +516,7 @@ START_TEST(an_expression_that_overflows_int64_is_reported)
 }
 END_TEST
 
-int main(void)
+static Suite *hlir_decode_suite(void)
 {
     Suite *s = suite_create("hlir_decode");
     TCase *tc = tcase_create("decode");
@@ -538,9 +539,7 @@ int main(void)
     tcase_add_test(tc, random_choices_among_equal_alternatives_compute_the_same_bits);
     tcase_add_test(tc, an_expression_that_overflows_int64_is_reported);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {hlir_decode_suite, NULL};

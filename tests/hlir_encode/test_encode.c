@@ -1,6 +1,7 @@
 /* test_encode.c - writing graphs into the e-graph: the schema, the program text, the C
  * path, and that the two paths build the same e-graph byte for byte. */
 #include "te.h"
+#include "lm_check.h"
 
 /* x: f32 [2, 3] -> s = sum over axis 1 -> output "s" */
 static hl_graph *tiny(void)
@@ -413,7 +414,7 @@ START_TEST(constants_keep_their_exact_values_on_both_paths)
 }
 END_TEST
 
-int main(void)
+static Suite *hlir_encode_suite(void)
 {
     Suite *s = suite_create("hlir_encode");
     TCase *tc = tcase_create("encode");
@@ -434,9 +435,7 @@ int main(void)
     tcase_add_test(tc, names_with_quotes_and_backslashes_survive_the_text);
     tcase_add_test(tc, constants_keep_their_exact_values_on_both_paths);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {hlir_encode_suite, NULL};

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE /* open_memstream, before any system header */
 #include "hl_int.h"
 #include "te.h"
+#include "lm_check.h"
 
 static hl_graph *scenario_graph(void)
 {
@@ -121,16 +122,14 @@ START_TEST(every_failed_allocation_is_reported_and_recovered)
 }
 END_TEST
 
-int main(void)
+static Suite *hlir_encode_oom_suite(void)
 {
     Suite *s = suite_create("hlir_encode_oom");
     TCase *tc = tcase_create("oom");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, every_failed_allocation_is_reported_and_recovered);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {hlir_encode_oom_suite, NULL};

@@ -1,6 +1,7 @@
 /* test_tool.c - `luminal_search --graph G --emit egraph` prints the schema and the
  * program text of G's encoding, which an engine runs to the same e-graph as the C path. */
 #include "te.h"
+#include "lm_check.h"
 
 /* Runs the command, returns its stdout (malloc'd) and exit status. */
 static char *run(const char *cmd, int *status)
@@ -67,7 +68,7 @@ START_TEST(emit_egraph_is_listed_in_the_help)
 }
 END_TEST
 
-int main(void)
+static Suite *hlir_encode_tool_suite(void)
 {
     Suite *s = suite_create("hlir_encode_tool");
     TCase *tc = tcase_create("tool");
@@ -75,9 +76,7 @@ int main(void)
     tcase_add_test(tc, emit_egraph_prints_the_encoding_of_the_graph);
     tcase_add_test(tc, emit_egraph_is_listed_in_the_help);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {hlir_encode_tool_suite, NULL};

@@ -2,6 +2,7 @@
  * round trip byte for byte, and run on the reference runtime to the same bytes before
  * and after the round trip, with the dynamic dim at its profile value, max and min. */
 #include "tj.h"
+#include "lm_check.h"
 
 static hl_graph *gen(uint64_t seed, bool dynamic, uint32_t n_ops)
 {
@@ -111,11 +112,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+const lm_suite_fn lm_check_suites[] = {suite, NULL};

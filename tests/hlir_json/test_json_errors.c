@@ -2,6 +2,7 @@
  * node, the field and the reason, and never crashes: one test per kind of rejection,
  * plus truncations and byte flips of every example. */
 #include "tj.h"
+#include "lm_check.h"
 
 /* A document from its four parts (dims may be NULL). free() the result. */
 static char *doc(const char *dims, const char *inputs, const char *nodes, const char *outputs)
@@ -411,11 +412,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+const lm_suite_fn lm_check_suites[] = {suite, NULL};

@@ -2,6 +2,7 @@
  * graph: every bundled example, explicit-view primitives, dims, constants; and the
  * graphs it reads compute what their text says. */
 #include "tj.h"
+#include "lm_check.h"
 
 #include <math.h>
 
@@ -281,11 +282,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+const lm_suite_fn lm_check_suites[] = {suite, NULL};

@@ -1,4 +1,4 @@
-/* blas_spec.c: the matmul spec: defaults, validation, equality, hashing, and its mapping
+/* rt_blas_spec.c: the matmul spec: defaults, validation, equality, hashing, and its mapping
  * onto cuBLASLt's column-major problem.
  *
  * Equality and hashing both go through one canonical list of the fields as int64 (floats
@@ -134,11 +134,11 @@ uint64_t rt_matmul_spec_hash(const rt_matmul_spec *s)
 
 /* Stored matrix rows x cols (row-major reading) and its ld/stride checks. */
 static int check_operand(const char *name, int64_t rows, int64_t cols, rt_order order, int64_t ld,
-                         int64_t stride, int32_t batch, bool stride0_ok, rt_err *err)
+                         int64_t stride, int32_t batch, bool stride0_ok, lm_err *err)
 {
     int64_t need = order == RT_ROW_MAJOR ? cols : rows;
     if (ld < need)
-        return RT_FAIL(err, RT_EINVAL,
+        return RT_FAIL(err, RT_EARG,
                        "matmul spec: ld%s = %lld is below %lld (%s %s stored %lld x %lld); fix: "
                        "ld must be at least the length of the contiguous dimension",
                        name, (long long)ld, (long long)need, name,
@@ -146,7 +146,7 @@ static int check_operand(const char *name, int64_t rows, int64_t cols, rt_order 
                        (long long)cols);
     int64_t span = ld * (order == RT_ROW_MAJOR ? rows : cols);
     if (batch > 1 && stride < span && !(stride0_ok && stride == 0))
-        return RT_FAIL(err, RT_EINVAL,
+        return RT_FAIL(err, RT_EARG,
                        "matmul spec: stride_%s = %lld is below one matrix (%lld elements) with "
                        "batch %d; fix: use >= %lld%s",
                        name, (long long)stride, (long long)span, batch, (long long)span,
@@ -154,68 +154,67 @@ static int check_operand(const char *name, int64_t rows, int64_t cols, rt_order 
     return 0;
 }
 
-int rt_matmul_spec_check(const rt_matmul_spec *s, rt_err *err)
+int rt_matmul_spec_check(const rt_matmul_spec *s, lm_err *err)
 {
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     if (s->m < 1 || s->n < 1 || s->k < 1 || s->m > INT32_MAX || s->n > INT32_MAX ||
         s->k > INT32_MAX)
-        return RT_FAIL(err, RT_EINVAL, "matmul spec: m=%lld n=%lld k=%lld must be in 1..2^31-1",
+        return RT_FAIL(err, RT_EARG, "matmul spec: m=%lld n=%lld k=%lld must be in 1..2^31-1",
                        (long long)s->m, (long long)s->n, (long long)s->k);
-    if (s->batch < 1)
-        return RT_FAIL(err, RT_EINVAL, "matmul spec: batch %d must be >= 1", s->batch);
+    if (s->batch < 1) return RT_FAIL(err, RT_EARG, "matmul spec: batch %d must be >= 1", s->batch);
     if ((unsigned)s->order_a > RT_ROW_MAJOR || (unsigned)s->order_b > RT_ROW_MAJOR ||
         (unsigned)s->order_d > RT_ROW_MAJOR || (unsigned)s->epilogue > RT_EPI_BIAS_GELU ||
         (unsigned)s->compute > RT_COMPUTE_TF32 || (unsigned)s->type_a > RT_F8_E5M2 ||
         (unsigned)s->type_b > RT_F8_E5M2 || (unsigned)s->type_c > RT_F8_E5M2 ||
         (unsigned)s->type_d > RT_F8_E5M2 || (unsigned)s->type_bias > RT_F8_E5M2)
-        return RT_FAIL(err, RT_EINVAL,
+        return RT_FAIL(err, RT_EARG,
                        "matmul spec: an order, type, compute or epilogue field "
                        "holds a value outside its enum");
     if (!isfinite(s->alpha) || !isfinite(s->beta))
-        return RT_FAIL(err, RT_EINVAL, "matmul spec: alpha %g and beta %g must be finite",
+        return RT_FAIL(err, RT_EARG, "matmul spec: alpha %g and beta %g must be finite",
                        (double)s->alpha, (double)s->beta);
     rt_dtype a = s->type_a, b = s->type_b, c = s->type_c, d = s->type_d;
     bool fp8 = is_fp8(a) || is_fp8(b);
     if (fp8) {
         if (!is_fp8(a) || !is_fp8(b) || (a == RT_F8_E5M2 && b == RT_F8_E5M2))
-            return RT_FAIL(err, RT_EINVAL,
+            return RT_FAIL(err, RT_EARG,
                            "matmul spec: fp8 needs both A and B in fp8, not both e5m2 (A %s, B %s)",
                            dtype_name(a), dtype_name(b));
         if (is_fp8(c) || !(d == c || is_fp8(d)))
-            return RT_FAIL(err, RT_EINVAL,
+            return RT_FAIL(err, RT_EARG,
                            "matmul spec: with fp8 inputs C must be bf16, f16 or f32 and D the same "
                            "or fp8 (C %s, D %s)",
                            dtype_name(c), dtype_name(d));
         if (s->compute != RT_COMPUTE_F32)
-            return RT_FAIL(err, RT_EINVAL, "matmul spec: fp8 computes in f32 only");
+            return RT_FAIL(err, RT_EARG, "matmul spec: fp8 computes in f32 only");
         if (s->type_bias != c)
-            return RT_FAIL(err, RT_EINVAL, "matmul spec: with fp8 the bias type must be C's (%s)",
+            return RT_FAIL(err, RT_EARG, "matmul spec: with fp8 the bias type must be C's (%s)",
                            dtype_name(c));
         rt_lt_problem p;
         rt__lt_problem(s, &p);
         if (p.a.op != CUBLAS_OP_T || p.b.op != CUBLAS_OP_N)
-            return RT_FAIL(err, RT_EINVAL,
+            return RT_FAIL(err, RT_EARG,
                            "matmul spec: fp8 needs cuBLASLt's \"TN\" form: for row-major D, A "
                            "m x k untransposed and B stored n x k with trans_b (or the equivalent "
                            "orders)");
     } else {
         if (a != b)
-            return RT_FAIL(err, RT_EINVAL, "matmul spec: A is %s but B is %s; fix: use one type",
+            return RT_FAIL(err, RT_EARG, "matmul spec: A is %s but B is %s; fix: use one type",
                            dtype_name(a), dtype_name(b));
         if (c != d)
-            return RT_FAIL(err, RT_EINVAL, "matmul spec: C is %s but D is %s; fix: use one type",
+            return RT_FAIL(err, RT_EARG, "matmul spec: C is %s but D is %s; fix: use one type",
                            dtype_name(c), dtype_name(d));
         if (a == RT_F32 ? d != RT_F32 : !(d == a || d == RT_F32))
             return RT_FAIL(
-                err, RT_EINVAL, "matmul spec: %s inputs cannot write a %s D; fix: D must be %s%s",
+                err, RT_EARG, "matmul spec: %s inputs cannot write a %s D; fix: D must be %s%s",
                 dtype_name(a), dtype_name(d), dtype_name(a), a == RT_F32 ? "" : " or f32");
         if (s->compute == RT_COMPUTE_TF32 && a != RT_F32)
-            return RT_FAIL(err, RT_EINVAL, "matmul spec: tf32 compute needs f32 inputs (A is %s)",
+            return RT_FAIL(err, RT_EARG, "matmul spec: tf32 compute needs f32 inputs (A is %s)",
                            dtype_name(a));
         if (s->scale_a || s->scale_b || s->scale_d)
-            return RT_FAIL(err, RT_EINVAL, "matmul spec: scales are for fp8 inputs only");
+            return RT_FAIL(err, RT_EARG, "matmul spec: scales are for fp8 inputs only");
         if (rt__epi_has_bias(s->epilogue) && s->type_bias != d)
-            return RT_FAIL(err, RT_EINVAL, "matmul spec: the bias type (%s) must be D's (%s)",
+            return RT_FAIL(err, RT_EARG, "matmul spec: the bias type (%s) must be D's (%s)",
                            dtype_name(s->type_bias), dtype_name(d));
     }
     int64_t m = s->m, n = s->n, k = s->k;

@@ -1,6 +1,6 @@
-/* drv_mock.c: a mock driver and a mock cuBLASLt that record their calls.
+/* rt_drv_mock.c: a mock driver and a mock cuBLASLt that record their calls.
  *
- * The sibling of drv_cuda.c: it fills the same rt_drv and rt_blaslib tables, with `self`
+ * The sibling of rt_drv_cuda.c: it fills the same rt_drv and rt_blaslib tables, with `self`
  * pointing at an rt_mock. Nothing runs and device memory is not backed; what is modelled
  * is the state the runtime's logic depends on:
  *   - graphs as node lists (kind, gridDim.x, function), execs as copies of them;
@@ -19,14 +19,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MK_KERNEL, MK_CHILD, MK_BLAS };
+/* What a mock graph node stands for. */
+typedef enum mkind { MK_KERNEL, MK_CHILD, MK_BLAS } mkind;
+
+enum { MOCK_MAX_EVENTS = 1024 }; /* events one mock hands out in its life */
 
 typedef struct mgraph mgraph;
 
 typedef struct mnode {
     mgraph *owner;
     uint32_t index; /* position in owner->nodes */
-    int kind;
+    mkind kind;
     uint32_t grid_x;
     CUfunction fn;
 } mnode;
@@ -73,7 +76,7 @@ struct rt_mock {
     uint32_t nallocs, allocs_cap;
     CUdeviceptr next_addr;
     uint64_t launches;
-    uint64_t event_stamp[1024];
+    uint64_t event_stamp[MOCK_MAX_EVENTS];
     uint32_t nevents;
     uintptr_t next_handle;
     /* capture */
@@ -139,7 +142,7 @@ static mgraph *new_graph(rt_mock *m)
     return g;
 }
 
-static mnode *add_node(mgraph *g, int kind, uint32_t grid_x, CUfunction fn)
+static mnode *add_node(mgraph *g, mkind kind, uint32_t grid_x, CUfunction fn)
 {
     mnode *n = calloc(1, sizeof *n);
     if (!n) abort();
@@ -162,7 +165,7 @@ static void set_tail(rt_mock *m, const CUgraphNode *deps, size_t n)
 }
 
 /* A launch or matmul on the stream: a node when capturing, a counted launch otherwise. */
-static void stream_work(rt_mock *m, int kind, uint32_t grid_x, CUfunction fn)
+static void stream_work(rt_mock *m, mkind kind, uint32_t grid_x, CUfunction fn)
 {
     if (m->capturing) {
         mnode *n = add_node(m->cap_graph, kind, grid_x, fn);
@@ -562,7 +565,7 @@ static CUresult m_event_create(void *s, CUevent *ev, unsigned f)
     rt_mock *m = M(s);
     CUresult r = drv_call(m, "cuEventCreate");
     if (r) return r;
-    if (m->nevents >= 1024) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (m->nevents >= MOCK_MAX_EVENTS) return CUDA_ERROR_OUT_OF_MEMORY;
     *ev = (CUevent)(uintptr_t)(++m->nevents); /* index into event_stamp */
     m->live_misc++;
     return CUDA_SUCCESS;
@@ -745,7 +748,7 @@ void rt_mock_config_default(rt_mock_config *cfg)
     cfg->event_ms_per_launch = 0.01f;
 }
 
-rt_mock *rt_mock_create(const rt_mock_config *cfg)
+rt_mock *rt_mock_new(const rt_mock_config *cfg)
 {
     rt_mock *m = calloc(1, sizeof *m);
     if (!m) return NULL;

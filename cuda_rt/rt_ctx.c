@@ -1,7 +1,7 @@
-/* ctx.c: opening a device, its primary context and stream; the capture probe; reset.
+/* rt_ctx.c: opening a device, its primary context and stream; the capture probe; reset.
  *
- * Lifecycle: open (driver table -> cuInit -> device -> retain primary context -> make it
- * current -> stream -> probe) ... close (module cache, prepared matmuls, stream, primary
+ * Lifecycle: new (driver table -> cuInit -> device -> retain primary context -> make it
+ * current -> stream -> probe) ... free (module cache, prepared matmuls, stream, primary
  * context released). A sticky kernel fault poisons the context: every entry point then
  * refuses with RT_EFAULT until rt_ctx_reset, which destroys the primary context's state,
  * makes it anew and bumps `gen`, so that objects made before can tell they are stale.
@@ -14,7 +14,7 @@
 void rt_options_default(rt_options *opt)
 {
     memset(opt, 0, sizeof *opt);
-    opt->blas_workspace_max = (size_t)32 << 20;
+    opt->blas_workspace_max = RT_BLAS_WORKSPACE_DEFAULT;
 }
 
 const rt_device_info *rt_ctx_device(const rt_ctx *ctx)
@@ -26,9 +26,9 @@ uint32_t rt_ctx_generation(const rt_ctx *ctx)
     return ctx->gen;
 }
 
-int rt__ctx_usable(rt_ctx *ctx, rt_err *err)
+int rt__ctx_usable(rt_ctx *ctx, lm_err *err)
 {
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     if (ctx->poisoned)
         return RT_FAIL(err, RT_EFAULT,
                        "the context was poisoned by an earlier fault (%s); fix: call rt_ctx_reset "
@@ -55,7 +55,7 @@ static rt_capture_mode probe_capture(rt_ctx *ctx)
 }
 
 /* Primary context current, stream made. */
-static int bring_up(rt_ctx *ctx, rt_err *err)
+static int bring_up(rt_ctx *ctx, lm_err *err)
 {
     rt_drv *d = &ctx->drv;
     if (RT_CU(ctx, err, d->primary_retain(d->self, &ctx->cu, ctx->dev),
@@ -65,11 +65,11 @@ static int bring_up(rt_ctx *ctx, rt_err *err)
     if (RT_CU(ctx, err, d->ctx_set_current(d->self, ctx->cu), "cuCtxSetCurrent") ||
         RT_CU(ctx, err, d->stream_create(d->self, &ctx->stream, CU_STREAM_NON_BLOCKING),
               "cuStreamCreate(non-blocking)"))
-        return err->code; /* the reference is dropped by close */
+        return err->code; /* the reference is dropped by rt_ctx_free */
     return 0;
 }
 
-static int open_device(rt_ctx *ctx, rt_err *err)
+static int open_device(rt_ctx *ctx, lm_err *err)
 {
     rt_drv *d = &ctx->drv;
     if (RT_CU(ctx, err, d->init(d->self, 0), "cuInit(0)")) return err->code;
@@ -117,17 +117,17 @@ static int open_device(rt_ctx *ctx, rt_err *err)
     return 0;
 }
 
-static int finish_open(rt_ctx *ctx, const rt_options *opt, rt_ctx **out, rt_err *err)
+static int finish_new(rt_ctx *ctx, const rt_options *opt, rt_ctx **out, lm_err *err)
 {
     if (opt)
         ctx->opt = *opt;
     else
         rt_options_default(&ctx->opt);
-    if (ctx->opt.blas_workspace_max == 0) ctx->opt.blas_workspace_max = (size_t)32 << 20;
+    if (ctx->opt.blas_workspace_max == 0) ctx->opt.blas_workspace_max = RT_BLAS_WORKSPACE_DEFAULT;
     if (ctx->opt.lib_dir) {
         ctx->lib_dir = rt__strdup(ctx->opt.lib_dir);
         if (!ctx->lib_dir) {
-            rt_ctx_close(ctx);
+            rt_ctx_free(ctx);
             return RT_FAIL(err, RT_ENOMEM, "out of memory copying lib_dir");
         }
         ctx->opt.lib_dir = ctx->lib_dir;
@@ -135,46 +135,46 @@ static int finish_open(rt_ctx *ctx, const rt_options *opt, rt_ctx **out, rt_err 
     if (ctx->opt.blas_cache) {
         ctx->blas_cache = ctx->opt.blas_cache;
     } else {
-        ctx->blas_cache = rt_blas_cache_create();
+        ctx->blas_cache = rt_blas_cache_new();
         ctx->own_cache = true;
         if (!ctx->blas_cache) {
-            rt_ctx_close(ctx);
+            rt_ctx_free(ctx);
             return RT_FAIL(err, RT_ENOMEM, "out of memory creating the heuristic cache");
         }
     }
     if (open_device(ctx, err)) {
-        rt_ctx_close(ctx);
+        rt_ctx_free(ctx);
         return err->code;
     }
     *out = ctx;
     return 0;
 }
 
-int rt_ctx_open(const rt_options *opt, rt_ctx **out, rt_err *err)
+int rt_ctx_new(const rt_options *opt, rt_ctx **out, lm_err *err)
 {
     *out = NULL;
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     rt_ctx *ctx = rt__alloc(1, sizeof *ctx);
     if (!ctx) return RT_FAIL(err, RT_ENOMEM, "out of memory allocating a context");
     if (rt__drv_load(&ctx->drv, &ctx->drv_dl, err)) {
         rt__free(ctx);
         return err->code;
     }
-    return finish_open(ctx, opt, out, err);
+    return finish_new(ctx, opt, out, err);
 }
 
-int rt_ctx_open_mock(rt_mock *mock, const rt_options *opt, rt_ctx **out, rt_err *err)
+int rt_ctx_new_mock(rt_mock *mock, const rt_options *opt, rt_ctx **out, lm_err *err)
 {
     *out = NULL;
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     rt_ctx *ctx = rt__alloc(1, sizeof *ctx);
     if (!ctx) return RT_FAIL(err, RT_ENOMEM, "out of memory allocating a context");
     ctx->mock = mock;
     rt__mock_fill(mock, &ctx->drv, &ctx->blaslib);
-    return finish_open(ctx, opt, out, err);
+    return finish_new(ctx, opt, out, err);
 }
 
-void rt_ctx_close(rt_ctx *ctx)
+void rt_ctx_free(rt_ctx *ctx)
 {
     if (!ctx) return;
     rt_drv *d = &ctx->drv;
@@ -189,7 +189,7 @@ void rt_ctx_close(rt_ctx *ctx)
     if (ctx->stream) d->stream_destroy(d->self, ctx->stream);
     for (; ctx->refs > 0; ctx->refs--)
         d->primary_release(d->self, ctx->dev);
-    rt_nvrtc_close(ctx->nvrtc);
+    rt_nvrtc_free(ctx->nvrtc);
     if (!ctx->mock && d->self) {
         rt__drv_unload(d);
         /* libcuda stays mapped: unloading it under a live cudart (cuBLASLt's) is unsafe. */
@@ -198,9 +198,9 @@ void rt_ctx_close(rt_ctx *ctx)
     rt__free(ctx);
 }
 
-int rt_ctx_reset(rt_ctx *ctx, rt_err *err)
+int rt_ctx_reset(rt_ctx *ctx, lm_err *err)
 {
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     rt_drv *d = &ctx->drv;
     /* Everything on the primary context dies with it: forget, do not destroy, what a
      * poisoned context would refuse to destroy anyway. */
@@ -210,7 +210,7 @@ int rt_ctx_reset(rt_ctx *ctx, rt_err *err)
     ctx->stream = NULL;
     /* Reset while our reference is held and the context current, as cudaDeviceReset does;
      * bring_up then retains it again (the driver hands back the same handle). Whether the
-     * reset kept the retain count is not documented, so close releases every reference
+     * reset kept the retain count is not documented, so rt_ctx_free releases every reference
      * taken: an extra release of a zero count is refused harmlessly. */
     CUresult r = d->primary_reset(d->self, ctx->dev);
     ctx->poisoned = false;
@@ -218,8 +218,8 @@ int rt_ctx_reset(rt_ctx *ctx, rt_err *err)
     ctx->gen++;
     if (RT_CU(ctx, err, r, "cuDevicePrimaryCtxReset(device=%d)", ctx->info.ordinal))
         return err->code;
-    rt_err up;
-    rt_err_clear(&up);
+    lm_err up;
+    lm_err_clear(&up);
     if (bring_up(ctx, &up)) {
         if (up.code == RT_EFAULT) {
             ctx->poisoned = true;
@@ -236,20 +236,20 @@ int rt_ctx_reset(rt_ctx *ctx, rt_err *err)
     return 0;
 }
 
-int rt_ctx_sync(rt_ctx *ctx, rt_err *err)
+int rt_ctx_sync(rt_ctx *ctx, lm_err *err)
 {
     if (rt__ctx_usable(ctx, err)) return err->code;
     rt_drv *d = &ctx->drv;
     return RT_CU(ctx, err, d->stream_sync(d->self, ctx->stream), "cuStreamSynchronize");
 }
 
-int rt__ctx_nvrtc(rt_ctx *ctx, rt_err *err)
+int rt__ctx_nvrtc(rt_ctx *ctx, lm_err *err)
 {
     if (ctx->nvrtc) return 0;
-    return rt_nvrtc_open(ctx->opt.lib_dir, &ctx->nvrtc, err);
+    return rt_nvrtc_new(ctx->opt.lib_dir, &ctx->nvrtc, err);
 }
 
-int rt__ctx_blas(rt_ctx *ctx, rt_err *err)
+int rt__ctx_blas(rt_ctx *ctx, lm_err *err)
 {
     if (ctx->blas_loaded) return 0;
     if (!ctx->mock && rt__blaslib_load(ctx->opt.lib_dir, &ctx->blaslib, &ctx->blas_dl, err))

@@ -1,4 +1,4 @@
-/* timing.c: timing an executable graph with CUDA events.
+/* rt_timing.c: timing an executable graph with CUDA events.
  *
  * Warm-up launches first (module load, lazy initialization and clocks settle), then
  * `trials` trials of `reps` replays each, with one event between consecutive trials, so
@@ -20,11 +20,10 @@ void rt_time_opts_default(rt_time_opts *o)
     o->timeout_ms = 10000.0;
 }
 
+/* base's monotonic clock, in milliseconds */
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    return lm_now_s() * 1e3;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -33,7 +32,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int rt_exec_time(rt_exec *e, const rt_time_opts *o, rt_timing *out, rt_err *err)
+int rt_exec_time(rt_exec *e, const rt_time_opts *o, rt_timing *out, lm_err *err)
 {
     rt_time_opts opts;
     if (o)
@@ -42,11 +41,11 @@ int rt_exec_time(rt_exec *e, const rt_time_opts *o, rt_timing *out, rt_err *err)
         rt_time_opts_default(&opts);
     rt_ctx *ctx = rt__exec_ctx(e);
     if (rt__ctx_usable(ctx, err)) return err->code;
-    if (opts.trials == 0 || opts.trials > 10000 || opts.reps == 0 || opts.timeout_ms <= 0)
-        return RT_FAIL(err, RT_EINVAL,
-                       "timing: trials %u (1..10000), reps %u (>= 1) and timeout %.1f ms (> 0) "
+    if (opts.trials == 0 || opts.trials > RT_MAX_TRIALS || opts.reps == 0 || opts.timeout_ms <= 0)
+        return RT_FAIL(err, RT_EARG,
+                       "timing: trials %u (1..%d), reps %u (>= 1) and timeout %.1f ms (> 0) "
                        "must all be in range",
-                       opts.trials, opts.reps, opts.timeout_ms);
+                       opts.trials, RT_MAX_TRIALS, opts.reps, opts.timeout_ms);
     rt_drv *d = &ctx->drv;
     uint32_t nev = opts.trials + 1;
     CUevent *ev = rt__alloc(nev, sizeof *ev);

@@ -1,4 +1,4 @@
-/* mem.c: device buffers with stable addresses, pinned host memory, copies and memset.
+/* rt_mem.c: device buffers with stable addresses, pinned host memory, copies and memset.
  *
  * A buffer only grows: while the size asked for fits its capacity the address stays the
  * same, so a graph captured over it stays valid across runs. Growth rounds the capacity
@@ -9,9 +9,7 @@
 
 #include <string.h>
 
-#define BUF_ROUND ((size_t)2 << 20)
-
-int rt_buf_reserve(rt_ctx *ctx, rt_buf *buf, size_t bytes, bool *moved, rt_err *err)
+int rt_buf_reserve(rt_ctx *ctx, rt_buf *buf, size_t bytes, bool *moved, lm_err *err)
 {
     if (moved) *moved = false;
     if (rt__ctx_usable(ctx, err)) return err->code;
@@ -28,9 +26,9 @@ int rt_buf_reserve(rt_ctx *ctx, rt_buf *buf, size_t bytes, bool *moved, rt_err *
         buf->bytes = 0;
         return 0;
     }
-    if (bytes > SIZE_MAX - BUF_ROUND)
+    if (bytes > SIZE_MAX - RT_BUF_ROUND)
         return RT_FAIL(err, RT_ENOMEM, "buffer size %zu bytes overflows", bytes);
-    size_t cap = (bytes + BUF_ROUND - 1) / BUF_ROUND * BUF_ROUND;
+    size_t cap = (bytes + RT_BUF_ROUND - 1) / RT_BUF_ROUND * RT_BUF_ROUND;
     rt_drv *d = &ctx->drv;
     CUdeviceptr p = 0;
     if (RT_CU(ctx, err, d->mem_alloc(d->self, &p, cap),
@@ -53,7 +51,7 @@ void rt_buf_release(rt_ctx *ctx, rt_buf *buf)
     memset(buf, 0, sizeof *buf);
 }
 
-int rt_host_alloc(rt_ctx *ctx, size_t bytes, void **out, rt_err *err)
+int rt_host_alloc(rt_ctx *ctx, size_t bytes, void **out, lm_err *err)
 {
     *out = NULL;
     if (rt__ctx_usable(ctx, err)) return err->code;
@@ -67,7 +65,7 @@ void rt_host_free(rt_ctx *ctx, void *p)
     if (p) ctx->drv.host_free(ctx->drv.self, p);
 }
 
-int rt_copy_htod(rt_ctx *ctx, rt_dptr dst, const void *src, size_t bytes, rt_err *err)
+int rt_copy_htod(rt_ctx *ctx, rt_dptr dst, const void *src, size_t bytes, lm_err *err)
 {
     if (rt__ctx_usable(ctx, err)) return err->code;
     if (bytes == 0) return 0;
@@ -76,7 +74,7 @@ int rt_copy_htod(rt_ctx *ctx, rt_dptr dst, const void *src, size_t bytes, rt_err
                  "cuMemcpyHtoDAsync(dst=0x%llx, bytes=%zu)", (unsigned long long)dst, bytes);
 }
 
-int rt_copy_dtoh(rt_ctx *ctx, void *dst, rt_dptr src, size_t bytes, rt_err *err)
+int rt_copy_dtoh(rt_ctx *ctx, void *dst, rt_dptr src, size_t bytes, lm_err *err)
 {
     if (rt__ctx_usable(ctx, err)) return err->code;
     if (bytes == 0) return 0;
@@ -85,7 +83,7 @@ int rt_copy_dtoh(rt_ctx *ctx, void *dst, rt_dptr src, size_t bytes, rt_err *err)
                  "cuMemcpyDtoHAsync(src=0x%llx, bytes=%zu)", (unsigned long long)src, bytes);
 }
 
-int rt_copy_dtod(rt_ctx *ctx, rt_dptr dst, rt_dptr src, size_t bytes, rt_err *err)
+int rt_copy_dtod(rt_ctx *ctx, rt_dptr dst, rt_dptr src, size_t bytes, lm_err *err)
 {
     if (rt__ctx_usable(ctx, err)) return err->code;
     if (bytes == 0) return 0;
@@ -95,7 +93,7 @@ int rt_copy_dtod(rt_ctx *ctx, rt_dptr dst, rt_dptr src, size_t bytes, rt_err *er
                  (unsigned long long)src, bytes);
 }
 
-int rt_memset8(rt_ctx *ctx, rt_dptr dst, uint8_t value, size_t bytes, rt_err *err)
+int rt_memset8(rt_ctx *ctx, rt_dptr dst, uint8_t value, size_t bytes, lm_err *err)
 {
     if (rt__ctx_usable(ctx, err)) return err->code;
     if (bytes == 0) return 0;

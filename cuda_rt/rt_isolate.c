@@ -1,4 +1,4 @@
-/* isolate.c: running GPU work in a child process, so that a kernel fault cannot take the
+/* rt_isolate.c: running GPU work in a child process, so that a kernel fault cannot take the
  * caller down.
  *
  * Why: after a sticky fault (CUDA_ERROR_ILLEGAL_ADDRESS and its kind) the driver refuses
@@ -23,14 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+/* base's monotonic clock, in milliseconds */
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    return lm_now_s() * 1e3;
 }
 
 static int write_all(int fd, const void *buf, size_t n)
@@ -49,38 +47,38 @@ static int write_all(int fd, const void *buf, size_t n)
 static void child(int fd, const rt_options *opt, rt_mock *mock, rt_isolated_fn fn, void *user,
                   size_t out_size)
 {
-    rt_err err;
-    rt_err_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     rt_ctx *ctx = NULL;
     void *out = rt__alloc(out_size ? out_size : 1, 1);
     int rc;
     if (!out)
         rc = RT_FAIL(&err, RT_ENOMEM, "out of memory for %zu result bytes in the child", out_size);
     else if (mock)
-        rc = rt_ctx_open_mock(mock, opt, &ctx, &err);
+        rc = rt_ctx_new_mock(mock, opt, &ctx, &err);
     else
-        rc = rt_ctx_open(opt, &ctx, &err);
+        rc = rt_ctx_new(opt, &ctx, &err);
     if (rc == 0) {
         rc = fn(ctx, user, out, out_size, &err);
-        if (rc && !err.code) RT_FAIL(&err, (rt_code)rc, "isolated work failed without a message");
+        if (rc && !err.code) RT_FAIL(&err, rc, "isolated work failed without a message");
         if (!rc && !ctx->poisoned) rc = rt_ctx_sync(ctx, &err); /* surface late faults */
     }
-    int32_t code = rc ? (int32_t)(err.code ? err.code : (rt_code)rc) : 0;
+    int32_t code = rc ? (int32_t)(err.code ? err.code : rc) : 0;
     uint32_t len = code ? (uint32_t)strlen(err.msg) : 0;
     if (write_all(fd, &code, sizeof code) == 0 && write_all(fd, &len, sizeof len) == 0 &&
         write_all(fd, err.msg, len) == 0 && code == 0)
         write_all(fd, out, out_size);
-    /* no rt_ctx_close: the process ends here and the driver frees what it held */
+    /* no rt_ctx_free: the process ends here and the driver frees what it held */
     _exit(0);
 }
 
 int rt_isolated_run(const rt_options *opt, rt_mock *mock, rt_isolated_fn fn, void *user, void *out,
-                    size_t out_size, double timeout_ms, rt_err *err)
+                    size_t out_size, double timeout_ms, lm_err *err)
 {
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     if (timeout_ms <= 0)
-        return RT_FAIL(err, RT_EINVAL, "isolated run: timeout %.1f ms must be > 0", timeout_ms);
-    size_t cap = 8 + RT_ERR_MSG + out_size;
+        return RT_FAIL(err, RT_EARG, "isolated run: timeout %.1f ms must be > 0", timeout_ms);
+    size_t cap = 8 + LM_ERR_MSG + out_size;
     unsigned char *rec = rt__alloc(cap, 1);
     if (!rec) return RT_FAIL(err, RT_ENOMEM, "out of memory for %zu result bytes", out_size);
     int fds[2];
@@ -137,7 +135,7 @@ int rt_isolated_run(const rt_options *opt, rt_mock *mock, rt_isolated_fn fn, voi
                      "isolated run: the child did not finish within %.0f ms and was killed; "
                      "fix: the work may hang (a runaway kernel): raise the timeout or fix it",
                      timeout_ms);
-    } else if (got < 8 || len >= RT_ERR_MSG || got < 8 + (size_t)len ||
+    } else if (got < 8 || len >= LM_ERR_MSG || got < 8 + (size_t)len ||
                (code == 0 && got < 8 + out_size)) {
         if (WIFSIGNALED(status))
             rc = RT_FAIL(err, RT_EFAULT,
@@ -150,10 +148,10 @@ int rt_isolated_run(const rt_options *opt, rt_mock *mock, rt_isolated_fn fn, voi
                          "bytes; fix: the work must return, not exit",
                          WIFEXITED(status) ? WEXITSTATUS(status) : -1, got);
     } else if (code != 0) {
-        char msg[RT_ERR_MSG];
+        char msg[LM_ERR_MSG];
         memcpy(msg, rec + 8, len);
         msg[len] = '\0';
-        rc = RT_FAIL(err, (rt_code)code, "isolated run (child process, now gone): %s", msg);
+        rc = RT_FAIL(err, code, "isolated run (child process, now gone): %s", msg);
     } else if (out_size) {
         memcpy(out, rec + 8, out_size);
     }

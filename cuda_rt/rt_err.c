@@ -1,4 +1,4 @@
-/* err.c: the error door, error names and remedies, and the host allocation door.
+/* rt_err.c: the error door, error names and remedies, and the host allocation door.
  *
  * Every error of the module is raised through rt__fail (or rt__cu_check, which formats a
  * driver failure and then calls it), so one breakpoint catches them all. A record that
@@ -46,58 +46,21 @@ char *rt__strdup(const char *s)
     return d;
 }
 
-void rt_err_clear(rt_err *err)
+/* The door: formats the message, adds where it was raised and hands both to base's
+ * lm_err_setv, which keeps a record's first error. No lm_loc: the location a user could
+ * act on is in the message (the call and its sizes); the module's file:line ends it. */
+int rt__fail(lm_err *err, int code, const char *file, int line, const char *fmt, ...)
 {
-    if (!err) return;
-    err->code = RT_OK;
-    err->msg[0] = '\0';
-}
-
-const char *rt_code_name(rt_code code)
-{
-    switch (code) {
-    case RT_OK:
-        return "RT_OK";
-    case RT_ENODEV:
-        return "RT_ENODEV";
-    case RT_EDRIVER:
-        return "RT_EDRIVER";
-    case RT_EFAULT:
-        return "RT_EFAULT";
-    case RT_ENVRTC:
-        return "RT_ENVRTC";
-    case RT_ECOMPILE:
-        return "RT_ECOMPILE";
-    case RT_EBLAS:
-        return "RT_EBLAS";
-    case RT_EINVAL:
-        return "RT_EINVAL";
-    case RT_ENOMEM:
-        return "RT_ENOMEM";
-    case RT_ETIMEOUT:
-        return "RT_ETIMEOUT";
-    case RT_ESTALE:
-        return "RT_ESTALE";
-    case RT_EUNSUPPORTED:
-        return "RT_EUNSUPPORTED";
-    }
-    return "RT_E?";
-}
-
-int rt__fail(rt_err *err, rt_code code, const char *file, int line, const char *fmt, ...)
-{
-    if (!err || err->code != RT_OK) return code;
-    err->code = code;
+    if (!err) return code;
+    if (lm_err_is_set(err)) return err->code; /* sticky: nothing to format */
+    char msg[LM_ERR_MSG];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (n < 0) n = 0;
-    size_t used = (size_t)n < sizeof err->msg ? (size_t)n : sizeof err->msg - 1;
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
-    snprintf(err->msg + used, sizeof err->msg - used, " [cuda_rt/%s:%d]", base, line);
-    return code;
+    return lm_err_set(err, code, NULL, "%s [cuda_rt/%s:%d]", msg, base, line);
 }
 
 /* ---- driver error names and remedies ---------------------------------------------- */
@@ -114,7 +77,7 @@ static const cu_info cu_table[] = {
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY",
      "free buffers or plan a smaller arena; the device has less free memory than asked"},
     {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED",
-     "the driver was not initialized: open a context with rt_ctx_open first"},
+     "the driver was not initialized: open a context with rt_ctx_new first"},
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE",
      "no CUDA device is visible: check nvidia-smi and CUDA_VISIBLE_DEVICES"},
     {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE",
@@ -226,7 +189,7 @@ const char *rt__blas_status_name(cublasStatus_t s)
     }
 }
 
-int rt__cu_check(rt_ctx *ctx, rt_err *err, CUresult r, const char *file, int line, const char *fmt,
+int rt__cu_check(rt_ctx *ctx, lm_err *err, CUresult r, const char *file, int line, const char *fmt,
                  ...)
 {
     if (r == CUDA_SUCCESS) return RT_OK;

@@ -1,11 +1,11 @@
-/* drv_cuda.c: the real driver and the real cuBLASLt, loaded at run time.
+/* rt_drv_cuda.c: the real driver and the real cuBLASLt, loaded at run time.
  *
  * libcuda.so.1 is opened with dlopen; only cuGetProcAddress is looked up by name, every
  * other entry point comes from it at the version this module was written against
  * (CUDA_VERSION of the headers), so the ABI of each function matches the prototype we
  * call it through. cuBLASLt is opened the same way (dlsym, its ABI is stable within a
  * major version). The tables' entries are thin wrappers that drop `self`; the sibling
- * file drv_mock.c fills the same tables with the mock.
+ * file rt_drv_mock.c fills the same tables with the mock.
  */
 #define _GNU_SOURCE /* dladdr, to report which library file was loaded */
 #include "rt_int.h"
@@ -17,7 +17,7 @@
 
 /* ---- dlopen helpers ------------------------------------------------------------------ */
 
-int rt__dl_sym(void *dl, const char *name, void *fn, size_t fn_size)
+static int dl_sym(void *dl, const char *name, void *fn, size_t fn_size)
 {
     void *p = dlsym(dl, name);
     if (!p || fn_size != sizeof p) return -1;
@@ -25,9 +25,11 @@ int rt__dl_sym(void *dl, const char *name, void *fn, size_t fn_size)
     return 0;
 }
 
-void rt__dl_close(void *dl)
+const char *rt__dl_fns(void *dl, const rt_dl_fn *fns, size_t n)
 {
-    if (dl) dlclose(dl);
+    for (size_t i = 0; i < n; i++)
+        if (dl_sym(dl, fns[i].name, fns[i].slot, fns[i].size) != 0) return fns[i].name;
+    return NULL;
 }
 
 static void *try_open(const char *dir, const char *name, char *tried, size_t tried_size)
@@ -335,7 +337,7 @@ typedef CUresult (*get_proc_fn)(const char *, void **, int, cuuint64_t,
                                 CUdriverProcAddressQueryResult *);
 
 /* Looks `name` up through cuGetProcAddress into *slot (a function pointer of any type). */
-static int proc(get_proc_fn gp, const char *name, void *slot, bool optional, rt_err *err)
+static int proc(get_proc_fn gp, const char *name, void *slot, bool optional, lm_err *err)
 {
     void *p = NULL;
     CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
@@ -351,7 +353,7 @@ static int proc(get_proc_fn gp, const char *name, void *slot, bool optional, rt_
     return 0;
 }
 
-int rt__drv_load(rt_drv *d, void **dl_out, rt_err *err)
+int rt__drv_load(rt_drv *d, void **dl_out, lm_err *err)
 {
     *dl_out = NULL;
     char tried[512];
@@ -364,7 +366,7 @@ int rt__drv_load(rt_drv *d, void **dl_out, rt_err *err)
                        "machine with an NVIDIA GPU and driver, or use the CPU paths",
                        dlerror());
     get_proc_fn gp = NULL;
-    if (rt__dl_sym(dl, "cuGetProcAddress_v2", &gp, sizeof gp) != 0) {
+    if (dl_sym(dl, "cuGetProcAddress_v2", &gp, sizeof gp) != 0) {
         dlclose(dl);
         return RT_FAIL(err, RT_ENODEV,
                        "no CUDA device: libcuda.so.1 has no cuGetProcAddress_v2; fix: install a "
@@ -601,10 +603,10 @@ static cublasStatus_t l_matmul(void *s, cublasLtHandle_t h, cublasLtMatmulDesc_t
                         (cudaStream_t)st);
 }
 
-int rt__blaslib_load(const char *lib_dir, rt_blaslib *b, void **dl_out, rt_err *err)
+int rt__blaslib_load(const char *lib_dir, rt_blaslib *b, void **dl_out, lm_err *err)
 {
     *dl_out = NULL;
-    char tried[1024];
+    char tried[RT_DL_TRIED];
     const char *names[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so", NULL};
     void *dl = rt__dl_open_any(lib_dir, names, tried, sizeof tried);
     if (!dl)
@@ -617,34 +619,28 @@ int rt__blaslib_load(const char *lib_dir, rt_blaslib *b, void **dl_out, rt_err *
         dlclose(dl);
         return RT_FAIL(err, RT_ENOMEM, "out of memory loading cuBLASLt");
     }
-    struct {
-        const char *name;
-        void *slot;
-    } syms[] = {
-        {"cublasLtCreate", &r->create},
-        {"cublasLtDestroy", &r->destroy},
-        {"cublasLtGetVersion", &r->get_version},
-        {"cublasLtMatmulDescCreate", &r->desc_create},
-        {"cublasLtMatmulDescDestroy", &r->desc_destroy},
-        {"cublasLtMatmulDescSetAttribute", &r->desc_set},
-        {"cublasLtMatrixLayoutCreate", &r->layout_create},
-        {"cublasLtMatrixLayoutDestroy", &r->layout_destroy},
-        {"cublasLtMatrixLayoutSetAttribute", &r->layout_set},
-        {"cublasLtMatmulPreferenceCreate", &r->pref_create},
-        {"cublasLtMatmulPreferenceDestroy", &r->pref_destroy},
-        {"cublasLtMatmulPreferenceSetAttribute", &r->pref_set},
-        {"cublasLtMatmulAlgoGetHeuristic", &r->heuristic},
-        {"cublasLtMatmul", &r->matmul},
+    const rt_dl_fn fns[] = {
+        {"cublasLtCreate", &r->create, sizeof r->create},
+        {"cublasLtDestroy", &r->destroy, sizeof r->destroy},
+        {"cublasLtGetVersion", &r->get_version, sizeof r->get_version},
+        {"cublasLtMatmulDescCreate", &r->desc_create, sizeof r->desc_create},
+        {"cublasLtMatmulDescDestroy", &r->desc_destroy, sizeof r->desc_destroy},
+        {"cublasLtMatmulDescSetAttribute", &r->desc_set, sizeof r->desc_set},
+        {"cublasLtMatrixLayoutCreate", &r->layout_create, sizeof r->layout_create},
+        {"cublasLtMatrixLayoutDestroy", &r->layout_destroy, sizeof r->layout_destroy},
+        {"cublasLtMatrixLayoutSetAttribute", &r->layout_set, sizeof r->layout_set},
+        {"cublasLtMatmulPreferenceCreate", &r->pref_create, sizeof r->pref_create},
+        {"cublasLtMatmulPreferenceDestroy", &r->pref_destroy, sizeof r->pref_destroy},
+        {"cublasLtMatmulPreferenceSetAttribute", &r->pref_set, sizeof r->pref_set},
+        {"cublasLtMatmulAlgoGetHeuristic", &r->heuristic, sizeof r->heuristic},
+        {"cublasLtMatmul", &r->matmul, sizeof r->matmul},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        void *p = dlsym(dl, syms[i].name);
-        if (!p) {
-            rt__free(r);
-            dlclose(dl);
-            return RT_FAIL(err, RT_EBLAS, "cuBLASLt (%s) has no %s; fix: use cuBLASLt 12 or 13",
-                           tried, syms[i].name);
-        }
-        memcpy(syms[i].slot, &p, sizeof p);
+    const char *missing = rt__dl_fns(dl, fns, sizeof fns / sizeof fns[0]);
+    if (missing) {
+        rt__free(r);
+        dlclose(dl);
+        return RT_FAIL(err, RT_EBLAS, "cuBLASLt (%s) has no %s; fix: use cuBLASLt 12 or 13", tried,
+                       missing);
     }
     memset(b, 0, sizeof *b);
     b->self = r;

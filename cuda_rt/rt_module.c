@@ -1,4 +1,4 @@
-/* module.c: the module cache and direct kernel launches.
+/* rt_module.c: the module cache and direct kernel launches.
  *
  * A module is keyed by xxh64 over (source, options, architecture) and the hit is
  * confirmed by comparing the source and options themselves, so a hash collision can only
@@ -95,7 +95,7 @@ static uint64_t key_hash(const char *src, const char *opts, int arch)
 }
 
 static int get_fn(rt_ctx *ctx, rt_kernel_entry *e, const char *fn_name, rt_kernel **out,
-                  rt_err *err)
+                  lm_err *err)
 {
     for (uint32_t i = 0; i < e->nfns; i++)
         if (strcmp(e->fns[i]->name, fn_name) == 0) {
@@ -125,7 +125,7 @@ static int get_fn(rt_ctx *ctx, rt_kernel_entry *e, const char *fn_name, rt_kerne
 }
 
 int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char *const *opts,
-                  uint32_t nopts, rt_kernel **out, rt_err *err)
+                  uint32_t nopts, rt_kernel **out, lm_err *err)
 {
     *out = NULL;
     if (rt__ctx_usable(ctx, err)) return err->code;
@@ -165,7 +165,7 @@ int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char 
         rt__free(e);
         rt__free(src_copy);
         rt__free(joined);
-        rt_cubin_free(&bin);
+        rt_cubin_fini(&bin);
         return RT_FAIL(err, RT_ENOMEM, "out of memory caching a module");
     }
     rt_drv *d = &ctx->drv;
@@ -175,10 +175,10 @@ int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char 
         rt__free(e);
         rt__free(src_copy);
         rt__free(joined);
-        rt_cubin_free(&bin);
+        rt_cubin_fini(&bin);
         return err->code;
     }
-    rt_cubin_free(&bin);
+    rt_cubin_fini(&bin);
     e->hash = h;
     e->src = src_copy;
     e->opts = joined;
@@ -188,16 +188,41 @@ int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char 
     return get_fn(ctx, e, fn_name, out, err);
 }
 
-int rt_launch_kernel(rt_ctx *ctx, const rt_launch *l, rt_err *err)
+size_t rt__arg_slot(size_t size)
 {
-    if (rt__ctx_usable(ctx, err)) return err->code;
-    if (!l->kernel || l->nargs > RT_MAX_KERNEL_ARGS || !l->grid[0] || !l->grid[1] || !l->grid[2] ||
-        !l->block[0] || !l->block[1] || !l->block[2])
-        return RT_FAIL(err, RT_EINVAL,
-                       "kernel launch: bad launch (kernel %s, grid %ux%ux%u, block %ux%ux%u, %u "
-                       "args; at most %d); fix: give a kernel, nonzero dimensions",
-                       l->kernel ? l->kernel->name : "(none)", l->grid[0], l->grid[1], l->grid[2],
-                       l->block[0], l->block[1], l->block[2], l->nargs, RT_MAX_KERNEL_ARGS);
+    return (size + RT_ARG_ALIGN - 1) & ~(size_t)(RT_ARG_ALIGN - 1);
+}
+
+int rt__launch_check(const rt_launch *l, const char *what, lm_err *err)
+{
+    if (!l->kernel)
+        return RT_FAIL(err, RT_EARG, "%s: no kernel given; fix: get one with rt_kernel_get", what);
+    if (!l->grid[0] || !l->grid[1] || !l->grid[2] || !l->block[0] || !l->block[1] || !l->block[2])
+        return RT_FAIL(err, RT_EARG,
+                       "%s %s: grid %ux%ux%u or block %ux%ux%u has a zero dimension; fix: give "
+                       "nonzero dimensions",
+                       what, l->kernel->name, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+                       l->block[1], l->block[2]);
+    if (l->nargs > RT_MAX_KERNEL_ARGS)
+        return RT_FAIL(err, RT_EARG, "%s %s: %u arguments, at most %d", what, l->kernel->name,
+                       l->nargs, RT_MAX_KERNEL_ARGS);
+    size_t total = 0;
+    for (uint32_t i = 0; i < l->nargs; i++) {
+        if (!l->args[i] || l->sizes[i] == 0 || l->sizes[i] > RT_MAX_ARG_BYTES)
+            return RT_FAIL(err, RT_EARG,
+                           "%s %s: argument %u has no value or size %zu (1..%d allowed)", what,
+                           l->kernel->name, i, l->sizes[i], RT_MAX_ARG_BYTES);
+        total += rt__arg_slot(l->sizes[i]);
+    }
+    if (total > RT_MAX_ARG_BYTES)
+        return RT_FAIL(err, RT_EARG, "%s %s: %zu bytes of arguments, at most %d", what,
+                       l->kernel->name, total, RT_MAX_ARG_BYTES);
+    return 0;
+}
+
+int rt_launch_kernel(rt_ctx *ctx, const rt_launch *l, lm_err *err)
+{
+    if (rt__ctx_usable(ctx, err) || rt__launch_check(l, "kernel launch", err)) return err->code;
     void *params[RT_MAX_KERNEL_ARGS + 1];
     for (uint32_t i = 0; i < l->nargs; i++)
         memcpy(&params[i], &l->args[i], sizeof params[i]);

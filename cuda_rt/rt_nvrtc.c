@@ -1,4 +1,4 @@
-/* nvrtc.c: NVRTC loaded at run time; compiling CUDA C to CUBIN; readable compile errors.
+/* rt_nvrtc.c: NVRTC loaded at run time; compiling CUDA C to CUBIN; readable compile errors.
  *
  * Compilation targets a real architecture (-arch=sm_XY), so NVRTC emits CUBIN that the
  * driver loads without a JIT step. Where there is no GPU the caller passes 90, which
@@ -27,11 +27,11 @@ struct rt_nvrtc {
     nvrtcResult (*cubin)(nvrtcProgram, char *);
 };
 
-int rt_nvrtc_open(const char *lib_dir, rt_nvrtc **out, rt_err *err)
+int rt_nvrtc_new(const char *lib_dir, rt_nvrtc **out, lm_err *err)
 {
     *out = NULL;
-    if (rt__has_err(err)) return err->code;
-    char tried[1024];
+    if (lm_err_is_set(err)) return err->code;
+    char tried[RT_DL_TRIED];
     const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", NULL};
     void *dl = rt__dl_open_any(lib_dir, names, tried, sizeof tried);
     if (!dl)
@@ -42,11 +42,7 @@ int rt_nvrtc_open(const char *lib_dir, rt_nvrtc **out, rt_err *err)
     rt_nvrtc *nv = rt__alloc(1, sizeof *nv);
     if (!nv) return RT_FAIL(err, RT_ENOMEM, "out of memory loading NVRTC");
     nv->dl = dl;
-    struct {
-        const char *name;
-        void *slot;
-        size_t size;
-    } syms[] = {
+    const rt_dl_fn fns[] = {
         {"nvrtcGetErrorString", &nv->error_string, sizeof nv->error_string},
         {"nvrtcVersion", &nv->version, sizeof nv->version},
         {"nvrtcCreateProgram", &nv->create, sizeof nv->create},
@@ -57,21 +53,20 @@ int rt_nvrtc_open(const char *lib_dir, rt_nvrtc **out, rt_err *err)
         {"nvrtcGetCUBINSize", &nv->cubin_size, sizeof nv->cubin_size},
         {"nvrtcGetCUBIN", &nv->cubin, sizeof nv->cubin},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        if (rt__dl_sym(dl, syms[i].name, syms[i].slot, syms[i].size) != 0) {
-            rt__free(nv);
-            return RT_FAIL(err, RT_ENVRTC, "NVRTC (%s) has no %s; fix: use NVRTC 12 or newer",
-                           tried, syms[i].name);
-        }
+    const char *missing = rt__dl_fns(dl, fns, sizeof fns / sizeof fns[0]);
+    if (missing) {
+        rt__free(nv);
+        return RT_FAIL(err, RT_ENVRTC, "NVRTC (%s) has no %s; fix: use NVRTC 12 or newer", tried,
+                       missing);
     }
     nv->version(&nv->major, &nv->minor);
     *out = nv;
     return 0;
 }
 
-void rt_nvrtc_close(rt_nvrtc *nv)
+void rt_nvrtc_free(rt_nvrtc *nv)
 {
-    /* the library stays mapped (see ctx.c: unmapping CUDA libraries at run time is unsafe) */
+    /* the library stays mapped (see rt_ctx.c: unmapping CUDA libraries at run time is unsafe) */
     rt__free(nv);
 }
 
@@ -81,7 +76,7 @@ void rt_nvrtc_version(const rt_nvrtc *nv, int *major, int *minor)
     *minor = nv->minor;
 }
 
-void rt_cubin_free(rt_cubin *c)
+void rt_cubin_fini(rt_cubin *c)
 {
     if (!c) return;
     rt__free(c->data);
@@ -91,15 +86,20 @@ void rt_cubin_free(rt_cubin *c)
     c->size = 0;
 }
 
-/* Appends "  line N: <text>" for each line the log names (at most 8 distinct). */
+enum {
+    QUOTED_LINES = 8,   /* distinct source lines a compile error quotes */
+    QUOTED_CHARS = 200, /* characters quoted of each */
+};
+
+/* Appends "  line N: <text>" for each line the log names (at most QUOTED_LINES). */
 static void quote_lines(const char *log, const char *src, const char *name, char *out,
                         size_t out_size)
 {
     size_t used = strlen(out);
     size_t nlen = strlen(name);
-    long seen[8];
+    long seen[QUOTED_LINES];
     int nseen = 0;
-    for (const char *p = log; p && *p && nseen < 8;) {
+    for (const char *p = log; p && *p && nseen < QUOTED_LINES;) {
         const char *eol = strchr(p, '\n');
         if (strncmp(p, name, nlen) == 0 && p[nlen] == '(') {
             char *end = NULL;
@@ -117,7 +117,7 @@ static void quote_lines(const char *log, const char *src, const char *name, char
                 if (s) {
                     const char *se = strchr(s, '\n');
                     int len = se ? (int)(se - s) : (int)strlen(s);
-                    if (len > 200) len = 200;
+                    if (len > QUOTED_CHARS) len = QUOTED_CHARS;
                     int w =
                         snprintf(out + used, out_size - used, "\n  line %ld: %.*s", line, len, s);
                     if (w > 0)
@@ -130,17 +130,18 @@ static void quote_lines(const char *log, const char *src, const char *name, char
 }
 
 int rt_nvrtc_compile(rt_nvrtc *nv, const char *src, const char *name, int arch,
-                     const char *const *opts, uint32_t nopts, rt_cubin *out, rt_err *err)
+                     const char *const *opts, uint32_t nopts, rt_cubin *out, lm_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (rt__has_err(err)) return err->code;
-    if (arch < 50 || arch > 200)
-        return RT_FAIL(err, RT_EINVAL,
+    if (lm_err_is_set(err)) return err->code;
+    if (arch < RT_NVRTC_MIN_ARCH || arch > RT_NVRTC_MAX_ARCH)
+        return RT_FAIL(err, RT_EARG,
                        "NVRTC arch %d is not an sm_XY architecture; fix: pass "
                        "e.g. 90 for sm_90",
                        arch);
-    if (nopts > 60)
-        return RT_FAIL(err, RT_EINVAL, "%u NVRTC options given, at most 60 allowed", nopts);
+    if (nopts > RT_NVRTC_MAX_OPTS)
+        return RT_FAIL(err, RT_EARG, "%u NVRTC options given, at most %d allowed", nopts,
+                       RT_NVRTC_MAX_OPTS);
     nvrtcProgram prog = NULL;
     nvrtcResult r = nv->create(&prog, src, name, 0, NULL, NULL);
     if (r != NVRTC_SUCCESS)
@@ -148,7 +149,7 @@ int rt_nvrtc_compile(rt_nvrtc *nv, const char *src, const char *name, int arch,
                        strlen(src), nv->error_string(r));
     char arch_opt[32];
     snprintf(arch_opt, sizeof arch_opt, "-arch=sm_%d", arch);
-    const char *all[64];
+    const char *all[RT_NVRTC_MAX_OPTS + 1];
     all[0] = arch_opt;
     for (uint32_t i = 0; i < nopts; i++)
         all[i + 1] = opts[i];
@@ -162,7 +163,7 @@ int rt_nvrtc_compile(rt_nvrtc *nv, const char *src, const char *name, int arch,
     }
     if (log_size) nv->log(prog, log);
     if (cr != NVRTC_SUCCESS) {
-        char detail[RT_ERR_MSG];
+        char detail[LM_ERR_MSG];
         snprintf(detail, sizeof detail, "%s", log);
         quote_lines(log, src, name, detail, sizeof detail);
         rt__free(log);

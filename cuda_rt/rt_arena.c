@@ -1,4 +1,4 @@
-/* arena.c: the arena planner, a pure function of sizes, live intervals and conflicts.
+/* rt_arena.c: the arena planner, a pure function of sizes, live intervals and conflicts.
  *
  * Two buffers interfere when their live intervals overlap or a conflict pair joins them;
  * interfering buffers must get disjoint byte ranges, others may share. Placement is
@@ -24,27 +24,27 @@ static bool overlaps_in_time(const rt_arena_buf *a, const rt_arena_buf *b)
 }
 
 static int validate(const rt_arena_buf *bufs, uint32_t n, const rt_arena_pair *pairs,
-                    uint32_t npairs, rt_err *err)
+                    uint32_t npairs, lm_err *err)
 {
     for (uint32_t i = 0; i < n; i++) {
         if (bufs[i].last < bufs[i].first)
-            return RT_FAIL(err, RT_EINVAL,
+            return RT_FAIL(err, RT_EARG,
                            "arena buffer %u: live interval [%u, %u] ends before it starts; fix: "
                            "last must be >= first",
                            i, bufs[i].first, bufs[i].last);
         if (bufs[i].bytes > UINT64_MAX / 2)
-            return RT_FAIL(err, RT_EINVAL, "arena buffer %u: size %llu bytes is too large", i,
+            return RT_FAIL(err, RT_EARG, "arena buffer %u: size %llu bytes is too large", i,
                            (unsigned long long)bufs[i].bytes);
     }
     for (uint32_t p = 0; p < npairs; p++) {
         if (pairs[p].a >= n || pairs[p].b >= n)
             return RT_FAIL(
-                err, RT_EINVAL,
+                err, RT_EARG,
                 "arena conflict pair %u: (%u, %u) names a buffer out of range (there are "
                 "%u buffers)",
                 p, pairs[p].a, pairs[p].b, n);
         if (pairs[p].a == pairs[p].b)
-            return RT_FAIL(err, RT_EINVAL,
+            return RT_FAIL(err, RT_EARG,
                            "arena conflict pair %u: joins buffer %u to itself; fix: drop the pair",
                            p, pairs[p].a);
     }
@@ -136,9 +136,9 @@ static int cmp_range(const void *pa, const void *pb)
 }
 
 int rt_arena_plan(const rt_arena_buf *bufs, uint32_t n, const rt_arena_pair *pairs, uint32_t npairs,
-                  uint64_t *offsets, uint64_t *peak, rt_err *err)
+                  uint64_t *offsets, uint64_t *peak, lm_err *err)
 {
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     *peak = 0;
     if (validate(bufs, n, pairs, npairs, err)) return err->code;
     if (n == 0) return 0;
@@ -190,20 +190,20 @@ int rt_arena_plan(const rt_arena_buf *bufs, uint32_t n, const rt_arena_pair *pai
 }
 
 int rt_arena_check(const rt_arena_buf *bufs, uint32_t n, const rt_arena_pair *pairs,
-                   uint32_t npairs, const uint64_t *offsets, uint64_t peak, rt_err *err)
+                   uint32_t npairs, const uint64_t *offsets, uint64_t peak, lm_err *err)
 {
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     if (validate(bufs, n, pairs, npairs, err)) return err->code;
     if (peak % RT_ARENA_ALIGN)
-        return RT_FAIL(err, RT_EINVAL, "arena peak %llu is not a multiple of %u",
+        return RT_FAIL(err, RT_EARG, "arena peak %llu is not a multiple of %u",
                        (unsigned long long)peak, RT_ARENA_ALIGN);
     for (uint32_t i = 0; i < n; i++) {
         if (offsets[i] % RT_ARENA_ALIGN)
-            return RT_FAIL(err, RT_EINVAL, "arena buffer %u: offset %llu is not %u-aligned", i,
+            return RT_FAIL(err, RT_EARG, "arena buffer %u: offset %llu is not %u-aligned", i,
                            (unsigned long long)offsets[i], RT_ARENA_ALIGN);
         if (bufs[i].bytes && offsets[i] + bufs[i].bytes > peak)
-            return RT_FAIL(err, RT_EINVAL, "arena buffer %u: [%llu, %llu) runs past the peak %llu",
-                           i, (unsigned long long)offsets[i],
+            return RT_FAIL(err, RT_EARG, "arena buffer %u: [%llu, %llu) runs past the peak %llu", i,
+                           (unsigned long long)offsets[i],
                            (unsigned long long)(offsets[i] + bufs[i].bytes),
                            (unsigned long long)peak);
     }
@@ -213,7 +213,7 @@ int rt_arena_check(const rt_arena_buf *bufs, uint32_t n, const rt_arena_pair *pa
             bool bytes_meet =
                 offsets[i] < offsets[j] + bufs[j].bytes && offsets[j] < offsets[i] + bufs[i].bytes;
             if (bytes_meet && overlaps_in_time(&bufs[i], &bufs[j]))
-                return RT_FAIL(err, RT_EINVAL,
+                return RT_FAIL(err, RT_EARG,
                                "arena buffers %u and %u share bytes while both live (steps [%u,%u] "
                                "and [%u,%u])",
                                i, j, bufs[i].first, bufs[i].last, bufs[j].first, bufs[j].last);
@@ -224,7 +224,7 @@ int rt_arena_check(const rt_arena_buf *bufs, uint32_t n, const rt_arena_pair *pa
         if (!bufs[i].bytes || !bufs[j].bytes) continue;
         if (offsets[i] < offsets[j] + bufs[j].bytes && offsets[j] < offsets[i] + bufs[i].bytes)
             return RT_FAIL(
-                err, RT_EINVAL,
+                err, RT_EARG,
                 "arena buffers %u and %u share bytes although conflict pair %u joins them", i, j,
                 p);
     }

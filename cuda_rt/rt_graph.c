@@ -1,4 +1,4 @@
-/* graph.c: CUDA graphs: kernel nodes, captured library calls, instantiation, in-place
+/* rt_graph.c: CUDA graphs: kernel nodes, captured library calls, instantiation, in-place
  * parameter updates mirrored on the source graph, whole-graph updates with fallback to
  * re-instantiation, and the one graph launch site (rt_exec_launch).
  *
@@ -11,10 +11,11 @@
 
 #include <string.h>
 
-enum { GN_KERNEL, GN_CAPTURED };
+/* A node is a kernel of ours or library work captured from the stream. */
+typedef enum gkind { GN_KERNEL, GN_CAPTURED } gkind;
 
 typedef struct gnode {
-    int kind;
+    gkind kind;
     CUgraphNode cu;     /* the kernel or child node; NULL for captured-into-graph */
     CUgraphNode *sinks; /* owned */
     uint32_t nsinks;
@@ -65,7 +66,7 @@ uint32_t rt_graph_node_count(const rt_graph *g)
     return g->n;
 }
 
-static int graph_usable(const rt_graph *g, rt_err *err)
+static int graph_usable(const rt_graph *g, lm_err *err)
 {
     if (rt__ctx_usable(g->ctx, err)) return err->code;
     if (g->gen != g->ctx->gen)
@@ -74,13 +75,13 @@ static int graph_usable(const rt_graph *g, rt_err *err)
                        "build it again",
                        g->gen, g->ctx->gen);
     if (g->broken)
-        return RT_FAIL(err, RT_EINVAL,
+        return RT_FAIL(err, RT_EARG,
                        "graph was left with partial nodes by a failed capture; fix: free it and "
                        "rebuild it");
     return 0;
 }
 
-int rt_graph_create(rt_ctx *ctx, rt_graph **out, rt_err *err)
+int rt_graph_new(rt_ctx *ctx, rt_graph **out, lm_err *err)
 {
     *out = NULL;
     if (rt__ctx_usable(ctx, err)) return err->code;
@@ -117,12 +118,12 @@ void rt_graph_free(rt_graph *g)
 
 /* Driver nodes that a node depending on deps[] must wait on. *out is owned by caller. */
 static int gather_deps(const rt_graph *g, const uint32_t *deps, uint32_t ndeps, CUgraphNode **out,
-                       size_t *nout, rt_err *err)
+                       size_t *nout, lm_err *err)
 {
     size_t total = 0;
     for (uint32_t i = 0; i < ndeps; i++) {
         if (deps[i] >= g->n)
-            return RT_FAIL(err, RT_EINVAL,
+            return RT_FAIL(err, RT_EARG,
                            "graph dependency %u names node %u, but the graph has %u nodes", i,
                            deps[i], g->n);
         total += g->nodes[deps[i]].nsinks;
@@ -142,41 +143,14 @@ static int gather_deps(const rt_graph *g, const uint32_t *deps, uint32_t ndeps, 
     return 0;
 }
 
-static int check_launch(const rt_launch *l, rt_err *err)
-{
-    if (!l->kernel)
-        return RT_FAIL(err, RT_EINVAL,
-                       "kernel node: no kernel given; fix: get one with rt_kernel_get");
-    if (!l->grid[0] || !l->grid[1] || !l->grid[2] || !l->block[0] || !l->block[1] || !l->block[2])
-        return RT_FAIL(err, RT_EINVAL,
-                       "kernel node %s: grid %ux%ux%u or block %ux%ux%u has a zero dimension",
-                       rt__kernel_name(l->kernel), l->grid[0], l->grid[1], l->grid[2], l->block[0],
-                       l->block[1], l->block[2]);
-    if (l->nargs > RT_MAX_KERNEL_ARGS)
-        return RT_FAIL(err, RT_EINVAL, "kernel node %s: %u arguments, at most %d",
-                       rt__kernel_name(l->kernel), l->nargs, RT_MAX_KERNEL_ARGS);
-    size_t total = 0;
-    for (uint32_t i = 0; i < l->nargs; i++) {
-        if (!l->args[i] || l->sizes[i] == 0 || l->sizes[i] > RT_MAX_ARG_BYTES)
-            return RT_FAIL(err, RT_EINVAL,
-                           "kernel node %s: argument %u has no value or size %zu (1..%d allowed)",
-                           rt__kernel_name(l->kernel), i, l->sizes[i], RT_MAX_ARG_BYTES);
-        total += (l->sizes[i] + 15) & ~(size_t)15;
-    }
-    if (total > RT_MAX_ARG_BYTES)
-        return RT_FAIL(err, RT_EINVAL, "kernel node %s: %zu bytes of arguments, at most %d",
-                       rt__kernel_name(l->kernel), total, RT_MAX_ARG_BYTES);
-    return 0;
-}
-
-/* Packs the arguments (16-byte aligned each) into fresh storage. */
+/* Packs the arguments (RT_ARG_ALIGN-aligned each) into fresh storage. */
 static int pack_args(const rt_launch *l, unsigned char **buf, uint32_t **off, uint32_t **size,
-                     rt_err *err)
+                     lm_err *err)
 {
     size_t total = 0;
     for (uint32_t i = 0; i < l->nargs; i++)
-        total += (l->sizes[i] + 15) & ~(size_t)15;
-    *buf = rt__alloc(total + 16, 1);
+        total += rt__arg_slot(l->sizes[i]);
+    *buf = rt__alloc(total + RT_ARG_ALIGN, 1);
     *off = rt__alloc(l->nargs + 1, sizeof **off);
     *size = rt__alloc(l->nargs + 1, sizeof **size);
     if (!*buf || !*off || !*size) {
@@ -188,7 +162,7 @@ static int pack_args(const rt_launch *l, unsigned char **buf, uint32_t **off, ui
         memcpy(*buf + at, l->args[i], l->sizes[i]);
         (*off)[i] = (uint32_t)at;
         (*size)[i] = (uint32_t)l->sizes[i];
-        at += (l->sizes[i] + 15) & ~(size_t)15;
+        at += rt__arg_slot(l->sizes[i]);
     }
     return 0;
 }
@@ -210,7 +184,7 @@ static void fill_params(CUDA_KERNEL_NODE_PARAMS *p, void **params, const rt_laun
     p->kernelParams = params;
 }
 
-static int reserve_node(rt_graph *g, rt_err *err)
+static int reserve_node(rt_graph *g, lm_err *err)
 {
     if (g->n < g->cap) return 0;
     uint32_t cap = g->cap ? g->cap * 2 : 16;
@@ -222,9 +196,10 @@ static int reserve_node(rt_graph *g, rt_err *err)
 }
 
 int rt_graph_add_kernel(rt_graph *g, const rt_launch *l, const uint32_t *deps, uint32_t ndeps,
-                        uint32_t *node, rt_err *err)
+                        uint32_t *node, lm_err *err)
 {
-    if (graph_usable(g, err) || check_launch(l, err) || reserve_node(g, err)) return err->code;
+    if (graph_usable(g, err) || rt__launch_check(l, "kernel node", err) || reserve_node(g, err))
+        return err->code;
     CUgraphNode *dn = NULL;
     size_t ndn = 0;
     if (gather_deps(g, deps, ndeps, &dn, &ndn, err)) return err->code;
@@ -234,7 +209,7 @@ int rt_graph_add_kernel(rt_graph *g, const rt_launch *l, const uint32_t *deps, u
     if (!n.sinks || pack_args(l, &n.argbuf, &n.arg_off, &n.arg_size, err)) {
         rt__free(dn);
         rt__free(n.sinks);
-        if (!rt__has_err(err)) RT_FAIL(err, RT_ENOMEM, "out of memory adding a node");
+        if (!lm_err_is_set(err)) RT_FAIL(err, RT_ENOMEM, "out of memory adding a node");
         return err ? (int)err->code : RT_ENOMEM;
     }
     void *params[RT_MAX_KERNEL_ARGS + 1];
@@ -265,7 +240,7 @@ int rt_graph_add_kernel(rt_graph *g, const rt_launch *l, const uint32_t *deps, u
 }
 
 int rt_graph_add_captured(rt_graph *g, rt_capture_fn fn, void *user, const uint32_t *deps,
-                          uint32_t ndeps, uint32_t *node, rt_err *err)
+                          uint32_t ndeps, uint32_t *node, lm_err *err)
 {
     if (graph_usable(g, err) || reserve_node(g, err)) return err->code;
     CUgraphNode *dn = NULL;
@@ -283,8 +258,8 @@ int rt_graph_add_captured(rt_graph *g, rt_capture_fn fn, void *user, const uint3
         rt__free(dn);
         return err->code;
     }
-    rt_err fn_err;
-    rt_err_clear(&fn_err);
+    lm_err fn_err;
+    lm_err_clear(&fn_err);
     int frc = fn(ctx, user, &fn_err);
     /* The tail of the capture, read before it ends (only meaningful in to-graph mode). */
     CUgraphNode *tail = NULL;
@@ -314,7 +289,7 @@ int rt_graph_add_captured(rt_graph *g, rt_capture_fn fn, void *user, const uint3
         if (to_graph && added) g->broken = true;
         rt__free(dn);
         rt__free(tail);
-        return rt__fail(err, fn_err.code ? fn_err.code : (rt_code)frc, __FILE__, __LINE__,
+        return rt__fail(err, fn_err.code ? fn_err.code : frc, __FILE__, __LINE__,
                         "captured work for graph node %u failed (capture ended%s): %s", g->n,
                         to_graph && added ? "; graph marked broken" : "", fn_err.msg);
     }
@@ -360,22 +335,22 @@ int rt_graph_add_captured(rt_graph *g, rt_capture_fn fn, void *user, const uint3
 }
 
 int rt_graph_kernel_arg(const rt_graph *g, uint32_t node, uint32_t arg, void *out, size_t size,
-                        rt_err *err)
+                        lm_err *err)
 {
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     if (node >= g->n || g->nodes[node].kind != GN_KERNEL)
-        return RT_FAIL(err, RT_EINVAL, "graph node %u is not a kernel node (graph has %u nodes)",
+        return RT_FAIL(err, RT_EARG, "graph node %u is not a kernel node (graph has %u nodes)",
                        node, g->n);
     const gnode *n = &g->nodes[node];
     if (arg >= n->nargs || size != n->arg_size[arg])
-        return RT_FAIL(err, RT_EINVAL,
+        return RT_FAIL(err, RT_EARG,
                        "graph node %u: argument %u of size %zu asked, node has %u arguments%s",
                        node, arg, size, n->nargs, arg < n->nargs ? " of another size" : "");
     memcpy(out, n->argbuf + n->arg_off[arg], size);
     return 0;
 }
 
-int rt_graph_instantiate(rt_graph *g, rt_exec **out, rt_err *err)
+int rt_exec_new(rt_graph *g, rt_exec **out, lm_err *err)
 {
     *out = NULL;
     if (graph_usable(g, err)) return err->code;
@@ -403,7 +378,7 @@ void rt_exec_free(rt_exec *e)
     rt__free(e);
 }
 
-static int exec_usable(const rt_exec *e, rt_err *err)
+static int exec_usable(const rt_exec *e, lm_err *err)
 {
     rt_ctx *ctx = e->graph->ctx;
     if (rt__ctx_usable(ctx, err)) return err->code;
@@ -414,16 +389,16 @@ static int exec_usable(const rt_exec *e, rt_err *err)
     return 0;
 }
 
-int rt_exec_set_kernel(rt_exec *e, uint32_t node, const rt_launch *l, rt_err *err)
+int rt_exec_set_kernel(rt_exec *e, uint32_t node, const rt_launch *l, lm_err *err)
 {
-    if (exec_usable(e, err) || check_launch(l, err)) return err->code;
+    if (exec_usable(e, err) || rt__launch_check(l, "kernel node", err)) return err->code;
     rt_graph *g = e->graph;
     if (node >= g->n || g->nodes[node].kind != GN_KERNEL)
-        return RT_FAIL(err, RT_EINVAL, "graph node %u is not a kernel node (graph has %u nodes)",
+        return RT_FAIL(err, RT_EARG, "graph node %u is not a kernel node (graph has %u nodes)",
                        node, g->n);
     gnode *n = &g->nodes[node];
     if (rt__kernel_fn(l->kernel) != rt__kernel_fn(n->kernel))
-        return RT_FAIL(err, RT_EINVAL,
+        return RT_FAIL(err, RT_EARG,
                        "graph node %u: kernel %s cannot be swapped for %s in place; fix: build a "
                        "new graph and rt_exec_update",
                        node, rt__kernel_name(n->kernel), rt__kernel_name(l->kernel));
@@ -471,12 +446,12 @@ int rt_exec_set_kernel(rt_exec *e, uint32_t node, const rt_launch *l, rt_err *er
     return 0;
 }
 
-int rt_exec_update(rt_exec *e, rt_graph *src, rt_update_kind *how, rt_err *err)
+int rt_exec_update(rt_exec *e, rt_graph *src, rt_update_kind *how, lm_err *err)
 {
     if (exec_usable(e, err) || graph_usable(src, err)) return err->code;
     rt_ctx *ctx = e->graph->ctx;
     if (src->ctx != ctx)
-        return RT_FAIL(err, RT_EINVAL, "exec update: the new graph belongs to another context");
+        return RT_FAIL(err, RT_EARG, "exec update: the new graph belongs to another context");
     rt_drv *d = &ctx->drv;
     CUgraphExecUpdateResultInfo info;
     memset(&info, 0, sizeof info);
@@ -506,7 +481,7 @@ int rt_exec_update(rt_exec *e, rt_graph *src, rt_update_kind *how, rt_err *err)
     return 0;
 }
 
-int rt_exec_launch(rt_exec *e, rt_err *err)
+int rt_exec_launch(rt_exec *e, lm_err *err)
 {
     if (exec_usable(e, err)) return err->code;
     rt_ctx *ctx = e->graph->ctx;

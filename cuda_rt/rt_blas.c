@@ -1,4 +1,4 @@
-/* blas.c: prepared cuBLASLt matmuls, the heuristic cache, enqueue, workspace planning.
+/* rt_blas.c: prepared cuBLASLt matmuls, the heuristic cache, enqueue, workspace planning.
  *
  * Prepare does everything that may allocate or talk to the heuristic: descriptors,
  * layouts, the algorithm and the workspace size. Enqueue only sets pointer attributes
@@ -19,6 +19,14 @@
 #include <string.h>
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
+
+enum {
+    BLAS_CACHE_FIRST_CAP = 16, /* entries of a cache's (or prepared list's) first block */
+    TUNE_ROUNDS = 2,           /* rounds over every offer (see rt_matmul_tune) */
+    TUNE_WARMUP = 2,           /* calls before an algorithm's trials */
+    TUNE_TRIALS = 3,           /* timed trials per algorithm and round; the median counts */
+    TUNE_CALLS = 20,           /* calls per trial */
+};
 
 typedef struct heur_entry {
     rt_matmul_spec spec;
@@ -53,7 +61,7 @@ struct rt_blas_state {
     uint32_t n, cap;
 };
 
-rt_blas_cache *rt_blas_cache_create(void)
+rt_blas_cache *rt_blas_cache_new(void)
 {
     return rt__alloc(1, sizeof(rt_blas_cache));
 }
@@ -116,7 +124,7 @@ void rt__blas_drop(rt_ctx *ctx, bool destroy)
     ctx->blas = NULL;
 }
 
-static int lt_check(rt_err *err, cublasStatus_t st, const char *file, int line, const char *call,
+static int lt_check(lm_err *err, cublasStatus_t st, const char *file, int line, const char *call,
                     const rt_matmul_spec *s)
 {
     if (st == CUBLAS_STATUS_SUCCESS) return 0;
@@ -135,7 +143,7 @@ static int lt_check(rt_err *err, cublasStatus_t st, const char *file, int line, 
 
 static int make_layout(rt_ctx *ctx, const rt_lt_operand *o, int32_t batch,
                        cublasLtMatrixLayout_t *l, const char *which, const rt_matmul_spec *s,
-                       rt_err *err)
+                       lm_err *err)
 {
     rt_blaslib *b = &ctx->blaslib;
     char call[96];
@@ -157,49 +165,69 @@ static int make_layout(rt_ctx *ctx, const rt_lt_operand *o, int32_t batch,
     return 0;
 }
 
-/* The algorithm for mm, from the cache or the heuristic. */
-static int choose_algo(rt_ctx *ctx, rt_matmul *mm, rt_err *err)
+/* The cache's entry for mm on this device, library version and workspace cap, or NULL. */
+static heur_entry *cache_find(const rt_ctx *ctx, const rt_matmul *mm)
 {
     rt_blas_cache *c = ctx->blas_cache;
     uint64_t dev = device_key(ctx);
-    size_t ver = ctx->blaslib.version, ws_max = ctx->opt.blas_workspace_max;
     for (uint32_t i = 0; i < c->n; i++) {
         heur_entry *e = &c->e[i];
-        if (e->hash == mm->hash && e->device == dev && e->version == ver && e->ws_max == ws_max &&
-            rt_matmul_spec_equal(&e->spec, &mm->spec)) {
-            mm->algo = e->algo;
-            mm->ws_size = e->ws_size;
-            ctx->blas_stats.heuristic_hits++;
-            return 0;
-        }
+        if (e->hash == mm->hash && e->device == dev && e->version == ctx->blaslib.version &&
+            e->ws_max == ctx->opt.blas_workspace_max && rt_matmul_spec_equal(&e->spec, &mm->spec))
+            return e;
     }
+    return NULL;
+}
+
+/* The one heuristic query: up to `requested` algorithms for mm's descriptors whose
+ * workspace fits ws_cap bytes, into res[0..*got). `call` names the query in messages. */
+static int heuristic(rt_ctx *ctx, rt_matmul *mm, uint64_t ws_cap, int requested,
+                     cublasLtMatmulHeuristicResult_t *res, int *got, const char *call, lm_err *err)
+{
+    rt_blaslib *b = &ctx->blaslib;
+    const rt_matmul_spec *s = &mm->spec;
+    cublasLtMatmulPreference_t pref = NULL;
+    *got = 0;
+    if (LT(err, b->pref_create(b->self, &pref), "cublasLtMatmulPreferenceCreate", s))
+        return err->code;
+    ctx->blas_stats.heuristic_calls++;
+    int rc = LT(err,
+                b->pref_set(b->self, pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_cap,
+                            sizeof ws_cap),
+                "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)", s);
+    if (!rc)
+        rc = LT(err,
+                b->heuristic(b->self, ctx->blas->handle, mm->desc, mm->la, mm->lb, mm->lc, mm->ld,
+                             pref, requested, res, got),
+                call, s);
+    b->pref_destroy(b->self, pref);
+    return rc;
+}
+
+/* The algorithm for mm, from the cache or the heuristic. */
+static int choose_algo(rt_ctx *ctx, rt_matmul *mm, lm_err *err)
+{
+    const heur_entry *hit = cache_find(ctx, mm);
+    if (hit) {
+        mm->algo = hit->algo;
+        mm->ws_size = hit->ws_size;
+        ctx->blas_stats.heuristic_hits++;
+        return 0;
+    }
+    rt_blas_cache *c = ctx->blas_cache;
     if (c->n == c->cap) { /* grow first, so a failure leaves the cache as it was */
-        uint32_t cap = c->cap ? c->cap * 2 : 16;
+        uint32_t cap = c->cap ? c->cap * 2 : BLAS_CACHE_FIRST_CAP;
         heur_entry *e = rt__realloc(c->e, cap, sizeof *e);
         if (!e) return RT_FAIL(err, RT_ENOMEM, "out of memory growing the heuristic cache");
         c->e = e;
         c->cap = cap;
     }
-    rt_blaslib *b = &ctx->blaslib;
-    cublasLtMatmulPreference_t pref = NULL;
     const rt_matmul_spec *s = &mm->spec;
-    if (LT(err, b->pref_create(b->self, &pref), "cublasLtMatmulPreferenceCreate", s))
-        return err->code;
-    uint64_t cap64 = ws_max;
+    size_t ws_max = ctx->opt.blas_workspace_max;
     cublasLtMatmulHeuristicResult_t res[1];
     int got = 0;
-    ctx->blas_stats.heuristic_calls++;
-    int rc = LT(
-        err,
-        b->pref_set(b->self, pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &cap64, sizeof cap64),
-        "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)", s);
-    if (!rc)
-        rc = LT(err,
-                b->heuristic(b->self, ctx->blas->handle, mm->desc, mm->la, mm->lb, mm->lc, mm->ld,
-                             pref, 1, res, &got),
-                "cublasLtMatmulAlgoGetHeuristic", s);
-    b->pref_destroy(b->self, pref);
-    if (rc) return rc;
+    if (heuristic(ctx, mm, ws_max, 1, res, &got, "cublasLtMatmulAlgoGetHeuristic", err))
+        return err->code;
     if (got < 1 || res[0].state != CUBLAS_STATUS_SUCCESS)
         return RT_FAIL(err, RT_EBLAS,
                        "cublasLtMatmulAlgoGetHeuristic found no algorithm for m=%lld n=%lld k=%lld "
@@ -208,11 +236,12 @@ static int choose_algo(rt_ctx *ctx, rt_matmul *mm, rt_err *err)
                        (long long)s->m, (long long)s->n, (long long)s->k, s->batch, ws_max);
     mm->algo = res[0].algo;
     mm->ws_size = res[0].workspaceSize;
-    c->e[c->n++] = (heur_entry){mm->spec, mm->hash, dev, ver, ws_max, mm->algo, mm->ws_size};
+    c->e[c->n++] = (heur_entry){mm->spec, mm->hash, device_key(ctx), ctx->blaslib.version,
+                                ws_max,   mm->algo, mm->ws_size};
     return 0;
 }
 
-static int build(rt_ctx *ctx, rt_matmul *mm, rt_err *err)
+static int build(rt_ctx *ctx, rt_matmul *mm, lm_err *err)
 {
     rt_blaslib *b = &ctx->blaslib;
     const rt_matmul_spec *s = &mm->spec;
@@ -260,7 +289,7 @@ static int build(rt_ctx *ctx, rt_matmul *mm, rt_err *err)
     return choose_algo(ctx, mm, err);
 }
 
-int rt_matmul_prepare(rt_ctx *ctx, const rt_matmul_spec *s, rt_matmul **out, rt_err *err)
+int rt_matmul_prepare(rt_ctx *ctx, const rt_matmul_spec *s, rt_matmul **out, lm_err *err)
 {
     *out = NULL;
     if (rt__ctx_usable(ctx, err) || rt_matmul_spec_check(s, err)) return err->code;
@@ -291,7 +320,7 @@ int rt_matmul_prepare(rt_ctx *ctx, const rt_matmul_spec *s, rt_matmul **out, rt_
             return 0;
         }
     if (st->n == st->cap) {
-        uint32_t cap = st->cap ? st->cap * 2 : 16;
+        uint32_t cap = st->cap ? st->cap * 2 : BLAS_CACHE_FIRST_CAP;
         rt_matmul **mm = rt__realloc(st->mm, cap, sizeof *mm);
         if (!mm) return RT_FAIL(err, RT_ENOMEM, "out of memory growing the prepared matmuls");
         st->mm = mm;
@@ -315,13 +344,20 @@ int rt_matmul_prepare(rt_ctx *ctx, const rt_matmul_spec *s, rt_matmul **out, rt_
     return 0;
 }
 
-int rt_matmul_enqueue(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, rt_err *err)
+/* Refuses work on a poisoned context or a matmul prepared before a reset. */
+static int mm_usable(rt_ctx *ctx, const rt_matmul *mm, lm_err *err)
 {
     if (rt__ctx_usable(ctx, err)) return err->code;
-    const rt_matmul_spec *s = &mm->spec;
     if (mm->gen != ctx->gen)
         return RT_FAIL(err, RT_ESTALE,
                        "matmul prepared before rt_ctx_reset; fix: prepare it again");
+    return 0;
+}
+
+int rt_matmul_enqueue(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, lm_err *err)
+{
+    if (mm_usable(ctx, mm, err)) return err->code;
+    const rt_matmul_spec *s = &mm->spec;
     const char *missing = !a->a                                         ? "a"
                           : !a->b                                       ? "b"
                           : !a->d                                       ? "d"
@@ -332,11 +368,10 @@ int rt_matmul_enqueue(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, rt_er
                           : (s->scale_d && !a->scale_d)                 ? "scale_d"
                                                                         : NULL;
     if (missing)
-        return RT_FAIL(err, RT_EINVAL,
-                       "matmul enqueue: pointer %s is missing (m=%lld n=%lld k=%lld)", missing,
-                       (long long)s->m, (long long)s->n, (long long)s->k);
+        return RT_FAIL(err, RT_EARG, "matmul enqueue: pointer %s is missing (m=%lld n=%lld k=%lld)",
+                       missing, (long long)s->m, (long long)s->n, (long long)s->k);
     if (mm->ws_size && (a->workspace_bytes < mm->ws_size || !a->workspace))
-        return RT_FAIL(err, RT_EINVAL,
+        return RT_FAIL(err, RT_EARG,
                        "matmul enqueue: workspace of %zu bytes at 0x%llx given, %zu needed; fix: "
                        "pass rt_matmul_workspace() bytes",
                        a->workspace_bytes, (unsigned long long)a->workspace, mm->ws_size);
@@ -381,14 +416,14 @@ int rt_matmul_enqueue(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, rt_er
 }
 
 int rt_matmul_workspace_plan(const uint64_t *sizes, uint32_t n, const rt_arena_pair *deps,
-                             uint32_t ndeps, uint64_t *offsets, uint64_t *peak, rt_err *err)
+                             uint32_t ndeps, uint64_t *offsets, uint64_t *peak, lm_err *err)
 {
-    if (rt__has_err(err)) return err->code;
+    if (lm_err_is_set(err)) return err->code;
     *peak = 0;
     for (uint32_t i = 0; i < ndeps; i++)
         if (deps[i].a >= deps[i].b || deps[i].b >= n)
             return RT_FAIL(
-                err, RT_EINVAL,
+                err, RT_EARG,
                 "workspace plan: dependency %u (%u -> %u) must go from a lower to a higher "
                 "call below %u",
                 i, deps[i].a, deps[i].b, n);
@@ -435,7 +470,7 @@ int rt_matmul_workspace_plan(const uint64_t *sizes, uint32_t n, const rt_arena_p
     return rc;
 }
 
-int rt_blas_info(rt_ctx *ctx, char *path, size_t path_size, size_t *version, rt_err *err)
+int rt_blas_info(rt_ctx *ctx, char *path, size_t path_size, size_t *version, lm_err *err)
 {
     if (rt__ctx_usable(ctx, err) || rt__ctx_blas(ctx, err)) return err->code;
     if (path && path_size) snprintf(path, path_size, "%s", ctx->blaslib.lib);
@@ -443,63 +478,52 @@ int rt_blas_info(rt_ctx *ctx, char *path, size_t path_size, size_t *version, rt_
     return 0;
 }
 
-/* Times one algorithm: 2 warm-up calls, then 3 trials of 20 (sustained, as a graph
- * replays it), median per call (ms). */
-static int time_algo(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, CUevent ev[4], double *ms,
-                     rt_err *err)
+/* Times one algorithm: TUNE_WARMUP calls, then TUNE_TRIALS (3) trials of TUNE_CALLS
+ * (sustained, as a graph replays it), median per call (ms). */
+static int time_algo(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, CUevent ev[2], double *ms,
+                     lm_err *err)
 {
     rt_drv *d = &ctx->drv;
-    double t[3];
-    for (int w = 0; w < 2; w++)
+    double t[TUNE_TRIALS];
+    for (int w = 0; w < TUNE_WARMUP; w++)
         if (rt_matmul_enqueue(ctx, mm, a, err)) return err->code;
-    for (int trial = 0; trial < 3; trial++) {
+    for (int trial = 0; trial < TUNE_TRIALS; trial++) {
         if (RT_CU(ctx, err, d->event_record(d->self, ev[0], ctx->stream), "cuEventRecord"))
             return err->code;
-        for (int r = 0; r < 20; r++)
+        for (int r = 0; r < TUNE_CALLS; r++)
             if (rt_matmul_enqueue(ctx, mm, a, err)) return err->code;
         float f = 0;
         if (RT_CU(ctx, err, d->event_record(d->self, ev[1], ctx->stream), "cuEventRecord") ||
             RT_CU(ctx, err, d->event_sync(d->self, ev[1]), "cuEventSynchronize(matmul tuning)") ||
             RT_CU(ctx, err, d->event_elapsed(d->self, &f, ev[0], ev[1]), "cuEventElapsedTime"))
             return err->code;
-        t[trial] = (double)f / 20;
+        t[trial] = (double)f / TUNE_CALLS;
     }
     double lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
     *ms = t[2] < lo ? lo : t[2] > hi ? hi : t[2];
     return 0;
 }
 
-int rt_matmul_tune(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, uint32_t max_algos,
-                   rt_matmul_tuning *out, rt_err *err)
+/* Can offer i of the heuristic run within the caller's workspace? */
+static bool offer_fits(const cublasLtMatmulHeuristicResult_t *r, size_t workspace_bytes)
 {
-    if (rt__ctx_usable(ctx, err)) return err->code;
-    const rt_matmul_spec *s = &mm->spec;
-    if (mm->gen != ctx->gen)
-        return RT_FAIL(err, RT_ESTALE,
-                       "matmul prepared before rt_ctx_reset; fix: prepare it again");
-    if (max_algos < 1 || max_algos > 32)
-        return RT_FAIL(err, RT_EINVAL, "matmul tune: max_algos %u must be in 1..32", max_algos);
-    rt_blaslib *b = &ctx->blaslib;
+    return r->state == CUBLAS_STATUS_SUCCESS && r->workspaceSize <= workspace_bytes;
+}
+
+int rt_matmul_tune(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, uint32_t max_algos,
+                   rt_matmul_tuning *out, lm_err *err)
+{
+    if (mm_usable(ctx, mm, err)) return err->code;
+    if (max_algos < 1 || max_algos > RT_MAX_TUNE_ALGOS)
+        return RT_FAIL(err, RT_EARG, "matmul tune: max_algos %u must be in 1..%d", max_algos,
+                       RT_MAX_TUNE_ALGOS);
     rt_drv *d = &ctx->drv;
-    cublasLtMatmulHeuristicResult_t res[32];
+    cublasLtMatmulHeuristicResult_t res[RT_MAX_TUNE_ALGOS];
     int got = 0;
-    cublasLtMatmulPreference_t pref = NULL;
-    uint64_t cap64 = a->workspace_bytes;
-    if (LT(err, b->pref_create(b->self, &pref), "cublasLtMatmulPreferenceCreate", s))
-        return err->code;
-    ctx->blas_stats.heuristic_calls++;
-    int rc = LT(
-        err,
-        b->pref_set(b->self, pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &cap64, sizeof cap64),
-        "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)", s);
-    if (!rc)
-        rc = LT(err,
-                b->heuristic(b->self, ctx->blas->handle, mm->desc, mm->la, mm->lb, mm->lc, mm->ld,
-                             pref, (int)max_algos, res, &got),
-                "cublasLtMatmulAlgoGetHeuristic(tuning)", s);
-    b->pref_destroy(b->self, pref);
+    int rc = heuristic(ctx, mm, a->workspace_bytes, (int)max_algos, res, &got,
+                       "cublasLtMatmulAlgoGetHeuristic(tuning)", err);
     if (rc) return rc;
-    CUevent ev[4] = {0};
+    CUevent ev[2] = {0};
     for (int i = 0; i < 2; i++)
         if (RT_CU(ctx, err, d->event_create(d->self, &ev[i], CU_EVENT_DEFAULT), "cuEventCreate")) {
             if (i) d->event_destroy(d->self, ev[0]);
@@ -507,20 +531,19 @@ int rt_matmul_tune(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, uint32_t
         }
     cublasLtMatmulAlgo_t keep_algo = mm->algo;
     size_t keep_ws = mm->ws_size;
-    double first = 0, best = 0, cur = -1, ms_of[32];
+    double first = 0, best = 0, cur = -1, ms_of[RT_MAX_TUNE_ALGOS];
     int chosen = -1, tried = 0;
     /* Two rounds over prepare's algorithm and every offer, each keeping its better time:
      * sustained runs heat the chip and slow it, and a single pass in order would favour
      * whoever ran first. */
-    for (int round = 0; !rc && round < 2; round++) {
+    for (int round = 0; !rc && round < TUNE_ROUNDS; round++) {
         mm->algo = keep_algo;
         mm->ws_size = keep_ws;
         double ms;
         rc = time_algo(ctx, mm, a, ev, &ms, err);
         if (!rc && (cur < 0 || ms < cur)) cur = ms;
         for (int i = 0; !rc && i < got; i++) {
-            if (res[i].state != CUBLAS_STATUS_SUCCESS || res[i].workspaceSize > a->workspace_bytes)
-                continue;
+            if (!offer_fits(&res[i], a->workspace_bytes)) continue;
             mm->algo = res[i].algo;
             mm->ws_size = res[i].workspaceSize;
             rc = time_algo(ctx, mm, a, ev, &ms, err);
@@ -534,8 +557,7 @@ int rt_matmul_tune(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, uint32_t
         }
     }
     for (int i = 0; !rc && i < got; i++) {
-        if (res[i].state != CUBLAS_STATUS_SUCCESS || res[i].workspaceSize > a->workspace_bytes)
-            continue;
+        if (!offer_fits(&res[i], a->workspace_bytes)) continue;
         if (first == 0) first = ms_of[i];
         if (chosen < 0 || ms_of[i] < best) chosen = i, best = ms_of[i];
     }
@@ -548,15 +570,12 @@ int rt_matmul_tune(rt_ctx *ctx, rt_matmul *mm, const rt_matmul_args *a, uint32_t
     } else {
         mm->algo = res[chosen].algo;
         mm->ws_size = res[chosen].workspaceSize;
-        /* the cache remembers the measured choice for this spec, device and version */
-        rt_blas_cache *c = ctx->blas_cache;
-        uint64_t dev = device_key(ctx);
-        for (uint32_t i = 0; i < c->n; i++)
-            if (c->e[i].hash == mm->hash && c->e[i].device == dev &&
-                c->e[i].version == ctx->blaslib.version && rt_matmul_spec_equal(&c->e[i].spec, s)) {
-                c->e[i].algo = mm->algo;
-                c->e[i].ws_size = mm->ws_size;
-            }
+        /* the cache remembers the measured choice for this spec, device, version and cap */
+        heur_entry *hit = cache_find(ctx, mm);
+        if (hit) {
+            hit->algo = mm->algo;
+            hit->ws_size = mm->ws_size;
+        }
     }
     if (out) {
         out->offered = (uint32_t)got;

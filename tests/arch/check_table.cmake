@@ -1,0 +1,50 @@
+# cmake -DDOC=<architecture.md> -DTABLE=<LmModule.cmake> -P check_table.cmake
+# The module table of docs/architecture.md (the rows between <!-- module-table ... -->
+# and <!-- end module-table -->: | `module` | owns | may use |) must say what the
+# LM_MODULES and LM_USES_<module> variables of cmake/LmModule.cmake say: the same
+# modules, in the same order, each allowed the same modules. Fails naming every
+# difference.
+include(${TABLE}) # sets LM_MODULES and LM_USES_*; defines lm_add_module (not called here)
+file(READ ${DOC} doc)
+string(FIND "${doc}" "<!-- module-table" start)
+string(FIND "${doc}" "<!-- end module-table -->" end)
+if(start EQUAL -1 OR end EQUAL -1 OR end LESS start)
+  message(FATAL_ERROR "${DOC}: no module table between <!-- module-table --> and "
+                      "<!-- end module-table -->")
+endif()
+math(EXPR len "${end} - ${start}")
+string(SUBSTRING "${doc}" ${start} ${len} table)
+string(REPLACE ";" "," table "${table}") # the "owns" prose may hold semicolons
+string(REPLACE "\n" ";" lines "${table}")
+set(doc_modules "")
+set(problems "")
+foreach(line IN LISTS lines)
+  if(NOT line MATCHES "^\\| `([a-z_]+)` \\|.*\\| ([^|]*) \\|$")
+    continue()
+  endif()
+  set(m ${CMAKE_MATCH_1})
+  set(uses_text "${CMAKE_MATCH_2}")
+  list(APPEND doc_modules ${m})
+  set(uses "")
+  if(NOT uses_text STREQUAL "(nothing)")
+    string(REGEX MATCHALL "[a-z_]+" uses "${uses_text}")
+  endif()
+  string(REPLACE ";" ", " doc_uses "${uses}")
+  if(NOT DEFINED LM_USES_${m})
+    string(APPEND problems "\n  '${m}' is in the document's table but has no LM_USES_${m}")
+  elseif(NOT "${uses}" STREQUAL "${LM_USES_${m}}")
+    string(REPLACE ";" ", " cmake_uses "${LM_USES_${m}}")
+    string(APPEND problems "\n  '${m}': the document lets it use (${doc_uses}), "
+                           "LM_USES_${m} is (${cmake_uses})")
+  endif()
+endforeach()
+if(NOT "${doc_modules}" STREQUAL "${LM_MODULES}")
+  string(REPLACE ";" ", " a "${doc_modules}")
+  string(REPLACE ";" ", " b "${LM_MODULES}")
+  string(APPEND problems "\n  the document's modules are (${a}), LM_MODULES is (${b})")
+endif()
+if(problems)
+  message(FATAL_ERROR "${DOC} and ${TABLE} disagree:${problems}")
+endif()
+list(LENGTH doc_modules n)
+message("ok: ${n} modules, the same in ${DOC} and ${TABLE}")
