@@ -17,7 +17,7 @@
 #endif
 #include "hlir.h"
 
-#include <check.h>
+#include "lm_check.h"
 #include <dirent.h>
 #include <math.h>
 #include <stdbool.h>
@@ -1271,7 +1271,7 @@ START_TEST(every_rule_is_named_and_documented)
 }
 END_TEST
 
-int main(void)
+static Suite *rules_suite(void)
 {
     Suite *s = suite_create("rules");
     TCase *tc = tcase_create("rules");
@@ -1288,9 +1288,7 @@ int main(void)
     tcase_add_test(tc, saturation_is_deterministic);
     tcase_add_test(tc, every_rule_is_named_and_documented);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {rules_suite, NULL};
