@@ -265,6 +265,10 @@ typedef struct ll_node {
     hl_expr shape[HL_MAX_DIMS];
     uint32_t n_in;    /* inputs: LLIR node ids (for Blas: A, B, then C, then bias) */
     uint32_t in[LL_MAX_IN];
+    hl_dtype in_dtype[LL_MAX_IN]; /* the dtype the op's contract reads input i in (the
+                         kind's DType fields, ll_op_info.in): the verifier requires the
+                         producer's dtype; the executor reads the producer's bytes as
+                         this dtype whatever they hold, as the GPU would */
     hl_node prim;     /* LL_KERNEL (not KMatmul), LL_FUSED: the primitive, with
                          prim.in[i].node == in[i] and prim.in[i].view the view input i is
                          read through; LL_OUTPUT: prim.in[0].view, name and index;
