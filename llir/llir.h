@@ -327,13 +327,34 @@ void ll_graph_dump(const ll_graph *g, FILE *f);
  * The CPU executor
  * ================================================================================== */
 
-/* Runs g on the CPU as the GPU program would compute it: kernels as the primitive with
- * the node's dtype (as the reference runtime does), regions as their composition with
- * f32 intermediates and one rounding at the store, matmuls as exact products summed in
- * f32, each operand read in the dtype its contract says. Arguments as hl_run's
- * (dim_values indexed like ll_graph_dim_at, inputs like ll_graph_input, outputs filled
- * and owned by the caller). mem_limit > 0 refuses, before allocating, a run whose
- * buffers exceed it (LM_ELIMIT naming the largest tensors). */
+/* Runs g on the CPU as the GPU program would compute it (docs/llir.md, "The CPU
+ * executor and its precision rules"):
+ *   - a standalone kernel: its primitive with exactly the reference runtime's arithmetic
+ *     at the node's dtype, so a program of standalone kernels gives hl_run's bits;
+ *   - a region: its interior evaluated once per node, float values in f32 (loads
+ *     widened, fused float ops not rounded to their storage dtype; a fused Cast rounds,
+ *     as a cast does), integer and Bool values in their own dtype, one rounding to the
+ *     region's dtype at the store;
+ *   - KMatmul and Blas: exact products accumulated in f32 in k order, then alpha, beta *
+ *     C, bias, gelu (tanh form) in f32, one rounding to type_d; A and B addressed through
+ *     lda, ldb, the orders and the batch strides as cuBLASLt addresses them;
+ *   - every operand read in the dtype its consumer's contract names (in_dtype, and the
+ *     matmul's types): a producer of another dtype has its bytes reinterpreted, zero past
+ *     the end of its buffer, so a wrong dtype rule gives wrong numbers, never a read
+ *     outside a buffer.
+ * Arguments as hl_run's: dim_values indexed like ll_graph_dim_at (NULL: every dim's
+ * profile value), inputs[i] for ll_graph_input(g, i) (borrowed; dtype and dims checked),
+ * outputs[i] for ll_graph_output(g, i), filled on success and owned by the caller (free
+ * each with hl_tensor_fini). mem_limit > 0 refuses, before allocating any tensor, a run
+ * whose live buffers and working memory would exceed it at their peak (buffers are freed
+ * after their last reader; the caller's inputs are not counted): LM_ELIMIT naming the
+ * largest tensors. Errors name the LLIR node (id, op, kind, dtype, e-class and rule) and
+ * the reason: LM_EVERIFY for a node the executor cannot run as built (a region whose
+ * root is not inside it, an operand out of order, a primitive that disagrees with the op,
+ * a result of another dtype or size than the node's), LM_ERUNTIME for bad data as in
+ * hl_run (a Gather index out of range, a matmul reaching outside an operand), LM_EDIM
+ * for a dim outside its range, LM_ESHAPE for an input of the wrong dtype or dims,
+ * LM_ENOMEM. On failure the outputs hold nothing. g is not modified. */
 int ll_run(const ll_graph *g, const int64_t *dim_values, const hl_tensor *inputs,
            hl_tensor *outputs, uint64_t mem_limit, lm_err *err);
 
