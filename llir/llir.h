@@ -358,6 +358,60 @@ void ll_graph_dump(const ll_graph *g, FILE *f);
 int ll_run(const ll_graph *g, const int64_t *dim_values, const hl_tensor *inputs,
            hl_tensor *outputs, uint64_t mem_limit, lm_err *err);
 
+/* ==================================================================================
+ * Comparing a candidate's outputs with the reference's (genome fuzzing)
+ * ==================================================================================
+ *
+ * Output o of a candidate agrees with the reference runtime's when, elementwise,
+ *   |cand - ref| <= tol(o) * max(rms(ref), tiny(dtype))
+ * where rms is over the reference output's finite elements and tiny is the dtype's
+ * smallest normal (1 for integer dtypes); a NaN or an infinity in the candidate where the
+ * reference is finite fails, and where the reference is NaN (or +-inf) the candidate
+ * must be NaN (the same infinity). tol(o) is derived in docs/llir.md from the reference's
+ * precision rules: the largest sum, over a path of g from an input to output o, of the
+ * rounding weight of every node on it (ll_node_rounding_weight); 0 (exact comparison)
+ * for an output that no float rounding reaches, e.g. Int, I64 and Bool outputs computed
+ * from integers only. */
+
+/* The unit roundoff of a float dtype (2^-24 f32, 2^-11 f16, 2^-8 bf16, 2^-4 E4M3, 2^-3
+ * E5M2); 0 for integer dtypes and Bool. */
+double ll_unit_roundoff(hl_dtype t);
+
+/* The rounding weight of node id of g at the given dim values: how much, in units of
+ * the RMS of the values involved, the node's roundings can make two evaluations differ
+ * (docs/llir.md): 2 u(f32) for an f32 float op, 2 u(f32) + 2 u(dtype) for a float op
+ * stored narrower, 2 u(target) for a cast to a float, and for a SumReduce of K terms
+ * 2 (K - 1) u(f32) for its f32 accumulation in any order plus 2 u(dtype) when narrower
+ * than f32; 0 for everything exact (inputs, constants, integers, comparisons, copies,
+ * Max). LM_EDIM / LM_EEVAL when K cannot be evaluated. */
+int ll_node_rounding_weight(const hl_graph *g, const int64_t *dim_values, uint32_t id,
+                            double *out, lm_err *err);
+
+/* tol(o) for every output o of g (tol[0 .. hl_graph_output_count)) at the dim values
+ * (NULL: the profile values). */
+int ll_output_tolerances(const hl_graph *g, const int64_t *dim_values, double *tol,
+                         lm_err *err);
+
+/* What the comparison found for one output. */
+typedef struct ll_out_cmp {
+    double tol;        /* tol(o), in units of max(rms, tiny) */
+    double rms;        /* RMS of the reference's finite elements */
+    double max_err;    /* the largest |cand - ref| over finite pairs, in those units; inf
+                          when a non-finite value disagrees */
+    size_t n_bad;      /* elements outside the tolerance */
+    size_t first_bad;  /* the first of them (SIZE_MAX when none) */
+    double cand, ref;  /* the two values there */
+} ll_out_cmp;
+
+/* Compares cand[0 .. n) with ref[0 .. n) (n = hl_graph_output_count(g); ref as hl_run
+ * gave it for g at dim_values) with the tolerances above. per_output (NULL, or n
+ * records) receives each output's findings. 0 when every output agrees; LM_EMISMATCH
+ * with err naming the first output that does not (its index and name, the first element
+ * outside the tolerance with both values, the tolerance and the largest error, in units
+ * of RMS); LM_ESHAPE / LM_EDTYPE when an output's dims or dtype differ; LM_EARG. */
+int ll_compare_outputs(const hl_graph *g, const int64_t *dim_values, const hl_tensor *cand,
+                       const hl_tensor *ref, ll_out_cmp *per_output, lm_err *err);
+
 #ifdef __cplusplus
 }
 #endif
