@@ -26,8 +26,8 @@ hl_expr_pool *ll__graph_pool(ll_graph *g);
  * [lo, hi] (1 <= lo <= hi) and profiling value (lo <= profile <= hi). Returns its index
  * (ll_graph_dim_at), or LM_NONE with err set (LM_EARG for a bad name, duplicate or range,
  * LM_ENOMEM). Dims come before the first node. */
-uint32_t ll__graph_add_dim(ll_graph *g, const char *name, int64_t lo, int64_t hi,
-                           int64_t profile, lm_err *err);
+uint32_t ll__graph_add_dim(ll_graph *g, const char *name, int64_t lo, int64_t hi, int64_t profile,
+                           lm_err *err);
 
 /* Appends a copy of *n and returns its id (the node count before the call), or LM_NONE
  * with err set: LM_EARG for a kind or dtype out of range, more than LL_MAX_IN inputs or

@@ -72,8 +72,8 @@ static int grow(void **arr, uint32_t *cap, uint32_t need, size_t size)
     return 0;
 }
 
-uint32_t ll__graph_add_dim(ll_graph *g, const char *name, int64_t lo, int64_t hi,
-                           int64_t profile, lm_err *err)
+uint32_t ll__graph_add_dim(ll_graph *g, const char *name, int64_t lo, int64_t hi, int64_t profile,
+                           lm_err *err)
 {
     if (g->finished || g->n_nodes) {
         ll__fail(err, LM_EARG, NULL, "llir graph: dim '%s' declared after the first node",

@@ -102,8 +102,8 @@ static int weight(const hl_graph *g, const dimenv *d, uint32_t id, double *out, 
     switch (n->op) {
     case HL_OP_CAST: {
         hl_dtype from = hl_graph_node(g, n->in[0].node)->dtype;
-        bool exact = !hl_dtype_is_float(n->cast_to) ||
-                     (n->cast_to == HL_F32 && hl_dtype_is_float(from));
+        bool exact =
+            !hl_dtype_is_float(n->cast_to) || (n->cast_to == HL_F32 && hl_dtype_is_float(from));
         *out = exact ? 0.0 : 2.0 * ll_unit_roundoff(n->cast_to);
         return 0;
     }
@@ -135,8 +135,8 @@ static int weight(const hl_graph *g, const dimenv *d, uint32_t id, double *out, 
     }
 }
 
-int ll_node_rounding_weight(const hl_graph *g, const int64_t *dim_values, uint32_t id,
-                            double *out, lm_err *err)
+int ll_node_rounding_weight(const hl_graph *g, const int64_t *dim_values, uint32_t id, double *out,
+                            lm_err *err)
 {
     *out = 0.0;
     if (id >= hl_graph_node_count(g))
@@ -279,9 +279,8 @@ int ll_compare_outputs(const hl_graph *g, const int64_t *dim_values, const hl_te
                       "output %u '%s' (%s): %zu of %zu elements differ from the reference "
                       "beyond %.3g RMS (RMS %.6g); the first is element %zu: candidate %.9g, "
                       "reference %.9g; the largest difference is %.3g RMS",
-                      failed, on->name, hl_dtype_name(on->dtype), first.n_bad,
-                      cand[failed].numel, first.tol, first.rms, first.first_bad, first.cand,
-                      first.ref, first.max_err);
+                      failed, on->name, hl_dtype_name(on->dtype), first.n_bad, cand[failed].numel,
+                      first.tol, first.rms, first.first_bad, first.cand, first.ref, first.max_err);
     }
     ll__free(tol);
     return rc;

@@ -26,8 +26,8 @@ size_t ll__x_operand_bytes(const ll_exec *x, uint32_t src, hl_dtype rdt, size_t 
     return count > SIZE_MAX / es ? SIZE_MAX : count * es;
 }
 
-int ll__x_operand(ll_exec *x, uint32_t id, uint32_t src, hl_dtype rdt, size_t count,
-                  hl_tensor *out, bool *copied)
+int ll__x_operand(ll_exec *x, uint32_t id, uint32_t src, hl_dtype rdt, size_t count, hl_tensor *out,
+                  bool *copied)
 {
     const hl_tensor *b = &x->buf[src];
     *copied = false;
@@ -87,8 +87,8 @@ static int mini_status(ll_exec *x, uint32_t id, hl_graph *hg, uint32_t got, uint
     return 0;
 }
 
-int ll__x_mini_input(ll_exec *x, uint32_t id, hl_graph *hg, uint32_t k, hl_dtype dt,
-                     size_t count, uint32_t *out)
+int ll__x_mini_input(ll_exec *x, uint32_t id, hl_graph *hg, uint32_t k, hl_dtype dt, size_t count,
+                     uint32_t *out)
 {
     char name[24];
     snprintf(name, sizeof name, "in%u", k);
@@ -101,12 +101,14 @@ static int mini_expr(ll_exec *x, uint32_t id, hl_graph *hg, hl_expr e, hl_expr *
 {
     *out = ll__expr_copy(hl_graph_exprs(hg), x->p, e, NULL);
     if (*out != HL_NONE) return 0;
-    return ll__fail_node(x->err, LM_EEVAL, x->g, id, "an expression of the node cannot be "
-                                                     "rebuilt (expression id %u)", e);
+    return ll__fail_node(x->err, LM_EEVAL, x->g, id,
+                         "an expression of the node cannot be "
+                         "rebuilt (expression id %u)",
+                         e);
 }
 
-int ll__x_mini_prim(ll_exec *x, uint32_t id, hl_graph *hg, const hl_node *prim,
-                    const uint32_t *ins, uint32_t *out)
+int ll__x_mini_prim(ll_exec *x, uint32_t id, hl_graph *hg, const hl_node *prim, const uint32_t *ins,
+                    uint32_t *out)
 {
     hl_node spec = *prim;
     int rc;
@@ -127,9 +129,8 @@ int ll__x_mini_prim(ll_exec *x, uint32_t id, hl_graph *hg, const hl_node *prim,
                 (rc = mini_expr(x, id, hg, v->strides[d], &spec.in[i].view.strides[d])))
                 return rc;
     }
-    if (prim->op == HL_OP_IOTA &&
-        ((rc = mini_expr(x, id, hg, prim->iota_expr, &spec.iota_expr)) ||
-         (rc = mini_expr(x, id, hg, prim->iota_len, &spec.iota_len))))
+    if (prim->op == HL_OP_IOTA && ((rc = mini_expr(x, id, hg, prim->iota_expr, &spec.iota_expr)) ||
+                                   (rc = mini_expr(x, id, hg, prim->iota_len, &spec.iota_len))))
         return rc;
     return mini_status(x, id, hg, hl_graph_add(hg, &spec), out);
 }
@@ -212,8 +213,7 @@ static int exec_prim(ll_exec *x, uint32_t id)
 
 static bool is_matmul(const ll_node *n)
 {
-    return n->kind == LL_LIBRARY ||
-           (n->kind == LL_KERNEL && ll__op_prim(n->op) == HL_OP_COUNT);
+    return n->kind == LL_LIBRARY || (n->kind == LL_KERNEL && ll__op_prim(n->op) == HL_OP_COUNT);
 }
 
 static int check_structure(ll_exec *x)
@@ -221,8 +221,7 @@ static int check_structure(ll_exec *x)
     const ll_graph *g = x->g;
     for (uint32_t id = 0; id < x->n; id++) {
         const ll_node *n = ll_graph_node(g, id);
-        if ((unsigned)n->dtype >= HL_DTYPE_COUNT || n->n_in > LL_MAX_IN ||
-            n->ndim > HL_MAX_DIMS)
+        if ((unsigned)n->dtype >= HL_DTYPE_COUNT || n->n_in > LL_MAX_IN || n->ndim > HL_MAX_DIMS)
             return ll__fail_node(x->err, LM_EVERIFY, g, id, "dtype, inputs or dims out of range");
         for (uint32_t i = 0; i < n->n_in; i++) {
             uint32_t s = n->in[i];
@@ -232,9 +231,8 @@ static int check_structure(ll_exec *x)
         }
         bool interior = n->region != LM_NONE;
         if (interior != (n->kind == LL_FUSED || n->kind == LL_LOAD))
-            return ll__fail_node(x->err, LM_EVERIFY, g, id,
-                                 "a %s node %s a region", ll__kind_name(n->kind),
-                                 interior ? "inside" : "outside");
+            return ll__fail_node(x->err, LM_EVERIFY, g, id, "a %s node %s a region",
+                                 ll__kind_name(n->kind), interior ? "inside" : "outside");
         if (!interior) {
             for (uint32_t i = 0; i < n->n_in; i++) {
                 uint32_t s = n->in[i];
@@ -247,8 +245,8 @@ static int check_structure(ll_exec *x)
                                              s);
                 } else if (s >= id || m->region != LM_NONE) {
                     return ll__fail_node(x->err, LM_EVERIFY, g, id,
-                                         "input %u (node %u) is not an earlier top-level node",
-                                         i, s);
+                                         "input %u (node %u) is not an earlier top-level node", i,
+                                         s);
                 }
             }
             if (n->kind == LL_REGION && n->n_in != 1)
@@ -530,8 +528,7 @@ int ll_run(const ll_graph *g, const int64_t *dim_values, const hl_tensor *inputs
     x.mini = ll__zalloc(n ? n : 1, sizeof(uint32_t));
     uint32_t *last = ll__zalloc(n ? n : 1, sizeof(uint32_t));
     int rc = 0;
-    if (!dimv || !vals || !bound || !x.dims || !x.numel || !x.buf || !x.owned || !x.mini ||
-        !last) {
+    if (!dimv || !vals || !bound || !x.dims || !x.numel || !x.buf || !x.owned || !x.mini || !last) {
         rc = ll__fail(err, LM_ENOMEM, NULL, "ll_run: out of memory");
         goto out;
     }

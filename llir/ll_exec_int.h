@@ -20,14 +20,14 @@
 typedef struct ll_exec {
     const ll_graph *g;
     const hl_expr_pool *p;
-    const int64_t *dimv;   /* the value of every dim (ll_graph_dim_at order) */
-    hl_env env;            /* the same, by pool variable */
-    uint32_t n;            /* node count */
-    int64_t *dims;         /* n * HL_MAX_DIMS: every node's evaluated shape */
-    size_t *numel;         /* per node */
-    hl_tensor *buf;        /* per top-level node: its result (data NULL when none) */
-    bool *owned;           /* per node: buf[] was allocated by the run */
-    uint32_t *mini;        /* per node: scratch for the region being run */
+    const int64_t *dimv; /* the value of every dim (ll_graph_dim_at order) */
+    hl_env env;          /* the same, by pool variable */
+    uint32_t n;          /* node count */
+    int64_t *dims;       /* n * HL_MAX_DIMS: every node's evaluated shape */
+    size_t *numel;       /* per node */
+    hl_tensor *buf;      /* per top-level node: its result (data NULL when none) */
+    bool *owned;         /* per node: buf[] was allocated by the run */
+    uint32_t *mini;      /* per node: scratch for the region being run */
     lm_err *err;
 } ll_exec;
 
@@ -41,8 +41,8 @@ static inline const int64_t *ll__x_dims(const ll_exec *x, uint32_t id)
  * place when the dtypes agree and the buffer holds count elements; otherwise *out is a
  * new zero-padded copy of the same bytes and *copied is set (free it with
  * hl_tensor_fini). out->ndim is 1. */
-int ll__x_operand(ll_exec *x, uint32_t id, uint32_t src, hl_dtype rdt, size_t count,
-                  hl_tensor *out, bool *copied);
+int ll__x_operand(ll_exec *x, uint32_t id, uint32_t src, hl_dtype rdt, size_t count, hl_tensor *out,
+                  bool *copied);
 
 /* Bytes of the reinterpreting copy ll__x_operand makes (0 when it reads in place). */
 size_t ll__x_operand_bytes(const ll_exec *x, uint32_t src, hl_dtype rdt, size_t count);
@@ -52,12 +52,12 @@ size_t ll__x_operand_bytes(const ll_exec *x, uint32_t src, hl_dtype rdt, size_t 
 /* A new hlir graph with every dim of x's graph declared, or NULL with err set. */
 hl_graph *ll__x_mini_new(ll_exec *x, uint32_t id);
 /* Adds Input `in<k>` of dtype dt and shape [count]; its id in *out. */
-int ll__x_mini_input(ll_exec *x, uint32_t id, hl_graph *hg, uint32_t k, hl_dtype dt,
-                     size_t count, uint32_t *out);
+int ll__x_mini_input(ll_exec *x, uint32_t id, hl_graph *hg, uint32_t k, hl_dtype dt, size_t count,
+                     uint32_t *out);
 /* Adds prim (an LLIR node's primitive: expressions of x's pool) reading ins[i]; *out its
  * id. For an Output, the name is "out". */
-int ll__x_mini_prim(ll_exec *x, uint32_t id, hl_graph *hg, const hl_node *prim,
-                    const uint32_t *ins, uint32_t *out);
+int ll__x_mini_prim(ll_exec *x, uint32_t id, hl_graph *hg, const hl_node *prim, const uint32_t *ins,
+                    uint32_t *out);
 /* Runs hg (one Output) on ins and moves the output into x->buf[id], checking that the
  * dtype and the element count are the node's. Frees hg. */
 int ll__x_mini_run(ll_exec *x, uint32_t id, hl_graph *hg, const hl_tensor *ins);

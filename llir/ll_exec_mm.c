@@ -34,8 +34,8 @@ static int field(ll_exec *x, uint32_t id, hl_expr e, const char *name, int64_t *
     snprintf(what + len, sizeof what - len, ": the matmul's %s", name);
     if (ll__hl_eval(x->p, e, &x->env, 0, out, what, x->err)) return x->err->code;
     if (*out < 0)
-        return ll__fail_node(x->err, LM_EVERIFY, x->g, id, "the matmul's %s is negative (%" PRId64
-                             ")", name, *out);
+        return ll__fail_node(x->err, LM_EVERIFY, x->g, id,
+                             "the matmul's %s is negative (%" PRId64 ")", name, *out);
     return 0;
 }
 
@@ -59,8 +59,8 @@ size_t ll__x_matmul_work(const ll_exec *x, uint32_t id)
     size_t w = 0;
     for (uint32_t i = 0; i < n->n_in; i++) {
         uint32_t s = n->in[i];
-        size_t b = x->numel[s] * 4 + ll__x_operand_bytes(x, s, operand_dtype(&n->mm, i),
-                                                         x->numel[s]);
+        size_t b =
+            x->numel[s] * 4 + ll__x_operand_bytes(x, s, operand_dtype(&n->mm, i), x->numel[s]);
         w = w > SIZE_MAX - b ? SIZE_MAX : w + b;
     }
     return w;
@@ -101,11 +101,11 @@ static int check_reach(ll_exec *x, uint32_t id, const char *what, int64_t batch,
     int64_t far, t;
     bool ovf = __builtin_mul_overflow(batch - 1, stride, &far);
     if (order == LL_ROW_MAJOR)
-        ovf = ovf || __builtin_mul_overflow(rows - 1, ld, &t) || __builtin_add_overflow(far, t, &far) ||
-              __builtin_add_overflow(far, cols - 1, &far);
+        ovf = ovf || __builtin_mul_overflow(rows - 1, ld, &t) ||
+              __builtin_add_overflow(far, t, &far) || __builtin_add_overflow(far, cols - 1, &far);
     else
-        ovf = ovf || __builtin_mul_overflow(cols - 1, ld, &t) || __builtin_add_overflow(far, t, &far) ||
-              __builtin_add_overflow(far, rows - 1, &far);
+        ovf = ovf || __builtin_mul_overflow(cols - 1, ld, &t) ||
+              __builtin_add_overflow(far, t, &far) || __builtin_add_overflow(far, rows - 1, &far);
     if (ovf || (uint64_t)far >= (uint64_t)have)
         return ll__fail_node(x->err, LM_ERUNTIME, x->g, id,
                              "%s reaches element %" PRId64 "%s of a buffer of %zu elements", what,
@@ -126,8 +126,10 @@ int ll__x_matmul(ll_exec *x, uint32_t id)
     mm_sizes s;
     int rc;
     if ((rc = field(x, id, mm->m, "M", &s.m)) || (rc = field(x, id, mm->n, "N", &s.n)) ||
-        (rc = field(x, id, mm->k, "K", &s.k)) || (rc = field(x, id, mm->batch, "batch", &s.batch)) ||
-        (rc = field(x, id, mm->lda, "lda", &s.lda)) || (rc = field(x, id, mm->ldb, "ldb", &s.ldb)) ||
+        (rc = field(x, id, mm->k, "K", &s.k)) ||
+        (rc = field(x, id, mm->batch, "batch", &s.batch)) ||
+        (rc = field(x, id, mm->lda, "lda", &s.lda)) ||
+        (rc = field(x, id, mm->ldb, "ldb", &s.ldb)) ||
         (rc = field(x, id, mm->stride_a, "stride_a", &s.sa)) ||
         (rc = field(x, id, mm->stride_b, "stride_b", &s.sb)))
         return rc;
@@ -144,8 +146,8 @@ int ll__x_matmul(ll_exec *x, uint32_t id)
         return ll__fail_node(x->err, LM_EVERIFY, x->g, id, "writes %s but the node is %s",
                              hl_dtype_name(mm->type_d), hl_dtype_name(n->dtype));
     int64_t total;
-    if (__builtin_mul_overflow(s.batch, s.m, &total) || __builtin_mul_overflow(total, s.n, &total) ||
-        (uint64_t)total != (uint64_t)x->numel[id])
+    if (__builtin_mul_overflow(s.batch, s.m, &total) ||
+        __builtin_mul_overflow(total, s.n, &total) || (uint64_t)total != (uint64_t)x->numel[id])
         return ll__fail_node(x->err, LM_EVERIFY, x->g, id,
                              "computes batch %" PRId64 " x %" PRId64 " x %" PRId64
                              " elements, but the node holds %zu",
@@ -186,8 +188,10 @@ int ll__x_matmul(ll_exec *x, uint32_t id)
                 const float *pa = A + b * s.sa, *pb = B + b * s.sb;
                 float acc = 0.0f;
                 for (int64_t kk = 0; kk < s.k; kk++) {
-                    float av = mm->order_a == LL_ROW_MAJOR ? pa[i * s.lda + kk] : pa[i + kk * s.lda];
-                    float bv = mm->order_b == LL_ROW_MAJOR ? pb[kk * s.ldb + j] : pb[kk + j * s.ldb];
+                    float av =
+                        mm->order_a == LL_ROW_MAJOR ? pa[i * s.lda + kk] : pa[i + kk * s.lda];
+                    float bv =
+                        mm->order_b == LL_ROW_MAJOR ? pb[kk * s.ldb + j] : pb[kk + j * s.ldb];
                     acc = fmaf(av, bv, acc);
                 }
                 float t = alpha * acc;

@@ -26,8 +26,7 @@ static bool narrow_float(hl_dtype t)
 }
 
 /* Adds a Cast of mini node v to dt (reading it contiguously); the cast in *out. */
-static int mini_cast(ll_exec *x, uint32_t id, hl_graph *hg, uint32_t v, hl_dtype dt,
-                     uint32_t *out)
+static int mini_cast(ll_exec *x, uint32_t id, hl_graph *hg, uint32_t v, hl_dtype dt, uint32_t *out)
 {
     hl_t t = hl_cast(hg, hl_node_tensor(hg, v), dt);
     if (t.node == HL_NONE) {
@@ -80,8 +79,7 @@ static int add_fused(ll_exec *x, uint32_t id, hl_graph *hg)
         hl_dtype pd = ll_graph_node(g, n->in[i])->dtype, cd = n->in_dtype[i];
         /* in registers a float is an f32 whatever its storage dtype; an integer is read
          * as itself: there is no byte to reinterpret */
-        if (hl_dtype_is_float(pd) != hl_dtype_is_float(cd) ||
-            (!hl_dtype_is_float(pd) && pd != cd))
+        if (hl_dtype_is_float(pd) != hl_dtype_is_float(cd) || (!hl_dtype_is_float(pd) && pd != cd))
             return ll__fail_node(x->err, LM_EVERIFY, g, id,
                                  "reads input %u (node %u, %s) as %s inside the region", i,
                                  n->in[i], hl_dtype_name(pd), hl_dtype_name(cd));

@@ -20,12 +20,12 @@ typedef struct lower {
     const hl_expr_pool *hp;
     ll_graph *g;
     hl_expr_pool *p;
-    hl_expr *memo;    /* per HLIR expression id: its copy, or HL_NONE */
+    hl_expr *memo; /* per HLIR expression id: its copy, or HL_NONE */
     const ll_lower_impl *impl;
     const ll_lower_blas *blas;
-    uint32_t *map;    /* per HLIR node: its top-level LLIR node, LM_NONE while none */
-    uint32_t *mark;   /* per HLIR node: the region stamp that reached it */
-    uint32_t *val;    /* per HLIR node: its interior node in the region being built */
+    uint32_t *map;  /* per HLIR node: its top-level LLIR node, LM_NONE while none */
+    uint32_t *mark; /* per HLIR node: the region stamp that reached it */
+    uint32_t *val;  /* per HLIR node: its interior node in the region being built */
     uint32_t stamp;
     lm_err *err;
 } lower;
@@ -168,8 +168,8 @@ static int copy_node(lower *L, uint32_t id, ll_node *n)
     memset(pr->shape, 0, sizeof pr->shape);
     memcpy(pr->shape, n->shape, sizeof n->shape);
     pr->iota_expr = pr->iota_len = HL_NONE;
-    if (h->op == HL_OP_IOTA && (copy_expr(L, h->iota_expr, &pr->iota_expr) ||
-                                copy_expr(L, h->iota_len, &pr->iota_len)))
+    if (h->op == HL_OP_IOTA &&
+        (copy_expr(L, h->iota_expr, &pr->iota_expr) || copy_expr(L, h->iota_len, &pr->iota_len)))
         return L->err->code;
     for (uint32_t i = 0; i < h->n_in; i++)
         if (copy_view(L, &h->in[i].view, &pr->in[i].view)) return L->err->code;
@@ -187,9 +187,11 @@ static int push(lower *L, const ll_node *n, uint32_t *id)
 static int set_input(lower *L, uint32_t id, ll_node *n, uint32_t i, uint32_t src)
 {
     if (L->map[src] == LM_NONE)
-        return fail_hl(L, LM_EARG, id, "input %u (hlir node %u) has no top-level node: it is "
-                                       "INLINE, so only regions and the matmul absorbing it "
-                                       "may read it", i, src);
+        return fail_hl(L, LM_EARG, id,
+                       "input %u (hlir node %u) has no top-level node: it is "
+                       "INLINE, so only regions and the matmul absorbing it "
+                       "may read it",
+                       i, src);
     n->in[i] = L->map[src];
     n->in_dtype[i] = hn(L, src)->dtype;
     if (n->n_in < i + 1) n->n_in = i + 1;
@@ -292,8 +294,7 @@ static bool is_num(const lower *L, hl_expr e, int64_t v)
 static hl_expr coef(lower *L, hl_expr stride, hl_expr dim)
 {
     hl_expr zero = hl_e_num(L->p, 0), one = hl_e_num(L->p, 1);
-    if (is_num(L, dim, 1))
-        return hl_e_subst_z(L->p, stride, zero, 0) == zero ? zero : HL_NONE;
+    if (is_num(L, dim, 1)) return hl_e_subst_z(L->p, stride, zero, 0) == zero ? zero : HL_NONE;
     hl_expr c = hl_e_subst_z(L->p, stride, one, 0);
     if (c == HL_NONE || hl_e_has_z(L->p, c)) return HL_NONE;
     return hl_e_mul(L->p, c, hl_e_z(L->p)) == stride ? c : HL_NONE;
@@ -349,11 +350,13 @@ static int lower_matmul(lower *L, uint32_t sid, bool blas)
     hl_expr bm = coef(L, vb.strides[M], dims[M]), bn = coef(L, vb.strides[N], dims[N]);
     hl_expr bk = coef(L, vb.strides[K], dims[K]);
     if (am == HL_NONE || an != zero || ak == HL_NONE)
-        return fail_hl(L, LM_EARG, sid, "the Mul's input 0 is not A[m, k] (strides c*z, 0 "
-                                        "along N)");
+        return fail_hl(L, LM_EARG, sid,
+                       "the Mul's input 0 is not A[m, k] (strides c*z, 0 "
+                       "along N)");
     if (bm != zero || bn == HL_NONE || bk == HL_NONE)
-        return fail_hl(L, LM_EARG, sid, "the Mul's input 1 is not B[k, n] (strides c*z, 0 "
-                                        "along M)");
+        return fail_hl(L, LM_EARG, sid,
+                       "the Mul's input 1 is not B[k, n] (strides c*z, 0 "
+                       "along M)");
     ll_op op;
     if ((rc = find_op(L, "", blas ? "Blas" : "KMatmul", &op))) return rc;
     ll_node n;

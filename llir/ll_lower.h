@@ -42,17 +42,17 @@ typedef enum ll_lower_impl {
 
 /* What a BLAS node adds to alpha * A B: D = epi(alpha * AB + beta * C (+ bias[n])). */
 typedef struct ll_lower_blas {
-    double alpha;      /* rounded to alpha_dt by the lowering; 0 means 1 */
+    double alpha; /* rounded to alpha_dt by the lowering; 0 means 1 */
     hl_dtype alpha_dt;
-    uint32_t c;        /* HLIR node read contiguously as C [batch, M, N] (beta 1), or
-                          HL_NONE (beta 0) */
-    uint32_t bias;     /* HLIR node read as bias [N], or HL_NONE */
-    bool gelu;         /* the gelu (tanh form) epilogue */
+    uint32_t c;    /* HLIR node read contiguously as C [batch, M, N] (beta 1), or
+                      HL_NONE (beta 0) */
+    uint32_t bias; /* HLIR node read as bias [N], or HL_NONE */
+    bool gelu;     /* the gelu (tanh form) epilogue */
 } ll_lower_blas;
 
 typedef struct ll_lower_plan {
-    const ll_lower_impl *impl;  /* one per HLIR node; NULL: every node KERNEL */
-    const ll_lower_blas *blas;  /* one per HLIR node, read where impl is BLAS; NULL: plain */
+    const ll_lower_impl *impl; /* one per HLIR node; NULL: every node KERNEL */
+    const ll_lower_blas *blas; /* one per HLIR node, read where impl is BLAS; NULL: plain */
 } ll_lower_plan;
 
 /* Lowers g as plan says (plan may be NULL: every node KERNEL). Returns the finished

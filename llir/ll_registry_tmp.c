@@ -12,7 +12,9 @@
 
 #include <string.h>
 
+/* clang-format off */
 #define OP(n, d, p, k) {.name = n, .dialect = d, .prim = p, .n_inputs = k}
+/* clang-format on */
 
 static const ll_op_info OPS[] = {
     OP("Input", LL_D_IO, HL_OP_COUNT, 0),

@@ -115,8 +115,7 @@ static ll_graph *fused(const hl_graph *g, const fam *ids)
 
 /* Compares candidate lg (a lowering of some graph with g's inputs and outputs) with
  * hl_run(g) on seed's inputs; returns the code, per-output findings in res. */
-static int compare(const hl_graph *g, const ll_graph *lg, uint64_t seed, ll_out_cmp *res,
-                   lm_err *e)
+static int compare(const hl_graph *g, const ll_graph *lg, uint64_t seed, ll_out_cmp *res, lm_err *e)
 {
     hl_tensor in[4], ref[2], cand[2];
     tx_inputs(g, NULL, seed, in);
@@ -222,10 +221,10 @@ END_TEST
 START_TEST(fused_examples_pass_the_comparison)
 {
     static const char *names[] = {
-        "causal_attention_bf16", "decode_mlp_bf16",  "elementwise_chain_f32_16m",
+        "causal_attention_bf16", "decode_mlp_bf16",         "elementwise_chain_f32_16m",
         "embedding_gather",      "layernorm_gelu_f32_4096", "llama_block_bf16",
-        "matmul_bf16_4096",      "matmul_f32_2048",  "primitives_strided",
-        "rmsnorm_f32_8192x4096", "softmax_f32_4096x8192", "swiglu_mlp_bf16"};
+        "matmul_bf16_4096",      "matmul_f32_2048",         "primitives_strided",
+        "rmsnorm_f32_8192x4096", "softmax_f32_4096x8192",   "swiglu_mlp_bf16"};
     uint32_t narrow_differs = 0;
     for (size_t f = 0; f < sizeof names / sizeof names[0]; f++) {
         char path[1024];

@@ -29,8 +29,8 @@ static float gelu_ref(float x)
 }
 
 /* D[b, i, j] as the contract of ll_matmul states it. */
-static float expected(const mm_case *c, const hl_tensor *A, const hl_tensor *B,
-                      const hl_tensor *C, const hl_tensor *bias, int64_t b, int64_t i, int64_t j)
+static float expected(const mm_case *c, const hl_tensor *A, const hl_tensor *B, const hl_tensor *C,
+                      const hl_tensor *bias, int64_t b, int64_t i, int64_t j)
 {
     float acc = 0.0f;
     for (int64_t k = 0; k < c->k; k++) {
@@ -92,7 +92,8 @@ static uint32_t push_output(ll_graph *g, uint32_t src, hl_dtype dt, uint32_t ndi
 static int64_t reach(int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t ld,
                      ll_order o)
 {
-    return (batch - 1) * stride + (o == LL_ROW_MAJOR ? (rows - 1) * ld + cols : (cols - 1) * ld + rows);
+    return (batch - 1) * stride +
+           (o == LL_ROW_MAJOR ? (rows - 1) * ld + cols : (cols - 1) * ld + rows);
 }
 
 /* A graph of inputs A, B, [C], [bias] and one Blas (or KMatmul) node, and its output;
@@ -362,8 +363,8 @@ START_TEST(the_lowering_derives_orders_and_leading_dims)
                                 acc = fmaf(elem(&in[0], pa), elem(&in[1], pb), acc);
                             }
                             ck_assert_msg((float)hl_tensor_get(&got, o) == acc,
-                                          "ta %d tb %d batched %d: element %zu", ta, tb,
-                                          batched, o);
+                                          "ta %d tb %d batched %d: element %zu", ta, tb, batched,
+                                          o);
                         }
                 tx_free(in, 2);
                 hl_tensor_fini(&got);

@@ -43,8 +43,7 @@ START_TEST(a_run_over_the_memory_limit_names_the_largest_tensor)
     hl_tensor out;
     ck_assert_int_eq(ll_run(lg, dims, NULL, &out, 32 * 1024, &e), LM_ELIMIT);
     char want[96];
-    snprintf(want, sizeof want, "the largest tensors: node %u (KMul) f32 [4, 4096] 64.0 KiB",
-             mul);
+    snprintf(want, sizeof want, "the largest tensors: node %u (KMul) f32 [4, 4096] 64.0 KiB", mul);
     ck_assert_msg(strstr(e.msg, want) != NULL, "%s", e.msg);
     ck_assert_msg(strstr(e.msg, "memory limit of 32.0 KiB"), "%s", e.msg);
     ck_assert_ptr_null(out.data);
@@ -302,8 +301,8 @@ START_TEST(a_blas_reading_bf16_as_f32_stays_inside)
             for (int64_t k = 0; k < K; k++)
                 acc = fmaf(af[i * K + k], bf[k * N + j], acc);
             float got = (float)hl_tensor_get(&out, (size_t)(i * N + j));
-            ck_assert_msg(got == acc || (isnan(got) && isnan(acc)), "D[%lld, %lld]",
-                          (long long)i, (long long)j);
+            ck_assert_msg(got == acc || (isnan(got) && isnan(acc)), "D[%lld, %lld]", (long long)i,
+                          (long long)j);
         }
     tx_free(in, 2);
     hl_tensor_fini(&out);

@@ -114,8 +114,7 @@ static inline void tx_expect_same(const hl_graph *g, const ll_graph *lg, const i
         ck_assert_msg(tx_same_bits(&got[o], &ref[o]),
                       "%s: output %u differs from the reference at element %zu of %zu: %.9g vs "
                       "%.9g",
-                      what, o, i, ref[o].numel,
-                      i < got[o].numel ? hl_tensor_get(&got[o], i) : 0.0,
+                      what, o, i, ref[o].numel, i < got[o].numel ? hl_tensor_get(&got[o], i) : 0.0,
                       i < ref[o].numel ? hl_tensor_get(&ref[o], i) : 0.0);
     }
     tx_free(in, hl_graph_input_count(g));
