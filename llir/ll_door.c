@@ -79,8 +79,33 @@ int ll__fail_node(lm_err *err, int code, const ll_graph *g, uint32_t id, const c
     return ll__fail(err, code, &loc, "%s: %s", desc, msg);
 }
 
+/* Test hook (ll__mem_fail_after): when >= 0, how many more allocations succeed before
+ * one fails; that one only fails. Thread-local; -1 (the default) disables it. */
+static _Thread_local long fail_countdown = -1;
+static _Thread_local bool fail_fired = false;
+
+void ll__mem_fail_after(long n)
+{
+    fail_countdown = n;
+    fail_fired = false;
+}
+
+bool ll__mem_fail_fired(void)
+{
+    return fail_fired;
+}
+
+static bool inject(void)
+{
+    if (fail_countdown < 0) return false;
+    if (fail_countdown-- > 0) return false;
+    fail_fired = true;
+    return true;
+}
+
 void *ll__alloc(size_t n, size_t size)
 {
+    if (inject()) return NULL;
     if (size && n > SIZE_MAX / size) return NULL;
     size_t bytes = n * size;
     return malloc(bytes ? bytes : 1);
@@ -88,6 +113,7 @@ void *ll__alloc(size_t n, size_t size)
 
 void *ll__zalloc(size_t n, size_t size)
 {
+    if (inject()) return NULL;
     if (size && n > SIZE_MAX / size) return NULL;
     return calloc(n ? n : 1, size ? size : 1);
 }

@@ -75,14 +75,21 @@ hl_graph *ll__x_mini_new(ll_exec *x, uint32_t id)
     return hg;
 }
 
+int ll__x_mini_fail(ll_exec *x, uint32_t id, hl_graph *hg)
+{
+    /* a builder call that could not build an expression (hl_node_tensor's view, say)
+     * answers with an invalid handle; out of memory is what it was */
+    if (hl_expr_pool_failed(hl_graph_exprs(hg)))
+        return ll__fail_node(x->err, LM_ENOMEM, x->g, id, "out of memory");
+    char desc[160];
+    ll__node_desc(x->g, id, desc, sizeof desc);
+    int code = ll__hl_graph_status(hg, desc, x->err);
+    return code ? code : ll__fail_node(x->err, LM_EVERIFY, x->g, id, "cannot be built");
+}
+
 static int mini_status(ll_exec *x, uint32_t id, hl_graph *hg, uint32_t got, uint32_t *out)
 {
-    if (got == HL_NONE || hl_graph_error(hg)->code != 0) {
-        char desc[160];
-        ll__node_desc(x->g, id, desc, sizeof desc);
-        int code = ll__hl_graph_status(hg, desc, x->err);
-        return code ? code : ll__fail_node(x->err, LM_EVERIFY, x->g, id, "cannot be built");
-    }
+    if (got == HL_NONE || hl_graph_error(hg)->code != 0) return ll__x_mini_fail(x, id, hg);
     *out = got;
     return 0;
 }
@@ -101,6 +108,8 @@ static int mini_expr(ll_exec *x, uint32_t id, hl_graph *hg, hl_expr e, hl_expr *
 {
     *out = ll__expr_copy(hl_graph_exprs(hg), x->p, e, NULL);
     if (*out != HL_NONE) return 0;
+    if (hl_expr_pool_failed(hl_graph_exprs(hg)))
+        return ll__fail_node(x->err, LM_ENOMEM, x->g, id, "out of memory");
     return ll__fail_node(x->err, LM_EEVAL, x->g, id,
                          "an expression of the node cannot be "
                          "rebuilt (expression id %u)",

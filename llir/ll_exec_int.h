@@ -58,6 +58,9 @@ int ll__x_mini_input(ll_exec *x, uint32_t id, hl_graph *hg, uint32_t k, hl_dtype
  * id. For an Output, the name is "out". */
 int ll__x_mini_prim(ll_exec *x, uint32_t id, hl_graph *hg, const hl_node *prim, const uint32_t *ins,
                     uint32_t *out);
+/* The error of a failed builder call on hg: LM_ENOMEM when hg's pool ran out of memory,
+ * else hlir's builder error, named after node id. */
+int ll__x_mini_fail(ll_exec *x, uint32_t id, hl_graph *hg);
 /* Runs hg (one Output) on ins and moves the output into x->buf[id], checking that the
  * dtype and the element count are the node's. Frees hg. */
 int ll__x_mini_run(ll_exec *x, uint32_t id, hl_graph *hg, const hl_tensor *ins);

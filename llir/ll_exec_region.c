@@ -29,12 +29,7 @@ static bool narrow_float(hl_dtype t)
 static int mini_cast(ll_exec *x, uint32_t id, hl_graph *hg, uint32_t v, hl_dtype dt, uint32_t *out)
 {
     hl_t t = hl_cast(hg, hl_node_tensor(hg, v), dt);
-    if (t.node == HL_NONE) {
-        char desc[160];
-        ll__node_desc(x->g, id, desc, sizeof desc);
-        int rc = ll__hl_graph_status(hg, desc, x->err);
-        return rc ? rc : ll__fail_node(x->err, LM_EVERIFY, x->g, id, "cannot cast its value");
-    }
+    if (t.node == HL_NONE) return ll__x_mini_fail(x, id, hg);
     *out = t.node;
     return 0;
 }
@@ -142,12 +137,7 @@ int ll__x_region(ll_exec *x, uint32_t R)
         rc = mini_cast(x, R, hg, rv, rn->dtype, &rv); /* the one rounding, at the store */
     if (!rc) {
         o = hl_output(hg, "out", hl_node_tensor(hg, rv));
-        if (o == HL_NONE) {
-            char desc[160];
-            ll__node_desc(g, R, desc, sizeof desc);
-            rc = ll__hl_graph_status(hg, desc, x->err);
-            if (!rc) rc = ll__fail_node(x->err, LM_EVERIFY, g, R, "cannot store its root");
-        }
+        if (o == HL_NONE) rc = ll__x_mini_fail(x, R, hg);
     }
     if (!rc) {
         rc = ll__x_mini_run(x, R, hg, ins);

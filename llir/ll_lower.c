@@ -123,6 +123,15 @@ static int fail_hl(lower *L, int code, uint32_t id, const char *fmt, ...)
                     hl_op_name(hn(L, id)->op), msg);
 }
 
+/* A refusal of a matmul layout, unless the pool ran out of memory while checking it:
+ * every check builds expressions, and a failed one reads as "does not fit". */
+static int refuse(lower *L, uint32_t id, const char *why)
+{
+    if (hl_expr_pool_failed(L->p))
+        return ll__fail(L->err, LM_ENOMEM, NULL, "lowering: out of memory building expressions");
+    return fail_hl(L, LM_EARG, id, "%s", why);
+}
+
 /* ---- copying into the graph's pool ---- */
 
 static int copy_expr(lower *L, hl_expr e, hl_expr *out)
@@ -321,7 +330,7 @@ static int lower_matmul(lower *L, uint32_t sid, bool blas)
 {
     const hl_node *s = hn(L, sid);
     if (s->op != HL_OP_SUM_REDUCE)
-        return fail_hl(L, LM_EARG, sid, "only a SumReduce over a Mul becomes a matmul");
+        return refuse(L, sid, "only a SumReduce over a Mul becomes a matmul");
     uint32_t mid = s->in[0].node;
     const hl_node *m = hn(L, mid);
     if (m->op != HL_OP_MUL || impl_of(L, mid) != LL_LOWER_INLINE)
@@ -329,7 +338,7 @@ static int lower_matmul(lower *L, uint32_t sid, bool blas)
                        mid);
     uint32_t r = m->ndim;
     if (r < 3 || s->axis != r - 1 || s->in[0].view.ndim != r)
-        return fail_hl(L, LM_EARG, sid, "a matmul reduces the last of the Mul's >= 3 dims");
+        return refuse(L, sid, "a matmul reduces the last of the Mul's >= 3 dims");
     int rc;
     hl_expr dims[HL_MAX_DIMS];
     for (uint32_t d = 0; d < r; d++)
@@ -339,10 +348,9 @@ static int lower_matmul(lower *L, uint32_t sid, bool blas)
         (rc = copy_view(L, &m->in[1].view, &vb)))
         return rc;
     for (uint32_t d = 0; d < r; d++)
-        if (vs.dims[d] != dims[d])
-            return fail_hl(L, LM_EARG, sid, "it does not read the Mul's whole shape");
+        if (vs.dims[d] != dims[d]) return refuse(L, sid, "it does not read the Mul's whole shape");
     if (!hl_view_is_contiguous(L->p, &vs))
-        return fail_hl(L, LM_EARG, sid, "it does not read the Mul contiguously");
+        return refuse(L, sid, "it does not read the Mul contiguously");
     uint32_t M = r - 3, N = r - 2, K = r - 1;
     hl_expr zero = hl_e_num(L->p, 0);
     hl_expr am = coef(L, va.strides[M], dims[M]), an = coef(L, va.strides[N], dims[N]);
@@ -350,13 +358,13 @@ static int lower_matmul(lower *L, uint32_t sid, bool blas)
     hl_expr bm = coef(L, vb.strides[M], dims[M]), bn = coef(L, vb.strides[N], dims[N]);
     hl_expr bk = coef(L, vb.strides[K], dims[K]);
     if (am == HL_NONE || an != zero || ak == HL_NONE)
-        return fail_hl(L, LM_EARG, sid,
-                       "the Mul's input 0 is not A[m, k] (strides c*z, 0 "
-                       "along N)");
+        return refuse(L, sid,
+                      "the Mul's input 0 is not A[m, k] (strides c*z, 0 "
+                      "along N)");
     if (bm != zero || bn == HL_NONE || bk == HL_NONE)
-        return fail_hl(L, LM_EARG, sid,
-                       "the Mul's input 1 is not B[k, n] (strides c*z, 0 "
-                       "along M)");
+        return refuse(L, sid,
+                      "the Mul's input 1 is not B[k, n] (strides c*z, 0 "
+                      "along M)");
     ll_op op;
     if ((rc = find_op(L, "", blas ? "Blas" : "KMatmul", &op))) return rc;
     ll_node n;
@@ -375,7 +383,7 @@ static int lower_matmul(lower *L, uint32_t sid, bool blas)
         mm->order_a = LL_COL_MAJOR;
         mm->lda = (ak == zero) ? dims[M] : ak;
     } else {
-        return fail_hl(L, LM_EARG, sid, "A is contiguous along neither K nor M");
+        return refuse(L, sid, "A is contiguous along neither K nor M");
     }
     if (is_num(L, bn, 1) || is_num(L, dims[N], 1)) {
         mm->order_b = LL_ROW_MAJOR;
@@ -384,7 +392,7 @@ static int lower_matmul(lower *L, uint32_t sid, bool blas)
         mm->order_b = LL_COL_MAJOR;
         mm->ldb = (bn == zero) ? dims[K] : bn;
     } else {
-        return fail_hl(L, LM_EARG, sid, "B is contiguous along neither N nor K");
+        return refuse(L, sid, "B is contiguous along neither N nor K");
     }
     hl_expr batch = hl_e_num(L->p, 1);
     for (uint32_t d = 0; d < M; d++)
@@ -393,7 +401,7 @@ static int lower_matmul(lower *L, uint32_t sid, bool blas)
     mm->stride_a = batch_stride(L, &va, dims, M);
     mm->stride_b = batch_stride(L, &vb, dims, M);
     if (batch == HL_NONE || mm->stride_a == HL_NONE || mm->stride_b == HL_NONE)
-        return fail_hl(L, LM_EARG, sid, "the batch dims do not merge into one batch stride");
+        return refuse(L, sid, "the batch dims do not merge into one batch stride");
     const hl_node *ha = hn(L, m->in[0].node), *hb = hn(L, m->in[1].node);
     mm->type_a = ha->dtype;
     mm->type_b = hb->dtype;
@@ -424,6 +432,8 @@ static int lower_matmul(lower *L, uint32_t sid, bool blas)
         }
         if (x->gelu) mm->epilogue = mm->epilogue == LL_EPI_BIAS ? LL_EPI_BIAS_GELU : LL_EPI_GELU;
     }
+    if (hl_expr_pool_failed(L->p)) /* an HL_NONE may have passed a comparison above */
+        return ll__fail(L->err, LM_ENOMEM, NULL, "lowering: out of memory building expressions");
     return push(L, &n, &L->map[sid]);
 }
 
@@ -514,6 +524,8 @@ ll_graph *ll__lower_hlir(const hl_graph *hg, const ll_lower_plan *plan, lm_err *
             break;
         }
     }
+    if (!rc && hl_expr_pool_failed(L.p))
+        rc = ll__fail(err, LM_ENOMEM, NULL, "lowering: out of memory building expressions");
     if (!rc) rc = ll__graph_finish(L.g, err);
 out:
     ll__free(L.memo);

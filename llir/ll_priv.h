@@ -40,6 +40,10 @@ void ll__node_desc(const ll_graph *g, uint32_t id, char *buf, size_t cap);
 void *ll__alloc(size_t n, size_t size);
 void *ll__zalloc(size_t n, size_t size);
 void ll__free(void *p);
+/* For tests: after n more successful allocations, the next one fails (once); -1 turns
+ * this off. ll__mem_fail_fired tells whether it has. */
+void ll__mem_fail_after(long n);
+bool ll__mem_fail_fired(void);
 
 /* The registered name of op, "?" for LL_OP_NONE or an op outside the registry. */
 const char *ll__op_name(ll_op op);
