@@ -289,7 +289,12 @@ ll_graph *ll_graph_from_genome(const ll_space *s, const ll_genome *g, lm_err *er
 
 /* The reference lowering: every HLIR node of g as its own standalone kernel (no fusion,
  * no library call), as the rules' kernel lowering would give it. For testing codegen
- * without the e-graph, and the search report's "reference HLIR lowering" row. */
+ * without the e-graph, and the search report's "reference HLIR lowering" row. LLIR node
+ * i is HLIR node i (Input and Output nodes as LL_INPUT and LL_OUTPUT, every other node
+ * an LL_KERNEL whose op is the K* constructor of its primitive); dims and expressions
+ * are copied into the graph's own pool; in_dtype is each producer's dtype; eclass, enode
+ * and origin are LM_NONE. ll_run of it gives hl_run's bits. Fails with LM_EARG for a
+ * graph holding a builder error, LM_ENOMEM. */
 ll_graph *ll_graph_from_hlir(const hl_graph *g, lm_err *err);
 
 void ll_graph_free(ll_graph *g);
@@ -377,13 +382,15 @@ int ll_run(const ll_graph *g, const int64_t *dim_values, const hl_tensor *inputs
  * E5M2); 0 for integer dtypes and Bool. */
 double ll_unit_roundoff(hl_dtype t);
 
-/* The rounding weight of node id of g at the given dim values: how much, in units of
- * the RMS of the values involved, the node's roundings can make two evaluations differ
- * (docs/llir.md): 2 u(f32) for an f32 float op, 2 u(f32) + 2 u(dtype) for a float op
- * stored narrower, 2 u(target) for a cast to a float, and for a SumReduce of K terms
- * 2 (K - 1) u(f32) for its f32 accumulation in any order plus 2 u(dtype) when narrower
- * than f32; 0 for everything exact (inputs, constants, integers, comparisons, copies,
- * Max). LM_EDIM / LM_EEVAL when K cannot be evaluated. */
+/* The rounding weight of node id of g at the given dim values (NULL: the profile
+ * values): how much, in units of the RMS of the values involved, the node's roundings
+ * can make two evaluations differ (docs/llir.md): one ulp, 2 u(f32), for a correctly
+ * rounded f32 op (Add, Mul, Mod, Recip, Sqrt), two, 4 u(f32), for Exp2, Log2 and Sin,
+ * plus 2 u(dtype) when the result is stored narrower than f32; 2 u(target) for a cast to
+ * a float (0 for a float widened to f32); 2 (K - 1) u(f32) for a SumReduce of K terms
+ * (its f32 accumulation, in any order), plus 2 u(dtype) when narrower; 0 for everything
+ * exact (inputs, constants, integer ops, comparisons, copies, Max). LM_EARG for a bad
+ * id, LM_EDIM / LM_EEVAL when K cannot be evaluated. */
 int ll_node_rounding_weight(const hl_graph *g, const int64_t *dim_values, uint32_t id,
                             double *out, lm_err *err);
 
