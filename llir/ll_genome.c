@@ -216,13 +216,21 @@ static int repair_walk(walk *w, ll_genome *g, lm_pcg32 *rng, uint64_t budget)
     return 1;
 }
 
+/* Test hook: the repair walk's budget in steps (0: the default). */
+static _Thread_local uint64_t test_budget = 0;
+
+void ll__genome_repair_budget(uint64_t steps)
+{
+    test_budget = steps;
+}
+
 int ll_genome_repair(ll_genome *g, const ll_space *s, lm_pcg32 *rng, lm_err *err)
 {
     int rc = check_shape(g, s, err);
     if (rc) return rc;
     walk w;
     if ((rc = walk_init(&w, s, err))) return rc;
-    uint64_t budget = 16 * ((uint64_t)s->nch + s->ns) + 1024;
+    uint64_t budget = test_budget ? test_budget : 16 * ((uint64_t)s->nch + s->ns) + 1024;
     int r = repair_walk(&w, g, rng, budget);
     if (r < 0) {
         /* too long: every class not completed takes its safe choice, which completes */

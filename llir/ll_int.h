@@ -186,6 +186,8 @@ static inline uint32_t ll__kid(const ll_space *s, uint32_t node, uint32_t k)
 
 /* The dialect of a choice (its op's; LL_D_COUNT for IList nodes). */
 ll_dialect ll__choice_dialect(const ll_space *s, uint32_t choice);
+/* Tests only: the genome repair walk's step budget (0: the default), thread-local. */
+void ll__genome_repair_budget(uint64_t steps);
 /* The number of inputs an Op node's kind takes (Blas: from its beta and epilogue). */
 uint32_t ll__kind_inputs(const ll_space *s, uint32_t kind_node);
 

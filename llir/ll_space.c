@@ -471,6 +471,16 @@ static uint8_t ir_node_ctx(const build *b, uint32_t n)
     return LL__X_NONE;
 }
 
+/* "Op FLoad" for an Op node (its kind's op), else the constructor. */
+static const char *label(const build *b, uint32_t n, char *buf, size_t cap)
+{
+    const ll_space *s = b->s;
+    if (s->code[n] != LL__C_OP) return s->ser.nodes[n].op;
+    uint32_t op = b->kind_op[ll__kid(s, n, 0)];
+    snprintf(buf, cap, "Op %s", op == LL_OP_NONE ? "?" : ll_op_get((ll_op)op)->name);
+    return buf;
+}
+
 static int ir_contexts(build *b)
 {
     ll_space *s = b->s;
@@ -486,11 +496,12 @@ static int ir_contexts(build *b)
                 first = n;
                 s->ctx[c] = x;
             } else if (x != s->ctx[c]) {
+                char l1[48], l2[48];
                 return vfail(b, c, n,
                              "the class holds a %s node (n%u, %s) and a %s node (%s): a rule made a "
                              "region value equal to a stored tensor (docs/llir.md, fused regions)",
-                             ctx_name(s->ctx[c]), first, s->ser.nodes[first].op, ctx_name(x),
-                             s->ser.nodes[n].op);
+                             ctx_name(s->ctx[c]), first, label(b, first, l1, sizeof l1),
+                             ctx_name(x), label(b, n, l2, sizeof l2));
             }
         }
     }
