@@ -167,7 +167,7 @@ void ll_sat_report_fprint(const ll_sat_report *rep, FILE *f)
 {
     for (uint32_t i = 0; i < rep->n_phases; i++) {
         const ll_phase_report *p = &rep->phase[i];
-        fprintf(f, "phase %u %-12s %-16s %8.3f s %10" PRIu64 " rows %12" PRIu64 " bytes\n", i,
+        fprintf(f, "phase %u %-12s %-16s %9.4f s %10" PRIu64 " rows %12" PRIu64 " bytes\n", i,
                 p->name, stop_name(p->stop), p->seconds, p->rows, p->bytes);
     }
     fprintf(f, "saturation: %u phases, %.3f s\n", rep->n_phases, rep->seconds);
