@@ -25,6 +25,7 @@
  */
 #include "ll_int.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -70,6 +71,7 @@ int ll_genome_copy(ll_genome *dst, const ll_genome *src, lm_err *err)
 
 void ll_genome_set(ll_genome *g, const ll_space *s, uint32_t cls, uint32_t choice)
 {
+    assert(cls < g->n && g->n == s->ns);
     (void)s;
     g->hash ^= entry_hash(cls, g->choice[cls]) ^ entry_hash(cls, choice);
     g->choice[cls] = choice;

@@ -125,7 +125,7 @@ typedef uint16_t ll_op; /* an index into the registry */
 
 /* The registry: a static table, the same in every process. */
 uint32_t ll_op_count(void);
-const ll_op_info *ll_op_get(ll_op op); /* op < ll_op_count() (asserted) */
+const ll_op_info *ll_op_get(ll_op op); /* NULL for op >= ll_op_count() */
 /* The op registered under a constructor name, or LL_OP_NONE. */
 ll_op ll_op_find(const char *name);
 
@@ -332,7 +332,8 @@ typedef struct ll_genome {
 int ll_genome_init(ll_genome *g, const ll_space *s, lm_err *err); /* every choice 0 */
 void ll_genome_fini(ll_genome *g);
 int ll_genome_copy(ll_genome *dst, const ll_genome *src, lm_err *err);
-/* Sets one choice, updating the hash in O(1). */
+/* Sets one choice, updating the hash in O(1). cls < g->n (asserted); the choice is not
+ * checked (validation and repair handle one out of range). */
 void ll_genome_set(ll_genome *g, const ll_space *s, uint32_t cls, uint32_t choice);
 uint64_t ll_genome_rehash(const ll_genome *g, const ll_space *s);
 
@@ -422,7 +423,8 @@ ll_graph *ll_graph_from_hlir(const hl_graph *g, lm_err *err);
 
 void ll_graph_free(ll_graph *g);
 
-/* The graph's expression pool (every hl_expr of its nodes), dims and nodes. */
+/* The graph's expression pool (every hl_expr of its nodes), dims and nodes. Indexes out
+ * of range give NULL (LM_NONE for the node ids of inputs and outputs). */
 const hl_expr_pool *ll_graph_exprs(const ll_graph *g);
 uint32_t ll_graph_dim_count(const ll_graph *g);
 const hl_dim *ll_graph_dim_at(const ll_graph *g, uint32_t i);
