@@ -354,17 +354,17 @@ static int check_node(vr *v, uint32_t id)
         break;
     }
     case LL_REGION: {
-        const ll_node *root = &g->nodes[nd->in[0]];
         if (nd->n_in != 1 || nd->dtype != nd->in_dtype[0])
             return vfail(v, id, "a region stores its root's value in its own dtype");
+        const ll_node *root = &g->nodes[nd->in[0]];
         if (!same_dims(nd->ndim, nd->shape, root->ndim, root->shape))
             return vfail(v, id, "a region's shape is its root's");
         break;
     }
     case LL_LOAD: {
-        const ll_node *src = &g->nodes[nd->in[0]];
         if (nd->n_in != 1 || nd->dtype != nd->in_dtype[0])
             return vfail(v, id, "a load reads one node in its own dtype");
+        const ll_node *src = &g->nodes[nd->in[0]];
         if (!same_dims(nd->ndim, nd->shape, src->ndim, src->shape))
             return vfail(v, id, "a load has the shape of the node it loads");
         break;
