@@ -245,10 +245,9 @@ typedef struct ll_matmul {
  * (the rules-only helpers MReplace, RowMajor, ... and subsumed nodes are not), ties to
  * the lowest index. A node is a choice when it is not subsumed, is not of an HLIR kind
  * (those are never part of a program), and every class it reads has a choice (or a
- * canonical node); removing choices is iterated to a fixpoint. Every IR class has a
- * context: top-level (Input, kernels, FStore, Blas), region (F*, FLoad, FInl) or sink
- * (Output, OutputJoin); an Op node whose IList holds classes of another context than
- * its kind reads (a kernel reading a region value) is not a choice either.
+ * canonical node) and a program without a cycle (a finite least height); removing
+ * choices is iterated to a fixpoint. Every IR class has a context: top-level (Input,
+ * kernels, FStore, Blas), region (F*, FLoad, FInl) or sink (Output, OutputJoin).
  *
  * Searchable classes are numbered 0 .. n-1 in increasing class order, their choices in
  * increasing node order, so the same engine gives the same space byte for byte. The
@@ -282,8 +281,11 @@ typedef struct ll_space_stats {
  *     dtypes and the rule that inserted the node;
  *   - a class's choices agree on the context (no class mixes top-level and region
  *     nodes), an OpKind class's choices are one op, an IList class's choices have one
- *     length, and every Op node's IList has as many entries as its kind has inputs;
- *   - the Dim declarations are well formed;
+ *     length, and every Op node's IList has as many entries, of the context its kind
+ *     reads, as its kind has inputs (a kernel reading a region value is refused);
+ *   - the fields of every backend kind that is a choice form its op (out_strides
+ *     contiguous, a KMatmul's strides a matmul, Blas's fields in range), decoded once;
+ *   - the Dim and Input declarations are well formed;
  *   - the root class survives.
  * TODO(eg_row_origin): the rule that inserted a node is printed as "origin unknown"
  * until the engine's provenance API lands. Returns NULL with err set (LM_ENOMEM too). */
