@@ -2,7 +2,8 @@
  * output as a .npy file, for bench/e2e/test_torch_graph.py (the PyTorch interpreter of
  * the graph format checked against our reference).
  *
- *   ref_dump --graph G.json [--canonical C.json] [--out DIR [--seed N] [--dim NAME=V]...]
+ *   ref_dump --graph G.json [--canonical C.json]
+ *            [--out DIR [--seed N] [--dim NAME=V]... [--no-run]]
  *   ref_dump --generate SEED [--ops N] [--max-dim D] [--dynamic] --write-graph G.json
  *            [--out DIR [--seed N] [--dim NAME=V]...]
  *
@@ -13,6 +14,10 @@
  * "shape", "file"}], "outputs": [...], "run_s"}). .npy element types: '<f4' for every
  * float dtype (f32, f16, bf16, f8e4m3, f8e5m2: the narrow values widen to f32 exactly),
  * '<i4' for int, '<i8' for i64, '|b1' for bool.
+ *
+ * --no-run writes the inputs (and the manifest, with no outputs) without running the
+ * graph: the seeded inputs at any size, cheaply (run_e2e.py checks luminal_run's against
+ * them).
  *
  * --canonical writes the loaded graph's canonical form (hl_graph_write_json: primitives
  * only, every view explicit) to C.json.
@@ -44,12 +49,13 @@ typedef lm_err rd_err;
 #define MAX_DIM_ARGS 16
 
 static const char USAGE[] =
-    "usage: ref_dump --graph G.json [--canonical C.json] [--out DIR [--seed N] [--dim NAME=V]...]\n"
+    "usage: ref_dump --graph G.json [--canonical C.json] [--out DIR [--seed N] [--dim NAME=V]...\n"
+    "                [--no-run]]\n"
     "       ref_dump --generate SEED [--ops N] [--max-dim D] [--dynamic] --write-graph G.json\n"
     "                [--out DIR [--seed N] [--dim NAME=V]...]\n"
     "Runs the graph on the CPU reference runtime with the seeded inputs of\n"
     "`luminal_search --reference` and writes DIR/inputs/*.npy, DIR/outputs/*.npy and\n"
-    "DIR/manifest.json.\n";
+    "DIR/manifest.json. --no-run writes the inputs only.\n";
 
 static int usage(const char *msg, const char *arg)
 {
@@ -149,7 +155,7 @@ static json_t *tensor_entry(const char *name, const hl_tensor *t, const char *fi
 
 typedef struct opts {
     const char *graph, *out, *write_graph, *canonical;
-    bool generate, dynamic;
+    bool generate, dynamic, no_run;
     uint64_t gen_seed, ops, max_dim, seed;
     uint32_t n_dims;
     const char *dim_name[MAX_DIM_ARGS];
@@ -189,6 +195,9 @@ static int parse_args(int argc, char **argv, opts *o)
                 return usage("--max-dim needs 0..64", v);
         } else if (strcmp(a, "--dynamic") == 0) {
             o->dynamic = true;
+            continue;
+        } else if (strcmp(a, "--no-run") == 0) {
+            o->no_run = true;
             continue;
         } else if (strcmp(a, "--dim") == 0) {
             const char *eq = strchr(v, '=');
@@ -280,12 +289,14 @@ static int dump(const hl_graph *g, const opts *o, const char *source)
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (hl_run(g, vals, ins, outs, &e) != 0) {
-        fprintf(stderr, "ref_dump: %s: reference run failed: %s\n", source, e.msg);
-        goto done;
+    if (!o->no_run) {
+        if (hl_run(g, vals, ins, outs, &e) != 0) {
+            fprintf(stderr, "ref_dump: %s: reference run failed: %s\n", source, e.msg);
+            goto done;
+        }
+        ran = true;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    ran = true;
     char path[4096], file[128];
     snprintf(path, sizeof path, "%s/inputs", o->out);
     if (make_dir(o->out) || make_dir(path)) goto done;
@@ -298,7 +309,7 @@ static int dump(const hl_graph *g, const opts *o, const char *source)
         if (write_npy(path, &ins[i])) goto done;
         json_array_append_new(jin, tensor_entry(in->name, &ins[i], file));
     }
-    for (uint32_t i = 0; i < no; i++) {
+    for (uint32_t i = 0; ran && i < no; i++) {
         const hl_node *out = hl_graph_node(g, hl_graph_output(g, i));
         snprintf(file, sizeof file, "outputs/%s.npy", out->name);
         snprintf(path, sizeof path, "%s/%s", o->out, file);
