@@ -311,6 +311,7 @@ def run_workload(gpath, args, tools, rates, device, deadline):
     dims = g.dim_values({k: v for k, v in args.dim if k in names})
     res["dims"] = dims
     res["attention"] = g.is_attention()
+    res["outputs"] = g.output_names
     dtypes = g.float_dtypes()
     tol = tg.tolerance_for(dtypes)
     res["tolerance"] = {"rms": tol[0], "max": tol[1], "dtype": tg.narrowest(dtypes)}
@@ -353,8 +354,14 @@ def run_workload(gpath, args, tools, rates, device, deadline):
     if "back_to_back_ms" in res["ours"]:
         try:
             outd = os.path.join(wdir, "outputs")
-            ours_out = [torch.from_numpy(np.load(os.path.join(outd, n + ".npy")))
-                        for n in g.output_names]
+            files = {n: os.path.join(outd, n + ".npy") for n in g.output_names}
+            listed = res["ours"].get("bench", {}).get("outputs")
+            if isinstance(listed, list):  # luminal_run may name its files
+                for o in listed:
+                    if isinstance(o, dict) and o.get("name") in files and o.get("file"):
+                        f = o["file"]
+                        files[o["name"]] = f if os.path.isabs(f) else os.path.join(outd, f)
+            ours_out = [torch.from_numpy(np.load(files[n])).to(device) for n in g.output_names]
         except Exception as e:  # noqa: BLE001
             res["ours"]["error"] = f"outputs: {type(e).__name__}: {e}"
 
@@ -363,7 +370,7 @@ def run_workload(gpath, args, tools, rates, device, deadline):
     truth = None
     try:
         t0 = time.time()
-        truth = [t.cpu() for t in g.truth(dims, ins, device=device)]
+        truth = list(g.truth(dims, ins, device=device))
         res["truth_s"] = time.time() - t0
     except Exception as e:  # noqa: BLE001
         res["errors"].append(f"f64 truth: {type(e).__name__}: {e}")
@@ -399,7 +406,7 @@ def run_workload(gpath, args, tools, rates, device, deadline):
             sync()
             outs = [o.clone() for o in fn_raw(*ins)]
             sync()
-            outs_by_variant[v] = [o.cpu() for o in outs]
+            outs_by_variant[v] = outs
             del outs
 
             def call(fn_raw=fn_raw):
@@ -421,7 +428,8 @@ def run_workload(gpath, args, tools, rates, device, deadline):
         for v, outs in outs_by_variant.items():
             per_out = []
             for i, (o, t) in enumerate(zip(ours_out, outs)):
-                r = tg.compare(o, t, tol, truth=truth[i] if truth else None)
+                x = truth[i] if truth else None
+                r = tg.compare(o, t, tol, truth=x.to(t.device) if x is not None else None)
                 per_out.append({k: r[k] for k in ("ok", "rel_rms", "rel_max", "rms", "bound",
                                                   "why") if k in r} |
                                {k: r[k] for k in ("anchor_rel_rms", "anchor_rel_max") if k in r})
@@ -429,6 +437,8 @@ def run_workload(gpath, args, tools, rates, device, deadline):
         if truth is not None:
             res["ours_vs_truth"] = [tg.compare(o, t, (math.inf, math.inf))["rel_max"]
                                     for o, t in zip(ours_out, truth)]
+            res["eager_vs_truth"] = [tg.compare(o, t, (math.inf, math.inf))["rel_max"]
+                                     for o, t in zip(outs_by_variant.get("eager", []), truth)]
         eager = res["check"].get("eager")
         res["correct"] = (all(c["ok"] for c in eager) if eager else None)
         if eager:
@@ -438,7 +448,8 @@ def run_workload(gpath, args, tools, rates, device, deadline):
 
     # (d): floors
     in_bytes = sum(nbytes(x) for x in ins)
-    out_bytes = sum(nbytes(o) for o in outs_by_variant.get("eager", []))
+    some = next(iter(outs_by_variant.values()), None) or ours_out or []
+    out_bytes = sum(nbytes(o) for o in some)
     res["bytes"] = in_bytes + out_bytes
     fl = {}
     if rates.get("copy_gbs"):
@@ -455,7 +466,7 @@ def run_workload(gpath, args, tools, rates, device, deadline):
         fl["kind"] = kind.split("_")[0]
     res["floor"] = fl
 
-    del ins
+    del ins, outs_by_variant, truth, ours_out
     try:
         import torch._dynamo
         torch._dynamo.reset()
@@ -543,6 +554,18 @@ def render(doc):
             notes.append(f"- {r['name']}: {e[:300]}")
         if r.get("inputs_contract", "ok") not in ("ok",) and "MISMATCH" in r.get("inputs_contract", ""):
             notes.append(f"- {r['name']}: inputs contract: {r['inputs_contract'][:300]}")
+        for v, cs in r.get("check", {}).items():
+            for name, c in zip(r.get("outputs", []) or [f"#{i}" for i in range(len(cs))], cs):
+                if not c["ok"]:
+                    notes.append(f"- {r['name']}: ours vs {v}, output {name}: {c['why'][:300]}")
+        if r.get("bound") == "conditioning":
+            ec = r["check"]["eager"]
+            notes.append(f"- {r['name']}: ill-conditioned at these inputs: eager's own error "
+                         f"against the f64 value is "
+                         + ", ".join(f"{c['anchor_rel_rms']:.1e} rms / {c['anchor_rel_max']:.1e}"
+                                     f" max" for c in ec)
+                         + "; ours " + ", ".join(f"{x:.1e} max" for x in r.get("ours_vs_truth", []))
+                         + f" (bound: {tg_cond_factor()}x eager's)")
         comp = [f"{v} {e['compile_s']:.0f} s" for v, e in r.get("torch", {}).items()
                 if "compile_s" in e]
         if comp:
@@ -558,6 +581,11 @@ def render(doc):
         lines.append("")
         lines.extend(notes)
     return "\n".join(lines) + "\n"
+
+
+def tg_cond_factor():
+    import torch_graph as tg
+    return f"{tg.COND_FACTOR:g}"
 
 
 def write_report(doc, out):
@@ -592,7 +620,7 @@ def main():
     ap.add_argument("--limit", type=int, default=20, help="luminal_search --limit")
     ap.add_argument("--search-timeout", type=float, default=120.0)
     ap.add_argument("--run-timeout", type=float, default=120.0)
-    ap.add_argument("--budget", type=float, default=570.0,
+    ap.add_argument("--budget", type=float, default=540.0,
                     help="seconds for the whole run; later workloads are skipped past it")
     ap.add_argument("--variants", default=",".join(TORCH_VARIANTS))
     ap.add_argument("--skip-ours", action="store_true")

@@ -1001,7 +1001,8 @@ COND_FACTOR = 4.0
 
 
 def compare(ours, ref, tol, truth=None):
-    """Compares tensor `ours` with the anchor `ref` (any dtypes; in f64 on the CPU).
+    """Compares tensor `ours` with the anchor `ref` (any dtypes and devices; in f64, on
+    ref's device).
     tol is (rms, max). Positions where both are equal (infinities and NaNs included) are
     exact; over the others d = |ours - ref|. rel_rms = RMS(d) / RMS(ref) and rel_max =
     max(d) / RMS(ref), with RMS(ref) over ref's finite elements. ok when the shapes agree,
@@ -1019,8 +1020,9 @@ def compare(ours, ref, tol, truth=None):
                  tol_fixed=tuple(tol))
         return r
     tol_rms, tol_max = tol
-    a = ours.detach().to("cpu").to(torch.float64)
-    b = ref.detach().to("cpu").to(torch.float64)
+    dev = ref.device  # on the anchor's device (a GPU's f64 is fast), in f64
+    a = ours.detach().to(dev).to(torch.float64)
+    b = ref.detach().to(torch.float64)
     res = {"tol_rms": tol_rms, "tol_max": tol_max, "bound": "fixed"}
     if tuple(a.shape) != tuple(b.shape):
         res.update(ok=False, max_err=math.inf, rel_max=math.inf, rel_rms=math.inf, rms=0.0,
