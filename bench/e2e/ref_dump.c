@@ -38,12 +38,15 @@
 #include <sys/stat.h>
 #include <time.h>
 
-/* The error record: hl_error while hlir has its own, base's lm_err afterwards. Only .msg
- * is read and codes are compared with 0, so both work. */
+/* hlir's API before and after its move to base's errors (one branch brings both changes):
+ * the error record is hl_error, then lm_err (only .msg is read and codes are compared
+ * with 0); hl_run gains an options argument (NULL: the defaults). */
 #ifdef HL_ERROR_MSG
 typedef hl_error rd_err;
+#define RD_RUN(g, dims, ins, outs, err) hl_run(g, dims, ins, outs, err)
 #else
 typedef lm_err rd_err;
+#define RD_RUN(g, dims, ins, outs, err) hl_run(g, dims, ins, outs, NULL, err)
 #endif
 
 #define MAX_DIM_ARGS 16
@@ -290,7 +293,7 @@ static int dump(const hl_graph *g, const opts *o, const char *source)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!o->no_run) {
-        if (hl_run(g, vals, ins, outs, &e) != 0) {
+        if (RD_RUN(g, vals, ins, outs, &e) != 0) {
             fprintf(stderr, "ref_dump: %s: reference run failed: %s\n", source, e.msg);
             goto done;
         }
