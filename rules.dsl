@@ -497,13 +497,15 @@
 
 ; ---- mm_pre: operand layouts, leading dimensions and what has to be proved ----
 ; (opwant cr cc R C): an operand R x C whose row and column coefficients are cr, cc.
-; (oplay cr cc R C order ld need span): it is stored row-major (order 0: unit column
-; stride, ld = cr) or column-major (order 1: unit row stride, ld = cc); cuBLASLt needs
-; ld >= need (the length of the contiguous dim) and a batch stride >= span (one matrix)
+; (oplay cr cc R C order ld need): it is stored row-major (order 0: unit column stride,
+; ld = cr) or column-major (order 1: unit row stride, ld = cc); cuBLASLt needs ld >= need
+; (the length of the contiguous dim). (bswant st batch): A's or B's batch stride st, which
+; with more than one batch must be >= 0: A and B are only read, so their batches may
+; overlap (interleaved heads) or coincide (0, a broadcast); docs/cuda_rt.md
 (relation opwant (Expression Expression Expression Expression))
-(relation oplay (Expression Expression Expression Expression i64 Expression Expression Expression))
+(relation oplay (Expression Expression Expression Expression i64 Expression Expression))
 (relation gewant (Expression Expression))
-(relation bswant (Expression Expression Expression))
+(relation bswant (Expression Expression))
 ; (mmop x x2 dt): operand x of a matmul can be read as x2 of dtype dt
 (relation mmop (IR IR DType))
 (relation narrow-float (DType))
@@ -534,17 +536,15 @@
 (rule ((mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?sh ?so))
       ((opwant ?cam ?cak ?M ?K) (opwant ?cbk ?cbn ?K ?N)) :ruleset mm_pre :name "matmul-operands")
 (rule ((opwant ?cr ?cc ?R ?C) (= ?cc (MNum 1)))
-      ((oplay ?cr ?cc ?R ?C 0 ?cr ?C (MMul ?cr ?R)) (gewant ?cr ?C))
+      ((oplay ?cr ?cc ?R ?C 0 ?cr ?C) (gewant ?cr ?C))
       :ruleset mm_pre :name "layout-row-major")
 (rule ((opwant ?cr ?cc ?R ?C) (= ?cr (MNum 1)))
-      ((oplay ?cr ?cc ?R ?C 1 ?cc ?R (MMul ?cc ?C)) (gewant ?cc ?R))
+      ((oplay ?cr ?cc ?R ?C 1 ?cc ?R) (gewant ?cc ?R))
       :ruleset mm_pre :name "layout-col-major")
-(rule ((mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?sh ?so)
-       (oplay ?cam ?cak ?M ?K ?oa ?lda ?na ?spa))
-      ((bswant ?ca ?spa ?bat) (gewant ?ca ?spa)) :ruleset mm_pre :name "batch-stride-a")
-(rule ((mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?sh ?so)
-       (oplay ?cbk ?cbn ?K ?N ?ob ?ldb ?nb ?spb))
-      ((bswant ?cb ?spb ?bat) (gewant ?cb ?spb)) :ruleset mm_pre :name "batch-stride-b")
+(rule ((mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?sh ?so))
+      ((bswant ?ca ?bat)) :ruleset mm_pre :name "batch-stride-a")
+(rule ((mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?sh ?so))
+      ((bswant ?cb ?bat)) :ruleset mm_pre :name "batch-stride-b")
 (rule ((mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?sh ?so) (= ?t (dtype ?a)))
       ((mmop ?a ?a ?t)) :ruleset mm_pre :name "operand-a")
 (rule ((mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?sh ?so) (= ?t (dtype ?b)))
@@ -557,7 +557,7 @@
 
 ; ---- mm_ge: (ge x y) proves x >= y for every value of the dims ----
 (relation ge (Expression Expression))
-(relation bs-ok (Expression Expression Expression))
+(relation bs-ok (Expression Expression))
 (rule ((gewant ?x ?x)) ((ge ?x ?x)) :ruleset mm_ge :name "ge-equal")
 (rule ((gewant ?x ?y) (= ?lx (lower ?x)) (= ?uy (upper ?y)) (>= ?lx ?uy)) ((ge ?x ?y))
       :ruleset mm_ge :name "ge-bounds")
@@ -565,15 +565,17 @@
       :ruleset mm_ge :name "ge-multiple-l")
 (rule ((gewant ?x ?y) (= ?x (MMul ?y ?p)) (pos ?p) (= ?ly (lower ?y)) (>= ?ly 0)) ((ge ?x ?y))
       :ruleset mm_ge :name "ge-multiple-r")
-; a batch stride is fine with one batch, as 0 (broadcast), or past one matrix
-(rule ((bswant ?st ?sp ?bat) (= ?bat (MNum 1))) ((bs-ok ?st ?sp ?bat)) :ruleset mm_ge :name "batch-one")
-(rule ((bswant ?st ?sp ?bat) (= ?st (MNum 0))) ((bs-ok ?st ?sp ?bat)) :ruleset mm_ge :name "batch-broadcast")
-(rule ((bswant ?st ?sp ?bat) (ge ?st ?sp)) ((bs-ok ?st ?sp ?bat)) :ruleset mm_ge :name "batch-disjoint")
+; an A or B batch stride is fine with one batch (any value), or when it is >= 0 for every
+; value of the dims (0 broadcasts; below one matrix the batches overlap, which a read-only
+; operand may: rt_matmul_spec_check, docs/cuda_rt.md)
+(rule ((bswant ?st ?bat) (= ?bat (MNum 1))) ((bs-ok ?st ?bat)) :ruleset mm_ge :name "batch-one")
+(rule ((bswant ?st ?bat) (= ?l (lower ?st)) (>= ?l 0)) ((bs-ok ?st ?bat)) :ruleset mm_ge
+      :name "batch-nonneg")
 
 ; ---- mm_blas: the cuBLASLt call (alpha 1, beta 0, no epilogue) ----
 (rule ((mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?sh ?so)
-       (oplay ?cam ?cak ?M ?K ?oa ?lda ?na ?spa) (ge ?lda ?na) (bs-ok ?ca ?spa ?bat)
-       (oplay ?cbk ?cbn ?K ?N ?ob ?ldb ?nb ?spb) (ge ?ldb ?nb) (bs-ok ?cb ?spb ?bat)
+       (oplay ?cam ?cak ?M ?K ?oa ?lda ?na) (ge ?lda ?na) (bs-ok ?ca ?bat)
+       (oplay ?cbk ?cbn ?K ?N ?ob ?ldb ?nb) (ge ?ldb ?nb) (bs-ok ?cb ?bat)
        (mmop ?a ?a2 ?ta) (mmop ?b ?b2 ?tb) (blas-std ?ta ?tb ?dt ?tc))
       ((union ?s (Op (Blas ?M ?N ?K ?bat ?lda ?ldb ?ca ?cb ?oa ?ob 1.0 (F32) 0.0 0 ?ta ?tb ?tc ?dt ?tc)
                      (ICons ?a2 (ICons ?b2 (INil)))))
@@ -581,8 +583,8 @@
       :ruleset mm_blas :name "blas")
 ; fp8 only in cuBLASLt's "TN" form: A row-major, B column-major (docs/cuda_rt.md)
 (rule ((mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?sh ?so)
-       (oplay ?cam ?cak ?M ?K 0 ?lda ?na ?spa) (ge ?lda ?na) (bs-ok ?ca ?spa ?bat)
-       (oplay ?cbk ?cbn ?K ?N 1 ?ldb ?nb ?spb) (ge ?ldb ?nb) (bs-ok ?cb ?spb ?bat)
+       (oplay ?cam ?cak ?M ?K 0 ?lda ?na) (ge ?lda ?na) (bs-ok ?ca ?bat)
+       (oplay ?cbk ?cbn ?K ?N 1 ?ldb ?nb) (ge ?ldb ?nb) (bs-ok ?cb ?bat)
        (mmop ?a ?a2 ?ta) (mmop ?b ?b2 ?tb) (blas-fp8 ?ta ?tb ?dt ?tc))
       ((union ?s (Op (Blas ?M ?N ?K ?bat ?lda ?ldb ?ca ?cb 0 1 1.0 (F32) 0.0 0 ?ta ?tb ?tc ?dt ?tc)
                      (ICons ?a2 (ICons ?b2 (INil)))))
@@ -1043,18 +1045,17 @@
 (phase 8 "mm-find-fold" "(run expr 64)")
 (phase 9 "mm-collapse" "(run mm_collapse 4)")
 (phase 10 "mm-layout" "(run mm_pre 16)")
-(phase 11 "mm-layout-fold" "(run expr 64)")
-(phase 12 "mm-prove" "(run mm_ge 16)")
-(phase 13 "mm-blas" "(run mm_blas 4)")
-(phase 14 "mm-epilogue-patterns" "(run mm_epi_pre 32)")
-(phase 15 "mm-epilogue" "(run mm_epi 16)")
-(phase 16 "mm-dtype" "(run dtype_prop 64)")
-(phase 17 "fuse" "(run fuse 4)")
-(phase 18 "fuse-dtype" "(run dtype_prop 64)")
-(phase 19 "uses" "(run uses 64)")
-(phase 20 "uses-prune" "(run uses_prune 4)")
-(phase 21 "inline" "(run inline 4)")
-(phase 22 "inline-dtype" "(run dtype_prop 64)")
-(phase 23 "cleanup" "(run cleanup 8)")
-(phase 24 "dtype-check" "(run dtype_check 8)")
-(phase 25 "dtype-guard" "(run dtype_guard 2)")
+(phase 11 "mm-prove" "(run mm_ge 16)")
+(phase 12 "mm-blas" "(run mm_blas 4)")
+(phase 13 "mm-epilogue-patterns" "(run mm_epi_pre 32)")
+(phase 14 "mm-epilogue" "(run mm_epi 16)")
+(phase 15 "mm-dtype" "(run dtype_prop 64)")
+(phase 16 "fuse" "(run fuse 4)")
+(phase 17 "fuse-dtype" "(run dtype_prop 64)")
+(phase 18 "uses" "(run uses 64)")
+(phase 19 "uses-prune" "(run uses_prune 4)")
+(phase 20 "inline" "(run inline 4)")
+(phase 21 "inline-dtype" "(run dtype_prop 64)")
+(phase 22 "cleanup" "(run cleanup 8)")
+(phase 23 "dtype-check" "(run dtype_check 8)")
+(phase 24 "dtype-guard" "(run dtype_guard 2)")
