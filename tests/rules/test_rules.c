@@ -795,6 +795,20 @@ static const tr_blas_case tr_blas_cases[] = {
       "(F32) 0.0 0 " F32X5 ")",
       "(Blas (MNum 3) (MNum 5) (MNum 8) (MNum 1) (MNum 8) (MNum 8) (MNum 0) (MNum 0) 0 1 1.0 "
       "(F32) 0.0 0 " F32X5 ")"}},
+    /* gelu_tanh(x w) with every product's and sum's operands the other way round from
+     * hl_gelu_tanh's: the gelu epilogue (2) all the same; alpha 0.5 from (x w) * 0.5 written
+     * 0.5 * (x w); beta from 0.044715 x^3 + x w */
+    {"mm_gelu_swapped_f32",
+     1,
+     4,
+     {"(Blas (MNum 5) (MNum 6) (MNum 8) (MNum 1) (MNum 8) (MNum 6) (MNum 0) (MNum 0) 0 0 0.5 "
+      "(F32) 0.0 0 " F32X5 ")",
+      "(Blas (MNum 5) (MNum 6) (MNum 8) (MNum 1) (MNum 8) (MNum 6) (MNum 0) (MNum 0) 0 0 1.0 "
+      "(F32) 0.0 0 " F32X5 ")",
+      "(Blas (MNum 5) (MNum 6) (MNum 8) (MNum 1) (MNum 8) (MNum 6) (MNum 0) (MNum 0) 0 0 1.0 "
+      "(F32) 0.0 2 " F32X5 ")",
+      "(Blas (MNum 5) (MNum 6) (MNum 8) (MNum 1) (MNum 8) (MNum 6) (MNum 0) (MNum 0) 0 0 1.0 "
+      "(F32) 1.0 0 " F32X5 ")"}},
     {"mm_heads_f32",
      2,
      2,
