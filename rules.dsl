@@ -698,6 +698,15 @@
 (rule ((opwant ?cr ?cc ?R ?C) (= ?cr (MNum 1)))
       ((oplay ?cr ?cc ?R ?C 1 ?cc ?R) (gewant ?cc ?R))
       :ruleset mm_pre :name "layout-col-major")
+; one row (column) read with stride 0 along it, as a 1-D operand is: the leading dimension
+; is never used (element (0, k) is at k whatever ld is), so it is given as the row length
+; C (column length R), which cuBLASLt accepts
+(rule ((opwant ?cr ?cc ?R ?C) (= ?R (MNum 1)) (= ?cr (MNum 0)) (= ?cc (MNum 1)))
+      ((oplay ?cr ?cc ?R ?C 0 ?C ?C) (gewant ?C ?C))
+      :ruleset mm_pre :name "layout-one-row")
+(rule ((opwant ?cr ?cc ?R ?C) (= ?C (MNum 1)) (= ?cc (MNum 0)) (= ?cr (MNum 1)))
+      ((oplay ?cr ?cc ?R ?C 1 ?R ?R) (gewant ?R ?R))
+      :ruleset mm_pre :name "layout-one-col")
 (rule ((mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?sh ?so))
       ((bswant ?ca ?bat)) :ruleset mm_pre :name "batch-stride-a")
 (rule ((mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?sh ?so))
