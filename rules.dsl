@@ -707,6 +707,10 @@
 (rule ((opwant ?cr ?cc ?R ?C) (= ?C (MNum 1)) (= ?cc (MNum 0)) (= ?cr (MNum 1)))
       ((oplay ?cr ?cc ?R ?C 1 ?R ?R) (gewant ?R ?R))
       :ruleset mm_pre :name "layout-one-col")
+; one element read with stride 0 both ways: row-major, ld 1
+(rule ((opwant ?cr ?cc ?R ?C) (= ?R (MNum 1)) (= ?C (MNum 1)) (= ?cr (MNum 0)) (= ?cc (MNum 0)))
+      ((oplay ?cr ?cc ?R ?C 0 ?C ?C) (gewant ?C ?C))
+      :ruleset mm_pre :name "layout-one-element")
 (rule ((mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?sh ?so))
       ((bswant ?ca ?bat)) :ruleset mm_pre :name "batch-stride-a")
 (rule ((mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?sh ?so))

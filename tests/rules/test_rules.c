@@ -816,12 +816,15 @@ static const tr_blas_case tr_blas_cases[] = {
       "(F32) 0.0 0 " F32X5 ")",
       "(Blas (MNum 6) (MNum 6) (MNum 4) (MNum 2) (MNum 8) (MNum 8) (MNum 4) (MNum 4) 0 1 1.0 "
       "(F32) 0.0 0 " F32X5 ")"}},
-    /* 1-D operands: v w (A one row read with stride 0: lda 5, its length) and m u (B one
-     * column read with stride 0: column-major, ldb 4) */
+    /* 1-D operands: v w (A one row read with stride 0: lda 5, its length), m u (B one
+     * column read with stride 0: column-major, ldb 4), s r (A one element read with
+     * stride 0 both ways: lda 1; B one row: ldb 3) */
     {"mm_vector_f32",
-     2,
-     2,
-     {"(Blas (MNum 1) (MNum 3) (MNum 5) (MNum 1) (MNum 5) (MNum 3) (MNum 0) (MNum 0) 0 0 1.0 "
+     3,
+     3,
+     {"(Blas (MNum 1) (MNum 3) (MNum 1) (MNum 1) (MNum 1) (MNum 3) (MNum 0) (MNum 0) 0 0 1.0 "
+      "(F32) 0.0 0 " F32X5 ")",
+      "(Blas (MNum 1) (MNum 3) (MNum 5) (MNum 1) (MNum 5) (MNum 3) (MNum 0) (MNum 0) 0 0 1.0 "
       "(F32) 0.0 0 " F32X5 ")",
       "(Blas (MNum 3) (MNum 1) (MNum 4) (MNum 1) (MNum 4) (MNum 4) (MNum 0) (MNum 0) 0 1 1.0 "
       "(F32) 0.0 0 " F32X5 ")"}},
