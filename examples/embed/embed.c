@@ -72,7 +72,8 @@ static int print_rows(eg_engine *e, const char *name)
         printf("\n");
         /* which rule or command made the row (provenance) */
         eg_origin o;
-        if (eg_origin_get(e, info.origin, &o, &err) == 0) printf("origin %s[%zu]: %s\n", name, i - 1, o.name);
+        if (eg_origin_get(e, info.origin, &o, &err) == 0)
+            printf("origin %s[%zu]: %s\n", name, i - 1, o.name);
     }
     return err.code != 0;
 }

@@ -20,7 +20,7 @@ static inline eg_engine *t_engine(void)
 /* Runs program text; fails the test with the engine's message on error. */
 #define T_RUN(e, text)                                                                             \
     do {                                                                                           \
-        lm_err err_ = {0};                                                                             \
+        lm_err err_ = {0};                                                                         \
         int rc_ = eg_run_text((e), (text), "test.egg", &err_);                                     \
         ck_assert_msg(rc_ == 0, "program failed: %s", err_.msg);                                   \
     } while (0)
@@ -49,5 +49,7 @@ Suite *errors_suite(void);
 Suite *api_suite(void);
 Suite *schedule_suite(void);
 Suite *rebuild_suite(void);
+Suite *oom_suite(void);
+Suite *lang_suite(void);
 
 #endif

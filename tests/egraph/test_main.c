@@ -11,6 +11,8 @@ int main(void)
     srunner_add_suite(sr, api_suite());
     srunner_add_suite(sr, schedule_suite());
     srunner_add_suite(sr, rebuild_suite());
+    srunner_add_suite(sr, oom_suite());
+    srunner_add_suite(sr, lang_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
