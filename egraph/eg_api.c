@@ -36,15 +36,7 @@ int eg__guard(eg_engine *e, lm_err *err, const char *fn, eg_guarded_fn body, voi
         body(e, ctx);
     } else {
         rc = e->thrown ? e->thrown : LM_ERUNTIME;
-        eg__cc_abort(e);
-        eg__scoped_unwind(e, smark);
-        e->npend = 0;
-        e->npend_vals = 0;
-        e->nsxstack = 0;
-        e->in_search = false;
-        e->dirty_off = false;
-        for (uint32_t i = 0; i < e->ntables; i++)
-            e->tables[i].hi = UINT32_MAX;
+        eg__unwind(e, smark);
     }
     e->jmp = sj;
     e->err = se;

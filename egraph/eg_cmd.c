@@ -68,15 +68,7 @@ static int guarded(eg_engine *e, const sx *s)
         exec_command(e, s, &sc);
     } else {
         rc = e->thrown ? e->thrown : LM_ERUNTIME;
-        eg__cc_abort(e);
-        eg__scoped_unwind(e, smark);
-        e->npend = 0;
-        e->npend_vals = 0;
-        e->nsxstack = 0;
-        e->in_search = false;
-        e->dirty_off = false;
-        for (uint32_t i = 0; i < e->ntables; i++)
-            e->tables[i].hi = UINT32_MAX;
+        eg__unwind(e, smark);
     }
     scratch_free(&sc);
     e->jmp = saved;
@@ -84,6 +76,19 @@ static int guarded(eg_engine *e, const sx *s)
     e->cur_origin = saved_origin;
     e->cmd_start = saved_start;
     return rc;
+}
+
+void eg__unwind(eg_engine *e, uint32_t smark)
+{
+    eg__cc_abort(e);
+    eg__scoped_unwind(e, smark);
+    e->npend = 0;
+    e->npend_vals = 0;
+    e->nsxstack = 0;
+    e->in_search = false;
+    e->dirty_off = false;
+    for (uint32_t i = 0; i < e->ntables; i++)
+        e->tables[i].hi = UINT32_MAX;
 }
 
 int eg__command(eg_engine *e, const sx *form)
@@ -562,26 +567,8 @@ int eg__pop(eg_engine *e)
             eg__aexpr_free(e->tables[i].merge_expr);
         }
     }
-    for (uint32_t i = 0; i < nt; i++) {
-        eg_table *t = &e->tables[i];
-        eg_table *s = &f->tables[i];
-        t->cols = s->cols;
-        t->ts = s->ts;
-        t->flags = s->flags;
-        t->khash = s->khash;
-        t->slotpos = s->slotpos;
-        t->origin = s->origin;
-        t->nrows = s->nrows;
-        t->cap = s->nrows;
-        t->nlive = s->nlive;
-        t->slots = s->slots;
-        t->nslots = s->nslots;
-        t->nused = s->nused;
-        t->version = s->version + 1000003;
-        t->hi = UINT32_MAX;
-        t->six = NULL;
-        t->nsix = t->capsix = 0;
-    }
+    for (uint32_t i = 0; i < nt; i++) /* the frame's storage becomes the tables' again */
+        eg__table_take(&e->tables[i], &f->tables[i]);
     eg__free(f->tables);
     e->ntables = nt;
     eg__mfree(e, e->uf);

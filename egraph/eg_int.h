@@ -541,6 +541,8 @@ const sindex *eg__table_six(eg_engine *e, eg_table *t, colmask mask, uint32_t hi
 int64_t eg__six_lookup(const eg_table *t, const sindex *ix, const eg_value *vals_by_col);
 uint32_t eg__table_first_ts(const eg_table *t, uint32_t ts);
 void eg__table_copy(eg_engine *e, eg_table *dst, const eg_table *src);
+/* Moves src's storage (a push frame's) into dst, whose storage was freed; src keeps none. */
+void eg__table_take(eg_table *dst, eg_table *src);
 /* Steps pos to the next live row at or after it (rows of every table, in table order,
  * then row order) that is not subsumed and belongs to an extractable constructor; false at
  * the end. The walk of extraction and of (extract e n). */
@@ -553,6 +555,9 @@ eg_value eg__lookup_or_insert(eg_engine *e, eg_table *t, eg_value *key, uint32_t
 
 /* ---- commands and compiling (eg_cmd.c, eg_compile.c, eg_decl.c) ---- */
 int eg__run_program(eg_engine *e, uint32_t first, uint32_t n);
+/* What a boundary does when a command or call failed: frees the compile scratch and the
+ * scoped buffers opened since smark, drops pending writes, ends the search phase. */
+void eg__unwind(eg_engine *e, uint32_t smark);
 /* Runs one parsed form as a top-level command under its own boundary; 0 or its code. */
 int eg__command(eg_engine *e, const sx *form);
 /* A declaration or rule (sort, datatype, function, rule, rewrite, ...): true when s was

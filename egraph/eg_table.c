@@ -56,15 +56,7 @@ void eg__table_fini(eg_engine *e, eg_table *t)
     eg__mfree(e, t->slots);
     eg__table_clear_six(e, t);
     eg__mfree(e, t->six);
-    t->cols = NULL;
-    t->ts = NULL;
-    t->flags = NULL;
-    t->khash = NULL;
-    t->slotpos = NULL;
-    t->origin = NULL;
-    t->slots = NULL;
-    t->six = NULL;
-    t->nrows = t->cap = t->nlive = t->nslots = t->nused = t->nsix = t->capsix = 0;
+    eg__table_init(t);
 }
 
 /* Copies src's storage into dst (for push). dst holds no storage until each array is
@@ -96,6 +88,27 @@ void eg__table_copy(eg_engine *e, eg_table *dst, const eg_table *src)
     dst->nslots = src->nslots;
     dst->nused = src->nused;
     dst->version = src->version;
+}
+
+void eg__table_take(eg_table *dst, eg_table *src)
+{
+    dst->cols = src->cols;
+    dst->ts = src->ts;
+    dst->flags = src->flags;
+    dst->khash = src->khash;
+    dst->slotpos = src->slotpos;
+    dst->origin = src->origin;
+    dst->nrows = src->nrows;
+    dst->cap = src->nrows;
+    dst->nlive = src->nlive;
+    dst->slots = src->slots;
+    dst->nslots = src->nslots;
+    dst->nused = src->nused;
+    dst->version = src->version + 1000003; /* no index built before the push is valid */
+    dst->hi = UINT32_MAX;
+    dst->six = NULL;
+    dst->nsix = dst->capsix = 0;
+    eg__table_init(src);
 }
 
 uint64_t eg__key_hash(const eg_value *key, uint32_t n)
