@@ -197,7 +197,7 @@ static sx *read_form(reader *r, int depth)
     adv(r);
     l->n = e->nsxstack - base;
     l->items = eg__arena_alloc(e, (l->n ? l->n : 1) * sizeof(sx *));
-    memcpy(l->items, e->sxstack + base, l->n * sizeof(sx *));
+    if (l->n) memcpy(l->items, e->sxstack + base, l->n * sizeof(sx *));
     e->nsxstack = base;
     return l;
 }
