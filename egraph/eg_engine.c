@@ -219,12 +219,10 @@ uint32_t eg__origin_new(eg_engine *e, eg_origin_kind kind, const sx *at, const c
     return e->norigins++;
 }
 
-uint32_t eg__origin_now(eg_engine *e)
+uint32_t eg__origin_command(eg_engine *e)
 {
-    if (e->cur_origin == ORIGIN_PENDING) {
-        const char *h = e->cur_at ? eg__sx_head(e->cur_at) : NULL;
-        e->cur_origin = eg__origin_new(e, EG_ORIGIN_COMMAND, e->cur_at, h ? h : "command");
-    }
+    const char *h = e->cur_at ? eg__sx_head(e->cur_at) : NULL;
+    e->cur_origin = eg__origin_new(e, EG_ORIGIN_COMMAND, e->cur_at, h ? h : "command");
     return e->cur_origin;
 }
 
