@@ -129,7 +129,7 @@ static void join(jctx *j, uint32_t ndone);
 static void try_row(jctx *j, uint32_t ai, const source *src, uint32_t r, uint32_t ndone)
 {
     /* a join that visits many rows but matches few must still honour the time limit */
-    if (++j->visits >= (1u << 20)) {
+    if (++j->visits >= EG_LIMIT_CHECK_VISITS) {
         j->visits = 0;
         eg_engine *e = j->e;
         if (e->in_search && e->opt.time_limit_s > 0 &&
@@ -687,7 +687,7 @@ static bool on_match(eg_engine *e, void *ctx, eg_value *vals)
     rule *r = ((mctx *)ctx)->r;
     r->matches++;
     eg__exec_actions(e, r->acts, r->nacts, vals);
-    if (++e->match_tick >= 4096) {
+    if (++e->match_tick >= EG_LIMIT_CHECK_MATCHES) {
         e->match_tick = 0;
         if ((e->opt.node_limit || e->opt.mem_limit || e->opt.time_limit_s > 0) && limits_hit(e))
             return false;

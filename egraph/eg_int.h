@@ -123,6 +123,7 @@ bool eg__sx_is(const sx *s, const char *sym);
 /* The head symbol of a list form, or NULL. */
 const char *eg__sx_head(const sx *s);
 #define EG_MAX_DEPTH 2000 /* lists nested deeper are refused (the reader recurses) */
+#define EG_MAX_DEPTH_TEXT "2000"
 
 /* ---- sorts ---- */
 typedef enum { SK_UNIT, SK_BOOL, SK_I64, SK_F64, SK_STRING, SK_EQ, SK_PAIR } sort_kind;
@@ -358,7 +359,16 @@ typedef struct {
     uint32_t table, row;
 } eg_rowpos;
 
-#define EG_SCOPED_DEPTH 32        /* scoped work buffers open at once, at most */
+#define EG_SCOPED_DEPTH 32 /* scoped work buffers open at once, at most */
+/* Inside an iteration the node, memory and time limits are checked every this many
+ * matches, and the time limit also every this many rows a join visits. */
+#define EG_LIMIT_CHECK_MATCHES 4096
+#define EG_LIMIT_CHECK_VISITS (1u << 20)
+/* Rebuilding after a top-level command uses the index of e-class uses when at least
+ * EG_INDEX_MIN_ROWS rows hold e-class ids and the merged ids are fewer than 1 in
+ * EG_INDEX_SEED_RATIO of them (docs/egraph.md). */
+#define EG_INDEX_MIN_ROWS 4096
+#define EG_INDEX_SEED_RATIO 64
 #define ORIGIN_PENDING UINT32_MAX /* the command's origin is registered at its first row */
 
 struct eg_engine {

@@ -290,7 +290,7 @@ static bool want_index(eg_engine *e, bool allow)
         if (e->nuse > 3 * (uint64_t)e->nuse_built + 65536) uses_build(e);
         return (uint64_t)e->nseeds * 4 < rows;
     }
-    return rows >= 4096 && (uint64_t)e->nseeds * 64 < rows;
+    return rows >= EG_INDEX_MIN_ROWS && (uint64_t)e->nseeds * EG_INDEX_SEED_RATIO < rows;
 }
 
 static void rebuild(eg_engine *e, bool allow_index)

@@ -180,7 +180,8 @@ static sx *read_form(reader *r, int depth)
     if (c == '"') return read_string(r);
     if (c != '(') return read_atom(r);
     if (depth > EG_MAX_DEPTH)
-        rerr(r, LM_ELIMIT, r->line, r->col, "lists nested too deeply (more than 2000 levels)");
+        rerr(r, LM_ELIMIT, r->line, r->col,
+             "lists nested too deeply (more than " EG_MAX_DEPTH_TEXT " levels)");
     eg_engine *e = r->e;
     sx *l = mk(r, SX_LIST, r->line, r->col);
     adv(r);
