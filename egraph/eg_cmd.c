@@ -489,9 +489,9 @@ static void cmd_input(eg_engine *e, const sx *s, scratch *sc)
             for (uint32_t c = 0; c < nf; c++)
                 parse_field(e, s, eg__col_sort(t, c), sc->fields[c], &row[c], line);
             if (t->kind == TK_RELATION)
-                eg__lookup_or_insert(e, t, row, eg__origin_now(e));
+                eg__lookup_or_insert(e, t, row, e->cur_origin);
             else
-                eg__insert(e, t, row, false, eg__origin_now(e));
+                eg__insert(e, t, row, false, e->cur_origin);
         }
         if (!nl) break;
         p = nl + 1;

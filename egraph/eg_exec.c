@@ -519,7 +519,7 @@ eg_value eg__eval(eg_engine *e, const aexpr *a, eg_value *vals)
             return t->has_out ? eg__canon(e, t->out_sort, t->cols[(size_t)r * t->ncols + t->n_in])
                               : 0;
         }
-        return eg__lookup_or_insert(e, t, key, eg__origin_now(e));
+        return eg__lookup_or_insert(e, t, key, e->cur_origin);
     }
     }
     return 0;
@@ -532,7 +532,7 @@ static void pend(eg_engine *e, uint32_t table, const eg_value *row, uint32_t n, 
     pending_op *p = &e->pend[e->npend++];
     p->table = table;
     p->op = (uint8_t)op;
-    p->origin = eg__origin_now(e);
+    p->origin = e->cur_origin;
     p->off = e->npend_vals;
     memcpy(e->pend_vals + p->off, row, n * sizeof(eg_value));
     e->npend_vals += n;
@@ -555,7 +555,7 @@ void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *va
             if (e->in_search)
                 pend(e, a->table, row, t->ncols, PEND_SET);
             else
-                eg__insert(e, t, row, false, eg__origin_now(e));
+                eg__insert(e, t, row, false, e->cur_origin);
             break;
         }
         case AC_DELETE:
@@ -586,7 +586,7 @@ void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *va
                 if (e->in_search)
                     pend(e, x->table, row, t->n_in, PEND_INSERT);
                 else
-                    eg__lookup_or_insert(e, t, row, eg__origin_now(e));
+                    eg__lookup_or_insert(e, t, row, e->cur_origin);
             } else {
                 (void)eg__eval(e, x, vals);
             }

@@ -532,14 +532,11 @@ static inline uint32_t eg__col_sort(const eg_table *t, uint32_t c)
 }
 /* Registers an origin (kind, form, name copied) and returns its id. */
 uint32_t eg__origin_new(eg_engine *e, eg_origin_kind kind, const sx *at, const char *name);
-/* Registers the current command's origin (its first row). */
+/* Registers the current command's origin and makes it the origin of rows inserted now:
+ * eg__table_append calls it for the first row a command appends (the callers pass
+ * e->cur_origin, which is ORIGIN_PENDING until then), so a command that only finds
+ * existing rows registers nothing. */
 uint32_t eg__origin_command(eg_engine *e);
-/* The origin of rows inserted now (registers the current command's on first use). Called
- * for every insertion, so inline. */
-static inline uint32_t eg__origin_now(eg_engine *e)
-{
-    return e->cur_origin != ORIGIN_PENDING ? e->cur_origin : eg__origin_command(e);
-}
 /* Keeps a file name alive for the locations of forms parsed from it. */
 const char *eg__keep_file(eg_engine *e, const char *name);
 

@@ -183,6 +183,7 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
             ns *= 2; /* live load <= 1/4 after a rehash */
         rehash(e, t, ns);
     }
+    if (origin == ORIGIN_PENDING) origin = eg__origin_command(e); /* the command's first row */
     if (e->uses_on && t->has_eq) { /* its entries first: the row exists only once they do */
         uint32_t r = t->nrows;
         memcpy(t->cols + (size_t)r * t->ncols, row, t->ncols * sizeof(eg_value));
