@@ -17,17 +17,7 @@ static _Noreturn void type_error(eg_engine *e, const sx *at, const char *msg)
     eg__throw(e, LM_ETYPE, at, "%s", msg);
 }
 
-/* Scratch freed by the boundary when a command fails (or ends). */
-typedef struct {
-    query *q;
-    action *acts;
-    uint32_t nacts;
-    aexpr *ex;
-    eg_value *vals;
-    char *text;    /* a file's contents (lm_read_file: free()) */
-    char **fields; /* input: the fields of one line */
-    uint32_t capfields;
-} scratch;
+typedef eg_scratch scratch;
 
 static void scratch_free(scratch *s)
 {
@@ -45,32 +35,41 @@ static void scratch_free(scratch *s)
 
 static void exec_command(eg_engine *e, const sx *s, scratch *sc);
 
+/* Runs one command under its own boundary. Its scratch lives in the engine, one per
+ * nesting level (include and fail run commands inside commands), not in this frame: it
+ * changes between setjmp and longjmp, and the engine's copy is what the unwinding reads. */
 static int guarded(eg_engine *e, const sx *s)
 {
     if (e->failed)
         return eg__fail(e->err, LM_ENOMEM, s,
                         "the engine ran out of memory in an earlier call; free it with "
                         "eg_engine_free");
+    if (e->depth >= EG_MAX_NESTING)
+        return eg__fail(e->err, LM_ELIMIT, s,
+                        "commands nested too deeply (include or fail more than %d levels "
+                        "deep; does a file include itself?)",
+                        EG_MAX_NESTING);
     jmp_buf jb;
     jmp_buf *saved = e->jmp;
     const sx *saved_at = e->cur_at;
     uint32_t saved_origin = e->cur_origin;
     double saved_start = e->cmd_start;
     uint32_t smark = e->nscoped; /* scoped buffers open around this command stay open */
-    scratch sc;
-    memset(&sc, 0, sizeof sc);
+    scratch *sc = &e->scratch[e->depth++];
+    memset(sc, 0, sizeof *sc);
     e->jmp = &jb;
     e->cur_at = s; /* errors without a better location name the command */
     e->cur_origin = ORIGIN_PENDING;
     e->cmd_start = eg__now();
     int rc = 0;
     if (setjmp(jb) == 0) {
-        exec_command(e, s, &sc);
+        exec_command(e, s, sc);
     } else {
         rc = e->thrown ? e->thrown : LM_ERUNTIME;
         eg__unwind(e, smark);
     }
-    scratch_free(&sc);
+    scratch_free(sc);
+    e->depth--;
     e->jmp = saved;
     e->cur_at = saved_at;
     e->cur_origin = saved_origin;

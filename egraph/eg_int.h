@@ -360,6 +360,20 @@ typedef struct {
 } eg_rowpos;
 
 #define EG_SCOPED_DEPTH 32 /* scoped work buffers open at once, at most */
+#define EG_MAX_NESTING 64  /* commands inside commands (include, fail), at most */
+
+/* What a command owns while it runs, freed by its boundary when it ends or fails
+ * (eg_cmd.c). */
+typedef struct {
+    query *q;
+    action *acts;
+    uint32_t nacts;
+    aexpr *ex;
+    eg_value *vals;
+    char *text;    /* a file's contents (lm_read_file: free()) */
+    char **fields; /* input: the fields of one line */
+    uint32_t capfields;
+} eg_scratch;
 /* Inside an iteration the node, memory and time limits are checked every this many
  * matches, and the time limit also every this many rows a join visits. */
 #define EG_LIMIT_CHECK_MATCHES 4096
@@ -450,6 +464,8 @@ struct eg_engine {
     uint32_t cur_origin; /* the origin of rows inserted now, or ORIGIN_PENDING */
     /* error state for the command being run */
     void *cc; /* compile scratch of the current command, freed if it fails */
+    eg_scratch scratch[EG_MAX_NESTING]; /* per nesting level of commands (eg_cmd.c) */
+    uint32_t depth;
     /* scoped work buffers (eg__scoped_alloc): live while a phase of a command runs; a
      * rule action may throw from inside a join, and the command boundary frees those a
      * throw left behind */

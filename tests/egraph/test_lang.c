@@ -511,6 +511,26 @@ START_TEST(rows_remember_the_rule_or_command_that_made_them)
 }
 END_TEST
 
+/* A file that includes itself is refused with a located error (it overflowed the stack). */
+START_TEST(a_file_that_includes_itself_is_an_error)
+{
+    char path[] = "/tmp/eg_self_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "; includes itself\n(include \"%s\")\n", path);
+    fclose(f);
+    eg_engine *e = t_engine();
+    lm_err err = {0};
+    ck_assert_int_eq(eg_run_file(e, path, &err), EG_ERR_LIMIT);
+    ck_assert_msg(strstr(err.msg, ":2:1: commands nested too deeply") != NULL, "%s", err.msg);
+    /* the engine is usable afterwards */
+    T_RUN(e, "(relation Q (i64)) (Q 1) (check (Q 1))");
+    remove(path);
+    eg_engine_free(e);
+}
+END_TEST
+
 /* Records are sticky: the first error stays, later ones do not replace it. */
 START_TEST(error_records_keep_the_first_error)
 {
@@ -560,6 +580,7 @@ Suite *lang_suite(void)
     tcase_add_test(api, input_reads_lines_wider_than_32_fields);
     tcase_add_test(api, rows_remember_the_rule_or_command_that_made_them);
     tcase_add_test(api, error_records_keep_the_first_error);
+    tcase_add_test(api, a_file_that_includes_itself_is_an_error);
     suite_add_tcase(s, api);
     return s;
 }
