@@ -308,12 +308,13 @@ static void do_schedule_parse(eg_engine *e, void *c)
 {
     sched_ctx *x = c;
     uint32_t first, n;
-    eg__sx_parse(e, x->text, eg__keep_file(e, "<schedule>"), &first, &n);
+    const char *fname = eg__keep_file(e, "<schedule>");
+    eg__sx_parse(e, x->text, fname, &first, &n);
     sx *cmd = eg__arena_alloc(e, sizeof *cmd);
     memset(cmd, 0, sizeof *cmd);
     cmd->kind = SX_LIST;
     cmd->line = cmd->col = 1;
-    cmd->file = e->files[e->nfiles - 1];
+    cmd->file = fname;
     cmd->items = eg__arena_alloc(e, (n + 1) * sizeof(sx *));
     sx *h = eg__arena_alloc(e, sizeof *h);
     *h = *cmd;

@@ -228,8 +228,11 @@ uint32_t eg__origin_command(eg_engine *e)
 
 const char *eg__keep_file(eg_engine *e, const char *name)
 {
+    if (!name) name = "<input>";
+    /* the same name again (eg_run_schedule in a loop) is kept once */
+    if (e->nfiles && strcmp(e->files[e->nfiles - 1], name) == 0) return e->files[e->nfiles - 1];
     EG_GROW(e, e->files, e->capfiles, e->nfiles + 1);
-    e->files[e->nfiles] = eg__strdup(e, name ? name : "<input>");
+    e->files[e->nfiles] = eg__strdup(e, name);
     return e->files[e->nfiles++];
 }
 
