@@ -179,3 +179,10 @@ int ll__graph_finish(ll_graph *g, lm_err *err)
     return 0;
 }
 
+
+uint32_t ll__graph_add_origin(ll_graph *g, const char *name, lm_err *err)
+{
+    uint32_t o = ll__graph_intern_origin(g, name ? name : "");
+    if (o == LM_NONE) ll__fail(err, LM_ENOMEM, NULL, "llir graph: out of memory for an origin");
+    return o;
+}

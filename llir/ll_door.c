@@ -42,13 +42,13 @@ void ll__node_desc(const ll_graph *g, uint32_t id, char *buf, size_t cap)
         snprintf(buf, cap, "llir node %u (no such node)", id);
         return;
     }
-    char prov[64];
+    char prov[200];
     if (n->eclass == LM_NONE)
         snprintf(prov, sizeof prov, "from hlir");
     else if (n->origin == LM_NONE)
         snprintf(prov, sizeof prov, "e-class %u", n->eclass);
     else
-        snprintf(prov, sizeof prov, "e-class %u, rule %u", n->eclass, n->origin);
+        snprintf(prov, sizeof prov, "e-class %u, %s", n->eclass, ll_graph_origin(g, n->origin));
     snprintf(buf, cap, "llir node %u (%s %s, %s, %s)", id, ll__op_name(n->op),
              ll__kind_name(n->kind), hl_dtype_name(n->dtype), prov);
 }

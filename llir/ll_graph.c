@@ -375,7 +375,13 @@ static int new_node(gb *b, ll_kind kind, ll_op op, uint32_t cls, uint32_t enode,
     nd->prim.op = HL_OP_COUNT;
     nd->eclass = cls;
     nd->enode = enode;
-    nd->origin = enode == LM_NONE ? LM_NONE : ll__eg_origin(b->s->e, &b->s->ser, enode);
+    nd->origin = LM_NONE;
+    uint32_t eo = enode == LM_NONE ? LM_NONE : ll__eg_origin(b->s->e, &b->s->ser, enode);
+    if (eo != LM_NONE) {
+        char ob[160];
+        nd->origin = ll__graph_intern_origin(g, ll__eg_origin_text(b->s->e, eo, ob, sizeof ob));
+        if (nd->origin == LM_NONE) return ll__oom(b->err, "graph origins");
+    }
     *id = g->n_nodes++;
     return LM_OK;
 }
@@ -1109,8 +1115,30 @@ void ll_graph_free(ll_graph *g)
     ll__free(g->dims);
     ll__free(g->inputs);
     ll__free(g->outputs);
+    for (uint32_t i = 0; i < g->n_origins; i++)
+        ll__free(g->origins[i]);
+    ll__free(g->origins);
     hl_expr_pool_free(g->pool);
     ll__free(g);
+}
+
+uint32_t ll__graph_intern_origin(ll_graph *g, const char *name)
+{
+    for (uint32_t i = 0; i < g->n_origins; i++)
+        if (strcmp(g->origins[i], name) == 0) return i;
+    if (g->n_origins == UINT32_MAX - 1 ||
+        ll__grow((void **)&g->origins, &g->cap_origins, g->n_origins + 1, sizeof(char *)))
+        return LM_NONE;
+    char *c = ll__strdup(name);
+    if (!c) return LM_NONE;
+    g->origins[g->n_origins] = c;
+    return g->n_origins++;
+}
+
+const char *ll_graph_origin(const ll_graph *g, uint32_t origin)
+{
+    if (!g || origin >= g->n_origins) return "origin unknown";
+    return g->origins[origin];
 }
 
 const hl_expr_pool *ll_graph_exprs(const ll_graph *g)

@@ -5,9 +5,8 @@
  * and return NULL on failure; callers turn NULL into LM_ENOMEM and leave their
  * structure as it was. Errors go through ll__fail (ll_err.c), which ends in lm_err_setv.
  *
- * Every call into the engine that can fail goes through ll_eg.c, the one place that
- * knows the engine's error record (eg_error today, lm_err once the engine is converted;
- * codes are tested with != 0 and the message copied). llir calls no fallible hlir
+ * Every call into the engine that can fail goes through ll_eg.c, which adds the context
+ * of the call (the phase, the schedule) to the engine's lm_err. llir calls no fallible hlir
  * function: expressions are built with the hl_e_* constructors (HL_NONE on failure)
  * and evaluated by llir's own evaluator (ll_expr.c).
  */
@@ -62,7 +61,7 @@ int ll__eg_serialize(eg_engine *e, eg_value root, int root_sort, eg_serialized *
  * end. */
 bool ll__eg_next_row(const eg_engine *e, int table, size_t *cursor, eg_value *cols);
 /* eg_serialized_write_json into a malloc'd string (free with free()). */
-char *ll__eg_json(const eg_engine *e, const eg_serialized *s, lm_err *err);
+char *ll__eg_json(eg_engine *e, const eg_serialized *s, lm_err *err);
 /* The provenance of serialized node n: LM_NONE until the engine has eg_row_origin, and
  * its text ("origin unknown" for LM_NONE). */
 uint32_t ll__eg_origin(const eg_engine *e, const eg_serialized *s, uint32_t n);
@@ -247,8 +246,14 @@ struct ll_graph {
     ll_node *nodes;
     uint32_t n_inputs, n_outputs;
     uint32_t *inputs, *outputs;
+    uint32_t n_origins, cap_origins; /* the rules and commands nodes came from: */
+    char **origins;                  /* ll_node.origin indexes this table */
     bool finished; /* ll_build.c: no more pushes */
 };
+
+/* The index of origin text `name` in g's table, added when new; LM_NONE when out of
+ * memory (the caller raises LM_ENOMEM). */
+uint32_t ll__graph_intern_origin(ll_graph *g, const char *name);
 
 /* Decodes the fields of every backend kind that is a choice of s once (into a scratch
  * pool): out_strides contiguous, KMatmul strides a matmul, Blas fields in range, DType

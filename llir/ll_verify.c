@@ -44,7 +44,7 @@ static int vfail(vr *v, uint32_t id, const char *fmt, ...)
 
 static int vfail(vr *v, uint32_t id, const char *fmt, ...)
 {
-    char msg[LM_ERR_MSG / 2], ob[64];
+    char msg[LM_ERR_MSG / 2];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -53,7 +53,7 @@ static int vfail(vr *v, uint32_t id, const char *fmt, ...)
     lm_loc loc = {.node = ll__op_name(nd->op), .node_id = id};
     return ll__fail(v->err, LM_EVERIFY, &loc, "verify: node %u (%s %s, class c%u): %s; %s", id,
                     nd->kind <= LL_LOAD ? KIND[nd->kind] : "?", ll__op_name(nd->op), nd->eclass,
-                    msg, ll__eg_origin_text(NULL, nd->origin, ob, sizeof ob));
+                    msg, ll_graph_origin(v->g, nd->origin));
 }
 
 static bool same_dims(uint32_t na, const hl_expr *a, uint32_t nb, const hl_expr *b)

@@ -287,8 +287,8 @@ typedef struct ll_space_stats {
  *     contiguous, a KMatmul's strides a matmul, Blas's fields in range), decoded once;
  *   - the Dim and Input declarations are well formed;
  *   - the root class survives.
- * TODO(eg_row_origin): the rule that inserted a node is printed as "origin unknown"
- * until the engine's provenance API lands. Returns NULL with err set (LM_ENOMEM too). */
+ * A violation names the node and the rule or command that inserted it (the engine's
+ * provenance). Returns NULL with err set (LM_ENOMEM too). */
 ll_space *ll_space_new(eg_engine *e, eg_value root, lm_err *err);
 void ll_space_free(ll_space *s);
 void ll_space_get_stats(const ll_space *s, ll_space_stats *out);
@@ -299,8 +299,8 @@ void ll_space_op_counts(const ll_space *s, uint32_t *counts);
  * choices, log2 of the number of programs, choices per dialect and per op. */
 void ll_space_fprint_summary(const ll_space *s, FILE *f);
 /* The egraph-serialize JSON (e-graph viewers read it) of the whole e-graph, with
- * "dtype" in the class data of every IR class that has one. LM_EIO when writing fails.
- * TODO(eg_row_origin): the rule that inserted each node joins when the engine has it. */
+ * "dtype" in the class data of every IR class that has one and the "origin" of every
+ * node (the rule or command that inserted it). LM_EIO when writing fails. */
 int ll_space_write_json(const ll_space *s, FILE *f, lm_err *err);
 
 uint32_t ll_space_class_count(const ll_space *s);
@@ -401,8 +401,8 @@ typedef struct ll_node {
     ll_matmul mm;     /* KMatmul and Blas */
     uint32_t eclass;  /* the e-class the node came from (serialization index), or LM_NONE */
     uint32_t enode;   /* the e-node chosen, or LM_NONE */
-    uint32_t origin;  /* the rule or command that inserted the e-node (engine provenance);
-                         TODO(eg_row_origin): LM_NONE until the engine provides it */
+    uint32_t origin;  /* the rule or command that inserted the e-node: an index into the
+                         graph's origin table (ll_graph_origin), or LM_NONE */
 } ll_node;
 
 typedef struct ll_graph ll_graph;
@@ -429,6 +429,11 @@ ll_graph *ll_graph_from_genome(const ll_space *s, const ll_genome *g, lm_err *er
 ll_graph *ll_graph_from_hlir(const hl_graph *g, lm_err *err);
 
 void ll_graph_free(ll_graph *g);
+
+/* The text of a node's origin (ll_node.origin): the rule ("rule 'fuse-add'") or command
+ * that inserted its e-node; "origin unknown" for LM_NONE (a node from HLIR, or an e-graph
+ * without provenance). The string lives as long as the graph. */
+const char *ll_graph_origin(const ll_graph *g, uint32_t origin);
 
 /* The graph's expression pool (every hl_expr of its nodes), dims and nodes. Indexes out
  * of range give NULL (LM_NONE for the node ids of inputs and outputs). */

@@ -74,7 +74,7 @@ int main(int argc, char **argv)
         hl_error_clear(&he);
         hl_graph *g = hl_graph_load_json(argv[i], &he);
         if (!g) return die(argv[i], he.msg);
-        eg_engine *e = eg_engine_new(NULL);
+        eg_engine *e = eg_engine_new(NULL, NULL);
         hl_encoding enc;
         if (hl_graph_encode(g, e, &enc, &he) != HL_OK) return die("encode", he.msg);
         double t0 = cpu_s();

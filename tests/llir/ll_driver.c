@@ -48,7 +48,7 @@ int main(int argc, char **argv)
     lm_err err = {0};
     char *rules = lm_read_file(argv[2], 0, NULL, &err);
     if (!rules) return die("rules", err.msg);
-    eg_engine *e = eg_engine_new(NULL);
+    eg_engine *e = eg_engine_new(NULL, NULL);
     hl_encoding enc;
     int rc = 1;
     ll_space *s = NULL;

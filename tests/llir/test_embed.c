@@ -20,8 +20,8 @@ START_TEST(includes_are_inlined_and_the_text_runs)
     ck_assert(strstr(t, "(Num i64)") < strstr(t, "(Num 2)"));
     ck_assert(strstr(t, "(Num 2)") < strstr(t, "(Num 3)"));
     ck_assert(strstr(t, "(Num 3)") < strstr(t, "(Num 1)"));
-    eg_engine *e = eg_engine_new(NULL);
-    eg_error ee;
+    eg_engine *e = eg_engine_new(NULL, NULL);
+    lm_err ee = {0};
     ck_assert_msg(eg_run_text(e, t, "embedded", &ee) == 0, "%s", ee.msg);
     ck_assert_int_ge(eg_table_lookup(e, "Num"), 0);
     ck_assert_uint_eq(eg_table_size(e, eg_table_lookup(e, "Num")), 3);

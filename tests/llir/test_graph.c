@@ -99,7 +99,7 @@ START_TEST(the_least_fused_graph_is_the_hlir_graph_as_kernels)
     uint32_t n = tl_examples(names, TL_MAX_EXAMPLES);
     for (uint32_t i = 0; i < n; i++) {
         hl_graph *g = tl_load(names[i]);
-        eg_engine *e0 = eg_engine_new(NULL);
+        eg_engine *e0 = eg_engine_new(NULL, NULL);
         hl_encoding enc0;
         hl_error he;
         hl_error_clear(&he);
@@ -358,7 +358,7 @@ START_TEST(the_verifier_catches_a_wrong_edge_dtype)
     hl_dtype saved = nd->in_dtype[1];
     nd->in_dtype[1] = saved == HL_F32 ? HL_BF16 : HL_F32;
     expect_refused(p.lg, "operand 1 (b) is node", "but the op's contract reads it as");
-    expect_refused(p.lg, hl_dtype_name(saved), "origin unknown");
+    expect_refused(p.lg, hl_dtype_name(saved), "rule '");
     nd->in_dtype[1] = saved;
     lm_err err = {0};
     ck_assert_msg(ll_graph_verify(p.lg, &err) == LM_OK, "%s", err.msg);

@@ -15,7 +15,7 @@ static int saturate(const char *graph, const char *rules, const ll_sat_opts *o, 
                     ll_sat_report *rep, lm_err *err)
 {
     hl_graph *g = tl_example(graph);
-    eg_engine *e = eg_engine_new(eo);
+    eg_engine *e = eg_engine_new(eo, NULL);
     hl_error he;
     hl_error_clear(&he);
     hl_encoding enc;

@@ -118,7 +118,7 @@ static inline int tl_try(tl_env *t, const hl_graph *g, const char *rules, const 
                          lm_err *err)
 {
     memset(t, 0, sizeof *t);
-    t->e = eg_engine_new(opt);
+    t->e = eg_engine_new(opt, NULL);
     ck_assert_ptr_nonnull(t->e);
     hl_error he;
     hl_error_clear(&he);

@@ -138,7 +138,7 @@ static int tr_phases(const eg_engine *e, tr_phase *ph)
     size_t cur = 0;
     eg_value cols[4];
     int n = 0;
-    while (eg_table_next_row(e, t, &cur, cols) == 1) {
+    while (eg_table_next_row(e, t, &cur, cols, NULL, NULL)) {
         ck_assert_int_lt(n, TR_MAX_PHASES);
         ph[n].order = eg_value_as_i64(cols[0]);
         snprintf(ph[n].name, sizeof ph[n].name, "%s", eg_value_as_string(e, cols[1]));
@@ -163,7 +163,7 @@ typedef struct tr_run {
     uint64_t nodes;
     int nphases;
     tr_phase ph[TR_MAX_PHASES];
-    char err[1200]; /* empty when every phase ran and saturated */
+    char err[LM_ERR_MSG + 128]; /* empty when every phase ran and saturated */
 } tr_run;
 
 /* Encodes g, loads rules (text, "rules.dsl" when NULL) and runs its phases, skipping the
@@ -190,13 +190,13 @@ static void tr_saturate_with(const hl_graph *g, const char *rules, const char *s
     o.out = r->out;
     o.log = r->out;
     double t0 = tr_now();
-    r->e = eg_engine_new(&o);
+    r->e = eg_engine_new(&o, NULL);
     ck_assert_ptr_nonnull(r->e);
     hl_error herr;
     hl_error_clear(&herr);
     ck_assert_msg(hl_graph_encode(g, r->e, &r->enc, &herr) == HL_OK, "encode: %s", herr.msg);
     char *own = rules ? NULL : tr_rules_text();
-    eg_error ee;
+    lm_err ee = {0};
     ck_assert_msg(eg_run_text(r->e, rules ? rules : own, "rules.dsl", &ee) == 0, "rules.dsl: %s",
                   ee.msg);
     free(own);
@@ -277,8 +277,8 @@ static uint32_t tr_class_of(const tr_view *v, eg_value val)
 static void tr_view_init(tr_view *v, tr_run *r)
 {
     memset(v, 0, sizeof *v);
-    eg_error ee;
-    ck_assert_msg(eg_serialize(r->e, NULL, NULL, 0, &v->s, &ee) == 0, "%s", ee.msg);
+    lm_err ee = {0};
+    ck_assert_msg(eg_serialize(r->e, NULL, &v->s, &ee) == 0, "%s", ee.msg);
     uint32_t nc = v->s.n_classes;
     v->start = calloc(nc + 1, sizeof *v->start);
     v->count = calloc(nc + 1, sizeof *v->count);
@@ -308,7 +308,7 @@ static void tr_view_init(tr_view *v, tr_run *r)
     ck_assert_int_ge(dt, 0);
     size_t cur = 0;
     eg_value cols[2];
-    while (eg_table_next_row(r->e, dt, &cur, cols) == 1) {
+    while (eg_table_next_row(r->e, dt, &cur, cols, NULL, NULL)) {
         uint32_t c = tr_class_of(v, eg_find(r->e, cols[0]));
         if (c != UINT32_MAX) v->has_dtype[c] = true;
     }
@@ -540,7 +540,7 @@ static int tr_blas_terms(tr_run *r, const tr_view *v, char **out, int max)
         if (strcmp(tr_node(v, i)->op, "Blas") != 0) continue;
         ck_assert_int_lt(n, max);
         char *term = NULL;
-        eg_error ee;
+        lm_err ee = {0};
         ck_assert_msg(eg_extract(r->e, v->opkind_sort, v->s.class_value[tr_node(v, i)->eclass],
                                  &term, NULL, &ee) == 0,
                       "%s", ee.msg);
@@ -740,13 +740,13 @@ START_TEST(the_expression_algebra_folds_to_canonical_forms)
     FILE *null = fopen("/dev/null", "w");
     o.out = null;
     o.log = null;
-    eg_engine *e = eg_engine_new(&o);
+    eg_engine *e = eg_engine_new(&o, NULL);
     hl_error herr;
     hl_error_clear(&herr);
     ck_assert_msg(hl_encode_declare(e, &herr) == HL_OK, "%s", herr.msg);
     char *rules = tr_rules_text();
     char *checks = tr_read(LUMINAL_SOURCE_DIR "/tests/rules/expr_algebra.egg");
-    eg_error ee;
+    lm_err ee = {0};
     ck_assert_msg(eg_run_text(e, rules, "rules.dsl", &ee) == 0, "%s", ee.msg);
     ck_assert_msg(eg_run_text(e, checks, "expr_algebra.egg", &ee) == 0, "%s", ee.msg);
     /* and the file's checks can fail: a false one is reported */
@@ -1041,7 +1041,7 @@ static bool tr_copy_of_input(tr_run *r, const tr_view *v, const hl_graph *g, uin
             if (in_class[i] == x[0]) xi = i;
         if (xi == UINT32_MAX) continue;
         char *term = NULL;
-        eg_error ee;
+        lm_err ee = {0};
         ck_assert_msg(eg_extract(r->e, v->opkind_sort, v->s.class_value[tr_child(v, n, 0)],
                                  &term, NULL, &ee) == 0,
                       "%s", ee.msg);
@@ -1152,7 +1152,7 @@ static int tr_check_blas_numerically(const hl_graph *g, tr_run *r, const tr_view
                 continue;
             }
             char *term = NULL;
-            eg_error ee;
+            lm_err ee = {0};
             ck_assert_msg(eg_extract(r->e, v->opkind_sort,
                                      v->s.class_value[tr_child(v, node, 0)], &term, NULL, &ee) == 0,
                           "%s", ee.msg);
@@ -1503,12 +1503,12 @@ END_TEST
 static char *tr_serialized_json(tr_run *r)
 {
     eg_serialized s;
-    eg_error ee;
-    ck_assert_msg(eg_serialize(r->e, NULL, NULL, 0, &s, &ee) == 0, "%s", ee.msg);
+    lm_err ee = {0};
+    ck_assert_msg(eg_serialize(r->e, NULL, &s, &ee) == 0, "%s", ee.msg);
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
-    ck_assert_int_eq(eg_serialized_write_json(r->e, &s, f), 0);
+    ck_assert_int_eq(eg_serialized_write_json(r->e, &s, f, &ee), 0);
     fclose(f);
     eg_serialized_free(&s);
     return buf;

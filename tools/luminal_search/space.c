@@ -55,7 +55,7 @@ static int build(const hl_graph *g, const ls_opts *o, built *b)
     ll_sat_engine_options(&so, &eo);
     if (o->quiet) eo.log = b->devnull = fopen("/dev/null", "w");
     eo.out = stderr; /* the rules' own print commands never mix with what we emit */
-    b->e = eg_engine_new(&eo);
+    b->e = eg_engine_new(&eo, NULL);
     hl_error he;
     hl_error_clear(&he);
     int rc = 1;
