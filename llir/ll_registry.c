@@ -221,8 +221,57 @@ uint16_t ll__ctor_code(const char *name, uint32_t *arity)
 
 /* ---- the check ---- */
 
-static int check_table(const eg_engine *e, const char *name, uint32_t arity, const char *what,
+/* The engine's sort name a registry field sort must have. */
+static const char *sort_of_field(ll_field_sort f)
+{
+    switch (f) {
+    case LL_F_ELIST:
+        return "EList";
+    case LL_F_EXPR:
+        return "Expression";
+    case LL_F_DTYPE:
+        return "DType";
+    case LL_F_F64:
+        return "f64";
+    case LL_F_I64:
+        return "i64";
+    case LL_F_STRING:
+        return "String";
+    case LL_F_IR:
+        return "IR";
+    }
+    return "?";
+}
+
+/* The sorts of the columns of table t (inputs, then the output) against the registry's
+ * entry o (NULL for a structural constructor, whose sorts are not listed). */
+static int check_sorts(const eg_engine *e, int t, const char *name, const ll_op_info *o,
                        lm_err *err)
+{
+    lm_loc loc = {.node = name, .node_id = LM_NONE};
+    size_t arity = eg_table_arity(e, t);
+    if (o) {
+        for (size_t c = 0; c < arity && c < o->n_fields; c++) {
+            const char *want = sort_of_field(o->fields[c].sort);
+            const char *got = eg_sort_name(e, eg_table_column_sort(e, t, c));
+            if (!got || strcmp(got, want) != 0)
+                return ll__fail(err, LM_EVERIFY, &loc,
+                                "the rules declare field %zu (%s) of %s with sort %s; llir's "
+                                "registry has %s (docs/llir.md)",
+                                c, o->fields[c].name, name, got ? got : "?", want);
+        }
+    }
+    const char *out = eg_sort_name(e, eg_table_column_sort(e, t, arity));
+    const char *want = o ? (o->dialect == LL_D_IO ? "IR" : "OpKind") : NULL;
+    if (want && (!out || strcmp(out, want) != 0))
+        return ll__fail(err, LM_EVERIFY, &loc,
+                        "the rules declare %s with output sort %s; llir's registry has %s", name,
+                        out ? out : "?", want);
+    return LM_OK;
+}
+
+static int check_table(const eg_engine *e, const char *name, uint32_t arity, const char *what,
+                       const ll_op_info *o, lm_err *err)
 {
     lm_loc loc = {.node = name, .node_id = LM_NONE};
     int t = eg_table_lookup(e, name);
@@ -242,9 +291,7 @@ static int check_table(const eg_engine *e, const char *name, uint32_t arity, con
                         "the rules declare %s as a relation; llir's registry has a constructor "
                         "of sort %s",
                         name, what);
-    /* TODO(eg_table_column_sort): compare the sort of every column with the registry's
-     * field sorts, and the output sort with IR / OpKind. */
-    return LM_OK;
+    return check_sorts(e, t, name, o, err);
 }
 
 int ll_registry_check(const eg_engine *e, lm_err *err)
@@ -253,15 +300,27 @@ int ll_registry_check(const eg_engine *e, lm_err *err)
     for (uint32_t i = 0; i < N_OPS; i++) {
         const ll_op_info *o = &OPS[i];
         const char *what = o->dialect == LL_D_IO ? "the IR constructor" : "the OpKind";
-        int rc = check_table(e, o->name, o->n_fields, what, err);
+        int rc = check_table(e, o->name, o->n_fields, what, o, err);
         if (rc) return rc;
     }
     for (size_t i = 0; i < 3; i++) {
-        int rc = check_table(e, CTORS[i].name, CTORS[i].arity, "the constructor", err);
+        int rc = check_table(e, CTORS[i].name, CTORS[i].arity, "the constructor", NULL, err);
         if (rc) return rc;
     }
-    /* TODO(eg_table_column_sort): the other direction: every constructor whose output
-     * sort is IR or OpKind is registered. ll_space_new checks it for constructors that
-     * have nodes. */
+    /* The other direction: every constructor of sort IR or OpKind the rules declare is
+     * registered (Op itself is structure). */
+    for (size_t t = 0; t < eg_table_count(e); t++) {
+        const char *name = eg_table_name(e, (int)t);
+        size_t arity = eg_table_arity(e, (int)t);
+        const char *out = eg_sort_name(e, eg_table_column_sort(e, (int)t, arity));
+        if (!name || !out || !eg_table_has_output(e, (int)t)) continue;
+        if (strcmp(out, "IR") != 0 && strcmp(out, "OpKind") != 0) continue;
+        if (strcmp(name, "Op") == 0 || ll_op_find(name) != LL_OP_NONE) continue;
+        lm_loc loc = {.node = name, .node_id = LM_NONE};
+        return ll__fail(err, LM_EVERIFY, &loc,
+                        "the rules declare %s of sort %s, which llir's registry does not know "
+                        "(register it in llir/ll_registry.c and docs/llir.md)",
+                        name, out);
+    }
     return LM_OK;
 }

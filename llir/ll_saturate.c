@@ -69,6 +69,15 @@ static int read_phases(eg_engine *e, phase_row *rows, uint32_t *n, lm_err *err)
                         "phase has %zu columns; the schedule is (relation phase (i64 String "
                         "String)): order, name, schedule text",
                         eg_table_arity(e, t));
+    static const char *const want[3] = {"i64", "String", "String"};
+    for (size_t c = 0; c < 3; c++) {
+        const char *got = eg_sort_name(e, eg_table_column_sort(e, t, c));
+        if (!got || strcmp(got, want[c]) != 0)
+            return ll__fail(err, LM_EVERIFY, &loc,
+                            "phase's column %zu has sort %s; the schedule is (relation phase "
+                            "(i64 String String)): order, name, schedule text",
+                            c, got ? got : "?");
+    }
     size_t cur = 0;
     eg_value cols[4];
     while (ll__eg_next_row(e, t, &cur, cols)) {
@@ -78,7 +87,6 @@ static int read_phases(eg_engine *e, phase_row *rows, uint32_t *n, lm_err *err)
         r->order = eg_value_as_i64(cols[0]);
         r->name = eg_value_as_string(e, cols[1]);
         r->sched = eg_value_as_string(e, cols[2]);
-        /* TODO(eg_table_column_sort): check the columns are (i64 String String) */
         if (!r->name || !r->sched)
             return ll__fail(err, LM_EVERIFY, &loc,
                             "phase row %u does not hold strings; the schedule is (relation "

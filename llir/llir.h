@@ -133,13 +133,8 @@ ll_op ll_op_find(const char *name);
  * constructor is declared with its fields' sorts in order and its sort (IR or OpKind),
  * and every constructor of sort OpKind or IR the rules declare is registered; the
  * encoding's Op, ICons and INil are declared with their arity. Fails with LM_EVERIFY
- * naming the constructor and what differs.
- *
- * TODO(eg_table_column_sort): until the engine tells the sorts of a table's columns,
- * this checks names, arity and that every constructor has an output column; the sorts
- * of the fields and the second direction (an unregistered constructor of sort IR or
- * OpKind) are not checked here. ll_space_new refuses an unregistered IR or OpKind
- * constructor that has nodes, naming it, so a rule that uses one is still caught. */
+ * naming the constructor and what differs (a field's sort, the output sort, the arity,
+ * a constructor declared but not registered). */
 int ll_registry_check(const eg_engine *e, lm_err *err);
 
 /* The number of inputs a node of kind op with these fields has: n_inputs, except for

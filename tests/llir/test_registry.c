@@ -141,6 +141,13 @@ START_TEST(a_declaration_with_the_wrong_fields_is_named)
                    "with 4 fields; llir's registry has 5");
     expect_refused("(constructor FLoad (DType) OpKind)", "(constructor FLoad () OpKind)", "FLoad",
                    "with 0 fields; llir's registry has 1");
+    /* the same arity, one field of another sort */
+    expect_refused("(constructor KAdd (EList EList EList EList DType) OpKind)",
+                   "(constructor KAdd (EList EList EList Expression DType) OpKind)", "KAdd",
+                   "field 3 (out_strides) of KAdd with sort Expression; llir's registry has EList");
+    /* the right fields, another output sort */
+    expect_refused("(constructor FInl () OpKind)", "(constructor FInl () IR)", "FInl",
+                   "output sort IR; llir's registry has OpKind");
 }
 END_TEST
 
@@ -158,9 +165,8 @@ START_TEST(a_relation_in_place_of_a_constructor_is_named)
 }
 END_TEST
 
-/* The second direction, for constructors that have nodes: the space refuses a kind the
- * registry does not know, naming it. (TODO(eg_table_column_sort): ll_registry_check will
- * refuse the declaration itself.) */
+/* The second direction: a kind the registry does not know is refused, naming it, when
+ * the rules are checked (before any node exists). */
 START_TEST(an_unregistered_kind_is_named_by_the_space)
 {
     char *t = tl_rules(false);
@@ -172,7 +178,8 @@ START_TEST(an_unregistered_kind_is_named_by_the_space)
     lm_err err = {0};
     ck_assert_int_eq(tl_try(&env, g, r, NULL, &err), LM_EVERIFY);
     ck_assert_str_eq(err.node, "KFoo");
-    ck_assert_msg(strstr(err.msg, "KFoo of sort OpKind is not in llir's registry"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "KFoo of sort OpKind, which llir's registry does not know"), "%s",
+                  err.msg);
     tl_fini(&env);
     hl_graph_free(g);
     free(r);
