@@ -1,4 +1,5 @@
-/* hl_int.h - internals shared between the hlir module's files (not public).
+/* hl_int.h - internals shared by every part of the hlir module (not public). Each part
+ * keeps its own private header beside its sources (core/hl_expr_int.h, ...).
  *
  * Memory goes through one door: hl__alloc and friends, which check sizes for overflow
  * and return NULL on failure (callers turn NULL into HL_ERR_NOMEM and leave their
@@ -6,7 +7,11 @@
 #ifndef LUMINAL_HL_INT_H
 #define LUMINAL_HL_INT_H
 
-#include "hlir.h"
+#include "base.h"
+#include "hl_core.h"
+#include "hl_expr.h"
+#include "hl_view.h"
+#include "hl_graph.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,17 +57,6 @@ uint16_t hl__f16_slow(float x);
 float hl__f16_slow_decode(uint16_t h);
 uint16_t hl__bf16_slow(float x);
 
-/* PCG32 (random.c): the module's one random number generator, deterministic per seed. */
-typedef struct hl__pcg32 {
-    uint64_t state, inc;
-} hl__pcg32;
-/* Seeds r from seed on stream (different streams give independent sequences). */
-void hl__pcg_seed(hl__pcg32 *r, uint64_t seed, uint64_t stream);
-/* The next 32 random bits. */
-uint32_t hl__pcg_next(hl__pcg32 *r);
-/* Uniform in [0, n) without modulo bias; n >= 1. */
-uint32_t hl__pcg_below(hl__pcg32 *r, uint32_t n);
-
 /* Normalises axis (negative counts from the end) against ndim; -1 when out of range. */
 static inline int hl__axis(int axis, uint32_t ndim)
 {
@@ -75,23 +69,5 @@ static inline int hl__axis(int axis, uint32_t ndim)
 void hl__dims_fprint(const hl_expr_pool *p, uint32_t ndim, const hl_expr *dims, FILE *f);
 /* Writes dims as "[a, b]" into buf (cap bytes, always NUL-terminated). */
 void hl__dims_str(const hl_expr_pool *p, uint32_t ndim, const hl_expr *dims, char *buf, size_t cap);
-
-/* Graph internals used by the builder. */
-hl_error *hl__graph_err(hl_graph *g);
-/* Removes nodes with id >= n (used to undo a failed builder call). */
-void hl__graph_truncate(hl_graph *g, uint32_t n);
-
-/* Builder internals shared by build.c and build_nn.c. Every public builder function
- * opens with hl__begin (false: an error is already set, return hl__bad()) and returns
- * through hl__finish, which undoes the nodes it added if it failed. */
-hl_t hl__bad(void);
-bool hl__begin(hl_graph *g, uint32_t *mark);
-hl_t hl__finish(hl_graph *g, uint32_t mark, hl_t r);
-/* Checks that x is a live handle of g; sets the graph's error naming fn if not. */
-bool hl__check(hl_graph *g, hl_t x, const char *fn);
-/* The handle reading node id's output contiguously. */
-hl_t hl__out(hl_graph *g, uint32_t id);
-/* Broadcasts a and b to one shape (numpy rules); false with the error set. */
-bool hl__broadcast2(hl_graph *g, hl_t *a, hl_t *b, const char *fn);
 
 #endif /* LUMINAL_HL_INT_H */

@@ -1,5 +1,5 @@
 /* test_expr.c - symbolic expressions: hash-consing, the simplifier, evaluation, text. */
-#include "expr_int.h" /* hl__e_mk, to build a non-canonical node on purpose */
+#include "core/hl_expr_int.h" /* hl__e_mk, to build a non-canonical node on purpose */
 
 #include <check.h>
 #include <stdlib.h>

@@ -53,8 +53,8 @@ static void file_is(const char *rel, const char *want)
 
 START_TEST(schema_files_match_the_builtin_texts)
 {
-    file_is("hlir/encode.egg", hl_encode_schema());
-    file_is("hlir/encode_dtype.egg", hl_encode_dtype_rules());
+    file_is("hlir/encode/encode.egg", hl_encode_schema());
+    file_is("hlir/encode/encode_dtype.egg", hl_encode_dtype_rules());
 }
 END_TEST
 

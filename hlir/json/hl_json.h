@@ -1,0 +1,44 @@
+/* hl_json.h - the JSON graph format, version 1 (docs/graph-json.md): the reader and the
+ * canonical writer (hlir/json/). Public. */
+#ifndef LUMINAL_HL_JSON_H
+#define LUMINAL_HL_JSON_H
+
+#include "hl_graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The reader and writer of the JSON graph format, version 1 (docs/graph-json.md), and a
+ * seeded generator of random valid graphs (for fuzzing and round-trip tests). Owned by
+ * hlir/json_*.c and hlir/gen/hl_gen.c. */
+
+/* Reads a graph from the JSON text text[0..len) (need not be NUL-terminated). source
+ * names the text in messages (a file name; NULL gives "<json>"). Validates everything and
+ * builds the graph through the builder: high-level ops are lowered to primitives, view
+ * ops change views, primitives with explicit views are added as written. Returns a new
+ * graph (free with hl_graph_free), or NULL with err set: HL_ERR_PARSE with
+ * "source:line:col" for malformed JSON and for every schema violation (unknown op or
+ * field, wrong arity or type, dangling reference, cycle), HL_ERR_DIM for an unknown dim,
+ * the builder's code (HL_ERR_SHAPE, HL_ERR_DTYPE, ...) for a rejected op; every message
+ * names the node (nodes[i] 'name'), the field and the reason. Never crashes on any input;
+ * HL_ERR_NOMEM when memory runs out. */
+hl_graph *hl_graph_read_json(const char *text, size_t len, const char *source, hl_error *err);
+/* As hl_graph_read_json on the contents of the file at path (HL_ERR_IO when it cannot be
+ * read; messages use path as the source). */
+hl_graph *hl_graph_load_json(const char *path, hl_error *err);
+
+/* Writes g in the canonical form (primitives only, every input view explicit, nodes
+ * numbered inputs first; see docs/graph-json.md) as a NUL-terminated string that the
+ * caller frees with free(). Deterministic: the same graph gives the same bytes, and
+ * reading them back gives a graph that writes the same bytes. NULL with err set
+ * (HL_ERR_NOMEM, or HL_ERR_ARG when g holds a builder error, has no output, or has an
+ * input or output name the format cannot hold). */
+char *hl_graph_write_json(const hl_graph *g, hl_error *err);
+/* As hl_graph_write_json, to the stream f (HL_ERR_IO when writing fails). */
+hl_status hl_graph_fwrite_json(const hl_graph *g, FILE *f, hl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LUMINAL_HL_JSON_H */

@@ -1,0 +1,60 @@
+/* hl_ref.h - the CPU reference interpreter, the oracle every backend is checked against:
+ * tensors and hl_run (hlir/ref/). Public. docs/hlir.md states its arithmetic. */
+#ifndef LUMINAL_HL_REF_H
+#define LUMINAL_HL_REF_H
+
+#include "hl_graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ==================================================================================
+ * The reference runtime
+ * ==================================================================================
+ *
+ * Executes a graph on the CPU. Arithmetic is f32 for float dtypes (each node's result
+ * rounded to its dtype's storage, as on the GPU), int32 (wrapping) for Int, int64 for
+ * I64. Nodes run in id order; reductions add in index order, so results are bit-for-bit
+ * deterministic.
+ */
+
+/* A tensor: dtype, dims and a contiguous buffer of elements in the dtype's storage
+ * format (f16/bf16 as uint16 bits, FP8 as bytes, Bool as one byte 0/1). Owns data when
+ * it came from hl_run (free with hl_tensor_fini); inputs passed to hl_run are borrowed. */
+typedef struct hl_tensor {
+    hl_dtype dtype;
+    uint32_t ndim;
+    int64_t dims[HL_MAX_DIMS];
+    size_t numel;
+    void *data;
+} hl_tensor;
+
+/* Allocates a zero-filled tensor. HL_OK or HL_ERR_NOMEM / HL_ERR_ARG in err. */
+hl_status hl_tensor_init(hl_tensor *t, hl_dtype dtype, uint32_t ndim, const int64_t *dims,
+                         hl_error *err);
+/* Frees t's data and zeroes it. Accepts NULL and already-freed tensors. */
+void hl_tensor_fini(hl_tensor *t);
+/* Element i as f64 / set from f64 (rounded to the dtype's storage). i < numel. */
+double hl_tensor_get(const hl_tensor *t, size_t i);
+void hl_tensor_set(hl_tensor *t, size_t i, double v);
+/* Fills t with numbers drawn from seed on stream (PCG32): floats uniform in [-1, 1) in
+ * steps of 2^-23 (then rounded to the dtype), Bool 0 or 1, integers 0 to 3 (in range as
+ * indexes of any dim of 4 or more). The same seed and stream give the same bytes on every
+ * machine; the inputs of a reference run are stream i for input i. */
+void hl_tensor_fill_random(hl_tensor *t, uint64_t seed, uint64_t stream);
+
+/* Runs g. dim_values[i] is the value of hl_graph_dim_at(g, i) (checked against its
+ * range; dim_values NULL means every dim's profile value); inputs[i] is the tensor for
+ * hl_graph_input(g, i) (dtype and dims checked; borrowed). On success fills
+ * outputs[0 .. hl_graph_output_count) (caller frees each with hl_tensor_fini) and returns
+ * HL_OK. On failure returns the status with err naming the node and reason (bad data
+ * too: an index out of range, an integer modulo by zero, a view reaching outside its
+ * producer), and outputs hold nothing to free. The graph is not modified. */
+hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *inputs,
+                 hl_tensor *outputs, hl_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* LUMINAL_HL_REF_H */

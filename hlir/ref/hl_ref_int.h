@@ -1,0 +1,237 @@
+/* hl_ref_int.h - the reference runtime's internals, shared by hl_ref_run.c (tensors, the run),
+ * hl_ref_view.c (views made concrete), hl_ref_exec.c (one node) and hl_ref_fused.c (the fused
+ * multiply-reduce and the row-wise reductions). Not public.
+ *
+ * Each node's result is a contiguous buffer in its dtype's storage format. Inputs read
+ * their producer through a view; a view is turned into per-dim offset tables
+ * (offset_d[i] = stride_d[z := i]), so reading a strided tensor costs one table lookup
+ * per dim change, and every position a view can produce is bounds-checked once, up
+ * front, from the tables' minima and maxima. */
+#ifndef LUMINAL_RT_INT_H
+#define LUMINAL_RT_INT_H
+
+#include "core/hl_expr_int.h"
+#include "hl_ref.h"
+
+#include <inttypes.h>
+#include <math.h>
+
+typedef struct buf {
+    hl_dtype dt;
+    size_t n;
+    void *data;
+    bool owned;
+    uint32_t ndim;
+    int64_t dims[HL_MAX_DIMS];
+} buf;
+
+/* A view made concrete: dims and per-dim position tables. */
+typedef struct cview {
+    uint32_t ndim;
+    int64_t dims[HL_MAX_DIMS];
+    int64_t *tab[HL_MAX_DIMS];
+    size_t numel;
+} cview;
+
+typedef struct run {
+    const hl_graph *g;
+    const hl_expr_pool *p;
+    hl_env env;
+    buf *bufs;
+    hl_error *err;
+    uint32_t *fused; /* fused[reduce id] = the Mul it absorbs, or HL_NONE */
+} run;
+
+/* Row-major element count of dims; false for a negative dim or size_t overflow. */
+static inline bool hl__rt_numel_of(uint32_t ndim, const int64_t *dims, size_t *out)
+{
+    size_t n = 1;
+    for (uint32_t i = 0; i < ndim; i++) {
+        if (dims[i] < 0) return false;
+        if (dims[i] && n > SIZE_MAX / (size_t)dims[i]) return false;
+        n *= (size_t)dims[i];
+    }
+    *out = n;
+    return true;
+}
+
+/* ---- element access: load as f32 / int64, store converting as a Cast does ---- */
+
+static inline float ld_f(const void *d, hl_dtype t, size_t i)
+{
+    switch (t) {
+    case HL_F32:
+        return ((const float *)d)[i];
+    case HL_F16:
+        return hl_f16_to_f32(((const uint16_t *)d)[i]);
+    case HL_BF16:
+        return hl_bf16_to_f32(((const uint16_t *)d)[i]);
+    case HL_F8E4M3:
+        return hl_e4m3_to_f32(((const uint8_t *)d)[i]);
+    case HL_F8E5M2:
+        return hl_e5m2_to_f32(((const uint8_t *)d)[i]);
+    case HL_INT:
+        return (float)((const int32_t *)d)[i];
+    case HL_I64:
+        return (float)((const int64_t *)d)[i];
+    case HL_BOOL:
+        return ((const uint8_t *)d)[i] ? 1.0f : 0.0f;
+    default:
+        return 0.0f;
+    }
+}
+
+static inline int64_t ld_i(const void *d, hl_dtype t, size_t i)
+{
+    switch (t) {
+    case HL_INT:
+        return ((const int32_t *)d)[i];
+    case HL_I64:
+        return ((const int64_t *)d)[i];
+    case HL_BOOL:
+        return ((const uint8_t *)d)[i] != 0;
+    default: {
+        float r = hl_round_to(HL_I64, ld_f(d, t, i));
+        return r >= 9.2233720368547758e18f ? INT64_MAX : (int64_t)r;
+    }
+    }
+}
+
+/* Stores an f32 value, converting as a cast to t does. */
+static inline void st_f(void *d, hl_dtype t, size_t i, float v)
+{
+    switch (t) {
+    case HL_F32:
+        ((float *)d)[i] = v;
+        break;
+    case HL_F16:
+        ((uint16_t *)d)[i] = hl_f32_to_f16(v);
+        break;
+    case HL_BF16:
+        ((uint16_t *)d)[i] = hl_f32_to_bf16(v);
+        break;
+    case HL_F8E4M3:
+        ((uint8_t *)d)[i] = hl_f32_to_e4m3(v);
+        break;
+    case HL_F8E5M2:
+        ((uint8_t *)d)[i] = hl_f32_to_e5m2(v);
+        break;
+    case HL_INT: { /* saturating, NaN -> 0, as cvt.rzi.s32.f32 */
+        float r = hl_round_to(HL_INT, v);
+        ((int32_t *)d)[i] = r >= 2147483648.0f ? INT32_MAX : (int32_t)r;
+        break;
+    }
+    case HL_I64: {
+        float r = hl_round_to(HL_I64, v);
+        ((int64_t *)d)[i] = r >= 9.2233720368547758e18f ? INT64_MAX : (int64_t)r;
+        break;
+    }
+    case HL_BOOL:
+        ((uint8_t *)d)[i] = v != 0.0f;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Stores an integer value into an integer dtype (Int wraps) or a float (rounded). */
+static inline void st_i(void *d, hl_dtype t, size_t i, int64_t v)
+{
+    switch (t) {
+    case HL_INT:
+        ((int32_t *)d)[i] = (int32_t)(uint32_t)(uint64_t)v;
+        break;
+    case HL_I64:
+        ((int64_t *)d)[i] = v;
+        break;
+    case HL_BOOL:
+        ((uint8_t *)d)[i] = v != 0;
+        break;
+    default:
+        st_f(d, t, i, (float)v);
+        break;
+    }
+}
+
+static inline bool is_intlike(hl_dtype t)
+{
+    return t == HL_INT || t == HL_I64 || t == HL_BOOL;
+}
+
+/* f32 -> bf16 -> f32, round to nearest even, as hl__bf16_dec(hl__bf16_enc(x)) gives it
+ * bit for bit (a NaN becomes the canonical quiet NaN with its sign), written with a
+ * select instead of a branch so that the loops using it vectorise. */
+static inline float bf16_round_fast(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    uint32_t qnan = (u & 0x80000000u) | 0x7FC00000u;
+    u = (u & 0x7FFFFFFFu) > 0x7F800000u ? qnan : rounded;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Row-major walk over a cview: pos is the buffer position of the current element. */
+typedef struct walk {
+    const cview *c;
+    int64_t coord[HL_MAX_DIMS];
+    int64_t pos;
+} walk;
+
+static inline void walk_init(walk *w, const cview *c)
+{
+    memset(w, 0, sizeof *w);
+    w->c = c;
+    if (c->numel)
+        for (uint32_t d = 0; d < c->ndim; d++)
+            w->pos += c->tab[d][0];
+}
+
+static inline void walk_next(walk *w)
+{
+    const cview *c = w->c;
+    for (uint32_t d = c->ndim; d-- > 0;) {
+        int64_t i = w->coord[d];
+        if (i + 1 < c->dims[d]) {
+            w->pos += c->tab[d][i + 1] - c->tab[d][i];
+            w->coord[d] = i + 1;
+            return;
+        }
+        w->pos += c->tab[d][0] - c->tab[d][i];
+        w->coord[d] = 0;
+    }
+}
+
+/* Position of logical (row-major) element k of c. */
+static inline int64_t cview_pos(const cview *c, int64_t k)
+{
+    int64_t pos = 0;
+    for (uint32_t d = c->ndim; d-- > 0;) {
+        int64_t n = c->dims[d];
+        pos += c->tab[d][k % n];
+        k /= n;
+    }
+    return pos;
+}
+
+/* ---- across files ---- */
+
+/* Evaluates dim expression e (node's context for errors); negative is an error. */
+hl_status hl__rt_eval_dim(run *r, uint32_t node, hl_expr e, int64_t *out, const char *what);
+/* Builds the tables of input `which` of node `node` and bounds-checks them. */
+hl_status hl__rt_make_cview(run *r, uint32_t node, uint32_t which, cview *c);
+void hl__rt_cview_free(cview *c);
+/* Allocates node id's output buffer from its evaluated shape. */
+hl_status hl__rt_alloc_out(run *r, uint32_t id, buf *b);
+/* Runs node id (its inputs are ready). */
+hl_status hl__rt_exec_node(run *r, uint32_t id);
+/* Runs reduce node id with the Mul mul inside it. */
+hl_status hl__rt_exec_fused(run *r, uint32_t id, uint32_t mul);
+/* A float reduction whose reduced dim is not contiguous, row by row; HL_ERR_VIEW when the
+ * layout does not call for it. */
+hl_status hl__rt_reduce_rows(run *r, uint32_t id, const cview *c, const buf *in, buf *out,
+                             bool isum);
+
+#endif /* LUMINAL_RT_INT_H */
