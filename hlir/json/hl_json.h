@@ -9,9 +9,14 @@
 extern "C" {
 #endif
 
-/* The reader and writer of the JSON graph format, version 1 (docs/graph-json.md), and a
- * seeded generator of random valid graphs (for fuzzing and round-trip tests). Owned by
- * hlir/json_*.c and hlir/gen/hl_gen.c. */
+/* The format's limits (docs/graph-json.md lists them too). They keep every accepted graph
+ * far from int64 overflow and bound the reader's work on hostile input. */
+#define HL_JSON_MAX_SIZE ((int64_t)2147483647) /* a literal size or a dim's max */
+#define HL_JSON_MAX_NUMEL ((int64_t)1 << 50)   /* elements of one tensor, dims at max */
+#define HL_JSON_MAX_NAME 63                    /* characters of a tensor name */
+#define HL_JSON_MAX_EXPR_TEXT 512              /* characters of an expression string */
+#define HL_JSON_MAX_EXPR_DEPTH 64              /* parenthesis nesting in an expression */
+#define HL_JSON_MAX_NODES 1000000u             /* entries of "nodes" */
 
 /* Reads a graph from the JSON text text[0..len) (need not be NUL-terminated). source
  * names the text in messages (a file name; NULL gives "<json>"). Validates everything and

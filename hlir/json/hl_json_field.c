@@ -1,6 +1,6 @@
 /* hl_json_field.c - typed field getters of the JSON graph reader, and its error door.
  *
- * Every getter checks the JSON type and range of one field and fails through jr_fail,
+ * Every getter checks the JSON type and range of one field and fails through hl__json_fail,
  * so a message always reads "source: where: field 'f': reason". Expressions are checked
  * here too: their text is scanned for names before it reaches the expression parser, so
  * an undeclared dim is reported by name and never interned into the graph's pool.
@@ -12,7 +12,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-hl_status jr_fail(reader *r, hl_status code, const char *field, const char *fmt, ...)
+hl_status hl__json_fail(hl__json_reader *r, hl_status code, const char *field, const char *fmt, ...)
 {
     char why[HL_ERROR_MSG];
     va_list ap;
@@ -26,7 +26,7 @@ hl_status jr_fail(reader *r, hl_status code, const char *field, const char *fmt,
     return hl_error_set(r->err, code, HL_NONE, "%s: %s%s%s", r->src, r->where, sep, why);
 }
 
-void jr_where(reader *r, const char *fmt, ...)
+void hl__json_where(hl__json_reader *r, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -50,14 +50,14 @@ static bool in_list(const char *key, const char *allowed)
     return false;
 }
 
-hl_status jr_check_keys(reader *r, json_t *obj, const char *allowed)
+hl_status hl__json_check_keys(hl__json_reader *r, json_t *obj, const char *allowed)
 {
     const char *key;
     json_t *v;
     json_object_foreach(obj, key, v)
     {
         if (!in_list(key, allowed))
-            return jr_fail(r, HL_ERR_PARSE, key, "unknown field (allowed here: %s)", allowed);
+            return hl__json_fail(r, HL_ERR_PARSE, key, "unknown field (allowed here: %s)", allowed);
     }
     return HL_OK;
 }
@@ -84,48 +84,50 @@ static const char *type_name(const json_t *v)
     return "?";
 }
 
-hl_status jr_get_string(reader *r, json_t *obj, const char *f, const char **out)
+hl_status hl__json_get_string(hl__json_reader *r, json_t *obj, const char *f, const char **out)
 {
     json_t *v = json_object_get(obj, f);
-    if (!v) return jr_fail(r, HL_ERR_PARSE, f, "missing (a string is required)");
+    if (!v) return hl__json_fail(r, HL_ERR_PARSE, f, "missing (a string is required)");
     if (!json_is_string(v))
-        return jr_fail(r, HL_ERR_PARSE, f, "expected a string, got %s", type_name(v));
+        return hl__json_fail(r, HL_ERR_PARSE, f, "expected a string, got %s", type_name(v));
     *out = json_string_value(v);
     return HL_OK;
 }
 
-hl_status jr_get_int(reader *r, json_t *obj, const char *f, bool has_default, int64_t def,
-                     int64_t lo, int64_t hi, int64_t *out)
+hl_status hl__json_get_int(hl__json_reader *r, json_t *obj, const char *f, bool has_default,
+                           int64_t def, int64_t lo, int64_t hi, int64_t *out)
 {
     json_t *v = json_object_get(obj, f);
     if (!v) {
-        if (!has_default) return jr_fail(r, HL_ERR_PARSE, f, "missing (an integer is required)");
+        if (!has_default)
+            return hl__json_fail(r, HL_ERR_PARSE, f, "missing (an integer is required)");
         *out = def;
         return HL_OK;
     }
     if (!json_is_integer(v))
-        return jr_fail(r, HL_ERR_PARSE, f, "expected an integer, got %s", type_name(v));
+        return hl__json_fail(r, HL_ERR_PARSE, f, "expected an integer, got %s", type_name(v));
     json_int_t x = json_integer_value(v);
     if (x < lo || x > hi)
-        return jr_fail(r, HL_ERR_PARSE, f, "%lld is out of range [%lld, %lld]", (long long)x,
-                       (long long)lo, (long long)hi);
+        return hl__json_fail(r, HL_ERR_PARSE, f, "%lld is out of range [%lld, %lld]", (long long)x,
+                             (long long)lo, (long long)hi);
     *out = (int64_t)x;
     return HL_OK;
 }
 
-hl_status jr_get_float(reader *r, json_t *obj, const char *f, bool has_default, float def,
-                       float *out)
+hl_status hl__json_get_float(hl__json_reader *r, json_t *obj, const char *f, bool has_default,
+                             float def, float *out)
 {
     json_t *v = json_object_get(obj, f);
     if (!v) {
-        if (!has_default) return jr_fail(r, HL_ERR_PARSE, f, "missing (a number is required)");
+        if (!has_default)
+            return hl__json_fail(r, HL_ERR_PARSE, f, "missing (a number is required)");
         *out = def;
         return HL_OK;
     }
     if (json_is_number(v)) {
         double d = json_number_value(v);
         if (isfinite(d) && fabs(d) >= 0x1.ffffffp+127) /* rounds to inf as f32 */
-            return jr_fail(r, HL_ERR_PARSE, f, "%g does not fit in f32 (write \"inf\")", d);
+            return hl__json_fail(r, HL_ERR_PARSE, f, "%g does not fit in f32 (write \"inf\")", d);
         *out = (float)d;
         return HL_OK;
     }
@@ -138,14 +140,15 @@ hl_status jr_get_float(reader *r, json_t *obj, const char *f, bool has_default, 
         else if (strcmp(s, "nan") == 0)
             *out = NAN;
         else
-            return jr_fail(r, HL_ERR_PARSE, f,
-                           "expected a number, \"inf\", \"-inf\" or \"nan\", got \"%.40s\"", s);
+            return hl__json_fail(r, HL_ERR_PARSE, f,
+                                 "expected a number, \"inf\", \"-inf\" or \"nan\", got \"%.40s\"",
+                                 s);
         return HL_OK;
     }
-    return jr_fail(r, HL_ERR_PARSE, f, "expected a number, got %s", type_name(v));
+    return hl__json_fail(r, HL_ERR_PARSE, f, "expected a number, got %s", type_name(v));
 }
 
-hl_status jr_get_bool(reader *r, json_t *obj, const char *f, bool def, bool *out)
+hl_status hl__json_get_bool(hl__json_reader *r, json_t *obj, const char *f, bool def, bool *out)
 {
     json_t *v = json_object_get(obj, f);
     if (!v) {
@@ -153,46 +156,46 @@ hl_status jr_get_bool(reader *r, json_t *obj, const char *f, bool def, bool *out
         return HL_OK;
     }
     if (!json_is_boolean(v))
-        return jr_fail(r, HL_ERR_PARSE, f, "expected true or false, got %s", type_name(v));
+        return hl__json_fail(r, HL_ERR_PARSE, f, "expected true or false, got %s", type_name(v));
     *out = json_is_true(v);
     return HL_OK;
 }
 
-hl_status jr_get_dtype(reader *r, json_t *obj, const char *f, bool has_default, hl_dtype def,
-                       hl_dtype *out)
+hl_status hl__json_get_dtype(hl__json_reader *r, json_t *obj, const char *f, bool has_default,
+                             hl_dtype def, hl_dtype *out)
 {
     json_t *v = json_object_get(obj, f);
     if (!v) {
-        if (!has_default) return jr_fail(r, HL_ERR_PARSE, f, "missing (a dtype is required)");
+        if (!has_default) return hl__json_fail(r, HL_ERR_PARSE, f, "missing (a dtype is required)");
         *out = def;
         return HL_OK;
     }
     if (!json_is_string(v))
-        return jr_fail(r, HL_ERR_PARSE, f, "expected a dtype name, got %s", type_name(v));
+        return hl__json_fail(r, HL_ERR_PARSE, f, "expected a dtype name, got %s", type_name(v));
     if (hl_dtype_parse(json_string_value(v), out) != 0)
-        return jr_fail(r, HL_ERR_DTYPE, f,
-                       "unknown dtype \"%.40s\" (f32, f16, bf16, int, i64, bool, f8e4m3, "
-                       "f8e5m2)",
-                       json_string_value(v));
+        return hl__json_fail(r, HL_ERR_DTYPE, f,
+                             "unknown dtype \"%.40s\" (f32, f16, bf16, int, i64, bool, f8e4m3, "
+                             "f8e5m2)",
+                             json_string_value(v));
     return HL_OK;
 }
 
 /* Scans expression text before parsing: length, nesting, and every name is z (when
  * allowed), a function (min, max, cdiv) or a declared dim. */
-static hl_status scan_expr_text(reader *r, const char *label, const char *s, bool allow_z)
+static hl_status scan_expr_text(hl__json_reader *r, const char *label, const char *s, bool allow_z)
 {
     size_t n = strlen(s);
-    if (n == 0) return jr_fail(r, HL_ERR_PARSE, label, "empty expression");
-    if (n > JR_MAX_EXPR_TEXT)
-        return jr_fail(r, HL_ERR_PARSE, label, "expression longer than %d characters",
-                       JR_MAX_EXPR_TEXT);
+    if (n == 0) return hl__json_fail(r, HL_ERR_PARSE, label, "empty expression");
+    if (n > HL_JSON_MAX_EXPR_TEXT)
+        return hl__json_fail(r, HL_ERR_PARSE, label, "expression longer than %d characters",
+                             HL_JSON_MAX_EXPR_TEXT);
     int depth = 0;
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
         if (c == '(') {
-            if (++depth > JR_MAX_EXPR_DEPTH)
-                return jr_fail(r, HL_ERR_PARSE, label, "expression nested deeper than %d",
-                               JR_MAX_EXPR_DEPTH);
+            if (++depth > HL_JSON_MAX_EXPR_DEPTH)
+                return hl__json_fail(r, HL_ERR_PARSE, label, "expression nested deeper than %d",
+                                     HL_JSON_MAX_EXPR_DEPTH);
         } else if (c == ')') {
             depth--;
         }
@@ -203,20 +206,20 @@ static hl_status scan_expr_text(reader *r, const char *label, const char *s, boo
             char name[64];
             size_t len = j - i;
             if (len >= sizeof name)
-                return jr_fail(r, HL_ERR_DIM, label, "name longer than 63 characters in \"%.40s\"",
-                               s);
+                return hl__json_fail(r, HL_ERR_DIM, label,
+                                     "name longer than 63 characters in \"%.40s\"", s);
             memcpy(name, s + i, len);
             name[len] = 0;
             bool fn =
                 strcmp(name, "min") == 0 || strcmp(name, "max") == 0 || strcmp(name, "cdiv") == 0;
             if (strcmp(name, "z") == 0) {
                 if (!allow_z)
-                    return jr_fail(r, HL_ERR_PARSE, label,
-                                   "the index variable z may only appear in strides and iota "
-                                   "expressions");
+                    return hl__json_fail(r, HL_ERR_PARSE, label,
+                                         "the index variable z may only appear in strides and iota "
+                                         "expressions");
             } else if (!fn && !hl_graph_dim_find(r->g, name)) {
-                return jr_fail(r, HL_ERR_DIM, label, "unknown dim '%s' (declare it in \"dims\")",
-                               name);
+                return hl__json_fail(r, HL_ERR_DIM, label,
+                                     "unknown dim '%s' (declare it in \"dims\")", name);
             }
             i = j;
             continue;
@@ -231,14 +234,16 @@ static hl_status scan_expr_text(reader *r, const char *label, const char *s, boo
     return HL_OK;
 }
 
-hl_status jr_expr(reader *r, json_t *v, const char *label, bool allow_z, hl_expr *out)
+hl_status hl__json_expr(hl__json_reader *r, json_t *v, const char *label, bool allow_z,
+                        hl_expr *out)
 {
     hl_expr_pool *p = hl_graph_exprs(r->g);
     if (json_is_integer(v)) {
         json_int_t x = json_integer_value(v);
-        if (x < -JR_MAX_SIZE || x > JR_MAX_SIZE)
-            return jr_fail(r, HL_ERR_PARSE, label, "%lld is out of range [-%lld, %lld]",
-                           (long long)x, (long long)JR_MAX_SIZE, (long long)JR_MAX_SIZE);
+        if (x < -HL_JSON_MAX_SIZE || x > HL_JSON_MAX_SIZE)
+            return hl__json_fail(r, HL_ERR_PARSE, label, "%lld is out of range [-%lld, %lld]",
+                                 (long long)x, (long long)HL_JSON_MAX_SIZE,
+                                 (long long)HL_JSON_MAX_SIZE);
         *out = hl_e_num(p, (int64_t)x);
     } else if (json_is_string(v)) {
         const char *s = json_string_value(v);
@@ -247,76 +252,78 @@ hl_status jr_expr(reader *r, json_t *v, const char *label, bool allow_z, hl_expr
         hl_error e;
         hl_error_clear(&e);
         st = hl_e_parse(p, s, out, &e);
-        if (st) return jr_fail(r, st, label, "in \"%.80s\": %s", s, e.msg);
+        if (st) return hl__json_fail(r, st, label, "in \"%.80s\": %s", s, e.msg);
     } else {
-        return jr_fail(r, HL_ERR_PARSE, label,
-                       "expected an integer or an expression string, got %s", type_name(v));
+        return hl__json_fail(r, HL_ERR_PARSE, label,
+                             "expected an integer or an expression string, got %s", type_name(v));
     }
-    if (*out == HL_NONE) return jr_fail(r, HL_ERR_NOMEM, label, "out of memory");
+    if (*out == HL_NONE) return hl__json_fail(r, HL_ERR_NOMEM, label, "out of memory");
     return HL_OK;
 }
 
-hl_status jr_get_expr(reader *r, json_t *obj, const char *f, bool has_default, int64_t def,
-                      bool allow_z, hl_expr *out)
+hl_status hl__json_get_expr(hl__json_reader *r, json_t *obj, const char *f, bool has_default,
+                            int64_t def, bool allow_z, hl_expr *out)
 {
     json_t *v = json_object_get(obj, f);
     if (!v) {
         if (!has_default)
-            return jr_fail(r, HL_ERR_PARSE, f, "missing (an integer or expression is required)");
+            return hl__json_fail(r, HL_ERR_PARSE, f,
+                                 "missing (an integer or expression is required)");
         *out = hl_e_num(hl_graph_exprs(r->g), def);
-        if (*out == HL_NONE) return jr_fail(r, HL_ERR_NOMEM, f, "out of memory");
+        if (*out == HL_NONE) return hl__json_fail(r, HL_ERR_NOMEM, f, "out of memory");
         return HL_OK;
     }
-    return jr_expr(r, v, f, allow_z, out);
+    return hl__json_expr(r, v, f, allow_z, out);
 }
 
-hl_status jr_get_exprs(reader *r, json_t *obj, const char *f, bool allow_z, uint32_t *n,
-                       hl_expr *out)
+hl_status hl__json_get_exprs(hl__json_reader *r, json_t *obj, const char *f, bool allow_z,
+                             uint32_t *n, hl_expr *out)
 {
     json_t *v = json_object_get(obj, f);
-    if (!v) return jr_fail(r, HL_ERR_PARSE, f, "missing (an array is required)");
+    if (!v) return hl__json_fail(r, HL_ERR_PARSE, f, "missing (an array is required)");
     if (!json_is_array(v))
-        return jr_fail(r, HL_ERR_PARSE, f, "expected an array, got %s", type_name(v));
+        return hl__json_fail(r, HL_ERR_PARSE, f, "expected an array, got %s", type_name(v));
     size_t len = json_array_size(v);
     if (len > HL_MAX_DIMS)
-        return jr_fail(r, HL_ERR_SHAPE, f, "%zu entries; at most %d dims are supported", len,
-                       HL_MAX_DIMS);
+        return hl__json_fail(r, HL_ERR_SHAPE, f, "%zu entries; at most %d dims are supported", len,
+                             HL_MAX_DIMS);
     for (size_t i = 0; i < len; i++) {
         char label[48];
         snprintf(label, sizeof label, "%s[%zu]", f, i);
-        hl_status st = jr_expr(r, json_array_get(v, i), label, allow_z, &out[i]);
+        hl_status st = hl__json_expr(r, json_array_get(v, i), label, allow_z, &out[i]);
         if (st) return st;
     }
     *n = (uint32_t)len;
     return HL_OK;
 }
 
-static hl_status one_axis(reader *r, const char *label, json_t *v, int *out)
+static hl_status one_axis(hl__json_reader *r, const char *label, json_t *v, int *out)
 {
     if (!json_is_integer(v))
-        return jr_fail(r, HL_ERR_PARSE, label, "expected an integer axis, got %s", type_name(v));
+        return hl__json_fail(r, HL_ERR_PARSE, label, "expected an integer axis, got %s",
+                             type_name(v));
     json_int_t x = json_integer_value(v);
     if (x < -HL_MAX_DIMS || x >= HL_MAX_DIMS)
-        return jr_fail(r, HL_ERR_ARG, label, "axis %lld is out of range [-%d, %d]", (long long)x,
-                       HL_MAX_DIMS, HL_MAX_DIMS - 1);
+        return hl__json_fail(r, HL_ERR_ARG, label, "axis %lld is out of range [-%d, %d]",
+                             (long long)x, HL_MAX_DIMS, HL_MAX_DIMS - 1);
     *out = (int)x;
     return HL_OK;
 }
 
-hl_status jr_get_axes(reader *r, json_t *obj, const char *f, uint32_t *n, int *out)
+hl_status hl__json_get_axes(hl__json_reader *r, json_t *obj, const char *f, uint32_t *n, int *out)
 {
     json_t *v = json_object_get(obj, f);
-    if (!v) return jr_fail(r, HL_ERR_PARSE, f, "missing (an axis or a list of axes)");
+    if (!v) return hl__json_fail(r, HL_ERR_PARSE, f, "missing (an axis or a list of axes)");
     if (json_is_integer(v)) {
         *n = 1;
         return one_axis(r, f, v, out);
     }
     if (!json_is_array(v))
-        return jr_fail(r, HL_ERR_PARSE, f, "expected an axis or an array of axes, got %s",
-                       type_name(v));
+        return hl__json_fail(r, HL_ERR_PARSE, f, "expected an axis or an array of axes, got %s",
+                             type_name(v));
     size_t len = json_array_size(v);
     if (len > HL_MAX_DIMS)
-        return jr_fail(r, HL_ERR_ARG, f, "%zu axes; at most %d", len, HL_MAX_DIMS);
+        return hl__json_fail(r, HL_ERR_ARG, f, "%zu axes; at most %d", len, HL_MAX_DIMS);
     for (size_t i = 0; i < len; i++) {
         char label[48];
         snprintf(label, sizeof label, "%s[%zu]", f, i);
@@ -346,7 +353,8 @@ static const char *setting_name(int k)
     return k == 0 ? "min" : k == 1 ? "profile" : "max";
 }
 
-hl_status jr_check_dims(reader *r, const char *field, uint32_t ndim, const hl_expr *dims)
+hl_status hl__json_check_dims(hl__json_reader *r, const char *field, uint32_t ndim,
+                              const hl_expr *dims)
 {
     const hl_expr_pool *p = hl_graph_exprs(r->g);
     uint32_t nvar = hl_var_count(p);
@@ -364,16 +372,17 @@ hl_status jr_check_dims(reader *r, const char *field, uint32_t ndim, const hl_ex
             char label[48];
             snprintf(label, sizeof label, "%s[%u]", field, d);
             if (hl_e_eval(p, dims[d], &env, 0, &v, &e) != HL_OK)
-                return jr_fail(r, HL_ERR_SHAPE, label, "cannot be evaluated with dims at %s: %s",
-                               setting_name(k), e.msg);
+                return hl__json_fail(r, HL_ERR_SHAPE, label,
+                                     "cannot be evaluated with dims at %s: %s", setting_name(k),
+                                     e.msg);
             if (v < 1)
-                return jr_fail(r, HL_ERR_SHAPE, label,
-                               "size %lld with dims at %s (sizes must be >= 1)", (long long)v,
-                               setting_name(k));
-            if (v > JR_MAX_NUMEL || numel > JR_MAX_NUMEL / v)
-                return jr_fail(r, HL_ERR_SHAPE, field,
-                               "more than 2^50 elements with dims at %s (too large)",
-                               setting_name(k));
+                return hl__json_fail(r, HL_ERR_SHAPE, label,
+                                     "size %lld with dims at %s (sizes must be >= 1)", (long long)v,
+                                     setting_name(k));
+            if (v > HL_JSON_MAX_NUMEL || numel > HL_JSON_MAX_NUMEL / v)
+                return hl__json_fail(r, HL_ERR_SHAPE, field,
+                                     "more than 2^50 elements with dims at %s (too large)",
+                                     setting_name(k));
             numel *= v;
         }
     }
@@ -381,8 +390,8 @@ hl_status jr_check_dims(reader *r, const char *field, uint32_t ndim, const hl_ex
 }
 
 /* The element count of dims[0..ndim) at setting k, or -1 when it cannot be evaluated
- * or exceeds JR_MAX_NUMEL. */
-static int64_t numel_at(reader *r, int k, uint32_t ndim, const hl_expr *dims)
+ * or exceeds HL_JSON_MAX_NUMEL. */
+static int64_t numel_at(hl__json_reader *r, int k, uint32_t ndim, const hl_expr *dims)
 {
     const hl_expr_pool *p = hl_graph_exprs(r->g);
     uint32_t nvar = hl_var_count(p);
@@ -397,20 +406,20 @@ static int64_t numel_at(reader *r, int k, uint32_t ndim, const hl_expr *dims)
         hl_error e;
         hl_error_clear(&e);
         if (hl_e_eval(p, dims[d], &env, 0, &v, &e) != HL_OK) return -1;
-        if (v < 0 || v > JR_MAX_NUMEL || (v && n > JR_MAX_NUMEL / v)) return -1;
+        if (v < 0 || v > HL_JSON_MAX_NUMEL || (v && n > HL_JSON_MAX_NUMEL / v)) return -1;
         n *= v;
     }
     return n;
 }
 
-hl_status jr_check_same_numel(reader *r, const char *field, const hl_view *v, uint32_t ndim,
-                              const hl_expr *dims)
+hl_status hl__json_check_same_numel(hl__json_reader *r, const char *field, const hl_view *v,
+                                    uint32_t ndim, const hl_expr *dims)
 {
     for (int k = 0; k < 3; k++) {
         int64_t a = numel_at(r, k, v->ndim, v->dims), b = numel_at(r, k, ndim, dims);
-        if (a < 0 || b < 0) continue; /* jr_check_dims reports what cannot be evaluated */
+        if (a < 0 || b < 0) continue; /* hl__json_check_dims reports what cannot be evaluated */
         if (a != b)
-            return jr_fail(
+            return hl__json_fail(
                 r, HL_ERR_SHAPE, field,
                 "%lld elements, but the tensor has %lld with dims at %s (a reshape keeps "
                 "the element count)",
@@ -419,7 +428,8 @@ hl_status jr_check_same_numel(reader *r, const char *field, const hl_view *v, ui
     return HL_OK;
 }
 
-hl_status jr_check_le(reader *r, const char *field, hl_expr a, hl_expr b, const char *what)
+hl_status hl__json_check_le(hl__json_reader *r, const char *field, hl_expr a, hl_expr b,
+                            const char *what)
 {
     for (int k = 0; k < 3; k++) {
         int64_t x = numel_at(r, k, 1, &a), y = numel_at(r, k, 1, &b);
@@ -436,17 +446,19 @@ hl_status jr_check_le(reader *r, const char *field, hl_expr a, hl_expr b, const 
             hl_error_clear(&e);
             if (hl_e_eval(p, a, &env, 0, &x, &e) != HL_OK ||
                 hl_e_eval(p, b, &env, 0, &y, &e) != HL_OK)
-                return jr_fail(r, HL_ERR_SHAPE, field, "cannot be evaluated with dims at %s: %s",
-                               setting_name(k), e.msg);
+                return hl__json_fail(r, HL_ERR_SHAPE, field,
+                                     "cannot be evaluated with dims at %s: %s", setting_name(k),
+                                     e.msg);
         }
         if (x > y)
-            return jr_fail(r, HL_ERR_SHAPE, field, "%s (%lld > %lld with dims at %s)", what,
-                           (long long)x, (long long)y, setting_name(k));
+            return hl__json_fail(r, HL_ERR_SHAPE, field, "%s (%lld > %lld with dims at %s)", what,
+                                 (long long)x, (long long)y, setting_name(k));
     }
     return HL_OK;
 }
 
-hl_status jr_check_view_bounds(reader *r, const char *label, const hl_view *v, uint32_t src)
+hl_status hl__json_check_view_bounds(hl__json_reader *r, const char *label, const hl_view *v,
+                                     uint32_t src)
 {
     const hl_expr_pool *p = hl_graph_exprs(r->g);
     const hl_node *n = hl_graph_node(r->g, src);
@@ -463,13 +475,13 @@ hl_status jr_check_view_bounds(reader *r, const char *label, const hl_view *v, u
         for (uint32_t d = 0; d < n->ndim; d++) {
             int64_t s;
             if (hl_e_eval(p, n->shape[d], &env, 0, &s, &e) != HL_OK) return HL_OK;
-            if (s < 1 || s > JR_MAX_NUMEL || numel > JR_MAX_NUMEL / s) return HL_OK;
+            if (s < 1 || s > HL_JSON_MAX_NUMEL || numel > HL_JSON_MAX_NUMEL / s) return HL_OK;
             numel *= s;
         }
         int64_t dimv[HL_MAX_DIMS];
         for (uint32_t d = 0; d < v->ndim; d++) {
             if (hl_e_eval(p, v->dims[d], &env, 0, &dimv[d], &e) != HL_OK) return HL_OK;
-            if (dimv[d] < 1) return HL_OK; /* jr_check_dims reports it */
+            if (dimv[d] < 1) return HL_OK; /* hl__json_check_dims reports it */
             work += dimv[d];
             if (work > ((int64_t)1 << 16)) return HL_OK; /* too costly here; hl_run checks */
         }
@@ -480,33 +492,34 @@ hl_status jr_check_view_bounds(reader *r, const char *label, const hl_view *v, u
                 int64_t x;
                 hl_error_clear(&e);
                 if (hl_e_eval(p, v->strides[d], &env, z, &x, &e) != HL_OK)
-                    return jr_fail(
+                    return hl__json_fail(
                         r, HL_ERR_SHAPE, label,
                         "strides[%u] cannot be evaluated at z = %lld with dims at %s: %s", d,
                         (long long)z, setting_name(k), e.msg);
                 if (x < mn) mn = x;
                 if (x > mx) mx = x;
             }
-            if (mn < -JR_MAX_NUMEL || mx > JR_MAX_NUMEL)
-                return jr_fail(r, HL_ERR_SHAPE, label,
-                               "strides[%u] reaches %lld, outside the buffer", d,
-                               (long long)(mn < 0 ? mn : mx));
+            if (mn < -HL_JSON_MAX_NUMEL || mx > HL_JSON_MAX_NUMEL)
+                return hl__json_fail(r, HL_ERR_SHAPE, label,
+                                     "strides[%u] reaches %lld, outside the buffer", d,
+                                     (long long)(mn < 0 ? mn : mx));
             lo += mn;
             hi += mx;
         }
         if (lo < 0 || hi >= numel)
-            return jr_fail(r, HL_ERR_SHAPE, label,
-                           "the view reads flat positions %lld..%lld of a stored buffer of %lld "
-                           "elements with dims at %s (out of bounds)",
-                           (long long)lo, (long long)hi, (long long)numel, setting_name(k));
+            return hl__json_fail(
+                r, HL_ERR_SHAPE, label,
+                "the view reads flat positions %lld..%lld of a stored buffer of %lld "
+                "elements with dims at %s (out of bounds)",
+                (long long)lo, (long long)hi, (long long)numel, setting_name(k));
     }
     return HL_OK;
 }
 
-bool jr_name_valid(const char *name)
+bool hl__json_name_valid(const char *name)
 {
     size_t n = strlen(name);
-    if (n == 0 || n > JR_MAX_NAME) return false;
+    if (n == 0 || n > HL_JSON_MAX_NAME) return false;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)name[i];
         if (!(isalnum(c) || c == '_' || c == '.' || c == '-' || c == '%')) return false;

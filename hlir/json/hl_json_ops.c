@@ -152,7 +152,7 @@ static const op_row *find_op(const char *name)
 
 /* Turns the builder's sticky error into the reader's, naming the node, the fields the
  * builder was given (the inputs and the op's attributes) and the op. */
-static hl_status builder_failed(reader *r, const struct op_row *row)
+static hl_status builder_failed(hl__json_reader *r, const struct op_row *row)
 {
     const hl_error *ge = hl_graph_error(r->g);
     hl_status code = ge->code ? ge->code : HL_ERR_NOMEM;
@@ -169,38 +169,38 @@ static hl_status builder_failed(reader *r, const struct op_row *row)
     const char *msg = ge->code ? ge->msg : "out of memory";
     size_t n = strlen(row->name);
     if (strncmp(msg, row->name, n) == 0 && msg[n] == ':') /* the builder named the op */
-        return jr_fail(r, code, fields, "%s", msg);
-    return jr_fail(r, code, fields, "%s: %s", row->name, msg);
+        return hl__json_fail(r, code, fields, "%s", msg);
+    return hl__json_fail(r, code, fields, "%s: %s", row->name, msg);
 }
 
-hl_status jr_view(reader *r, json_t *obj, const char *label, hl_view *v)
+hl_status hl__json_view(hl__json_reader *r, json_t *obj, const char *label, hl_view *v)
 {
-    hl_status st = jr_check_keys(r, obj, "tensor shape strides name comment");
+    hl_status st = hl__json_check_keys(r, obj, "tensor shape strides name comment");
     if (st) return st;
     uint32_t nd = 0, ns = 0;
     hl_expr dims[HL_MAX_DIMS], strides[HL_MAX_DIMS];
     char f[64];
     json_t *shape = json_object_get(obj, "shape"), *str = json_object_get(obj, "strides");
     if (!shape || !str)
-        return jr_fail(r, HL_ERR_PARSE, label, "a view needs both \"shape\" and \"strides\"");
+        return hl__json_fail(r, HL_ERR_PARSE, label, "a view needs both \"shape\" and \"strides\"");
     /* Read through a wrapper object so labels say e.g. inputs[1].shape[0]. */
     snprintf(f, sizeof f, "%s.shape", label);
     json_t *tmp = json_pack("{sO}", f, shape);
-    if (!tmp) return jr_fail(r, HL_ERR_NOMEM, label, "out of memory");
-    st = jr_get_exprs(r, tmp, f, false, &nd, dims);
+    if (!tmp) return hl__json_fail(r, HL_ERR_NOMEM, label, "out of memory");
+    st = hl__json_get_exprs(r, tmp, f, false, &nd, dims);
     json_decref(tmp);
     if (st) return st;
     snprintf(f, sizeof f, "%s.strides", label);
     tmp = json_pack("{sO}", f, str);
-    if (!tmp) return jr_fail(r, HL_ERR_NOMEM, label, "out of memory");
-    st = jr_get_exprs(r, tmp, f, true, &ns, strides);
+    if (!tmp) return hl__json_fail(r, HL_ERR_NOMEM, label, "out of memory");
+    st = hl__json_get_exprs(r, tmp, f, true, &ns, strides);
     json_decref(tmp);
     if (st) return st;
     if (nd != ns)
-        return jr_fail(r, HL_ERR_SHAPE, label, "%u sizes but %u strides (one stride per dim)", nd,
-                       ns);
+        return hl__json_fail(r, HL_ERR_SHAPE, label, "%u sizes but %u strides (one stride per dim)",
+                             nd, ns);
     snprintf(f, sizeof f, "%s.shape", label);
-    if ((st = jr_check_dims(r, f, nd, dims))) return st;
+    if ((st = hl__json_check_dims(r, f, nd, dims))) return st;
     memset(v, 0, sizeof *v);
     v->ndim = nd;
     for (uint32_t i = 0; i < nd; i++) {
@@ -211,7 +211,7 @@ hl_status jr_view(reader *r, json_t *obj, const char *label, hl_view *v)
 }
 
 /* A primitive node written with explicit views: one hl_graph_add. */
-static hl_status build_primitive(reader *r, jr_node *n, const op_row *row, hl_t *out)
+static hl_status build_primitive(hl__json_reader *r, hl__json_node *n, const op_row *row, hl_t *out)
 {
     hl_node spec;
     memset(&spec, 0, sizeof spec);
@@ -219,25 +219,25 @@ static hl_status build_primitive(reader *r, jr_node *n, const op_row *row, hl_t 
     spec.n_in = n->n_ref;
     hl_status st;
     for (uint32_t j = 0; j < n->n_ref; j++) {
-        hl_t h = jr_ref_handle(r, &n->refs[j]);
+        hl_t h = hl__json_ref_handle(r, &n->refs[j]);
         spec.in[j].node = h.node;
         if (n->refs[j].view) {
             char label[32];
             snprintf(label, sizeof label, "inputs[%u]", j);
-            if ((st = jr_view(r, n->refs[j].view, label, &spec.in[j].view))) return st;
-            if ((st = jr_check_view_bounds(r, label, &spec.in[j].view, h.node))) return st;
+            if ((st = hl__json_view(r, n->refs[j].view, label, &spec.in[j].view))) return st;
+            if ((st = hl__json_check_view_bounds(r, label, &spec.in[j].view, h.node))) return st;
         } else {
             spec.in[j].view = h.view;
         }
     }
     if (row->op == J_CAST) {
-        if ((st = jr_get_dtype(r, n->obj, "dtype", false, HL_F32, &spec.cast_to))) return st;
+        if ((st = hl__json_get_dtype(r, n->obj, "dtype", false, HL_F32, &spec.cast_to))) return st;
         spec.dtype = spec.cast_to;
     }
     if (row->op == J_SUM_REDUCE || row->op == J_MAX_REDUCE) {
         int64_t a;
         int nd = (int)spec.in[0].view.ndim;
-        if ((st = jr_get_int(r, n->obj, "axis", false, 0, -nd, nd - 1, &a))) return st;
+        if ((st = hl__json_get_int(r, n->obj, "axis", false, 0, -nd, nd - 1, &a))) return st;
         spec.axis = (uint32_t)(a < 0 ? a + nd : a);
     }
     uint32_t id = hl_graph_add(r->g, &spec);
@@ -248,25 +248,25 @@ static hl_status build_primitive(reader *r, jr_node *n, const op_row *row, hl_t 
     hl_error e;
     hl_error_clear(&e);
     if (hl_view_contiguous(hl_graph_exprs(r->g), made->ndim, made->shape, &out->view, &e))
-        return jr_fail(r, e.code, NULL, "%s: %s", row->name, e.msg);
+        return hl__json_fail(r, e.code, NULL, "%s: %s", row->name, e.msg);
     return HL_OK;
 }
 
 /* Reads "axes" of permute: a permutation of 0..ndim-1 (negative axes count from the end). */
-static hl_status get_perm(reader *r, jr_node *n, uint32_t ndim, uint32_t *perm)
+static hl_status get_perm(hl__json_reader *r, hl__json_node *n, uint32_t ndim, uint32_t *perm)
 {
     int axes[HL_MAX_DIMS];
     uint32_t na = 0;
-    hl_status st = jr_get_axes(r, n->obj, "axes", &na, axes);
+    hl_status st = hl__json_get_axes(r, n->obj, "axes", &na, axes);
     if (st) return st;
     if (na != ndim)
-        return jr_fail(r, HL_ERR_ARG, "axes", "%u axes for a tensor of %u dims", na, ndim);
+        return hl__json_fail(r, HL_ERR_ARG, "axes", "%u axes for a tensor of %u dims", na, ndim);
     bool used[HL_MAX_DIMS] = {false};
     for (uint32_t i = 0; i < na; i++) {
         int a = hl__axis(axes[i], ndim);
         if (a < 0 || used[a])
-            return jr_fail(r, HL_ERR_ARG, "axes", "not a permutation of 0..%u",
-                           ndim ? ndim - 1 : 0);
+            return hl__json_fail(r, HL_ERR_ARG, "axes", "not a permutation of 0..%u",
+                                 ndim ? ndim - 1 : 0);
         used[a] = true;
         perm[i] = (uint32_t)a;
     }
@@ -274,58 +274,59 @@ static hl_status get_perm(reader *r, jr_node *n, uint32_t ndim, uint32_t *perm)
 }
 
 /* Reads an axis attribute and checks it against ndim (after negative wrap). */
-static hl_status get_axis(reader *r, jr_node *n, const char *f, bool has_def, int def,
-                          uint32_t ndim, int *out)
+static hl_status get_axis(hl__json_reader *r, hl__json_node *n, const char *f, bool has_def,
+                          int def, uint32_t ndim, int *out)
 {
     int64_t a;
     int nd = (int)ndim;
-    hl_status st = jr_get_int(r, n->obj, f, has_def, def, -HL_MAX_DIMS, HL_MAX_DIMS, &a);
+    hl_status st = hl__json_get_int(r, n->obj, f, has_def, def, -HL_MAX_DIMS, HL_MAX_DIMS, &a);
     if (st) return st;
     if (hl__axis((int)a, ndim) < 0)
-        return jr_fail(r, HL_ERR_ARG, f, "axis %lld is out of range for %d dims", (long long)a, nd);
+        return hl__json_fail(r, HL_ERR_ARG, f, "axis %lld is out of range for %d dims",
+                             (long long)a, nd);
     *out = (int)a;
     return HL_OK;
 }
 
-static hl_status one_expr_checked(reader *r, jr_node *n, const char *f, bool has_def, int64_t def,
-                                  hl_expr *out)
+static hl_status one_expr_checked(hl__json_reader *r, hl__json_node *n, const char *f, bool has_def,
+                                  int64_t def, hl_expr *out)
 {
-    hl_status st = jr_get_expr(r, n->obj, f, has_def, def, false, out);
+    hl_status st = hl__json_get_expr(r, n->obj, f, has_def, def, false, out);
     if (st) return st;
-    return jr_check_dims(r, f, 1, out);
+    return hl__json_check_dims(r, f, 1, out);
 }
 
-hl_status jr_build_node(reader *r, uint32_t i)
+hl_status hl__json_build_node(hl__json_reader *r, uint32_t i)
 {
-    jr_node *n = &r->nodes[i];
+    hl__json_node *n = &r->nodes[i];
     hl_graph *g = r->g;
     const op_row *row = find_op(n->op);
-    if (!row) return jr_fail(r, HL_ERR_PARSE, "op", "unknown op '%.40s'", n->op);
+    if (!row) return hl__json_fail(r, HL_ERR_PARSE, "op", "unknown op '%.40s'", n->op);
     char allowed[128];
     snprintf(allowed, sizeof allowed, "name op inputs comment %s", row->attrs);
-    hl_status st = jr_check_keys(r, n->obj, allowed);
+    hl_status st = hl__json_check_keys(r, n->obj, allowed);
     if (st) return st;
     if (n->n_ref < row->min_in || n->n_ref > row->max_in) {
         if (row->min_in == row->max_in)
-            return jr_fail(r, HL_ERR_ARG, "inputs", "%s takes %u input%s, got %u", row->name,
-                           row->min_in, row->min_in == 1 ? "" : "s", n->n_ref);
-        return jr_fail(r, HL_ERR_ARG, "inputs", "%s takes %u to %u inputs, got %u", row->name,
-                       row->min_in, row->max_in, n->n_ref);
+            return hl__json_fail(r, HL_ERR_ARG, "inputs", "%s takes %u input%s, got %u", row->name,
+                                 row->min_in, row->min_in == 1 ? "" : "s", n->n_ref);
+        return hl__json_fail(r, HL_ERR_ARG, "inputs", "%s takes %u to %u inputs, got %u", row->name,
+                             row->min_in, row->max_in, n->n_ref);
     }
     bool has_view = false;
     for (uint32_t j = 0; j < n->n_ref; j++)
         has_view |= n->refs[j].view != NULL;
     if (has_view) {
         if (row->prim < 0)
-            return jr_fail(r, HL_ERR_PARSE, "inputs",
-                           "view inputs are only for primitives (%s is not one)", row->name);
+            return hl__json_fail(r, HL_ERR_PARSE, "inputs",
+                                 "view inputs are only for primitives (%s is not one)", row->name);
         if ((st = build_primitive(r, n, row, &n->t))) return st;
-        return jr_check_dims(r, "result", n->t.view.ndim, n->t.view.dims);
+        return hl__json_check_dims(r, "result", n->t.view.ndim, n->t.view.dims);
     }
     uint32_t mark = hl_graph_node_count(g);
     hl_t x[HL_MAX_INPUTS];
     for (uint32_t j = 0; j < n->n_ref; j++)
-        x[j] = jr_ref_handle(r, &n->refs[j]);
+        x[j] = hl__json_ref_handle(r, &n->refs[j]);
     uint32_t nd0 = n->n_ref ? x[0].view.ndim : 0;
     hl_t t = {HL_NONE, HL_F32, {0}};
     switch (row->op) {
@@ -374,15 +375,15 @@ hl_status jr_build_node(reader *r, uint32_t i)
     case J_GELU: {
         const char *mode = "none";
         if (json_object_get(n->obj, "approximate") &&
-            (st = jr_get_string(r, n->obj, "approximate", &mode)))
+            (st = hl__json_get_string(r, n->obj, "approximate", &mode)))
             return st;
         if (strcmp(mode, "none") == 0)
             t = hl_gelu(g, x[0]);
         else if (strcmp(mode, "tanh") == 0)
             t = hl_gelu_tanh(g, x[0]);
         else
-            return jr_fail(r, HL_ERR_PARSE, "approximate",
-                           "expected \"none\" or \"tanh\", got \"%.40s\"", mode);
+            return hl__json_fail(r, HL_ERR_PARSE, "approximate",
+                                 "expected \"none\" or \"tanh\", got \"%.40s\"", mode);
         break;
     }
     case J_ADD:
@@ -429,20 +430,20 @@ hl_status jr_build_node(reader *r, uint32_t i)
         break;
     case J_CAST: {
         hl_dtype to;
-        if ((st = jr_get_dtype(r, n->obj, "dtype", false, HL_F32, &to))) return st;
+        if ((st = hl__json_get_dtype(r, n->obj, "dtype", false, HL_F32, &to))) return st;
         t = hl_cast(g, x[0], to);
         break;
     }
     case J_CONSTANT: {
         float v;
         hl_dtype dt;
-        if ((st = jr_get_float(r, n->obj, "value", false, 0, &v))) return st;
-        if ((st = jr_get_dtype(r, n->obj, "dtype", true, HL_F32, &dt))) return st;
+        if ((st = hl__json_get_float(r, n->obj, "value", false, 0, &v))) return st;
+        if ((st = hl__json_get_dtype(r, n->obj, "dtype", true, HL_F32, &dt))) return st;
         if (json_object_get(n->obj, "shape")) {
             uint32_t nd = 0;
             hl_expr dims[HL_MAX_DIMS];
-            if ((st = jr_get_exprs(r, n->obj, "shape", false, &nd, dims))) return st;
-            if ((st = jr_check_dims(r, "shape", nd, dims))) return st;
+            if ((st = hl__json_get_exprs(r, n->obj, "shape", false, &nd, dims))) return st;
+            if ((st = hl__json_check_dims(r, "shape", nd, dims))) return st;
             t = nd ? hl_full(g, v, dt, nd, dims) : hl_scalar(g, v, dt);
         } else {
             t = hl_scalar(g, v, dt);
@@ -451,7 +452,7 @@ hl_status jr_build_node(reader *r, uint32_t i)
     }
     case J_IOTA: {
         hl_expr e, len;
-        if ((st = jr_get_expr(r, n->obj, "expr", false, 0, true, &e))) return st;
+        if ((st = hl__json_get_expr(r, n->obj, "expr", false, 0, true, &e))) return st;
         if ((st = one_expr_checked(r, n, "len", false, 0, &len))) return st;
         t = hl_iota(g, e, len);
         break;
@@ -460,7 +461,7 @@ hl_status jr_build_node(reader *r, uint32_t i)
         hl_expr len;
         hl_dtype dt;
         if ((st = one_expr_checked(r, n, "n", false, 0, &len))) return st;
-        if ((st = jr_get_dtype(r, n->obj, "dtype", true, HL_INT, &dt))) return st;
+        if ((st = hl__json_get_dtype(r, n->obj, "dtype", true, HL_INT, &dt))) return st;
         t = hl_arange(g, len, dt);
         break;
     }
@@ -471,16 +472,16 @@ hl_status jr_build_node(reader *r, uint32_t i)
         uint32_t na = nd0;
         bool keep;
         if (json_object_get(n->obj, "axes")) {
-            if ((st = jr_get_axes(r, n->obj, "axes", &na, axes))) return st;
+            if ((st = hl__json_get_axes(r, n->obj, "axes", &na, axes))) return st;
             for (uint32_t k = 0; k < na; k++)
                 if (hl__axis(axes[k], nd0) < 0)
-                    return jr_fail(r, HL_ERR_ARG, "axes", "axis %d is out of range for %u dims",
-                                   axes[k], nd0);
+                    return hl__json_fail(r, HL_ERR_ARG, "axes",
+                                         "axis %d is out of range for %u dims", axes[k], nd0);
         } else {
             for (uint32_t k = 0; k < nd0; k++)
                 axes[k] = (int)k;
         }
-        if ((st = jr_get_bool(r, n->obj, "keepdim", false, &keep))) return st;
+        if ((st = hl__json_get_bool(r, n->obj, "keepdim", false, &keep))) return st;
         if (row->op == J_SUM)
             t = hl_sum(g, x[0], na, axes, keep);
         else if (row->op == J_MAX)
@@ -506,9 +507,9 @@ hl_status jr_build_node(reader *r, uint32_t i)
     case J_LAYER_NORM:
     case J_RMS_NORM: {
         float eps;
-        if ((st = jr_get_float(r, n->obj, "eps", true, 1e-5f, &eps))) return st;
+        if ((st = hl__json_get_float(r, n->obj, "eps", true, 1e-5f, &eps))) return st;
         if (!(eps >= 0) || isinf(eps))
-            return jr_fail(r, HL_ERR_ARG, "eps", "must be a finite number >= 0");
+            return hl__json_fail(r, HL_ERR_ARG, "eps", "must be a finite number >= 0");
         hl_t none = {HL_NONE, HL_F32, {0}};
         hl_t w = n->n_ref > 1 ? x[1] : none, b = n->n_ref > 2 ? x[2] : none;
         t = row->op == J_LAYER_NORM ? hl_layer_norm(g, x[0], w, b, eps)
@@ -531,29 +532,29 @@ hl_status jr_build_node(reader *r, uint32_t i)
         hl_expr len;
         hl_dtype dt;
         if ((st = one_expr_checked(r, n, "n", false, 0, &len))) return st;
-        if ((st = jr_get_dtype(r, n->obj, "dtype", true, HL_F32, &dt))) return st;
+        if ((st = hl__json_get_dtype(r, n->obj, "dtype", true, HL_F32, &dt))) return st;
         hl_expr sq[2] = {len, len};
-        if ((st = jr_check_dims(r, "n", 2, sq))) return st;
+        if ((st = hl__json_check_dims(r, "n", 2, sq))) return st;
         t = hl_causal_mask(g, len, dt);
         break;
     }
     case J_ATTENTION: {
         bool causal;
         float scale;
-        if ((st = jr_get_bool(r, n->obj, "causal", false, &causal))) return st;
-        if ((st = jr_get_float(r, n->obj, "scale", true, 0.0f, &scale))) return st;
+        if ((st = hl__json_get_bool(r, n->obj, "causal", false, &causal))) return st;
+        if ((st = hl__json_get_float(r, n->obj, "scale", true, 0.0f, &scale))) return st;
         if (json_object_get(n->obj, "scale") && !(scale > 0 && isfinite(scale)))
-            return jr_fail(r, HL_ERR_ARG, "scale", "must be a finite number > 0");
+            return hl__json_fail(r, HL_ERR_ARG, "scale", "must be a finite number > 0");
         t = hl_attention(g, x[0], x[1], x[2], causal, scale);
         break;
     }
     case J_ROPE: {
         float base;
         hl_expr off;
-        if ((st = jr_get_float(r, n->obj, "base", true, 10000.0f, &base))) return st;
+        if ((st = hl__json_get_float(r, n->obj, "base", true, 10000.0f, &base))) return st;
         if (!(base > 0 && isfinite(base)))
-            return jr_fail(r, HL_ERR_ARG, "base", "must be a finite number > 0");
-        if ((st = jr_get_expr(r, n->obj, "offset", true, 0, false, &off))) return st;
+            return hl__json_fail(r, HL_ERR_ARG, "base", "must be a finite number > 0");
+        if ((st = hl__json_get_expr(r, n->obj, "offset", true, 0, false, &off))) return st;
         t = hl_rope(g, x[0], off, base);
         break;
     }
@@ -566,13 +567,14 @@ hl_status jr_build_node(reader *r, uint32_t i)
     case J_TRANSPOSE: {
         int axes[HL_MAX_DIMS] = {-2, -1};
         uint32_t na = 2;
-        if (json_object_get(n->obj, "axes") && (st = jr_get_axes(r, n->obj, "axes", &na, axes)))
+        if (json_object_get(n->obj, "axes") &&
+            (st = hl__json_get_axes(r, n->obj, "axes", &na, axes)))
             return st;
-        if (na != 2) return jr_fail(r, HL_ERR_ARG, "axes", "transpose swaps exactly 2 axes");
+        if (na != 2) return hl__json_fail(r, HL_ERR_ARG, "axes", "transpose swaps exactly 2 axes");
         for (int k = 0; k < 2; k++)
             if (hl__axis(axes[k], nd0) < 0)
-                return jr_fail(r, HL_ERR_ARG, "axes", "axis %d is out of range for %u dims",
-                               axes[k], nd0);
+                return hl__json_fail(r, HL_ERR_ARG, "axes", "axis %d is out of range for %u dims",
+                                     axes[k], nd0);
         t = hl_transpose(g, x[0], axes[0], axes[1]);
         break;
     }
@@ -580,9 +582,10 @@ hl_status jr_build_node(reader *r, uint32_t i)
     case J_BROADCAST_TO: {
         uint32_t nd = 0;
         hl_expr dims[HL_MAX_DIMS];
-        if ((st = jr_get_exprs(r, n->obj, "shape", false, &nd, dims))) return st;
-        if ((st = jr_check_dims(r, "shape", nd, dims))) return st;
-        if (row->op == J_RESHAPE && (st = jr_check_same_numel(r, "shape", &x[0].view, nd, dims)))
+        if ((st = hl__json_get_exprs(r, n->obj, "shape", false, &nd, dims))) return st;
+        if ((st = hl__json_check_dims(r, "shape", nd, dims))) return st;
+        if (row->op == J_RESHAPE &&
+            (st = hl__json_check_same_numel(r, "shape", &x[0].view, nd, dims)))
             return st;
         t = row->op == J_RESHAPE ? hl_reshape(g, x[0], nd, dims)
                                  : hl_broadcast_to(g, x[0], nd, dims);
@@ -591,10 +594,11 @@ hl_status jr_build_node(reader *r, uint32_t i)
     case J_EXPAND: {
         int64_t a;
         hl_expr size;
-        if ((st = jr_get_int(r, n->obj, "axis", false, 0, -(int64_t)nd0 - 1, nd0, &a))) return st;
+        if ((st = hl__json_get_int(r, n->obj, "axis", false, 0, -(int64_t)nd0 - 1, nd0, &a)))
+            return st;
         if (nd0 >= HL_MAX_DIMS)
-            return jr_fail(r, HL_ERR_SHAPE, NULL, "expand: the tensor already has %d dims",
-                           HL_MAX_DIMS);
+            return hl__json_fail(r, HL_ERR_SHAPE, NULL, "expand: the tensor already has %d dims",
+                                 HL_MAX_DIMS);
         if ((st = one_expr_checked(r, n, "size", false, 0, &size))) return st;
         t = hl_expand(g, x[0], (int)a, size);
         break;
@@ -603,13 +607,13 @@ hl_status jr_build_node(reader *r, uint32_t i)
         int a;
         hl_expr s, e;
         if ((st = get_axis(r, n, "axis", false, 0, nd0, &a))) return st;
-        if ((st = jr_get_expr(r, n->obj, "start", true, 0, false, &s))) return st;
+        if ((st = hl__json_get_expr(r, n->obj, "start", true, 0, false, &s))) return st;
         if ((st = one_expr_checked(r, n, "end", false, 0, &e))) return st;
         hl_expr zero = hl_n(g, 0);
-        if ((st = jr_check_le(r, "start", zero, s, "start is negative"))) return st;
-        if ((st = jr_check_le(r, "end", s, e, "end is before start"))) return st;
-        if ((st = jr_check_le(r, "end", e, x[0].view.dims[hl__axis(a, nd0)],
-                              "end is past the size of the axis")))
+        if ((st = hl__json_check_le(r, "start", zero, s, "start is negative"))) return st;
+        if ((st = hl__json_check_le(r, "end", s, e, "end is before start"))) return st;
+        if ((st = hl__json_check_le(r, "end", e, x[0].view.dims[hl__axis(a, nd0)],
+                                    "end is past the size of the axis")))
             return st;
         t = hl_slice(g, x[0], a, s, e);
         break;
@@ -619,12 +623,12 @@ hl_status jr_build_node(reader *r, uint32_t i)
         hl_expr before, after;
         float v;
         if ((st = get_axis(r, n, "axis", false, 0, nd0, &a))) return st;
-        if ((st = jr_get_expr(r, n->obj, "before", true, 0, false, &before))) return st;
-        if ((st = jr_get_expr(r, n->obj, "after", true, 0, false, &after))) return st;
-        if ((st = jr_get_float(r, n->obj, "value", true, 0.0f, &v))) return st;
+        if ((st = hl__json_get_expr(r, n->obj, "before", true, 0, false, &before))) return st;
+        if ((st = hl__json_get_expr(r, n->obj, "after", true, 0, false, &after))) return st;
+        if ((st = hl__json_get_float(r, n->obj, "value", true, 0.0f, &v))) return st;
         hl_expr zero = hl_n(g, 0);
-        if ((st = jr_check_le(r, "before", zero, before, "negative padding"))) return st;
-        if ((st = jr_check_le(r, "after", zero, after, "negative padding"))) return st;
+        if ((st = hl__json_check_le(r, "before", zero, before, "negative padding"))) return st;
+        if ((st = hl__json_check_le(r, "after", zero, after, "negative padding"))) return st;
         t = hl_pad(g, x[0], a, before, after, v);
         break;
     }
@@ -636,15 +640,15 @@ hl_status jr_build_node(reader *r, uint32_t i)
     }
     }
     if (t.node == HL_NONE) return builder_failed(r, row);
-    if ((st = jr_check_dims(r, "result", t.view.ndim, t.view.dims))) return st;
+    if ((st = hl__json_check_dims(r, "result", t.view.ndim, t.view.dims))) return st;
     /* Every view the lowering wrote must pass the checks the canonical form's explicit
      * views get when it is read back: sizes in range, reads inside the buffer. */
     for (uint32_t id = mark; id < hl_graph_node_count(g); id++) {
         const hl_node *made = hl_graph_node(g, id);
         for (uint32_t j = 0; j < made->n_in; j++) {
             hl_view v = made->in[j].view;
-            if ((st = jr_check_dims(r, "inputs", v.ndim, v.dims))) return st;
-            if ((st = jr_check_view_bounds(r, "inputs", &v, made->in[j].node))) return st;
+            if ((st = hl__json_check_dims(r, "inputs", v.ndim, v.dims))) return st;
+            if ((st = hl__json_check_view_bounds(r, "inputs", &v, made->in[j].node))) return st;
         }
     }
     n->t = t;

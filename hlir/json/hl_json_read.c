@@ -26,7 +26,7 @@
 
 static int name_cmp(const void *a, const void *b)
 {
-    const jr_name *x = a, *y = b;
+    const hl__json_name *x = a, *y = b;
     int c = strcmp(x->name, y->name);
     if (c) return c;
     /* equal names: inputs first, then by position, so duplicates report deterministically */
@@ -35,7 +35,7 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* The index in r->names of name, or UINT32_MAX. */
-static uint32_t name_find(const reader *r, const char *name)
+static uint32_t name_find(const hl__json_reader *r, const char *name)
 {
     uint32_t lo = 0, hi = r->n_names;
     while (lo < hi) {
@@ -50,123 +50,129 @@ static uint32_t name_find(const reader *r, const char *name)
     return UINT32_MAX;
 }
 
-hl_t jr_ref_handle(const reader *r, const jr_ref *ref)
+hl_t hl__json_ref_handle(const hl__json_reader *r, const hl__json_ref *ref)
 {
-    const jr_name *n = &r->names[ref->name];
+    const hl__json_name *n = &r->names[ref->name];
     if (n->is_input) return r->inputs[n->idx];
     return r->nodes[n->idx].t;
 }
 
-static const char *kind_label(const jr_name *n)
+static const char *kind_label(const hl__json_name *n)
 {
     return n->is_input ? "inputs" : "nodes";
 }
 
 /* ---- phases ---- */
 
-static hl_status read_top(reader *r)
+static hl_status read_top(hl__json_reader *r)
 {
     r->where[0] = 0;
     if (!json_is_object(r->root))
-        return jr_fail(r, HL_ERR_PARSE, NULL, "the document must be a JSON object");
+        return hl__json_fail(r, HL_ERR_PARSE, NULL, "the document must be a JSON object");
     hl_status st =
-        jr_check_keys(r, r->root, "format version name comment dims inputs nodes outputs");
+        hl__json_check_keys(r, r->root, "format version name comment dims inputs nodes outputs");
     if (st) return st;
     const char *fmt;
-    if ((st = jr_get_string(r, r->root, "format", &fmt))) return st;
+    if ((st = hl__json_get_string(r, r->root, "format", &fmt))) return st;
     if (strcmp(fmt, "luminal-graph") != 0)
-        return jr_fail(r, HL_ERR_PARSE, "format", "expected \"luminal-graph\", got \"%.40s\"", fmt);
+        return hl__json_fail(r, HL_ERR_PARSE, "format", "expected \"luminal-graph\", got \"%.40s\"",
+                             fmt);
     int64_t version;
-    if ((st = jr_get_int(r, r->root, "version", false, 0, INT64_MIN, INT64_MAX, &version)))
+    if ((st = hl__json_get_int(r, r->root, "version", false, 0, INT64_MIN, INT64_MAX, &version)))
         return st;
     if (version != 1)
-        return jr_fail(r, HL_ERR_PARSE, "version", "version %lld is not supported (only 1)",
-                       (long long)version);
+        return hl__json_fail(r, HL_ERR_PARSE, "version", "version %lld is not supported (only 1)",
+                             (long long)version);
     json_t *name = json_object_get(r->root, "name");
-    if (name && !json_is_string(name)) return jr_fail(r, HL_ERR_PARSE, "name", "expected a string");
+    if (name && !json_is_string(name))
+        return hl__json_fail(r, HL_ERR_PARSE, "name", "expected a string");
     static const char *const arrays[] = {"inputs", "nodes", "outputs"};
     for (int i = 0; i < 3; i++) {
         json_t *a = json_object_get(r->root, arrays[i]);
-        if (!a) return jr_fail(r, HL_ERR_PARSE, arrays[i], "missing (an array is required)");
-        if (!json_is_array(a)) return jr_fail(r, HL_ERR_PARSE, arrays[i], "expected an array");
+        if (!a) return hl__json_fail(r, HL_ERR_PARSE, arrays[i], "missing (an array is required)");
+        if (!json_is_array(a))
+            return hl__json_fail(r, HL_ERR_PARSE, arrays[i], "expected an array");
     }
     json_t *dims = json_object_get(r->root, "dims");
-    if (dims && !json_is_array(dims)) return jr_fail(r, HL_ERR_PARSE, "dims", "expected an array");
+    if (dims && !json_is_array(dims))
+        return hl__json_fail(r, HL_ERR_PARSE, "dims", "expected an array");
     if (json_array_size(json_object_get(r->root, "outputs")) == 0)
-        return jr_fail(r, HL_ERR_PARSE, "outputs", "a graph needs at least one output");
-    if (json_array_size(json_object_get(r->root, "nodes")) > JR_MAX_NODES)
-        return jr_fail(r, HL_ERR_PARSE, "nodes", "more than %u nodes", JR_MAX_NODES);
+        return hl__json_fail(r, HL_ERR_PARSE, "outputs", "a graph needs at least one output");
+    if (json_array_size(json_object_get(r->root, "nodes")) > HL_JSON_MAX_NODES)
+        return hl__json_fail(r, HL_ERR_PARSE, "nodes", "more than %u nodes", HL_JSON_MAX_NODES);
     return HL_OK;
 }
 
-static hl_status read_dims(reader *r)
+static hl_status read_dims(hl__json_reader *r)
 {
     json_t *dims = json_object_get(r->root, "dims");
     size_t i;
     json_t *d;
     json_array_foreach(dims, i, d)
     {
-        jr_where(r, "dims[%zu]", i);
-        if (!json_is_object(d)) return jr_fail(r, HL_ERR_PARSE, NULL, "expected an object");
-        hl_status st = jr_check_keys(r, d, "name min max profile comment");
+        hl__json_where(r, "dims[%zu]", i);
+        if (!json_is_object(d)) return hl__json_fail(r, HL_ERR_PARSE, NULL, "expected an object");
+        hl_status st = hl__json_check_keys(r, d, "name min max profile comment");
         if (st) return st;
         const char *name;
-        if ((st = jr_get_string(r, d, "name", &name))) return st;
-        jr_where(r, "dims[%zu] '%.40s'", i, name);
+        if ((st = hl__json_get_string(r, d, "name", &name))) return st;
+        hl__json_where(r, "dims[%zu] '%.40s'", i, name);
         if (!hl_var_name_valid(name))
-            return jr_fail(r, HL_ERR_DIM, "name",
-                           "a dim name is 1-63 characters of [A-Za-z0-9_], not starting with a "
-                           "digit, and not z");
+            return hl__json_fail(
+                r, HL_ERR_DIM, "name",
+                "a dim name is 1-63 characters of [A-Za-z0-9_], not starting with a "
+                "digit, and not z");
         if (hl_graph_dim_find(r->g, name))
-            return jr_fail(r, HL_ERR_DIM, "name", "dim '%s' is declared twice", name);
+            return hl__json_fail(r, HL_ERR_DIM, "name", "dim '%s' is declared twice", name);
         int64_t lo, hi, prof;
-        if ((st = jr_get_int(r, d, "min", false, 0, 1, JR_MAX_SIZE, &lo))) return st;
-        if ((st = jr_get_int(r, d, "max", false, 0, 1, JR_MAX_SIZE, &hi))) return st;
+        if ((st = hl__json_get_int(r, d, "min", false, 0, 1, HL_JSON_MAX_SIZE, &lo))) return st;
+        if ((st = hl__json_get_int(r, d, "max", false, 0, 1, HL_JSON_MAX_SIZE, &hi))) return st;
         if (hi < lo)
-            return jr_fail(r, HL_ERR_DIM, "max", "max %lld is below min %lld", (long long)hi,
-                           (long long)lo);
-        if ((st = jr_get_int(r, d, "profile", true, lo, lo, hi, &prof))) return st;
+            return hl__json_fail(r, HL_ERR_DIM, "max", "max %lld is below min %lld", (long long)hi,
+                                 (long long)lo);
+        if ((st = hl__json_get_int(r, d, "profile", true, lo, lo, hi, &prof))) return st;
         if (hl_graph_dim(r->g, name, lo, hi, prof) == HL_NONE) {
             const hl_error *ge = hl_graph_error(r->g);
-            return jr_fail(r, ge->code ? ge->code : HL_ERR_NOMEM, NULL, "%s", ge->msg);
+            return hl__json_fail(r, ge->code ? ge->code : HL_ERR_NOMEM, NULL, "%s", ge->msg);
         }
     }
     return HL_OK;
 }
 
-static hl_status read_inputs(reader *r)
+static hl_status read_inputs(hl__json_reader *r)
 {
     json_t *inputs = json_object_get(r->root, "inputs");
     size_t n = json_array_size(inputs);
     r->inputs = hl__zalloc(n, sizeof *r->inputs);
-    if (!r->inputs) return jr_fail(r, HL_ERR_NOMEM, NULL, "out of memory");
+    if (!r->inputs) return hl__json_fail(r, HL_ERR_NOMEM, NULL, "out of memory");
     size_t i;
     json_t *in;
     json_array_foreach(inputs, i, in)
     {
-        jr_where(r, "inputs[%zu]", i);
-        if (!json_is_object(in)) return jr_fail(r, HL_ERR_PARSE, NULL, "expected an object");
-        hl_status st = jr_check_keys(r, in, "name dtype shape comment");
+        hl__json_where(r, "inputs[%zu]", i);
+        if (!json_is_object(in)) return hl__json_fail(r, HL_ERR_PARSE, NULL, "expected an object");
+        hl_status st = hl__json_check_keys(r, in, "name dtype shape comment");
         if (st) return st;
         const char *name;
-        if ((st = jr_get_string(r, in, "name", &name))) return st;
-        jr_where(r, "inputs[%zu] '%.40s'", i, name);
-        if (!jr_name_valid(name))
-            return jr_fail(r, HL_ERR_PARSE, "name",
-                           "a tensor name is 1-63 characters of [A-Za-z0-9_.%%-]");
+        if ((st = hl__json_get_string(r, in, "name", &name))) return st;
+        hl__json_where(r, "inputs[%zu] '%.40s'", i, name);
+        if (!hl__json_name_valid(name))
+            return hl__json_fail(r, HL_ERR_PARSE, "name",
+                                 "a tensor name is 1-63 characters of [A-Za-z0-9_.%%-]");
         if (name[0] == '%')
-            return jr_fail(r, HL_ERR_PARSE, "name",
-                           "input names may not start with %% (reserved for canonical node names)");
+            return hl__json_fail(
+                r, HL_ERR_PARSE, "name",
+                "input names may not start with %% (reserved for canonical node names)");
         hl_dtype dt;
-        if ((st = jr_get_dtype(r, in, "dtype", false, HL_F32, &dt))) return st;
+        if ((st = hl__json_get_dtype(r, in, "dtype", false, HL_F32, &dt))) return st;
         uint32_t nd = 0;
         hl_expr dims[HL_MAX_DIMS];
-        if ((st = jr_get_exprs(r, in, "shape", false, &nd, dims))) return st;
-        if ((st = jr_check_dims(r, "shape", nd, dims))) return st;
+        if ((st = hl__json_get_exprs(r, in, "shape", false, &nd, dims))) return st;
+        if ((st = hl__json_check_dims(r, "shape", nd, dims))) return st;
         hl_t t = hl_input(r->g, name, dt, nd, dims);
         if (t.node == HL_NONE) {
             const hl_error *ge = hl_graph_error(r->g);
-            return jr_fail(r, ge->code ? ge->code : HL_ERR_NOMEM, NULL, "%s", ge->msg);
+            return hl__json_fail(r, ge->code ? ge->code : HL_ERR_NOMEM, NULL, "%s", ge->msg);
         }
         r->inputs[i] = t;
         r->n_inputs = (uint32_t)(i + 1);
@@ -175,14 +181,14 @@ static hl_status read_inputs(reader *r)
 }
 
 /* Checks each node's object, name and op, and collects all tensor names. */
-static hl_status collect_names(reader *r)
+static hl_status collect_names(hl__json_reader *r)
 {
     json_t *nodes = json_object_get(r->root, "nodes");
     json_t *inputs = json_object_get(r->root, "inputs");
     size_t nn = json_array_size(nodes), ni = json_array_size(inputs);
     r->nodes = hl__zalloc(nn, sizeof *r->nodes);
     r->names = hl__alloc(nn + ni, sizeof *r->names);
-    if (!r->nodes || !r->names) return jr_fail(r, HL_ERR_NOMEM, NULL, "out of memory");
+    if (!r->nodes || !r->names) return hl__json_fail(r, HL_ERR_NOMEM, NULL, "out of memory");
     r->n_nodes = (uint32_t)nn;
     for (size_t i = 0; i < ni; i++) {
         r->names[i].name = json_string_value(json_object_get(json_array_get(inputs, i), "name"));
@@ -191,16 +197,16 @@ static hl_status collect_names(reader *r)
     }
     for (size_t i = 0; i < nn; i++) {
         json_t *o = json_array_get(nodes, i);
-        jr_where(r, "nodes[%zu]", i);
-        if (!json_is_object(o)) return jr_fail(r, HL_ERR_PARSE, NULL, "expected an object");
+        hl__json_where(r, "nodes[%zu]", i);
+        if (!json_is_object(o)) return hl__json_fail(r, HL_ERR_PARSE, NULL, "expected an object");
         const char *name, *op;
-        hl_status st = jr_get_string(r, o, "name", &name);
+        hl_status st = hl__json_get_string(r, o, "name", &name);
         if (st) return st;
-        jr_where(r, "nodes[%zu] '%.40s'", i, name);
-        if (!jr_name_valid(name))
-            return jr_fail(r, HL_ERR_PARSE, "name",
-                           "a tensor name is 1-63 characters of [A-Za-z0-9_.%%-]");
-        if ((st = jr_get_string(r, o, "op", &op))) return st;
+        hl__json_where(r, "nodes[%zu] '%.40s'", i, name);
+        if (!hl__json_name_valid(name))
+            return hl__json_fail(r, HL_ERR_PARSE, "name",
+                                 "a tensor name is 1-63 characters of [A-Za-z0-9_.%%-]");
+        if ((st = hl__json_get_string(r, o, "op", &op))) return st;
         r->nodes[i].obj = o;
         r->nodes[i].name = name;
         r->nodes[i].op = op;
@@ -211,40 +217,40 @@ static hl_status collect_names(reader *r)
     r->n_names = (uint32_t)(ni + nn);
     qsort(r->names, r->n_names, sizeof *r->names, name_cmp);
     /* Report the duplicate whose second occurrence comes first in the file. */
-    const jr_name *dup = NULL;
+    const hl__json_name *dup = NULL;
     for (uint32_t i = 1; i < r->n_names; i++) {
         if (strcmp(r->names[i - 1].name, r->names[i].name) != 0) continue;
-        const jr_name *b = &r->names[i];
+        const hl__json_name *b = &r->names[i];
         if (!dup || (b->is_input && !dup->is_input) ||
             (b->is_input == dup->is_input && b->idx < dup->idx))
             dup = b;
     }
     if (dup) {
-        jr_where(r, "%s[%u] '%.40s'", kind_label(dup), dup->idx, dup->name);
-        return jr_fail(r, HL_ERR_PARSE, "name",
-                       "the tensor name '%.40s' is used twice (names of inputs and nodes are "
-                       "unique)",
-                       dup->name);
+        hl__json_where(r, "%s[%u] '%.40s'", kind_label(dup), dup->idx, dup->name);
+        return hl__json_fail(r, HL_ERR_PARSE, "name",
+                             "the tensor name '%.40s' is used twice (names of inputs and nodes are "
+                             "unique)",
+                             dup->name);
     }
     return HL_OK;
 }
 
 /* Resolves every node's "inputs" entries to names. */
-static hl_status resolve_refs(reader *r)
+static hl_status resolve_refs(hl__json_reader *r)
 {
     for (uint32_t i = 0; i < r->n_nodes; i++) {
-        jr_node *n = &r->nodes[i];
-        jr_where(r, "nodes[%u] '%.40s'", i, n->name);
+        hl__json_node *n = &r->nodes[i];
+        hl__json_where(r, "nodes[%u] '%.40s'", i, n->name);
         json_t *ins = json_object_get(n->obj, "inputs");
         if (!ins) continue;
         if (!json_is_array(ins))
-            return jr_fail(r, HL_ERR_PARSE, "inputs", "expected an array of tensor names");
+            return hl__json_fail(r, HL_ERR_PARSE, "inputs", "expected an array of tensor names");
         size_t k = json_array_size(ins);
         if (k > HL_MAX_INPUTS)
-            return jr_fail(r, HL_ERR_ARG, "inputs", "%zu inputs; no op takes more than %d", k,
-                           HL_MAX_INPUTS);
+            return hl__json_fail(r, HL_ERR_ARG, "inputs", "%zu inputs; no op takes more than %d", k,
+                                 HL_MAX_INPUTS);
         n->refs = hl__zalloc(k, sizeof *n->refs);
-        if (!n->refs) return jr_fail(r, HL_ERR_NOMEM, NULL, "out of memory");
+        if (!n->refs) return hl__json_fail(r, HL_ERR_NOMEM, NULL, "out of memory");
         n->n_ref = (uint32_t)k;
         for (size_t j = 0; j < k; j++) {
             json_t *e = json_array_get(ins, j);
@@ -256,22 +262,23 @@ static hl_status resolve_refs(reader *r)
             } else if (json_is_object(e)) {
                 json_t *t = json_object_get(e, "tensor");
                 if (!t || !json_is_string(t))
-                    return jr_fail(
+                    return hl__json_fail(
                         r, HL_ERR_PARSE, label,
                         "a view input needs \"tensor\" (a name), \"shape\" and \"strides\"");
                 target = json_string_value(t);
                 n->refs[j].view = e;
             } else {
-                return jr_fail(r, HL_ERR_PARSE, label,
-                               "expected a tensor name or a view object {\"tensor\", \"shape\", "
-                               "\"strides\"}");
+                return hl__json_fail(
+                    r, HL_ERR_PARSE, label,
+                    "expected a tensor name or a view object {\"tensor\", \"shape\", "
+                    "\"strides\"}");
             }
             uint32_t at = name_find(r, target);
             if (at == UINT32_MAX)
-                return jr_fail(r, HL_ERR_PARSE, label,
-                               "no tensor named '%.40s' (dangling reference)", target);
+                return hl__json_fail(r, HL_ERR_PARSE, label,
+                                     "no tensor named '%.40s' (dangling reference)", target);
             if (!r->names[at].is_input && r->names[at].idx == i)
-                return jr_fail(r, HL_ERR_PARSE, label, "the node reads itself (a cycle)");
+                return hl__json_fail(r, HL_ERR_PARSE, label, "the node reads itself (a cycle)");
             n->refs[j].name = at;
         }
     }
@@ -313,13 +320,13 @@ static uint32_t heap_pop(heap *h)
 
 /* Reports a cycle among the nodes not yet ordered (done[i] false): walks from the
  * first such node along unordered producers until a node repeats. */
-static hl_status report_cycle(reader *r, const bool *done)
+static hl_status report_cycle(hl__json_reader *r, const bool *done)
 {
     uint32_t start = 0;
     while (start < r->n_nodes && done[start])
         start++;
     uint32_t *seen = hl__alloc(r->n_nodes, sizeof *seen);
-    if (!seen) return jr_fail(r, HL_ERR_NOMEM, NULL, "out of memory");
+    if (!seen) return hl__json_fail(r, HL_ERR_NOMEM, NULL, "out of memory");
     for (uint32_t i = 0; i < r->n_nodes; i++)
         seen[i] = UINT32_MAX;
     uint32_t cur = start, step = 0;
@@ -327,7 +334,7 @@ static hl_status report_cycle(reader *r, const bool *done)
         seen[cur] = step++;
         uint32_t next = cur;
         for (uint32_t j = 0; j < r->nodes[cur].n_ref; j++) {
-            const jr_name *nm = &r->names[r->nodes[cur].refs[j].name];
+            const hl__json_name *nm = &r->names[r->nodes[cur].refs[j].name];
             if (!nm->is_input && !done[nm->idx]) {
                 next = nm->idx;
                 break;
@@ -347,7 +354,7 @@ static hl_status report_cycle(reader *r, const bool *done)
         }
         len += (size_t)w;
         for (uint32_t j = 0; j < r->nodes[x].n_ref; j++) {
-            const jr_name *nm = &r->names[r->nodes[x].refs[j].name];
+            const hl__json_name *nm = &r->names[r->nodes[x].refs[j].name];
             if (!nm->is_input && !done[nm->idx]) {
                 x = nm->idx;
                 break;
@@ -357,13 +364,13 @@ static hl_status report_cycle(reader *r, const bool *done)
     if (len < sizeof path - 32)
         snprintf(path + len, sizeof path - len, "'%.24s'", r->nodes[cur].name);
     hl__free(seen);
-    jr_where(r, "nodes[%u] '%.40s'", cur, r->nodes[cur].name);
-    return jr_fail(r, HL_ERR_PARSE, "inputs", "cycle: %s (each reads the next)", path);
+    hl__json_where(r, "nodes[%u] '%.40s'", cur, r->nodes[cur].name);
+    return hl__json_fail(r, HL_ERR_PARSE, "inputs", "cycle: %s (each reads the next)", path);
 }
 
 /* Orders the nodes (Kahn, earliest listed ready node first) and builds them in that
  * order; a cycle is reported before anything is built. */
-static hl_status order_and_build(reader *r)
+static hl_status order_and_build(hl__json_reader *r)
 {
     uint32_t n = r->n_nodes;
     uint32_t *indeg = hl__zalloc(n, sizeof *indeg);
@@ -374,13 +381,13 @@ static hl_status order_and_build(reader *r)
     heap h = {hl__alloc(n, sizeof(uint32_t)), 0};
     hl_status st = HL_OK;
     if (!indeg || !users_start || !users || !done || !order || !h.a) {
-        st = jr_fail(r, HL_ERR_NOMEM, NULL, "out of memory");
+        st = hl__json_fail(r, HL_ERR_NOMEM, NULL, "out of memory");
         goto out;
     }
     /* users of each node, in CSR form */
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t j = 0; j < r->nodes[i].n_ref; j++) {
-            const jr_name *nm = &r->names[r->nodes[i].refs[j].name];
+            const hl__json_name *nm = &r->names[r->nodes[i].refs[j].name];
             if (!nm->is_input) {
                 users_start[nm->idx + 1]++;
                 indeg[i]++;
@@ -391,14 +398,14 @@ static hl_status order_and_build(reader *r)
     {
         uint32_t *fill = hl__alloc(n ? n : 1, sizeof *fill);
         if (!fill) {
-            st = jr_fail(r, HL_ERR_NOMEM, NULL, "out of memory");
+            st = hl__json_fail(r, HL_ERR_NOMEM, NULL, "out of memory");
             goto out;
         }
         for (uint32_t i = 0; i < n; i++)
             fill[i] = users_start[i];
         for (uint32_t i = 0; i < n; i++)
             for (uint32_t j = 0; j < r->nodes[i].n_ref; j++) {
-                const jr_name *nm = &r->names[r->nodes[i].refs[j].name];
+                const hl__json_name *nm = &r->names[r->nodes[i].refs[j].name];
                 if (!nm->is_input) users[fill[nm->idx]++] = i;
             }
         hl__free(fill);
@@ -419,8 +426,8 @@ static hl_status order_and_build(reader *r)
     }
     for (uint32_t k = 0; k < n; k++) { /* build in that order */
         uint32_t i = order[k];
-        jr_where(r, "nodes[%u] '%.40s'", i, r->nodes[i].name);
-        if ((st = jr_build_node(r, i))) goto out;
+        hl__json_where(r, "nodes[%u] '%.40s'", i, r->nodes[i].name);
+        if ((st = hl__json_build_node(r, i))) goto out;
         r->nodes[i].built = true;
     }
 out:
@@ -433,46 +440,47 @@ out:
     return st;
 }
 
-static hl_status read_outputs(reader *r)
+static hl_status read_outputs(hl__json_reader *r)
 {
     json_t *outs = json_object_get(r->root, "outputs");
     size_t i;
     json_t *o;
     json_array_foreach(outs, i, o)
     {
-        jr_where(r, "outputs[%zu]", i);
+        hl__json_where(r, "outputs[%zu]", i);
         const char *name, *tensor;
         json_t *view_obj = NULL;
         hl_status st;
         if (json_is_string(o)) {
             name = tensor = json_string_value(o);
         } else if (json_is_object(o)) {
-            if ((st = jr_check_keys(r, o, "name tensor shape strides comment"))) return st;
-            if ((st = jr_get_string(r, o, "name", &name))) return st;
-            if ((st = jr_get_string(r, o, "tensor", &tensor))) return st;
+            if ((st = hl__json_check_keys(r, o, "name tensor shape strides comment"))) return st;
+            if ((st = hl__json_get_string(r, o, "name", &name))) return st;
+            if ((st = hl__json_get_string(r, o, "tensor", &tensor))) return st;
             if (json_object_get(o, "shape") || json_object_get(o, "strides")) view_obj = o;
         } else {
-            return jr_fail(r, HL_ERR_PARSE, NULL,
-                           "expected a tensor name or {\"name\", \"tensor\"[, \"shape\", "
-                           "\"strides\"]}");
+            return hl__json_fail(r, HL_ERR_PARSE, NULL,
+                                 "expected a tensor name or {\"name\", \"tensor\"[, \"shape\", "
+                                 "\"strides\"]}");
         }
-        jr_where(r, "outputs[%zu] '%.40s'", i, name);
-        if (!jr_name_valid(name))
-            return jr_fail(r, HL_ERR_PARSE, "name",
-                           "an output name is 1-63 characters of [A-Za-z0-9_.%%-]");
+        hl__json_where(r, "outputs[%zu] '%.40s'", i, name);
+        if (!hl__json_name_valid(name))
+            return hl__json_fail(r, HL_ERR_PARSE, "name",
+                                 "an output name is 1-63 characters of [A-Za-z0-9_.%%-]");
         for (size_t k = 0; k < i; k++) {
             json_t *p = json_array_get(outs, k);
             const char *pn = json_is_string(p) ? json_string_value(p)
                                                : json_string_value(json_object_get(p, "name"));
             if (pn && strcmp(pn, name) == 0)
-                return jr_fail(r, HL_ERR_PARSE, "name", "output name '%.40s' is used twice", name);
+                return hl__json_fail(r, HL_ERR_PARSE, "name", "output name '%.40s' is used twice",
+                                     name);
         }
         uint32_t at = name_find(r, tensor);
         if (at == UINT32_MAX)
-            return jr_fail(r, HL_ERR_PARSE, json_is_string(o) ? NULL : "tensor",
-                           "no tensor named '%.40s' (dangling reference)", tensor);
-        jr_ref ref = {at, NULL};
-        hl_t t = jr_ref_handle(r, &ref);
+            return hl__json_fail(r, HL_ERR_PARSE, json_is_string(o) ? NULL : "tensor",
+                                 "no tensor named '%.40s' (dangling reference)", tensor);
+        hl__json_ref ref = {at, NULL};
+        hl_t t = hl__json_ref_handle(r, &ref);
         uint32_t id;
         if (view_obj) {
             hl_node spec;
@@ -481,23 +489,24 @@ static hl_status read_outputs(reader *r)
             spec.n_in = 1;
             spec.in[0].node = t.node;
             spec.name = (char *)name;
-            if ((st = jr_view(r, view_obj, "view", &spec.in[0].view))) return st;
-            if ((st = jr_check_view_bounds(r, "view", &spec.in[0].view, t.node))) return st;
+            if ((st = hl__json_view(r, view_obj, "view", &spec.in[0].view))) return st;
+            if ((st = hl__json_check_view_bounds(r, "view", &spec.in[0].view, t.node))) return st;
             id = hl_graph_add(r->g, &spec);
         } else {
             id = hl_output(r->g, name, t);
         }
         if (id == HL_NONE) {
             const hl_error *ge = hl_graph_error(r->g);
-            return jr_fail(r, ge->code ? ge->code : HL_ERR_NOMEM, NULL, "%s", ge->msg);
+            return hl__json_fail(r, ge->code ? ge->code : HL_ERR_NOMEM, NULL, "%s", ge->msg);
         }
         hl_view v = hl_graph_node(r->g, id)->in[0].view;
-        if ((st = jr_check_view_bounds(r, view_obj ? "view" : "tensor", &v, t.node))) return st;
+        if ((st = hl__json_check_view_bounds(r, view_obj ? "view" : "tensor", &v, t.node)))
+            return st;
     }
     return HL_OK;
 }
 
-static void reader_fini(reader *r)
+static void reader_fini(hl__json_reader *r)
 {
     for (uint32_t i = 0; i < r->n_nodes; i++)
         hl__free(r->nodes[i].refs);
@@ -509,7 +518,7 @@ static void reader_fini(reader *r)
 
 hl_graph *hl_graph_read_json(const char *text, size_t len, const char *source, hl_error *err)
 {
-    reader r;
+    hl__json_reader r;
     memset(&r, 0, sizeof r);
     r.src = source ? source : "<json>";
     r.err = err;

@@ -267,7 +267,7 @@ char *hl_graph_write_json(const hl_graph *g, hl_error *err)
     for (uint32_t i = 0; i < ni; i++) {
         uint32_t id = hl_graph_input(g, i);
         const char *name = hl_graph_node(g, id)->name;
-        if (!jr_name_valid(name) || name[0] == '%') {
+        if (!hl__json_name_valid(name) || name[0] == '%') {
             hl_error_set(err, HL_ERR_ARG, id,
                          "input %u's name \"%.40s\" cannot be written (names are 1-63 characters "
                          "of [A-Za-z0-9_.-], not starting with %%)",
@@ -284,7 +284,7 @@ char *hl_graph_write_json(const hl_graph *g, hl_error *err)
     for (uint32_t i = 0; i < no; i++) {
         uint32_t id = hl_graph_output(g, i);
         const char *name = hl_graph_node(g, id)->name;
-        if (!jr_name_valid(name)) {
+        if (!hl__json_name_valid(name)) {
             hl_error_set(err, HL_ERR_ARG, id,
                          "output %u's name \"%.40s\" cannot be written (1-63 characters of "
                          "[A-Za-z0-9_.%%-])",

@@ -15,7 +15,7 @@ extern "C" {
  *
  * Executes a graph on the CPU. Arithmetic is f32 for float dtypes (each node's result
  * rounded to its dtype's storage, as on the GPU), int32 (wrapping) for Int, int64 for
- * I64. Nodes run in id order; reductions add in index order, so results are bit-for-bit
+ * I64. Nodes hl__run in id order; reductions add in index order, so results are bit-for-bit
  * deterministic.
  */
 
@@ -41,7 +41,7 @@ void hl_tensor_set(hl_tensor *t, size_t i, double v);
 /* Fills t with numbers drawn from seed on stream (PCG32): floats uniform in [-1, 1) in
  * steps of 2^-23 (then rounded to the dtype), Bool 0 or 1, integers 0 to 3 (in range as
  * indexes of any dim of 4 or more). The same seed and stream give the same bytes on every
- * machine; the inputs of a reference run are stream i for input i. */
+ * machine; the inputs of a reference hl__run are stream i for input i. */
 void hl_tensor_fill_random(hl_tensor *t, uint64_t seed, uint64_t stream);
 
 /* Runs g. dim_values[i] is the value of hl_graph_dim_at(g, i) (checked against its

@@ -24,8 +24,8 @@ static float un_op(hl_op op, float x)
  * common case: contiguous, or broadcast along the row): a plain loop the compiler
  * vectorises. The same f32 operation per element as the general loop, so the same bits.
  * False when the layout or op does not fit (the general loop then runs). */
-static bool f32_binary_rows(hl_op op, const cview *ca, const cview *cb, const buf *a, const buf *b,
-                            buf *out)
+static bool f32_binary_rows(hl_op op, const hl__cview *ca, const hl__cview *cb, const hl__buf *a,
+                            const hl__buf *b, hl__buf *out)
 {
     if ((op != HL_OP_ADD && op != HL_OP_MUL) || a->dt != HL_F32 || out->dt != HL_F32) return false;
     uint32_t last = ca->ndim - 1;
@@ -35,14 +35,14 @@ static bool f32_binary_rows(hl_op op, const cview *ca, const cview *cb, const bu
     int64_t sa = ta[1] - ta[0], sb = tb[1] - tb[0];
     for (int64_t j = 2; j < n; j++)
         if (ta[j] != ta[0] + j * sa || tb[j] != tb[0] + j * sb) return false;
-    cview ra = *ca, rb = *cb;
+    hl__cview ra = *ca, rb = *cb;
     ra.dims[last] = rb.dims[last] = 1;
     size_t rows = out->n / (size_t)n;
     ra.numel = rb.numel = rows;
-    walk wa, wb;
-    walk_init(&wa, &ra);
-    walk_init(&wb, &rb);
-    for (size_t row = 0; row < rows; row++, walk_next(&wa), walk_next(&wb)) {
+    hl__walk wa, wb;
+    hl__walk_init(&wa, &ra);
+    hl__walk_init(&wb, &rb);
+    for (size_t row = 0; row < rows; row++, hl__walk_next(&wa), hl__walk_next(&wb)) {
         const float *pa = (const float *)a->data + wa.pos, *pb = (const float *)b->data + wb.pos;
         float *o = (float *)out->data + row * (size_t)n;
         if (op == HL_OP_ADD && sa == 1 && sb == 1)
@@ -67,24 +67,24 @@ static bool f32_binary_rows(hl_op op, const cview *ca, const cview *cb, const bu
     return true;
 }
 
-hl_status hl__rt_exec_node(run *r, uint32_t id)
+hl_status hl__ref_exec_node(hl__run *r, uint32_t id)
 {
     const hl_node *nd = hl_graph_node(r->g, id);
-    buf *out = &r->bufs[id];
+    hl__buf *out = &r->bufs[id];
     hl_status st;
     if (nd->op == HL_OP_INPUT) return HL_OK; /* bound before the loop */
-    if (r->fused[id] != HL_NONE) return hl__rt_exec_fused(r, id, r->fused[id]);
-    if ((st = hl__rt_alloc_out(r, id, out))) return st;
-    cview cv[HL_MAX_INPUTS];
+    if (r->fused[id] != HL_NONE) return hl__ref_exec_fused(r, id, r->fused[id]);
+    if ((st = hl__ref_alloc_out(r, id, out))) return st;
+    hl__cview cv[HL_MAX_INPUTS];
     memset(cv, 0, sizeof cv);
     uint32_t made = 0;
     for (; made < nd->n_in; made++)
-        if ((st = hl__rt_make_cview(r, id, made, &cv[made]))) goto done;
-    const buf *in0 = nd->n_in > 0 ? &r->bufs[nd->in[0].node] : NULL;
-    const buf *in1 = nd->n_in > 1 ? &r->bufs[nd->in[1].node] : NULL;
+        if ((st = hl__ref_make_cview(r, id, made, &cv[made]))) goto done;
+    const hl__buf *in0 = nd->n_in > 0 ? &r->bufs[nd->in[0].node] : NULL;
+    const hl__buf *in1 = nd->n_in > 1 ? &r->bufs[nd->in[1].node] : NULL;
     switch (nd->op) {
     case HL_OP_CONSTANT:
-        st_f(out->data, HL_F32, 0, nd->constant);
+        hl__st_f(out->data, HL_F32, 0, nd->constant);
         break;
     case HL_OP_IOTA:
         for (size_t i = 0; i < out->n; i++) {
@@ -109,16 +109,17 @@ hl_status hl__rt_exec_node(run *r, uint32_t id)
     case HL_OP_SIN:
     case HL_OP_RECIP:
     case HL_OP_SQRT: {
-        walk w;
-        walk_init(&w, &cv[0]);
-        bool ints = is_intlike(in0->dt) && is_intlike(out->dt);
-        for (size_t i = 0; i < out->n; i++, walk_next(&w)) {
+        hl__walk w;
+        hl__walk_init(&w, &cv[0]);
+        bool ints = hl__is_intlike(in0->dt) && hl__is_intlike(out->dt);
+        for (size_t i = 0; i < out->n; i++, hl__walk_next(&w)) {
             if (ints)
-                st_i(out->data, out->dt, i, ld_i(in0->data, in0->dt, (size_t)w.pos));
-            else if (is_intlike(in0->dt) && !is_intlike(out->dt))
-                st_f(out->data, out->dt, i, (float)ld_i(in0->data, in0->dt, (size_t)w.pos));
+                hl__st_i(out->data, out->dt, i, hl__ld_i(in0->data, in0->dt, (size_t)w.pos));
+            else if (hl__is_intlike(in0->dt) && !hl__is_intlike(out->dt))
+                hl__st_f(out->data, out->dt, i, (float)hl__ld_i(in0->data, in0->dt, (size_t)w.pos));
             else
-                st_f(out->data, out->dt, i, un_op(nd->op, ld_f(in0->data, in0->dt, (size_t)w.pos)));
+                hl__st_f(out->data, out->dt, i,
+                         un_op(nd->op, hl__ld_f(in0->data, in0->dt, (size_t)w.pos)));
         }
         break;
     }
@@ -127,14 +128,14 @@ hl_status hl__rt_exec_node(run *r, uint32_t id)
     case HL_OP_MOD:
     case HL_OP_LESS_THAN: {
         if (f32_binary_rows(nd->op, &cv[0], &cv[1], in0, in1, out)) break;
-        walk wa, wb;
-        walk_init(&wa, &cv[0]);
-        walk_init(&wb, &cv[1]);
+        hl__walk wa, wb;
+        hl__walk_init(&wa, &cv[0]);
+        hl__walk_init(&wb, &cv[1]);
         hl_dtype dt = in0->dt;
-        for (size_t i = 0; i < out->n; i++, walk_next(&wa), walk_next(&wb)) {
-            if (is_intlike(dt)) {
-                int64_t a = ld_i(in0->data, dt, (size_t)wa.pos),
-                        b = ld_i(in1->data, dt, (size_t)wb.pos);
+        for (size_t i = 0; i < out->n; i++, hl__walk_next(&wa), hl__walk_next(&wb)) {
+            if (hl__is_intlike(dt)) {
+                int64_t a = hl__ld_i(in0->data, dt, (size_t)wa.pos),
+                        b = hl__ld_i(in1->data, dt, (size_t)wb.pos);
                 int64_t v;
                 switch (nd->op) {
                 case HL_OP_ADD:
@@ -159,19 +160,19 @@ hl_status hl__rt_exec_node(run *r, uint32_t id)
                     v = a < b;
                     break;
                 }
-                st_i(out->data, out->dt, i, v);
+                hl__st_i(out->data, out->dt, i, v);
             } else {
-                float a = ld_f(in0->data, dt, (size_t)wa.pos),
-                      b = ld_f(in1->data, dt, (size_t)wb.pos);
+                float a = hl__ld_f(in0->data, dt, (size_t)wa.pos),
+                      b = hl__ld_f(in1->data, dt, (size_t)wb.pos);
                 switch (nd->op) {
                 case HL_OP_ADD:
-                    st_f(out->data, out->dt, i, a + b);
+                    hl__st_f(out->data, out->dt, i, a + b);
                     break;
                 case HL_OP_MUL:
-                    st_f(out->data, out->dt, i, a * b);
+                    hl__st_f(out->data, out->dt, i, a * b);
                     break;
                 case HL_OP_MOD:
-                    st_f(out->data, out->dt, i, fmodf(a, b));
+                    hl__st_f(out->data, out->dt, i, fmodf(a, b));
                     break;
                 default:
                     ((uint8_t *)out->data)[i] = a < b;
@@ -182,10 +183,10 @@ hl_status hl__rt_exec_node(run *r, uint32_t id)
         break;
     }
     case HL_OP_GATHER: {
-        walk w;
-        walk_init(&w, &cv[0]);
+        hl__walk w;
+        hl__walk_init(&w, &cv[0]);
         size_t es = hl_dtype_size(out->dt);
-        for (size_t i = 0; i < out->n; i++, walk_next(&w)) {
+        for (size_t i = 0; i < out->n; i++, hl__walk_next(&w)) {
             int64_t k = ((const int32_t *)in0->data)[w.pos];
             if (k < 0 || (uint64_t)k >= cv[1].numel) {
                 st = hl_error_set(r->err, HL_ERR_RUNTIME, id,
@@ -196,20 +197,20 @@ hl_status hl__rt_exec_node(run *r, uint32_t id)
                 goto done;
             }
             memcpy((char *)out->data + i * es,
-                   (const char *)in1->data + (size_t)cview_pos(&cv[1], k) * es, es);
+                   (const char *)in1->data + (size_t)hl__cview_pos(&cv[1], k) * es, es);
         }
         break;
     }
     case HL_OP_SCATTER: {
-        const buf *src = &r->bufs[nd->in[2].node];
+        const hl__buf *src = &r->bufs[nd->in[2].node];
         size_t es = hl_dtype_size(out->dt);
-        walk w, wi, ws;
-        walk_init(&w, &cv[0]);
-        for (size_t i = 0; i < out->n; i++, walk_next(&w))
+        hl__walk w, wi, ws;
+        hl__walk_init(&w, &cv[0]);
+        for (size_t i = 0; i < out->n; i++, hl__walk_next(&w))
             memcpy((char *)out->data + i * es, (const char *)in0->data + (size_t)w.pos * es, es);
-        walk_init(&wi, &cv[1]);
-        walk_init(&ws, &cv[2]);
-        for (size_t i = 0; i < cv[1].numel; i++, walk_next(&wi), walk_next(&ws)) {
+        hl__walk_init(&wi, &cv[1]);
+        hl__walk_init(&ws, &cv[2]);
+        for (size_t i = 0; i < cv[1].numel; i++, hl__walk_next(&wi), hl__walk_next(&ws)) {
             int64_t k = ((const int32_t *)in1->data)[wi.pos];
             if (k < 0 || (uint64_t)k >= out->n) {
                 st = hl_error_set(r->err, HL_ERR_RUNTIME, id,
@@ -226,48 +227,49 @@ hl_status hl__rt_exec_node(run *r, uint32_t id)
     }
     case HL_OP_SUM_REDUCE:
     case HL_OP_MAX_REDUCE: {
-        /* walk the view with the reduced dim held at 0, then run along it */
-        cview outer = cv[0];
+        /* hl__walk the view with the reduced dim held at 0, then hl__run along it */
+        hl__cview outer = cv[0];
         uint32_t ax = nd->axis;
         int64_t len = cv[0].dims[ax];
         const int64_t *along = cv[0].tab[ax];
         outer.dims[ax] = 1;
         outer.numel = out->n;
-        walk w;
-        walk_init(&w, &outer);
+        hl__walk w;
+        hl__walk_init(&w, &outer);
         if (len == 0 && out->n) w.pos = 0; /* no element is read */
         bool isum = nd->op == HL_OP_SUM_REDUCE;
         hl_dtype dt = in0->dt;
-        if (!is_intlike(dt) && (st = hl__rt_reduce_rows(r, id, &cv[0], in0, out, isum)) != HL_OK) {
+        if (!hl__is_intlike(dt) &&
+            (st = hl__ref_reduce_rows(r, id, &cv[0], in0, out, isum)) != HL_OK) {
             if (st == HL_ERR_VIEW)
                 st = HL_OK; /* not that layout: the loop below */
             else
                 goto done;
-        } else if (!is_intlike(dt)) {
+        } else if (!hl__is_intlike(dt)) {
             break;
         }
-        for (size_t i = 0; i < out->n; i++, walk_next(&w)) {
+        for (size_t i = 0; i < out->n; i++, hl__walk_next(&w)) {
             int64_t base = len ? w.pos - along[0] : 0;
-            if (is_intlike(dt)) {
+            if (hl__is_intlike(dt)) {
                 int64_t acc = isum ? 0 : (dt == HL_INT ? INT32_MIN : INT64_MIN);
                 for (int64_t k = 0; k < len; k++) {
-                    int64_t v = ld_i(in0->data, dt, (size_t)(base + along[k]));
+                    int64_t v = hl__ld_i(in0->data, dt, (size_t)(base + along[k]));
                     if (isum)
                         acc = (int64_t)((uint64_t)acc + (uint64_t)v);
                     else if (v > acc)
                         acc = v;
                 }
-                st_i(out->data, out->dt, i, acc);
+                hl__st_i(out->data, out->dt, i, acc);
             } else {
                 float acc = isum ? 0.0f : -INFINITY;
                 for (int64_t k = 0; k < len; k++) {
-                    float v = ld_f(in0->data, dt, (size_t)(base + along[k]));
+                    float v = hl__ld_f(in0->data, dt, (size_t)(base + along[k]));
                     if (isum)
                         acc += v;
                     else if (isnan(v) || v > acc || isnan(acc))
                         acc = isnan(acc) ? acc : v;
                 }
-                st_f(out->data, out->dt, i, acc);
+                hl__st_f(out->data, out->dt, i, acc);
             }
         }
         break;
@@ -278,6 +280,6 @@ hl_status hl__rt_exec_node(run *r, uint32_t id)
     st = HL_OK;
 done:
     for (uint32_t i = 0; i < made; i++)
-        hl__rt_cview_free(&cv[i]);
+        hl__ref_cview_free(&cv[i]);
     return st;
 }

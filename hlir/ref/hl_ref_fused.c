@@ -1,6 +1,6 @@
 /* hl_ref_fused.c - the reference runtime's fast paths that must not change a bit: a Mul read
  * only by a reduce runs inside it (no materialised [m, n, k] product), in batches of rows
- * sharing b; column reductions run row by row. Each output element still receives its
+ * sharing b; column reductions hl__run row by row. Each output element still receives its
  * terms in index order, rounded exactly as the separate nodes would round them; tests
  * compare against the separate nodes bit for bit. */
 #include "ref/hl_ref_int.h"
@@ -31,7 +31,7 @@ static void mm_rows(const void *a, const void *b, hl_dtype dt, const int64_t *ba
                 const float x = hl__bf16_dec(((const uint16_t *)a)[bas[q] + along_a[k] + ta0]);
                 float *aq = acc + q * (size_t)n;
                 for (int64_t j = 0; j < n; j++)
-                    aq[j] += bf16_round_fast(x * hl__bf16_dec(rb[j]));
+                    aq[j] += hl__bf16_round_fast(x * hl__bf16_dec(rb[j]));
             }
         }
     }
@@ -55,7 +55,7 @@ static void mm_rows_packed(const void *a, hl_dtype dt, const int64_t *bas, size_
             } else {
                 const float x = hl__bf16_dec(((const uint16_t *)a)[bas[q] + along_a[k] + ta0]);
                 for (int64_t j = 0; j < n; j++)
-                    aq[j] += bf16_round_fast(x * rb[j]);
+                    aq[j] += hl__bf16_round_fast(x * rb[j]);
             }
         }
     }
@@ -66,24 +66,24 @@ static void mm_rows_packed(const void *a, hl_dtype dt, const int64_t *bas, size_
  * dtype exactly as the separate Mul would store it, then accumulated in the same order.
  * The result is bit-identical to running the two nodes apart, without materialising the
  * product (a matmul's [m, n, k] broadcast product). */
-hl_status hl__rt_exec_fused(run *r, uint32_t id, uint32_t mul)
+hl_status hl__ref_exec_fused(hl__run *r, uint32_t id, uint32_t mul)
 {
     const hl_node *nd = hl_graph_node(r->g, id);
     const hl_node *mn = hl_graph_node(r->g, mul);
-    buf *out = &r->bufs[id];
+    hl__buf *out = &r->bufs[id];
     hl_status st;
-    if ((st = hl__rt_alloc_out(r, id, out))) return st;
-    cview cv[2];
+    if ((st = hl__ref_alloc_out(r, id, out))) return st;
+    hl__cview cv[2];
     memset(cv, 0, sizeof cv);
-    if ((st = hl__rt_make_cview(r, mul, 0, &cv[0]))) return st;
-    if ((st = hl__rt_make_cview(r, mul, 1, &cv[1]))) {
-        hl__rt_cview_free(&cv[0]);
+    if ((st = hl__ref_make_cview(r, mul, 0, &cv[0]))) return st;
+    if ((st = hl__ref_make_cview(r, mul, 1, &cv[1]))) {
+        hl__ref_cview_free(&cv[0]);
         return st;
     }
     /* Rows: the output's last dim (input dim od) is swept innermost for each k, so a
      * matmul streams through b's rows instead of striding down its columns. Each output
      * element still receives its products in k order, so the sums are the same bits. */
-    const buf *a = &r->bufs[mn->in[0].node], *b = &r->bufs[mn->in[1].node];
+    const hl__buf *a = &r->bufs[mn->in[0].node], *b = &r->bufs[mn->in[1].node];
     uint32_t ax = nd->axis;
     int od = -1;
     for (uint32_t d = cv[0].ndim; d-- > 0;)
@@ -102,24 +102,24 @@ hl_status hl__rt_exec_fused(run *r, uint32_t id, uint32_t mul)
         ta_const = ta[j] == ta[0];
         mm_shape = mm_shape && ta_const && tb[j] == tb[0] + j;
     }
-    cview oa = cv[0], ob = cv[1];
+    hl__cview oa = cv[0], ob = cv[1];
     oa.dims[ax] = ob.dims[ax] = 1;
     if (od >= 0) oa.dims[od] = ob.dims[od] = 1;
     size_t rows = n ? out->n / (size_t)n : 0;
     oa.numel = ob.numel = rows;
     bool isum = nd->op == HL_OP_SUM_REDUCE;
     hl_dtype dt = mn->dtype;
-    bool ints = is_intlike(dt);
+    bool ints = hl__is_intlike(dt);
     float *facc = ints ? NULL : hl__alloc(n ? (size_t)n * MM_ROWS : 1, sizeof(float));
     int64_t *iacc = ints ? hl__alloc(n ? (size_t)n : 1, sizeof(int64_t)) : NULL;
     if (!facc && !iacc) {
-        hl__rt_cview_free(&cv[0]);
-        hl__rt_cview_free(&cv[1]);
+        hl__ref_cview_free(&cv[0]);
+        hl__ref_cview_free(&cv[1]);
         return hl_error_set(r->err, HL_ERR_NOMEM, id, "node %u: out of memory", id);
     }
-    walk wa, wb;
-    walk_init(&wa, &oa);
-    walk_init(&wb, &ob);
+    hl__walk wa, wb;
+    hl__walk_init(&wa, &oa);
+    hl__walk_init(&wb, &ob);
     /* With a constant along the row but b in another layout (a transposed b, as in
        q k^T), b is packed once per distinct b base into packed[k][j] (decoded to f32,
        exact) and the same batched kernel runs on the packed copy. */
@@ -131,12 +131,12 @@ hl_status hl__rt_exec_fused(run *r, uint32_t id, uint32_t mul)
         packed = hl__alloc((size_t)(len ? len : 1) * (size_t)(n ? n : 1), sizeof(float));
         if (!packed) {
             hl__free(facc);
-            hl__rt_cview_free(&cv[0]);
-            hl__rt_cview_free(&cv[1]);
+            hl__ref_cview_free(&cv[0]);
+            hl__ref_cview_free(&cv[1]);
             return hl_error_set(r->err, HL_ERR_NOMEM, id, "node %u: out of memory", id);
         }
     }
-    for (size_t row = 0; row < rows; row++, walk_next(&wa), walk_next(&wb)) {
+    for (size_t row = 0; row < rows; row++, hl__walk_next(&wa), hl__walk_next(&wb)) {
         int64_t ba = wa.pos - (len ? along_a[0] : 0) - ta[0];
         int64_t bb = wb.pos - (len ? along_b[0] : 0) - tb[0];
         if (batched) {
@@ -146,9 +146,9 @@ hl_status hl__rt_exec_fused(run *r, uint32_t id, uint32_t mul)
             size_t cnt = 0, row0 = row;
             bas[cnt++] = ba;
             while (cnt < MM_ROWS && row + 1 < rows) {
-                walk wa2 = wa, wb2 = wb;
-                walk_next(&wa2);
-                walk_next(&wb2);
+                hl__walk wa2 = wa, wb2 = wb;
+                hl__walk_next(&wa2);
+                hl__walk_next(&wb2);
                 if (wb2.pos - (len ? along_b[0] : 0) - tb[0] != bb) break;
                 wa = wa2;
                 wb = wb2;
@@ -163,7 +163,7 @@ hl_status hl__rt_exec_fused(run *r, uint32_t id, uint32_t mul)
                     for (int64_t k = 0; k < len; k++)
                         for (int64_t j = 0; j < n; j++)
                             packed[k * n + j] =
-                                ld_f(b->data, dt, (size_t)(bb + along_b[k] + tb[j]));
+                                hl__ld_f(b->data, dt, (size_t)(bb + along_b[k] + tb[j]));
                     packed_bb = bb;
                     have_packed = true;
                 }
@@ -171,8 +171,8 @@ hl_status hl__rt_exec_fused(run *r, uint32_t id, uint32_t mul)
             }
             for (size_t q = 0; q < cnt; q++)
                 for (int64_t j = 0; j < n; j++)
-                    st_f(out->data, out->dt, (row0 + q) * (size_t)n + (size_t)j,
-                         facc[q * (size_t)n + (size_t)j]);
+                    hl__st_f(out->data, out->dt, (row0 + q) * (size_t)n + (size_t)j,
+                             facc[q * (size_t)n + (size_t)j]);
             continue;
         }
         if (ints) {
@@ -182,8 +182,8 @@ hl_status hl__rt_exec_fused(run *r, uint32_t id, uint32_t mul)
             for (int64_t k = 0; k < len; k++) {
                 int64_t ka = ba + along_a[k], kb = bb + along_b[k];
                 for (int64_t j = 0; j < n; j++) {
-                    int64_t x = ld_i(a->data, dt, (size_t)(ka + ta[j]));
-                    int64_t y = ld_i(b->data, dt, (size_t)(kb + tb[j]));
+                    int64_t x = hl__ld_i(a->data, dt, (size_t)(ka + ta[j]));
+                    int64_t y = hl__ld_i(b->data, dt, (size_t)(kb + tb[j]));
                     int64_t v = (int64_t)((uint64_t)x * (uint64_t)y);
                     if (dt == HL_INT) v = (int32_t)(uint32_t)(uint64_t)v; /* as the Mul stores it */
                     if (isum)
@@ -193,7 +193,7 @@ hl_status hl__rt_exec_fused(run *r, uint32_t id, uint32_t mul)
                 }
             }
             for (int64_t j = 0; j < n; j++)
-                st_i(out->data, out->dt, row * (size_t)n + (size_t)j, iacc[j]);
+                hl__st_i(out->data, out->dt, row * (size_t)n + (size_t)j, iacc[j]);
             continue;
         }
         for (int64_t j = 0; j < n; j++)
@@ -217,8 +217,8 @@ hl_status hl__rt_exec_fused(run *r, uint32_t id, uint32_t mul)
             for (int64_t k = 0; k < len; k++) {
                 int64_t ka = ba + along_a[k], kb = bb + along_b[k];
                 for (int64_t j = 0; j < n; j++) {
-                    float v = ld_f(a->data, dt, (size_t)(ka + ta[j])) *
-                              ld_f(b->data, dt, (size_t)(kb + tb[j]));
+                    float v = hl__ld_f(a->data, dt, (size_t)(ka + ta[j])) *
+                              hl__ld_f(b->data, dt, (size_t)(kb + tb[j]));
                     if (dt != HL_F32) v = hl_round_to(dt, v);
                     if (isum)
                         facc[j] += v;
@@ -228,13 +228,13 @@ hl_status hl__rt_exec_fused(run *r, uint32_t id, uint32_t mul)
             }
         }
         for (int64_t j = 0; j < n; j++)
-            st_f(out->data, out->dt, row * (size_t)n + (size_t)j, facc[j]);
+            hl__st_f(out->data, out->dt, row * (size_t)n + (size_t)j, facc[j]);
     }
     hl__free(packed);
     hl__free(facc);
     hl__free(iacc);
-    hl__rt_cview_free(&cv[0]);
-    hl__rt_cview_free(&cv[1]);
+    hl__ref_cview_free(&cv[0]);
+    hl__ref_cview_free(&cv[1]);
     return HL_OK;
 }
 
@@ -242,8 +242,8 @@ hl_status hl__rt_exec_fused(run *r, uint32_t id, uint32_t mul)
  * with the output's last dim innermost, so memory is read in order; each output element
  * still adds its inputs in index order, so the bits are those of the simple loop.
  * Returns HL_ERR_VIEW (and does nothing) when the layout does not call for it. */
-hl_status hl__rt_reduce_rows(run *r, uint32_t id, const cview *c, const buf *in, buf *out,
-                             bool isum)
+hl_status hl__ref_reduce_rows(hl__run *r, uint32_t id, const hl__cview *c, const hl__buf *in,
+                              hl__buf *out, bool isum)
 {
     uint32_t ax = hl_graph_node(r->g, id)->axis;
     int64_t len = c->dims[ax];
@@ -262,14 +262,14 @@ hl_status hl__rt_reduce_rows(run *r, uint32_t id, const cview *c, const buf *in,
     const int64_t *tj = c->tab[od];
     float *acc = hl__alloc((size_t)n, sizeof(float));
     if (!acc) return hl_error_set(r->err, HL_ERR_NOMEM, id, "node %u: out of memory", id);
-    cview rows_view = *c;
+    hl__cview rows_view = *c;
     rows_view.dims[ax] = rows_view.dims[od] = 1;
     size_t rows = out->n / (size_t)n;
     rows_view.numel = rows;
-    walk w;
-    walk_init(&w, &rows_view);
+    hl__walk w;
+    hl__walk_init(&w, &rows_view);
     hl_dtype dt = in->dt;
-    for (size_t row = 0; row < rows; row++, walk_next(&w)) {
+    for (size_t row = 0; row < rows; row++, hl__walk_next(&w)) {
         int64_t base = w.pos - along[0] - tj[0];
         for (int64_t j = 0; j < n; j++)
             acc[j] = isum ? 0.0f : -INFINITY;
@@ -282,7 +282,7 @@ hl_status hl__rt_reduce_rows(run *r, uint32_t id, const cview *c, const buf *in,
                 continue;
             }
             for (int64_t j = 0; j < n; j++) {
-                float v = ld_f(in->data, dt, (size_t)(kb + tj[j]));
+                float v = hl__ld_f(in->data, dt, (size_t)(kb + tj[j]));
                 if (isum)
                     acc[j] += v;
                 else if (!isnan(acc[j]) && (isnan(v) || v > acc[j]))
@@ -290,7 +290,7 @@ hl_status hl__rt_reduce_rows(run *r, uint32_t id, const cview *c, const buf *in,
             }
         }
         for (int64_t j = 0; j < n; j++)
-            st_f(out->data, out->dt, row * (size_t)n + (size_t)j, acc[j]);
+            hl__st_f(out->data, out->dt, row * (size_t)n + (size_t)j, acc[j]);
     }
     hl__free(acc);
     return HL_OK;

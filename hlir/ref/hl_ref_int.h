@@ -16,34 +16,34 @@
 #include <inttypes.h>
 #include <math.h>
 
-typedef struct buf {
+typedef struct hl__buf {
     hl_dtype dt;
     size_t n;
     void *data;
     bool owned;
     uint32_t ndim;
     int64_t dims[HL_MAX_DIMS];
-} buf;
+} hl__buf;
 
 /* A view made concrete: dims and per-dim position tables. */
-typedef struct cview {
+typedef struct hl__cview {
     uint32_t ndim;
     int64_t dims[HL_MAX_DIMS];
     int64_t *tab[HL_MAX_DIMS];
     size_t numel;
-} cview;
+} hl__cview;
 
-typedef struct run {
+typedef struct hl__run {
     const hl_graph *g;
     const hl_expr_pool *p;
     hl_env env;
-    buf *bufs;
+    hl__buf *bufs;
     hl_error *err;
     uint32_t *fused; /* fused[reduce id] = the Mul it absorbs, or HL_NONE */
-} run;
+} hl__run;
 
 /* Row-major element count of dims; false for a negative dim or size_t overflow. */
-static inline bool hl__rt_numel_of(uint32_t ndim, const int64_t *dims, size_t *out)
+static inline bool hl__ref_numel_of(uint32_t ndim, const int64_t *dims, size_t *out)
 {
     size_t n = 1;
     for (uint32_t i = 0; i < ndim; i++) {
@@ -57,7 +57,7 @@ static inline bool hl__rt_numel_of(uint32_t ndim, const int64_t *dims, size_t *o
 
 /* ---- element access: load as f32 / int64, store converting as a Cast does ---- */
 
-static inline float ld_f(const void *d, hl_dtype t, size_t i)
+static inline float hl__ld_f(const void *d, hl_dtype t, size_t i)
 {
     switch (t) {
     case HL_F32:
@@ -81,7 +81,7 @@ static inline float ld_f(const void *d, hl_dtype t, size_t i)
     }
 }
 
-static inline int64_t ld_i(const void *d, hl_dtype t, size_t i)
+static inline int64_t hl__ld_i(const void *d, hl_dtype t, size_t i)
 {
     switch (t) {
     case HL_INT:
@@ -91,14 +91,14 @@ static inline int64_t ld_i(const void *d, hl_dtype t, size_t i)
     case HL_BOOL:
         return ((const uint8_t *)d)[i] != 0;
     default: {
-        float r = hl_round_to(HL_I64, ld_f(d, t, i));
+        float r = hl_round_to(HL_I64, hl__ld_f(d, t, i));
         return r >= 9.2233720368547758e18f ? INT64_MAX : (int64_t)r;
     }
     }
 }
 
 /* Stores an f32 value, converting as a cast to t does. */
-static inline void st_f(void *d, hl_dtype t, size_t i, float v)
+static inline void hl__st_f(void *d, hl_dtype t, size_t i, float v)
 {
     switch (t) {
     case HL_F32:
@@ -135,7 +135,7 @@ static inline void st_f(void *d, hl_dtype t, size_t i, float v)
 }
 
 /* Stores an integer value into an integer dtype (Int wraps) or a float (rounded). */
-static inline void st_i(void *d, hl_dtype t, size_t i, int64_t v)
+static inline void hl__st_i(void *d, hl_dtype t, size_t i, int64_t v)
 {
     switch (t) {
     case HL_INT:
@@ -148,12 +148,12 @@ static inline void st_i(void *d, hl_dtype t, size_t i, int64_t v)
         ((uint8_t *)d)[i] = v != 0;
         break;
     default:
-        st_f(d, t, i, (float)v);
+        hl__st_f(d, t, i, (float)v);
         break;
     }
 }
 
-static inline bool is_intlike(hl_dtype t)
+static inline bool hl__is_intlike(hl_dtype t)
 {
     return t == HL_INT || t == HL_I64 || t == HL_BOOL;
 }
@@ -161,7 +161,7 @@ static inline bool is_intlike(hl_dtype t)
 /* f32 -> bf16 -> f32, round to nearest even, as hl__bf16_dec(hl__bf16_enc(x)) gives it
  * bit for bit (a NaN becomes the canonical quiet NaN with its sign), written with a
  * select instead of a branch so that the loops using it vectorise. */
-static inline float bf16_round_fast(float x)
+static inline float hl__bf16_round_fast(float x)
 {
     uint32_t u;
     memcpy(&u, &x, sizeof u);
@@ -173,14 +173,14 @@ static inline float bf16_round_fast(float x)
     return f;
 }
 
-/* Row-major walk over a cview: pos is the buffer position of the current element. */
-typedef struct walk {
-    const cview *c;
+/* Row-major hl__walk over a cview: pos is the buffer position of the current element. */
+typedef struct hl__walk {
+    const hl__cview *c;
     int64_t coord[HL_MAX_DIMS];
     int64_t pos;
-} walk;
+} hl__walk;
 
-static inline void walk_init(walk *w, const cview *c)
+static inline void hl__walk_init(hl__walk *w, const hl__cview *c)
 {
     memset(w, 0, sizeof *w);
     w->c = c;
@@ -189,9 +189,9 @@ static inline void walk_init(walk *w, const cview *c)
             w->pos += c->tab[d][0];
 }
 
-static inline void walk_next(walk *w)
+static inline void hl__walk_next(hl__walk *w)
 {
-    const cview *c = w->c;
+    const hl__cview *c = w->c;
     for (uint32_t d = c->ndim; d-- > 0;) {
         int64_t i = w->coord[d];
         if (i + 1 < c->dims[d]) {
@@ -205,7 +205,7 @@ static inline void walk_next(walk *w)
 }
 
 /* Position of logical (row-major) element k of c. */
-static inline int64_t cview_pos(const cview *c, int64_t k)
+static inline int64_t hl__cview_pos(const hl__cview *c, int64_t k)
 {
     int64_t pos = 0;
     for (uint32_t d = c->ndim; d-- > 0;) {
@@ -219,19 +219,19 @@ static inline int64_t cview_pos(const cview *c, int64_t k)
 /* ---- across files ---- */
 
 /* Evaluates dim expression e (node's context for errors); negative is an error. */
-hl_status hl__rt_eval_dim(run *r, uint32_t node, hl_expr e, int64_t *out, const char *what);
+hl_status hl__ref_eval_dim(hl__run *r, uint32_t node, hl_expr e, int64_t *out, const char *what);
 /* Builds the tables of input `which` of node `node` and bounds-checks them. */
-hl_status hl__rt_make_cview(run *r, uint32_t node, uint32_t which, cview *c);
-void hl__rt_cview_free(cview *c);
+hl_status hl__ref_make_cview(hl__run *r, uint32_t node, uint32_t which, hl__cview *c);
+void hl__ref_cview_free(hl__cview *c);
 /* Allocates node id's output buffer from its evaluated shape. */
-hl_status hl__rt_alloc_out(run *r, uint32_t id, buf *b);
+hl_status hl__ref_alloc_out(hl__run *r, uint32_t id, hl__buf *b);
 /* Runs node id (its inputs are ready). */
-hl_status hl__rt_exec_node(run *r, uint32_t id);
+hl_status hl__ref_exec_node(hl__run *r, uint32_t id);
 /* Runs reduce node id with the Mul mul inside it. */
-hl_status hl__rt_exec_fused(run *r, uint32_t id, uint32_t mul);
+hl_status hl__ref_exec_fused(hl__run *r, uint32_t id, uint32_t mul);
 /* A float reduction whose reduced dim is not contiguous, row by row; HL_ERR_VIEW when the
  * layout does not call for it. */
-hl_status hl__rt_reduce_rows(run *r, uint32_t id, const cview *c, const buf *in, buf *out,
-                             bool isum);
+hl_status hl__ref_reduce_rows(hl__run *r, uint32_t id, const hl__cview *c, const hl__buf *in,
+                              hl__buf *out, bool isum);
 
 #endif /* LUMINAL_RT_INT_H */

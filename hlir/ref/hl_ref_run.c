@@ -4,7 +4,7 @@
  * one node, hl_ref_fused.c holds the fused multiply-reduce; hl_ref_int.h shares their
  * types.
  *
- * Nodes run in id order (a topological order). Arithmetic: f32 for float dtypes, each
+ * Nodes hl__run in id order (a topological order). Arithmetic: f32 for float dtypes, each
  * result rounded to the node's storage format; wrapping 32-bit for Int, wrapping 64-bit
  * for I64. Sums accumulate in index order, so the results are the same bits on every
  * run. A buffer is freed after its last reader. */
@@ -14,8 +14,8 @@
 
 /* Whether view v (of reduce node id) reads every element of node mn's output once, in
  * row-major order: same dims as mn's shape and contiguous strides, checked on values. */
-static hl_status reads_whole_contiguous(run *r, uint32_t id, const hl_view *v, const hl_node *mn,
-                                        bool *out)
+static hl_status reads_whole_contiguous(hl__run *r, uint32_t id, const hl_view *v,
+                                        const hl_node *mn, bool *out)
 {
     *out = false;
     if (v->ndim != mn->ndim) return HL_OK;
@@ -23,8 +23,8 @@ static hl_status reads_whole_contiguous(run *r, uint32_t id, const hl_view *v, c
     for (uint32_t d = v->ndim; d-- > 0;) {
         int64_t n, m;
         hl_status st;
-        if ((st = hl__rt_eval_dim(r, id, v->dims[d], &n, "a view dim"))) return st;
-        if ((st = hl__rt_eval_dim(r, id, mn->shape[d], &m, "a dim of its input's shape")))
+        if ((st = hl__ref_eval_dim(r, id, v->dims[d], &n, "a view dim"))) return st;
+        if ((st = hl__ref_eval_dim(r, id, mn->shape[d], &m, "a dim of its input's shape")))
             return st;
         if (n != m) return HL_OK;
         for (int64_t i = 0; i < n; i++) {
@@ -52,7 +52,7 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
     uint32_t nout = hl_graph_output_count(g);
     int64_t *vals = hl__zalloc(nvars ? nvars : 1, sizeof(int64_t));
     bool *bound = hl__zalloc(nvars ? nvars : 1, sizeof(bool));
-    buf *bufs = hl__zalloc(n ? n : 1, sizeof(buf));
+    hl__buf *bufs = hl__zalloc(n ? n : 1, sizeof(hl__buf));
     uint32_t *last = hl__alloc(n ? n : 1, sizeof(uint32_t));
     uint32_t *readers = hl__alloc(n ? n : 1, sizeof(uint32_t));
     uint32_t *fused = hl__alloc(n ? n : 1, sizeof(uint32_t));
@@ -83,7 +83,7 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
         vals[d->var] = v;
         bound[d->var] = true;
     }
-    run r = {g, p, {vals, bound, nvars}, bufs, err, fused};
+    hl__run r = {g, p, {vals, bound, nvars}, bufs, err, fused};
     /* last reader of each node, to free buffers early; then the Mul+reduce fusions */
     for (uint32_t id = 0; id < n; id++) {
         last[id] = id;
@@ -117,11 +117,11 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
         uint32_t id = hl_graph_input(g, i);
         const hl_node *nd = hl_graph_node(g, id);
         const hl_tensor *t = &inputs[i];
-        buf *b = &bufs[id];
+        hl__buf *b = &bufs[id];
         b->dt = nd->dtype;
         b->ndim = nd->ndim;
         for (uint32_t d = 0; d < nd->ndim; d++)
-            if ((st = hl__rt_eval_dim(&r, id, nd->shape[d], &b->dims[d], "a dim of its shape")))
+            if ((st = hl__ref_eval_dim(&r, id, nd->shape[d], &b->dims[d], "a dim of its shape")))
                 goto out;
         bool ok = t->dtype == nd->dtype && t->ndim == nd->ndim && t->data != NULL;
         for (uint32_t d = 0; ok && d < nd->ndim; d++)
@@ -141,13 +141,13 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
                               got, t->data ? "" : " with no data");
             goto out;
         }
-        hl__rt_numel_of(b->ndim, b->dims, &b->n);
+        hl__ref_numel_of(b->ndim, b->dims, &b->n);
         b->data = t->data;
         b->owned = false;
     }
     for (uint32_t id = 0; id < n; id++) {
-        if (skip[id]) continue; /* a Mul run inside its reduce */
-        if ((st = hl__rt_exec_node(&r, id))) goto out;
+        if (skip[id]) continue; /* a Mul hl__run inside its reduce */
+        if ((st = hl__ref_exec_node(&r, id))) goto out;
         const hl_node *nd = hl_graph_node(g, id);
         if (fused[id] != HL_NONE) nd = hl_graph_node(g, fused[id]); /* its inputs were read */
         for (uint32_t i = 0; i < nd->n_in; i++) { /* free inputs read for the last time */
@@ -160,7 +160,7 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
     }
     for (uint32_t i = 0; i < nout; i++) {
         uint32_t id = hl_graph_output(g, i);
-        buf *b = &bufs[id];
+        hl__buf *b = &bufs[id];
         hl_tensor *t = &outputs[i];
         t->dtype = b->dt;
         t->ndim = b->ndim;

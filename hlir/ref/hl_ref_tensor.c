@@ -9,7 +9,7 @@ hl_status hl_tensor_init(hl_tensor *t, hl_dtype dtype, uint32_t ndim, const int6
     if ((unsigned)dtype >= HL_DTYPE_COUNT || ndim > HL_MAX_DIMS)
         return hl_error_set(err, HL_ERR_ARG, HL_NONE, "tensor: bad dtype or %u dims", ndim);
     size_t n;
-    if (!hl__rt_numel_of(ndim, dims, &n))
+    if (!hl__ref_numel_of(ndim, dims, &n))
         return hl_error_set(err, HL_ERR_ARG, HL_NONE, "tensor: negative or overflowing dims");
     void *d = hl__zalloc(n, hl_dtype_size(dtype));
     if (!d)
@@ -36,7 +36,7 @@ double hl_tensor_get(const hl_tensor *t, size_t i)
 {
     if (t->dtype == HL_I64) return (double)((const int64_t *)t->data)[i];
     if (t->dtype == HL_INT) return (double)((const int32_t *)t->data)[i];
-    return (double)ld_f(t->data, t->dtype, i);
+    return (double)hl__ld_f(t->data, t->dtype, i);
 }
 
 void hl_tensor_set(hl_tensor *t, size_t i, double v)
@@ -55,7 +55,7 @@ void hl_tensor_set(hl_tensor *t, size_t i, double v)
                                                        : (int32_t)v;
         return;
     }
-    st_f(t->data, t->dtype, i, (float)v); /* double -> f32 -> storage: two roundings */
+    hl__st_f(t->data, t->dtype, i, (float)v); /* double -> f32 -> storage: two roundings */
 }
 
 /* Fills t from PCG32 (seed, stream): the same bytes on every machine. */

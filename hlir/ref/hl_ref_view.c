@@ -3,14 +3,14 @@
  * the producer's buffer; output buffers. */
 #include "ref/hl_ref_int.h"
 
-void hl__rt_cview_free(cview *c)
+void hl__ref_cview_free(hl__cview *c)
 {
     for (uint32_t i = 0; i < c->ndim; i++)
         hl__free(c->tab[i]);
     memset(c, 0, sizeof *c);
 }
 
-hl_status hl__rt_eval_dim(run *r, uint32_t node, hl_expr e, int64_t *out, const char *what)
+hl_status hl__ref_eval_dim(hl__run *r, uint32_t node, hl_expr e, int64_t *out, const char *what)
 {
     hl_status st = hl_e_eval(r->p, e, &r->env, 0, out, r->err);
     if (st) {
@@ -50,7 +50,7 @@ static bool linear_in_z(const hl_expr_pool *p, hl_expr e)
 
 /* tab[i] = stride[z := i] for i < n. A linear stride is evaluated twice and the table
  * filled by addition (checked for overflow); any other is evaluated at every i. */
-static hl_status fill_table(run *r, hl_expr stride, int64_t n, int64_t *tab)
+static hl_status fill_table(hl__run *r, hl_expr stride, int64_t n, int64_t *tab)
 {
     if (n > 2 && linear_in_z(r->p, stride)) {
         int64_t c0, c1, k, last;
@@ -73,29 +73,29 @@ static hl_status fill_table(run *r, hl_expr stride, int64_t n, int64_t *tab)
 
 /* Builds the tables of input `which` of node `node` and checks every position it can
  * reach lies inside the producer's buffer. */
-hl_status hl__rt_make_cview(run *r, uint32_t node, uint32_t which, cview *c)
+hl_status hl__ref_make_cview(hl__run *r, uint32_t node, uint32_t which, hl__cview *c)
 {
     const hl_node *nd = hl_graph_node(r->g, node);
     const hl_view *v = &nd->in[which].view;
-    const buf *src = &r->bufs[nd->in[which].node];
+    const hl__buf *src = &r->bufs[nd->in[which].node];
     memset(c, 0, sizeof *c);
     int64_t lo = 0, hi = 0;
     bool empty = false;
     for (uint32_t d = 0; d < v->ndim; d++) {
-        hl_status st = hl__rt_eval_dim(r, node, v->dims[d], &c->dims[d], "a view dim");
-        if (st) return hl__rt_cview_free(c), st;
+        hl_status st = hl__ref_eval_dim(r, node, v->dims[d], &c->dims[d], "a view dim");
+        if (st) return hl__ref_cview_free(c), st;
         c->ndim = d + 1;
         int64_t n = c->dims[d];
         if (n == 0) empty = true;
         c->tab[d] = hl__zalloc(n ? (size_t)n : 1, sizeof(int64_t));
         if (!c->tab[d]) {
-            hl__rt_cview_free(c);
+            hl__ref_cview_free(c);
             return hl_error_set(r->err, HL_ERR_NOMEM, node, "node %u: out of memory", node);
         }
         int64_t mn = 0, mx = 0;
         hl_status st2 = fill_table(r, v->strides[d], n, c->tab[d]);
         if (st2) {
-            hl__rt_cview_free(c);
+            hl__ref_cview_free(c);
             r->err->node = node;
             return st2;
         }
@@ -104,18 +104,18 @@ hl_status hl__rt_make_cview(run *r, uint32_t node, uint32_t which, cview *c)
             if (i == 0 || c->tab[d][i] > mx) mx = c->tab[d][i];
         }
         if (__builtin_add_overflow(lo, mn, &lo) || __builtin_add_overflow(hi, mx, &hi)) {
-            hl__rt_cview_free(c);
+            hl__ref_cview_free(c);
             return hl_error_set(r->err, HL_ERR_RUNTIME, node, "node %u: view positions overflow",
                                 node);
         }
     }
     c->ndim = v->ndim;
-    if (!hl__rt_numel_of(c->ndim, c->dims, &c->numel)) {
-        hl__rt_cview_free(c);
+    if (!hl__ref_numel_of(c->ndim, c->dims, &c->numel)) {
+        hl__ref_cview_free(c);
         return hl_error_set(r->err, HL_ERR_RUNTIME, node, "node %u: view is too large", node);
     }
     if (!empty && (lo < 0 || (uint64_t)hi >= (uint64_t)src->n)) {
-        hl__rt_cview_free(c);
+        hl__ref_cview_free(c);
         return hl_error_set(r->err, HL_ERR_RUNTIME, node,
                             "node %u (%s): input %u's view reaches positions %" PRId64 "..%" PRId64
                             " of node %u, which has %zu elements",
@@ -124,17 +124,17 @@ hl_status hl__rt_make_cview(run *r, uint32_t node, uint32_t which, cview *c)
     return HL_OK;
 }
 
-hl_status hl__rt_alloc_out(run *r, uint32_t id, buf *b)
+hl_status hl__ref_alloc_out(hl__run *r, uint32_t id, hl__buf *b)
 {
     const hl_node *nd = hl_graph_node(r->g, id);
     memset(b, 0, sizeof *b);
     b->dt = nd->dtype;
     b->ndim = nd->ndim;
     for (uint32_t d = 0; d < nd->ndim; d++) {
-        hl_status st = hl__rt_eval_dim(r, id, nd->shape[d], &b->dims[d], "a dim of its shape");
+        hl_status st = hl__ref_eval_dim(r, id, nd->shape[d], &b->dims[d], "a dim of its shape");
         if (st) return st;
     }
-    if (!hl__rt_numel_of(b->ndim, b->dims, &b->n))
+    if (!hl__ref_numel_of(b->ndim, b->dims, &b->n))
         return hl_error_set(r->err, HL_ERR_RUNTIME, id, "node %u: result is too large", id);
     b->data = hl__zalloc(b->n, hl_dtype_size(b->dt));
     if (!b->data)
