@@ -3,7 +3,9 @@
  *
  * Memory goes through one door: hl__alloc and friends, which check sizes for overflow
  * and return NULL on failure (callers turn NULL into HL_ERR_NOMEM and leave their
- * structures as they were). */
+ * structures as they were). Errors go through one door too: hl__fail, which ends in
+ * base's lm_err_setv; the helpers that locate an error at a graph node or at the
+ * builder's current origin (hl__fail_node, hl__graph_fail) call it. */
 #ifndef LUMINAL_HL_INT_H
 #define LUMINAL_HL_INT_H
 
@@ -13,8 +15,30 @@
 #include "hl_view.h"
 #include "hl_graph.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The error door: records code, the location (loc may be NULL) and the message in err
+ * (lm_err_setv: the first error wins, err may be NULL) and returns the record's code. */
+hl_status hl__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+hl_status hl__failv(lm_err *err, int code, const lm_loc *loc, const char *fmt, va_list ap);
+
+/* Raises an error about node id of g: the location is g's source file, the node's origin
+ * (the user's node name and its line and column) and its id, and the message begins with
+ * what the node is ("pad (lowered to Gather): ", or "node 7 (Gather): " when the node has
+ * no origin). id may be g's node count: the node about to be added, with op, from the
+ * builder's current origin. */
+hl_status hl__fail_node(const hl_graph *g, lm_err *err, int code, uint32_t id, hl_op op,
+                        const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
 
 /* n * size bytes, NULL on overflow or failure. Never returns NULL for n == 0. */
 void *hl__alloc(size_t n, size_t size);

@@ -22,7 +22,7 @@
  * Semantics and dtype rules of every primitive are in docs/hlir.md; why the module is cut
  * this way is there too ("Files").
  *
- * Errors: every fallible call reports through an hl_error record (code, node id, message
+ * Errors: every fallible call reports through an lm_err record (code, node id, message
  * naming where and why). The graph's builder keeps its error sticky (SQLite's Parse.rc):
  * once a builder call fails, later builder calls do nothing and return an invalid tensor,
  * and hl_graph_error() tells what went wrong first. Nothing reachable from bad input

@@ -26,7 +26,7 @@ hl_t hl__finish(hl_graph *g, uint32_t mark, hl_t r)
 {
     if (hl_graph_error(g)->code == HL_OK && r.node != HL_NONE) return r;
     if (hl_graph_error(g)->code == HL_OK)
-        hl_error_set(hl__graph_err(g), HL_ERR_ARG, HL_NONE, "internal: builder lost its result");
+        hl__graph_fail(g, HL_ERR_ARG, "internal: builder lost its result");
     hl__graph_truncate(g, mark);
     return hl__bad();
 }
@@ -34,20 +34,17 @@ hl_t hl__finish(hl_graph *g, uint32_t mark, hl_t r)
 bool hl__check(hl_graph *g, hl_t x, const char *fn)
 {
     if (hl_graph_error(g)->code) return false;
-    hl_error *e = hl__graph_err(g);
     if (x.node == HL_NONE || x.node >= hl_graph_node_count(g)) {
-        hl_error_set(e, HL_ERR_ARG, HL_NONE, "%s: the tensor handle is invalid (node %u)", fn,
-                     x.node);
+        hl__graph_fail(g, HL_ERR_ARG, "%s: the tensor handle is invalid (node %u)", fn, x.node);
         return false;
     }
     const hl_node *nd = hl_graph_node(g, x.node);
     if (nd->op == HL_OP_OUTPUT) {
-        hl_error_set(e, HL_ERR_ARG, x.node, "%s: node %u is an Output and cannot be read", fn,
-                     x.node);
+        hl__graph_fail(g, HL_ERR_ARG, "%s: node %u is an Output and cannot be read", fn, x.node);
         return false;
     }
     if (nd->dtype != x.dtype || x.view.ndim > HL_MAX_DIMS) {
-        hl_error_set(e, HL_ERR_ARG, x.node, "%s: the handle of node %u is corrupt", fn, x.node);
+        hl__graph_fail(g, HL_ERR_ARG, "%s: the handle of node %u is corrupt", fn, x.node);
         return false;
     }
     return true;
@@ -60,8 +57,12 @@ hl_t hl__out(hl_graph *g, uint32_t id)
     hl_t t = hl__bad();
     t.node = id;
     t.dtype = nd->dtype;
-    if (hl_view_contiguous(hl_graph_exprs(g), nd->ndim, nd->shape, &t.view, hl__graph_err(g)))
+    hl_status st =
+        hl_view_contiguous(hl_graph_exprs(g), nd->ndim, nd->shape, &t.view, hl__graph_scratch(g));
+    if (st) {
+        hl__graph_raise_scratch(g, st, hl_op_name(nd->op));
         return hl__bad();
+    }
     return t;
 }
 
@@ -69,8 +70,8 @@ hl_t hl_node_tensor(hl_graph *g, uint32_t id)
 {
     if (id == HL_NONE || id >= hl_graph_node_count(g) || hl_graph_node(g, id)->op == HL_OP_OUTPUT)
         return hl__bad();
-    hl_error tmp;
-    hl_error_clear(&tmp);
+    lm_err tmp;
+    lm_err_clear(&tmp);
     const hl_node *nd = hl_graph_node(g, id);
     hl_t t = hl__bad();
     t.node = id;
@@ -97,19 +98,12 @@ static hl_node spec_of(hl_op op, uint32_t n_in, const hl_t *ins)
     return s;
 }
 
+/* True when st is HL_OK; otherwise raises the view function's error (recorded in the
+ * graph's scratch record) into the graph's, prefixed with fn and located. */
 static bool view_ok(hl_graph *g, hl_status st, const char *fn)
 {
     if (st == HL_OK) return true;
-    hl_error *e = hl__graph_err(g);
-    if (e->code == HL_OK)
-        hl_error_set(e, st, HL_NONE, "%s: view change failed", fn);
-    else {
-        /* prefix the op name to the view function's message */
-        char msg[HL_ERROR_MSG + 80];
-        snprintf(msg, sizeof msg, "%.60s: %s", fn, e->msg);
-        memcpy(e->msg, msg, HL_ERROR_MSG - 1);
-        e->msg[HL_ERROR_MSG - 1] = '\0';
-    }
+    hl__graph_raise_scratch(g, st, fn);
     return false;
 }
 
@@ -125,8 +119,8 @@ hl_t hl_input(hl_graph *g, const char *name, hl_dtype dtype, uint32_t ndim, cons
     uint32_t mark;
     if (!hl__begin(g, &mark)) return hl__bad();
     if (ndim > HL_MAX_DIMS) {
-        hl_error_set(hl__graph_err(g), HL_ERR_ARG, HL_NONE, "input '%s': %u dims (at most %d)",
-                     name ? name : "?", ndim, HL_MAX_DIMS);
+        hl__graph_fail(g, HL_ERR_ARG, "input '%s': %u dims (at most %d)", name ? name : "?", ndim,
+                       HL_MAX_DIMS);
         return hl__bad();
     }
     hl_node s = spec_of(HL_OP_INPUT, 0, NULL);
@@ -183,7 +177,7 @@ hl_t hl_iota_nd(hl_graph *g, hl_expr expr, uint32_t ndim, const hl_expr *dims)
     uint32_t mark;
     if (!hl__begin(g, &mark)) return hl__bad();
     hl_view v;
-    if (!view_ok(g, hl_view_contiguous(hl_graph_exprs(g), ndim, dims, &v, hl__graph_err(g)),
+    if (!view_ok(g, hl_view_contiguous(hl_graph_exprs(g), ndim, dims, &v, hl__graph_scratch(g)),
                  "iota"))
         return hl__finish(g, mark, hl__bad());
     hl_t t = hl_iota(g, expr, hl_view_numel(hl_graph_exprs(g), &v));
@@ -244,7 +238,7 @@ bool hl__broadcast2(hl_graph *g, hl_t *a, hl_t *b, const char *fn)
 {
     hl_expr_pool *p = hl_graph_exprs(g);
     hl_view va = a->view, vb = b->view;
-    hl_error *e = hl__graph_err(g);
+    lm_err *e = hl__graph_scratch(g);
     while (va.ndim < vb.ndim)
         if (hl_view_expand(p, &va, 0, hl_e_num(p, 1), &va, e)) return view_ok(g, HL_ERR_ARG, fn);
     while (vb.ndim < va.ndim)
@@ -263,8 +257,8 @@ bool hl__broadcast2(hl_graph *g, hl_t *a, hl_t *b, const char *fn)
             char sa[160], sb[160];
             hl__dims_str(p, a->view.ndim, a->view.dims, sa, sizeof sa);
             hl__dims_str(p, b->view.ndim, b->view.dims, sb, sizeof sb);
-            hl_error_set(
-                e, HL_ERR_SHAPE, HL_NONE,
+            hl__graph_fail(
+                g, HL_ERR_SHAPE,
                 "%s: shapes %s and %s do not broadcast (dim %u from the left after aligning "
                 "at the right)",
                 fn, sa, sb, i);
@@ -333,8 +327,8 @@ static hl_t reduce(hl_graph *g, hl_op op, hl_t x, int axis)
     if (!hl__begin(g, &mark) || !hl__check(g, x, fn)) return hl__bad();
     int ax = hl__axis(axis, x.view.ndim);
     if (ax < 0) {
-        hl_error_set(hl__graph_err(g), HL_ERR_ARG, HL_NONE, "%s: axis %d out of range for %u dims",
-                     fn, axis, x.view.ndim);
+        hl__graph_fail(g, HL_ERR_ARG, "%s: axis %d out of range for %u dims", fn, axis,
+                       x.view.ndim);
         return hl__bad();
     }
     hl_node s = spec_of(op, 1, &x);
@@ -357,15 +351,15 @@ static bool axis_ok(hl_graph *g, int axis, uint32_t ndim, const char *fn, int *o
 {
     *out = hl__axis(axis, ndim);
     if (*out >= 0) return true;
-    hl_error_set(hl__graph_err(g), HL_ERR_ARG, HL_NONE, "%s: axis %d out of range for %u dims", fn,
-                 axis, ndim);
+    hl__graph_fail(g, HL_ERR_ARG, "%s: axis %d out of range for %u dims", fn, axis, ndim);
     return false;
 }
 
 hl_t hl_permute(hl_graph *g, hl_t x, const uint32_t *perm)
 {
     if (!hl__check(g, x, "permute")) return hl__bad();
-    if (!view_ok(g, hl_view_permute(hl_graph_exprs(g), &x.view, perm, &x.view, hl__graph_err(g)),
+    if (!view_ok(g,
+                 hl_view_permute(hl_graph_exprs(g), &x.view, perm, &x.view, hl__graph_scratch(g)),
                  "permute"))
         return hl__bad();
     return x;
@@ -391,13 +385,13 @@ hl_t hl_expand(hl_graph *g, hl_t x, int axis, hl_expr size)
     if (!hl__check(g, x, "expand")) return hl__bad();
     int ax = axis < 0 ? axis + (int)x.view.ndim + 1 : axis;
     if (ax < 0 || ax > (int)x.view.ndim) {
-        hl_error_set(hl__graph_err(g), HL_ERR_ARG, HL_NONE,
-                     "expand: position %d out of range for %u dims", axis, x.view.ndim);
+        hl__graph_fail(g, HL_ERR_ARG, "expand: position %d out of range for %u dims", axis,
+                       x.view.ndim);
         return hl__bad();
     }
     if (!view_ok(g,
                  hl_view_expand(hl_graph_exprs(g), &x.view, (uint32_t)ax, size, &x.view,
-                                hl__graph_err(g)),
+                                hl__graph_scratch(g)),
                  "expand"))
         return hl__bad();
     return x;
@@ -407,10 +401,10 @@ hl_t hl_broadcast_to(hl_graph *g, hl_t x, uint32_t ndim, const hl_expr *dims)
 {
     if (!hl__check(g, x, "broadcast_to")) return hl__bad();
     hl_expr_pool *p = hl_graph_exprs(g);
-    hl_error *e = hl__graph_err(g);
+    lm_err *e = hl__graph_scratch(g);
     if (ndim < x.view.ndim || ndim > HL_MAX_DIMS) {
-        hl_error_set(e, HL_ERR_SHAPE, HL_NONE, "broadcast_to: cannot broadcast %u dims to %u",
-                     x.view.ndim, ndim);
+        hl__graph_fail(g, HL_ERR_SHAPE, "broadcast_to: cannot broadcast %u dims to %u", x.view.ndim,
+                       ndim);
         return hl__bad();
     }
     hl_view v = x.view;
@@ -437,7 +431,7 @@ hl_t hl_contiguous(hl_graph *g, hl_t x)
 /* Reshape by merging and splitting, or false (error HL_ERR_VIEW left for the caller to
  * clear) when the strides do not allow it. */
 static hl_status reshape_view(hl_expr_pool *p, const hl_view *in, uint32_t ndim,
-                              const hl_expr *dims, hl_view *out, hl_error *e)
+                              const hl_expr *dims, hl_view *out, lm_err *e)
 {
     /* drop size-1 dims (they hold no position), group the rest by equal products */
     hl_view v = *in;
@@ -461,7 +455,7 @@ static hl_status reshape_view(hl_expr_pool *p, const hl_view *in, uint32_t ndim,
     uint32_t i = 0, j = 0;
     while (i < v.ndim || j < nn) {
         if (i >= v.ndim || j >= nn)
-            return hl_error_set(e, HL_ERR_VIEW, HL_NONE, "reshape: dims do not group");
+            return hl__fail(e, HL_ERR_VIEW, NULL, "reshape: dims do not group");
         uint32_t i0 = i, j0 = j;
         hl_expr po = v.dims[i++], pn = nd[j++];
         while (po != pn) {
@@ -469,15 +463,14 @@ static hl_status reshape_view(hl_expr_pool *p, const hl_view *in, uint32_t ndim,
             bool na = hl_e_is_num(p, po, &a), nb = hl_e_is_num(p, pn, &b);
             if (na && nb ? a < b : i - i0 <= j - j0) {
                 if (i >= v.ndim)
-                    return hl_error_set(e, HL_ERR_VIEW, HL_NONE, "reshape: dims do not group");
+                    return hl__fail(e, HL_ERR_VIEW, NULL, "reshape: dims do not group");
                 po = hl_e_mul(p, po, v.dims[i++]);
             } else {
-                if (j >= nn)
-                    return hl_error_set(e, HL_ERR_VIEW, HL_NONE, "reshape: dims do not group");
+                if (j >= nn) return hl__fail(e, HL_ERR_VIEW, NULL, "reshape: dims do not group");
                 pn = hl_e_mul(p, pn, nd[j++]);
             }
             if (po == HL_NONE || pn == HL_NONE)
-                return hl_error_set(e, HL_ERR_NOMEM, HL_NONE, "reshape: out of memory");
+                return hl__fail(e, HL_ERR_NOMEM, NULL, "reshape: out of memory");
         }
         /* merge old dims i0..i-1 into one, then split it into new dims j0..j-1 */
         hl_view grp = {0};
@@ -515,9 +508,9 @@ hl_t hl_reshape(hl_graph *g, hl_t x, uint32_t ndim, const hl_expr *dims)
     uint32_t mark;
     if (!hl__begin(g, &mark) || !hl__check(g, x, "reshape")) return hl__bad();
     hl_expr_pool *p = hl_graph_exprs(g);
-    hl_error *e = hl__graph_err(g);
+    lm_err *e = hl__graph_scratch(g);
     if (ndim > HL_MAX_DIMS) {
-        hl_error_set(e, HL_ERR_ARG, HL_NONE, "reshape: %u dims (at most %d)", ndim, HL_MAX_DIMS);
+        hl__graph_fail(g, HL_ERR_ARG, "reshape: %u dims (at most %d)", ndim, HL_MAX_DIMS);
         return hl__bad();
     }
     hl_view target;
@@ -527,14 +520,14 @@ hl_t hl_reshape(hl_graph *g, hl_t x, uint32_t ndim, const hl_expr *dims)
         char a[160], b[160];
         hl__dims_str(p, x.view.ndim, x.view.dims, a, sizeof a);
         hl__dims_str(p, ndim, dims, b, sizeof b);
-        hl_error_set(e, HL_ERR_SHAPE, HL_NONE,
-                     "reshape: %s and %s do not have the same element count (or it cannot be "
-                     "proven)",
-                     a, b);
+        hl__graph_fail(g, HL_ERR_SHAPE,
+                       "reshape: %s and %s do not have the same element count (or it cannot be "
+                       "proven)",
+                       a, b);
         return hl__bad();
     }
-    hl_error tmp;
-    hl_error_clear(&tmp);
+    lm_err tmp;
+    lm_err_clear(&tmp);
     hl_view out;
     hl_status st = reshape_view(p, &x.view, ndim, dims, &out, &tmp);
     if (st == HL_OK) {
@@ -542,7 +535,7 @@ hl_t hl_reshape(hl_graph *g, hl_t x, uint32_t ndim, const hl_expr *dims)
         return x;
     }
     if (st != HL_ERR_VIEW) {
-        hl_error_set(e, st, HL_NONE, "reshape: %s", tmp.msg);
+        hl__graph_fail(g, st, "reshape: %s", tmp.msg);
         return hl__bad();
     }
     hl_t c = hl_cast(g, x, x.dtype); /* copy contiguous, then any reshape is a view */
@@ -574,7 +567,7 @@ hl_t hl_slice(hl_graph *g, hl_t x, int axis, hl_expr start, hl_expr end)
     uint32_t mark;
     if (!hl__begin(g, &mark) || !hl__check(g, x, "slice")) return hl__bad();
     hl_expr_pool *p = hl_graph_exprs(g);
-    hl_error *e = hl__graph_err(g);
+    lm_err *e = hl__graph_scratch(g);
     int ax;
     if (!axis_ok(g, axis, x.view.ndim, "slice", &ax)) return hl__bad();
     hl_expr len = hl_e_sub(p, end, start);
@@ -586,8 +579,8 @@ hl_t hl_slice(hl_graph *g, hl_t x, int axis, hl_expr start, hl_expr end)
         hl_e_print(p, start, a, sizeof a);
         hl_e_print(p, end, b, sizeof b);
         hl_e_print(p, x.view.dims[ax], d, sizeof d);
-        hl_error_set(e, HL_ERR_SHAPE, HL_NONE,
-                     "slice: range [%s, %s) does not fit axis %d of size %s", a, b, ax, d);
+        hl__graph_fail(g, HL_ERR_SHAPE, "slice: range [%s, %s) does not fit axis %d of size %s", a,
+                       b, ax, d);
         return hl__bad();
     }
     if (ns && vs == 0) {
@@ -613,8 +606,7 @@ hl_t hl_pad(hl_graph *g, hl_t x, int axis, hl_expr before, hl_expr after, float 
     if (!axis_ok(g, axis, x.view.ndim, "pad", &ax)) return hl__bad();
     int64_t b, a;
     if ((hl_e_is_num(p, before, &b) && b < 0) || (hl_e_is_num(p, after, &a) && a < 0)) {
-        hl_error_set(hl__graph_err(g), HL_ERR_SHAPE, HL_NONE, "pad: negative padding on axis %d",
-                     ax);
+        hl__graph_fail(g, HL_ERR_SHAPE, "pad: negative padding on axis %d", ax);
         return hl__bad();
     }
     hl_expr out_dims[HL_MAX_DIMS];
@@ -634,12 +626,11 @@ hl_t hl_concat(hl_graph *g, hl_t a, hl_t b, int axis)
     if (!hl__begin(g, &mark) || !hl__check(g, a, "concat") || !hl__check(g, b, "concat"))
         return hl__bad();
     hl_expr_pool *p = hl_graph_exprs(g);
-    hl_error *e = hl__graph_err(g);
     int ax;
     if (!axis_ok(g, axis, a.view.ndim, "concat", &ax)) return hl__bad();
     if (a.dtype != b.dtype) {
-        hl_error_set(e, HL_ERR_DTYPE, HL_NONE, "concat: dtypes %s and %s differ",
-                     hl_dtype_name(a.dtype), hl_dtype_name(b.dtype));
+        hl__graph_fail(g, HL_ERR_DTYPE, "concat: dtypes %s and %s differ", hl_dtype_name(a.dtype),
+                       hl_dtype_name(b.dtype));
         return hl__bad();
     }
     bool same = a.view.ndim == b.view.ndim;
@@ -649,8 +640,8 @@ hl_t hl_concat(hl_graph *g, hl_t a, hl_t b, int axis)
         char sa[160], sb[160];
         hl__dims_str(p, a.view.ndim, a.view.dims, sa, sizeof sa);
         hl__dims_str(p, b.view.ndim, b.view.dims, sb, sizeof sb);
-        hl_error_set(e, HL_ERR_SHAPE, HL_NONE,
-                     "concat: shapes %s and %s must agree except on axis %d", sa, sb, ax);
+        hl__graph_fail(g, HL_ERR_SHAPE, "concat: shapes %s and %s must agree except on axis %d", sa,
+                       sb, ax);
         return hl__bad();
     }
     hl_expr out_dims[HL_MAX_DIMS];

@@ -27,8 +27,7 @@ static hl_t sc(hl_graph *g, double v, hl_dtype dt)
 static bool need_float(hl_graph *g, hl_t x, const char *fn)
 {
     if (hl_dtype_is_float(x.dtype)) return true;
-    hl_error_set(hl__graph_err(g), HL_ERR_DTYPE, x.node, "%s: needs a float tensor, got %s", fn,
-                 hl_dtype_name(x.dtype));
+    hl__graph_fail(g, HL_ERR_DTYPE, "%s: needs a float tensor, got %s", fn, hl_dtype_name(x.dtype));
     return false;
 }
 
@@ -122,14 +121,13 @@ hl_t hl_where(hl_graph *g, hl_t mask, hl_t a, hl_t b)
     if (!begin1(g, mask, "where", &m) || !hl__check(g, a, "where") || !hl__check(g, b, "where"))
         return hl__bad();
     if (mask.dtype != HL_BOOL) {
-        hl_error_set(hl__graph_err(g), HL_ERR_DTYPE, mask.node,
-                     "where: the mask must be bool, not %s", hl_dtype_name(mask.dtype));
+        hl__graph_fail(g, HL_ERR_DTYPE, "where: the mask must be bool, not %s",
+                       hl_dtype_name(mask.dtype));
         return hl__finish(g, m, hl__bad());
     }
     if (a.dtype != b.dtype) {
-        hl_error_set(hl__graph_err(g), HL_ERR_DTYPE, HL_NONE,
-                     "where: branch dtypes %s and %s differ", hl_dtype_name(a.dtype),
-                     hl_dtype_name(b.dtype));
+        hl__graph_fail(g, HL_ERR_DTYPE, "where: branch dtypes %s and %s differ",
+                       hl_dtype_name(a.dtype), hl_dtype_name(b.dtype));
         return hl__finish(g, m, hl__bad());
     }
     hl_t yes = hl_mul(g, a, hl_cast(g, mask, a.dtype));
@@ -245,21 +243,19 @@ static bool axes_of(hl_graph *g, hl_t x, uint32_t naxes, const int *axes, const 
                     uint32_t *out)
 {
     if (naxes > x.view.ndim) {
-        hl_error_set(hl__graph_err(g), HL_ERR_ARG, HL_NONE, "%s: %u axes for a %u-d tensor", fn,
-                     naxes, x.view.ndim);
+        hl__graph_fail(g, HL_ERR_ARG, "%s: %u axes for a %u-d tensor", fn, naxes, x.view.ndim);
         return false;
     }
     for (uint32_t i = 0; i < naxes; i++) {
         int a = hl__axis(axes[i], x.view.ndim);
         if (a < 0) {
-            hl_error_set(hl__graph_err(g), HL_ERR_ARG, HL_NONE,
-                         "%s: axis %d out of range for %u dims", fn, axes[i], x.view.ndim);
+            hl__graph_fail(g, HL_ERR_ARG, "%s: axis %d out of range for %u dims", fn, axes[i],
+                           x.view.ndim);
             return false;
         }
         for (uint32_t j = 0; j < i; j++)
             if (out[j] == (uint32_t)a) {
-                hl_error_set(hl__graph_err(g), HL_ERR_ARG, HL_NONE, "%s: axis %d given twice", fn,
-                             a);
+                hl__graph_fail(g, HL_ERR_ARG, "%s: axis %d given twice", fn, a);
                 return false;
             }
         out[i] = (uint32_t)a;
@@ -372,9 +368,9 @@ hl_t hl_matmul(hl_graph *g, hl_t a, hl_t b)
 {
     uint32_t m;
     if (!begin1(g, a, "matmul", &m) || !hl__check(g, b, "matmul")) return hl__bad();
-    hl_error *e = hl__graph_err(g);
+    lm_err *e = hl__graph_scratch(g);
     if (a.view.ndim == 0 || b.view.ndim == 0) {
-        hl_error_set(e, HL_ERR_SHAPE, HL_NONE, "matmul: operands must have at least 1 dim");
+        hl__graph_fail(g, HL_ERR_SHAPE, "matmul: operands must have at least 1 dim");
         return hl__finish(g, m, hl__bad());
     }
     bool a_vec = a.view.ndim == 1, b_vec = b.view.ndim == 1;
@@ -388,14 +384,14 @@ hl_t hl_matmul(hl_graph *g, hl_t a, hl_t b)
         const hl_expr_pool *p = hl_graph_exprs(g);
         hl__dims_str(p, na, a.view.dims, sa, sizeof sa);
         hl__dims_str(p, nb, b.view.dims, sb, sizeof sb);
-        hl_error_set(e, HL_ERR_SHAPE, HL_NONE,
-                     "matmul: inner dims differ: %s x %s (the last dim of a must equal the "
-                     "second-to-last of b)",
-                     sa, sb);
+        hl__graph_fail(g, HL_ERR_SHAPE,
+                       "matmul: inner dims differ: %s x %s (the last dim of a must equal the "
+                       "second-to-last of b)",
+                       sa, sb);
         return hl__finish(g, m, hl__bad());
     }
     if (na + 1 > HL_MAX_DIMS || nb + 1 > HL_MAX_DIMS) {
-        hl_error_set(e, HL_ERR_ARG, HL_NONE, "matmul: too many dims (at most %d - 1)", HL_MAX_DIMS);
+        hl__graph_fail(g, HL_ERR_ARG, "matmul: too many dims (at most %d - 1)", HL_MAX_DIMS);
         return hl__finish(g, m, hl__bad());
     }
     hl_expr mm = a.view.dims[na - 2], nn = b.view.dims[nb - 1];
@@ -404,10 +400,12 @@ hl_t hl_matmul(hl_graph *g, hl_t a, hl_t b)
     hl_t bt = hl_transpose(g, b, -1, -2);
     hl_t be = hl_expand(g, bt, (int)nb - 2, mm);
     hl_t r = hl_sum_reduce(g, hl_mul(g, ae, be), -1);
+    hl_status st = HL_OK;
     if (r.node != HL_NONE && b_vec)
-        hl_view_squeeze(hl_graph_exprs(g), &r.view, r.view.ndim - 1, &r.view, e);
-    if (r.node != HL_NONE && a_vec)
-        hl_view_squeeze(hl_graph_exprs(g), &r.view, r.view.ndim - (b_vec ? 1 : 2), &r.view, e);
+        st = hl_view_squeeze(hl_graph_exprs(g), &r.view, r.view.ndim - 1, &r.view, e);
+    if (!st && r.node != HL_NONE && a_vec)
+        st = hl_view_squeeze(hl_graph_exprs(g), &r.view, r.view.ndim - (b_vec ? 1 : 2), &r.view, e);
+    if (st) hl__graph_raise_scratch(g, st, "matmul");
     return hl__finish(g, m, r);
 }
 
@@ -415,16 +413,15 @@ hl_t hl_embedding(hl_graph *g, hl_t table, hl_t ids)
 {
     uint32_t m;
     if (!begin1(g, table, "embedding", &m) || !hl__check(g, ids, "embedding")) return hl__bad();
-    hl_error *e = hl__graph_err(g);
     if (table.view.ndim != 2 || ids.dtype != HL_INT || ids.view.ndim + 1 > HL_MAX_DIMS) {
-        hl_error_set(e,
-                     table.view.ndim != 2  ? HL_ERR_SHAPE
-                     : ids.dtype != HL_INT ? HL_ERR_DTYPE
-                                           : HL_ERR_ARG,
-                     HL_NONE,
-                     "embedding: needs a 2-d table (got %u dims) and int ids (got %s) with at most "
-                     "%d dims",
-                     table.view.ndim, hl_dtype_name(ids.dtype), HL_MAX_DIMS - 1);
+        hl__graph_fail(
+            g,
+            table.view.ndim != 2  ? HL_ERR_SHAPE
+            : ids.dtype != HL_INT ? HL_ERR_DTYPE
+                                  : HL_ERR_ARG,
+            "embedding: needs a 2-d table (got %u dims) and int ids (got %s) with at most "
+            "%d dims",
+            table.view.ndim, hl_dtype_name(ids.dtype), HL_MAX_DIMS - 1);
         return hl__finish(g, m, hl__bad());
     }
     hl_expr_pool *p = hl_graph_exprs(g);
@@ -468,9 +465,8 @@ hl_t hl_attention(hl_graph *g, hl_t q, hl_t k, hl_t v, bool causal, float scale)
     if (!begin1(g, q, "attention", &m) || !hl__check(g, k, "attention") ||
         !hl__check(g, v, "attention"))
         return hl__bad();
-    hl_error *e = hl__graph_err(g);
     if (q.view.ndim < 2 || k.view.ndim < 2 || v.view.ndim < 2) {
-        hl_error_set(e, HL_ERR_SHAPE, HL_NONE, "attention: q, k and v need at least 2 dims");
+        hl__graph_fail(g, HL_ERR_SHAPE, "attention: q, k and v need at least 2 dims");
         return hl__finish(g, m, hl__bad());
     }
     if (!need_float(g, q, "attention")) return hl__finish(g, m, hl__bad());
@@ -479,8 +475,8 @@ hl_t hl_attention(hl_graph *g, hl_t q, hl_t k, hl_t v, bool causal, float scale)
     if (scale <= 0.0f) {
         int64_t dv;
         if (!hl_e_is_num(p, d, &dv) || dv <= 0) {
-            hl_error_set(e, HL_ERR_ARG, HL_NONE,
-                         "attention: the head dim is dynamic; pass the scale explicitly");
+            hl__graph_fail(g, HL_ERR_ARG,
+                           "attention: the head dim is dynamic; pass the scale explicitly");
             return hl__finish(g, m, hl__bad());
         }
         scale = (float)(1.0 / sqrt((double)dv));
@@ -497,13 +493,12 @@ hl_t hl_rope(hl_graph *g, hl_t x, hl_expr pos_offset, float base)
 {
     uint32_t m;
     if (!begin1(g, x, "rope", &m) || !need_float(g, x, "rope")) return hl__finish(g, m, hl__bad());
-    hl_error *e = hl__graph_err(g);
     hl_expr_pool *p = hl_graph_exprs(g);
     int64_t dv;
     if (x.view.ndim < 2 || !hl_e_is_num(p, x.view.dims[x.view.ndim - 1], &dv) || dv % 2 ||
         !(base > 1.0f)) {
-        hl_error_set(e, HL_ERR_SHAPE, HL_NONE,
-                     "rope: needs x[..., seq, head] with a fixed even head dim and base > 1");
+        hl__graph_fail(g, HL_ERR_SHAPE,
+                       "rope: needs x[..., seq, head] with a fixed even head dim and base > 1");
         return hl__finish(g, m, hl__bad());
     }
     hl_expr seq = x.view.dims[x.view.ndim - 2], half = hl_e_num(p, dv / 2);

@@ -1,6 +1,6 @@
-/* hl_core.h - what every part of the hlir module shares: status codes, "no id", and the
- * element types (dtypes) with their conversions. Public; included by every other hlir
- * header. docs/hlir.md gives the rounding rules exactly.
+/* hl_core.h - what every part of the hlir module shares: status codes (lm_code values),
+ * "no id", and the element types (dtypes) with their conversions. Public; included by every other
+ * hlir header. docs/hlir.md gives the rounding rules exactly.
  */
 #ifndef LUMINAL_HL_CORE_H
 #define LUMINAL_HL_CORE_H
@@ -10,55 +10,44 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* ==================================================================================
  * Errors
- * ================================================================================== */
+ * ==================================================================================
+ *
+ * hlir reports through base's error record (lm_err, base.h): a fallible call returns an
+ * hl_status and fills the caller's lm_err with the code, the location field by field
+ * (file, line, column, the user's node name, the node's id, the field) and a message that
+ * begins with that location. The record is sticky (the first error wins) and only its
+ * owner clears it (lm_err_clear, or `lm_err err = {0};`).
+ *
+ * hl_status names the codes hlir raises; each value IS the lm_code of the same meaning
+ * (HL_ERR_SHAPE == LM_ESHAPE), so a status means the same in every module and passes up
+ * through the LLIR and the search unchanged. A call that forwards another module's error
+ * (reading a file, the e-graph engine) may return that module's code, also an lm_code.
+ */
 
-/* Status codes: 0 is success, every other value names a class of failure. */
 typedef enum hl_status {
-    HL_OK = 0,
-    HL_ERR_NOMEM,   /* an allocation failed; the structure is as it was before the call */
-    HL_ERR_ARG,     /* an argument is out of range (axis, arity, null name, ...) */
-    HL_ERR_SHAPE,   /* shapes do not agree (or a view change is impossible) */
-    HL_ERR_DTYPE,   /* an op does not accept this dtype, or input dtypes differ */
-    HL_ERR_DIM,     /* an unknown or unbound dynamic dimension */
-    HL_ERR_EVAL,    /* an expression could not be evaluated (division by zero, overflow) */
-    HL_ERR_RUNTIME, /* the reference runtime met bad data (index out of range, ...) */
-    HL_ERR_PARSE,   /* malformed text (expression syntax, JSON) */
-    HL_ERR_IO,      /* a file could not be read or written */
-    HL_ERR_VIEW     /* a view change cannot be expressed as strides (caller may copy) */
+    HL_OK = LM_OK,
+    HL_ERR_NOMEM = LM_ENOMEM,     /* an allocation failed; the structure is as it was */
+    HL_ERR_ARG = LM_EARG,         /* an argument is out of range (axis, arity, null name) */
+    HL_ERR_PARSE = LM_EPARSE,     /* malformed text (expression syntax, JSON) */
+    HL_ERR_IO = LM_EIO,           /* a file could not be read or written */
+    HL_ERR_LIMIT = LM_ELIMIT,     /* a limit was reached (a run's memory, the format's) */
+    HL_ERR_RUNTIME = LM_ERUNTIME, /* the reference runtime met bad data (index out of range) */
+    HL_ERR_SHAPE = LM_ESHAPE,     /* shapes do not agree */
+    HL_ERR_DTYPE = LM_EDTYPE,     /* an op does not accept this dtype, or dtypes differ */
+    HL_ERR_DIM = LM_EDIM,         /* an unknown or unbound dynamic dimension */
+    HL_ERR_EVAL = LM_EEVAL,       /* an expression could not be evaluated (div by 0, overflow) */
+    HL_ERR_VIEW = LM_EVIEW,       /* a view change cannot be expressed as strides */
 } hl_status;
 
-#define HL_NONE UINT32_MAX /* "no node" / "no expression" */
-#define HL_ERROR_MSG 512
-
-/* An error record. Callers own it (usually on the stack) and zero it with
- * hl_error_clear(). node is the graph node the error is about, or HL_NONE. */
-typedef struct hl_error {
-    hl_status code;
-    uint32_t node;
-    char msg[HL_ERROR_MSG];
-} hl_error;
-
-/* Resets e to "no error". Accepts NULL. Cannot fail. */
-void hl_error_clear(hl_error *e);
-
-/* The one door every hlir error goes through (set a breakpoint here). If e already
- * holds an error, it is kept (the first error wins) and this returns e->code; otherwise
- * the code, node and printf-formatted message are recorded (truncated to fit) and code
- * is returned. e may be NULL: then only code is returned. */
-hl_status hl_error_set(hl_error *e, hl_status code, uint32_t node, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-
-/* A static, human-readable name of a status ("shape mismatch", ...). Never NULL. */
-const char *hl_status_name(hl_status s);
+#define HL_NONE LM_NONE /* "no node" / "no expression" (UINT32_MAX) */
 
 /* ==================================================================================
  * DTypes

@@ -1,58 +1,25 @@
-/* hl_err.c - the one door every hlir error goes through, and status names.
+/* hl_err.c - the one door every hlir error goes through.
  *
- * The first error recorded in a record wins: later failures are usually consequences of
- * the first, and the first is what the user must fix. */
+ * hl__fail records an error in the caller's lm_err and ends in lm_err_setv, base's door
+ * for every module: a breakpoint on hl__fail stops at every hlir error, one on
+ * lm_err_setv at every error of the project. The first error recorded in a record wins
+ * (lm_err_setv keeps it): later failures are usually consequences of the first, and the
+ * first is what the user must fix. The helpers that locate an error at a graph node
+ * (hl__fail_node, in hl_graph.c) format their message and come through here too. */
 #include "hl_int.h"
 
 #include <stdarg.h>
-#include <string.h>
 
-void hl_error_clear(hl_error *e)
+hl_status hl__failv(lm_err *err, int code, const lm_loc *loc, const char *fmt, va_list ap)
 {
-    if (!e) return;
-    e->code = HL_OK;
-    e->node = HL_NONE;
-    e->msg[0] = '\0';
+    return (hl_status)lm_err_setv(err, code, loc, fmt, ap);
 }
 
-hl_status hl_error_set(hl_error *e, hl_status code, uint32_t node, const char *fmt, ...)
+hl_status hl__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
 {
-    if (!e) return code;
-    if (e->code != HL_OK) return e->code; /* sticky: keep the first */
-    e->code = code;
-    e->node = node;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    hl_status st = hl__failv(err, code, loc, fmt, ap);
     va_end(ap);
-    return code;
-}
-
-const char *hl_status_name(hl_status s)
-{
-    switch (s) {
-    case HL_OK:
-        return "ok";
-    case HL_ERR_NOMEM:
-        return "out of memory";
-    case HL_ERR_ARG:
-        return "bad argument";
-    case HL_ERR_SHAPE:
-        return "shape mismatch";
-    case HL_ERR_DTYPE:
-        return "dtype mismatch";
-    case HL_ERR_DIM:
-        return "unknown dimension";
-    case HL_ERR_EVAL:
-        return "expression evaluation failed";
-    case HL_ERR_RUNTIME:
-        return "runtime error";
-    case HL_ERR_PARSE:
-        return "parse error";
-    case HL_ERR_IO:
-        return "i/o error";
-    case HL_ERR_VIEW:
-        return "view not expressible";
-    }
-    return "unknown status";
+    return st;
 }

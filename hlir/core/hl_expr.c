@@ -418,43 +418,42 @@ static bool chain_sorted(const hl_expr_pool *p, hl_expr e, hl_expr_kind k)
     return chain_sorted(p, n->a, k);
 }
 
-hl_status hl_expr_pool_check(const hl_expr_pool *p, hl_error *err)
+hl_status hl_expr_pool_check(const hl_expr_pool *p, lm_err *err)
 {
     for (hl_expr id = 0; id < p->n; id++) {
         const hl_expr_node *n = &p->nodes[id];
         if ((unsigned)n->kind >= HL_E_KIND_COUNT)
-            return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expr %u: bad kind %d", id, (int)n->kind);
+            return hl__fail(err, HL_ERR_ARG, NULL, "expr %u: bad kind %d", id, (int)n->kind);
         uint8_t f = 0;
         if (n->kind == HL_E_Z)
             f = EF_Z;
         else if (n->kind == HL_E_VAR) {
             if (n->var >= p->nvars)
-                return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expr %u: unknown variable", id);
+                return hl__fail(err, HL_ERR_ARG, NULL, "expr %u: unknown variable", id);
             f = EF_VAR;
         } else if (n->kind >= HL_E_ADD) {
             if (n->a >= id || n->b >= id)
-                return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expr %u: operand after its user",
-                                    id);
+                return hl__fail(err, HL_ERR_ARG, NULL, "expr %u: operand after its user", id);
             f = p->flags[n->a] | p->flags[n->b];
         }
         uint64_t want_size = n->kind >= HL_E_ADD ? 1 + (uint64_t)p->size[n->a] + p->size[n->b] : 1;
         if (p->size[id] != want_size || want_size > HL__EXPR_MAX_SIZE)
-            return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expr %u: tree size %u, should be %llu",
-                                id, p->size[id], (unsigned long long)want_size);
+            return hl__fail(err, HL_ERR_ARG, NULL, "expr %u: tree size %u, should be %llu", id,
+                            p->size[id], (unsigned long long)want_size);
         if (p->flags[id] != f)
-            return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expr %u: flags %u, should be %u", id,
-                                p->flags[id], f);
+            return hl__fail(err, HL_ERR_ARG, NULL, "expr %u: flags %u, should be %u", id,
+                            p->flags[id], f);
         /* the table finds id, and only id holds this content */
         uint32_t s = (uint32_t)node_hash(n) & (p->tcap - 1);
         while (p->table[s] != HL_NONE && !node_eq(&p->nodes[p->table[s]], n))
             s = (s + 1) & (p->tcap - 1);
         if (p->table[s] != id)
-            return hl_error_set(err, HL_ERR_ARG, HL_NONE,
-                                "expr %u: the table finds %u for its content (duplicate or lost)",
-                                id, p->table[s]);
+            return hl__fail(err, HL_ERR_ARG, NULL,
+                            "expr %u: the table finds %u for its content (duplicate or lost)", id,
+                            p->table[s]);
         if ((n->kind == HL_E_ADD || n->kind == HL_E_MUL) && !chain_sorted(p, id, n->kind))
-            return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expr %u: %s operands out of order", id,
-                                n->kind == HL_E_ADD ? "sum" : "product");
+            return hl__fail(err, HL_ERR_ARG, NULL, "expr %u: %s operands out of order", id,
+                            n->kind == HL_E_ADD ? "sum" : "product");
     }
     return HL_OK;
 }

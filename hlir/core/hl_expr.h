@@ -67,7 +67,7 @@ uint32_t hl_expr_count(const hl_expr_pool *p);
  * ids hold equal content, the hash table finds every id, the has-z / has-variable flags
  * are right, and every sum and product is in canonical order. HL_OK, or HL_ERR_ARG
  * naming the first bad id. For tests and debugging. */
-hl_status hl_expr_pool_check(const hl_expr_pool *p, hl_error *err);
+hl_status hl_expr_pool_check(const hl_expr_pool *p, lm_err *err);
 
 /* Leaf constructors. hl_e_var interns name (copied); names are 1..63 characters of
  * [A-Za-z0-9_], not starting with a digit, and not "z", "min", "max" or "cdiv" (the text
@@ -144,7 +144,7 @@ typedef struct hl_env {
  * HL_ERR_DIM for an unbound variable (named), HL_ERR_EVAL for division or modulo by zero
  * or int64 overflow. env may be NULL when e has no variables. */
 hl_status hl_e_eval(const hl_expr_pool *p, hl_expr e, const hl_env *env, int64_t zval, int64_t *out,
-                    hl_error *err);
+                    lm_err *err);
 
 /* Text form: infix + - * / % with usual precedence, `a >= b`, `a < b`, `a & b`,
  * `a | b` (lowest), and calls min(a,b), max(a,b), cdiv(a,b); variables by name, z for the
@@ -162,7 +162,7 @@ void hl_e_fprint(const hl_expr_pool *p, hl_expr e, FILE *f);
  * or, when the expression holds a number beyond +-2^31, may be refused as overflowing
  * int64: the text regroups the product, and a partial product may overflow where the
  * original grouping did not. */
-hl_status hl_e_parse(hl_expr_pool *p, const char *text, hl_expr *out, hl_error *err);
+hl_status hl_e_parse(hl_expr_pool *p, const char *text, hl_expr *out, lm_err *err);
 
 #ifdef __cplusplus
 }

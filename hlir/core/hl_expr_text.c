@@ -256,7 +256,7 @@ typedef struct parser {
     hl_expr_pool *p;
     const char *text;
     size_t pos;
-    hl_error *err;
+    lm_err *err;
     int depth;
 } parser;
 
@@ -268,8 +268,8 @@ static hl_expr perr(parser *ps, const char *what)
         snprintf(found, sizeof found, "end of text");
     else
         snprintf(found, sizeof found, "'%.8s'", at);
-    hl_error_set(ps->err, HL_ERR_PARSE, HL_NONE, "expression \"%.200s\", column %zu: %s, found %s",
-                 ps->text, ps->pos + 1, what, found);
+    hl__fail(ps->err, HL_ERR_PARSE, NULL, "expression \"%.200s\", column %zu: %s, found %s",
+             ps->text, ps->pos + 1, what, found);
     return HL_NONE;
 }
 
@@ -295,10 +295,10 @@ static hl_expr oom_check(parser *ps, hl_expr e)
 {
     if (e != HL_NONE || (ps->err && ps->err->code != HL_OK)) return e;
     if (hl_expr_pool_failed(ps->p))
-        hl_error_set(ps->err, HL_ERR_NOMEM, HL_NONE, "out of memory while parsing an expression");
+        hl__fail(ps->err, HL_ERR_NOMEM, NULL, "out of memory while parsing an expression");
     else
-        hl_error_set(ps->err, HL_ERR_PARSE, HL_NONE, "expression \"%.200s\", column %zu: %s",
-                     ps->text, ps->pos, hl__none_reason(ps->p));
+        hl__fail(ps->err, HL_ERR_PARSE, NULL, "expression \"%.200s\", column %zu: %s", ps->text,
+                 ps->pos, hl__none_reason(ps->p));
     return e;
 }
 
@@ -455,17 +455,16 @@ static hl_expr p_or(parser *ps)
     return e;
 }
 
-hl_status hl_e_parse(hl_expr_pool *p, const char *text, hl_expr *out, hl_error *err)
+hl_status hl_e_parse(hl_expr_pool *p, const char *text, hl_expr *out, lm_err *err)
 {
-    hl_error local;
-    hl_error_clear(&local);
-    hl_error *e = err ? err : &local;
-    if (!text) return hl_error_set(e, HL_ERR_PARSE, HL_NONE, "expression text is missing");
+    lm_err local;
+    lm_err_clear(&local);
+    lm_err *e = err ? err : &local;
+    if (!text) return hl__fail(e, HL_ERR_PARSE, NULL, "expression text is missing");
     parser ps = {p, text, 0, e, 0};
     hl_expr r = p_or(&ps);
     if (r == HL_NONE) {
-        if (e->code == HL_OK)
-            hl_error_set(e, HL_ERR_PARSE, HL_NONE, "bad expression \"%.200s\"", text);
+        if (e->code == HL_OK) hl__fail(e, HL_ERR_PARSE, NULL, "bad expression \"%.200s\"", text);
         return e->code;
     }
     skip_ws(&ps);
@@ -480,7 +479,7 @@ hl_status hl_e_parse(hl_expr_pool *p, const char *text, hl_expr *out, hl_error *
 /* ---- evaluation ---- */
 
 static hl_status ev(const hl_expr_pool *p, hl_expr e, const hl_env *env, int64_t zv, int64_t *out,
-                    hl_error *err)
+                    lm_err *err)
 {
     const hl_expr_node *n = hl__en(p, e);
     switch (n->kind) {
@@ -492,9 +491,9 @@ static hl_status ev(const hl_expr_pool *p, hl_expr e, const hl_env *env, int64_t
         return HL_OK;
     case HL_E_VAR:
         if (!env || n->var >= env->n || (env->bound && !env->bound[n->var]))
-            return hl_error_set(err, HL_ERR_DIM, HL_NONE,
-                                "dimension '%s' has no value; bind it before evaluating",
-                                p->vars[n->var]);
+            return hl__fail(err, HL_ERR_DIM, NULL,
+                            "dimension '%s' has no value; bind it before evaluating",
+                            p->vars[n->var]);
         *out = env->values[n->var];
         return HL_OK;
     default:
@@ -525,7 +524,7 @@ static hl_status ev(const hl_expr_pool *p, hl_expr e, const hl_env *env, int64_t
         if (b == 0) {
             char txt[160];
             hl_e_print(p, e, txt, sizeof txt);
-            return hl_error_set(err, HL_ERR_EVAL, HL_NONE, "division by zero in '%s'", txt);
+            return hl__fail(err, HL_ERR_EVAL, NULL, "division by zero in '%s'", txt);
         }
         if (a == INT64_MIN && b == -1) {
             ovf = true;
@@ -563,20 +562,20 @@ static hl_status ev(const hl_expr_pool *p, hl_expr e, const hl_env *env, int64_t
         *out = a < b;
         break;
     default:
-        return hl_error_set(err, HL_ERR_EVAL, HL_NONE, "corrupt expression node %u", e);
+        return hl__fail(err, HL_ERR_EVAL, NULL, "corrupt expression node %u", e);
     }
     if (ovf) {
         char txt[160];
         hl_e_print(p, e, txt, sizeof txt);
-        return hl_error_set(err, HL_ERR_EVAL, HL_NONE, "int64 overflow evaluating '%s'", txt);
+        return hl__fail(err, HL_ERR_EVAL, NULL, "int64 overflow evaluating '%s'", txt);
     }
     return HL_OK;
 }
 
 hl_status hl_e_eval(const hl_expr_pool *p, hl_expr e, const hl_env *env, int64_t zval, int64_t *out,
-                    hl_error *err)
+                    lm_err *err)
 {
     if (e == HL_NONE || e >= p->n)
-        return hl_error_set(err, HL_ERR_EVAL, HL_NONE, "invalid expression id %u", e);
+        return hl__fail(err, HL_ERR_EVAL, NULL, "invalid expression id %u", e);
     return ev(p, e, env, zval, out, err);
 }

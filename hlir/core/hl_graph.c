@@ -11,6 +11,7 @@
 #include "core/hl_graph_int.h"
 
 #include <assert.h>
+#include <stdarg.h>
 #include <inttypes.h>
 
 struct hl_graph {
@@ -21,7 +22,13 @@ struct hl_graph {
     uint32_t ndims, dcap;
     uint32_t *inputs, n_inputs, icap;
     uint32_t *outputs, n_outputs, ocap;
-    hl_error err; /* the builder's sticky error */
+    char *source;       /* owned; NULL when none */
+    hl_origin *origins; /* owned, with their strings */
+    uint32_t n_origins, orcap;
+    uint32_t cur_origin;     /* the origin of the nodes being added, or HL_NONE */
+    lm_err err;              /* the builder's sticky error */
+    char reason[LM_ERR_MSG]; /* its message without the location prefix (for readers) */
+    lm_err scratch;          /* for the pool-level calls a builder call makes (hl__graph_scratch) */
 };
 
 hl_graph *hl_graph_new(void)
@@ -33,7 +40,8 @@ hl_graph *hl_graph_new(void)
         hl__free(g);
         return NULL;
     }
-    hl_error_clear(&g->err);
+    lm_err_clear(&g->err);
+    g->cur_origin = HL_NONE;
     return g;
 }
 
@@ -46,6 +54,12 @@ void hl_graph_free(hl_graph *g)
     hl__free(g->dims);
     hl__free(g->inputs);
     hl__free(g->outputs);
+    for (uint32_t i = 0; i < g->n_origins; i++) {
+        hl__free((char *)g->origins[i].name);
+        hl__free((char *)g->origins[i].op);
+    }
+    hl__free(g->origins);
+    hl__free(g->source);
     hl_expr_pool_free(g->pool);
     hl__free(g);
 }
@@ -58,17 +72,154 @@ const hl_expr_pool *hl_graph_exprs_c(const hl_graph *g)
 {
     return g->pool;
 }
-const hl_error *hl_graph_error(const hl_graph *g)
+const lm_err *hl_graph_error(const hl_graph *g)
 {
     return &g->err;
 }
 void hl_graph_clear_error(hl_graph *g)
 {
-    hl_error_clear(&g->err);
+    lm_err_clear(&g->err);
+    g->reason[0] = '\0';
 }
-hl_error *hl__graph_err(hl_graph *g)
+lm_err *hl__graph_err(hl_graph *g)
 {
     return &g->err;
+}
+lm_err *hl__graph_scratch(hl_graph *g)
+{
+    lm_err_clear(&g->scratch);
+    return &g->scratch;
+}
+
+hl_status hl__graph_raise_scratch(hl_graph *g, int code, const char *what)
+{
+    if (g->scratch.code == HL_OK) return hl__graph_fail(g, code, "%.60s: failed", what);
+    return hl__graph_fail(g, code, "%.60s: %s", what, g->scratch.msg);
+}
+
+/* ---- origins and locations ---- */
+
+hl_status hl_graph_set_source(hl_graph *g, const char *source)
+{
+    char *copy = NULL;
+    if (source && !(copy = hl__strdup(source)))
+        return hl__graph_fail(g, HL_ERR_NOMEM, "out of memory naming the graph's source");
+    hl__free(g->source);
+    g->source = copy;
+    return HL_OK;
+}
+
+const char *hl_graph_source(const hl_graph *g)
+{
+    return g->source;
+}
+
+uint32_t hl_graph_begin_origin(hl_graph *g, const char *name, const char *op, uint32_t line,
+                               uint32_t col)
+{
+    g->cur_origin = HL_NONE;
+    if (!name) {
+        hl__graph_fail(g, HL_ERR_ARG, "an origin needs the user's node name");
+        return HL_NONE;
+    }
+    void *arr = g->origins;
+    char *n = hl__strdup(name), *o = hl__strdup(op ? op : "");
+    if (!n || !o || hl__grow(&arr, &g->orcap, g->n_origins + 1, sizeof(hl_origin))) {
+        hl__free(n);
+        hl__free(o);
+        hl__graph_fail(g, HL_ERR_NOMEM, "out of memory recording node '%.64s'", name);
+        return HL_NONE;
+    }
+    g->origins = arr;
+    g->origins[g->n_origins] = (hl_origin){n, o, line, col};
+    g->cur_origin = g->n_origins++;
+    return g->cur_origin;
+}
+
+void hl_graph_end_origin(hl_graph *g)
+{
+    g->cur_origin = HL_NONE;
+}
+
+const hl_origin *hl_graph_node_origin(const hl_graph *g, uint32_t id)
+{
+    assert(id < g->n);
+    uint32_t o = g->nodes[id].origin;
+    return o < g->n_origins ? &g->origins[o] : NULL;
+}
+
+/* Whether the user's op is the primitive itself ("add" for Add, "sum_reduce" for
+ * SumReduce): letters compared without case, underscores skipped. */
+static bool same_op(const char *user, hl_op op)
+{
+    const char *p = hl_op_name(op);
+    for (;;) {
+        while (*user == '_')
+            user++;
+        if (!*user || !*p) return !*user && !*p;
+        char a = *user, b = *p;
+        if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
+        if (b >= 'A' && b <= 'Z') b = (char)(b - 'A' + 'a');
+        if (a != b) return false;
+        user++;
+        p++;
+    }
+}
+
+hl_status hl__fail_node(const hl_graph *g, lm_err *err, int code, uint32_t id, hl_op op,
+                        const char *fmt, ...)
+{
+    uint32_t o = id < g->n ? g->nodes[id].origin : g->cur_origin;
+    const hl_origin *org = o < g->n_origins ? &g->origins[o] : NULL;
+    lm_loc loc = {.file = g->source, .node_id = id};
+    char what[192];
+    if (org) {
+        loc.node = org->name;
+        loc.line = org->line;
+        loc.col = org->col;
+        if (same_op(org->op, op))
+            snprintf(what, sizeof what, "%.64s", org->op);
+        else
+            snprintf(what, sizeof what, "%.64s (lowered to %s)", org->op, hl_op_name(op));
+    } else {
+        if (id < g->n && (op == HL_OP_INPUT || op == HL_OP_OUTPUT)) loc.node = g->nodes[id].name;
+        snprintf(what, sizeof what, "node %u (%s)", id, hl_op_name(op));
+    }
+    char msg[LM_ERR_MSG - 200]; /* with what and ": ", it fits the record */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (err == &g->err && g->err.code == HL_OK) /* g's own record: g is not const storage */
+        snprintf(((hl_graph *)g)->reason, sizeof g->reason, "%s: %s", what, msg);
+    return hl__fail(err, code, &loc, "%s: %s", what, msg);
+}
+
+hl_status hl__graph_fail(hl_graph *g, int code, const char *fmt, ...)
+{
+    const hl_origin *org = g->cur_origin < g->n_origins ? &g->origins[g->cur_origin] : NULL;
+    lm_loc loc = {.file = org ? g->source : NULL, .node_id = HL_NONE};
+    if (org) {
+        loc.node = org->name;
+        loc.line = org->line;
+        loc.col = org->col;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    if (g->err.code == HL_OK) {
+        va_list aq;
+        va_copy(aq, ap);
+        vsnprintf(g->reason, sizeof g->reason, fmt, aq);
+        va_end(aq);
+    }
+    hl_status st = hl__failv(&g->err, code, &loc, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+const char *hl__graph_error_reason(const hl_graph *g)
+{
+    return g->err.code ? g->reason : "";
 }
 
 uint32_t hl_graph_node_count(const hl_graph *g)
@@ -119,27 +270,26 @@ hl_expr hl_graph_dim(hl_graph *g, const char *name, int64_t lo, int64_t hi, int6
 {
     if (g->err.code) return HL_NONE;
     if (!hl_var_name_valid(name))
-        return hl_error_set(&g->err, HL_ERR_ARG, HL_NONE,
-                            "dim name '%.64s' is not valid: use letters, digits and _, not "
-                            "starting with a digit, and not z, min, max or cdiv",
-                            name ? name : "(null)"),
+        return hl__graph_fail(g, HL_ERR_ARG,
+                              "dim name '%.64s' is not valid: use letters, digits and _, not "
+                              "starting with a digit, and not z, min, max or cdiv",
+                              name ? name : "(null)"),
                HL_NONE;
     if (hl_graph_dim_find(g, name))
-        return hl_error_set(&g->err, HL_ERR_ARG, HL_NONE, "dim '%s' is declared twice", name),
-               HL_NONE;
+        return hl__graph_fail(g, HL_ERR_ARG, "dim '%s' is declared twice", name), HL_NONE;
     if (lo < 1 || hi < lo || profile < lo || profile > hi)
-        return hl_error_set(&g->err, HL_ERR_ARG, HL_NONE,
-                            "dim '%s': range [%lld, %lld] with profile value %lld is not valid "
-                            "(need 1 <= lo <= profile <= hi)",
-                            name, (long long)lo, (long long)hi, (long long)profile),
+        return hl__graph_fail(g, HL_ERR_ARG,
+                              "dim '%s': range [%lld, %lld] with profile value %lld is not valid "
+                              "(need 1 <= lo <= profile <= hi)",
+                              name, (long long)lo, (long long)hi, (long long)profile),
                HL_NONE;
     void *arr = g->dims;
     if (hl__grow(&arr, &g->dcap, g->ndims + 1, sizeof(hl_dim)))
-        return hl_error_set(&g->err, HL_ERR_NOMEM, HL_NONE, "out of memory declaring dim"), HL_NONE;
+        return hl__graph_fail(g, HL_ERR_NOMEM, "out of memory declaring dim"), HL_NONE;
     g->dims = arr;
     hl_expr e = hl_e_var(g->pool, name);
     if (e == HL_NONE)
-        return hl_error_set(&g->err, HL_ERR_NOMEM, HL_NONE, "out of memory declaring dim"), HL_NONE;
+        return hl__graph_fail(g, HL_ERR_NOMEM, "out of memory declaring dim"), HL_NONE;
     g->dims[g->ndims++] = (hl_dim){hl_e_get(g->pool, e).var, e, lo, hi, profile};
     return e;
 }
@@ -212,38 +362,35 @@ static bool dims_equal(uint32_t na, const hl_expr *a, uint32_t nb, const hl_expr
 /* Checks spec (a node about to be added as id `id`, or existing node id) and computes
  * its dtype and shape into *out. On failure fills err and returns its code. */
 static hl_status validate(const hl_graph *g, uint32_t id, const hl_node *spec, hl_node *out,
-                          hl_error *err)
+                          lm_err *err)
 {
     const hl_expr_pool *p = g->pool;
     hl_op op = spec->op;
     if ((unsigned)op >= HL_OP_COUNT)
-        return hl_error_set(err, HL_ERR_ARG, id, "node %u: unknown op %d", id, (int)op);
-    const char *on = OP_NAMES[op];
+        return hl__fail_node(g, err, HL_ERR_ARG, id, op, "unknown op %d", (int)op);
     if (spec->n_in != OP_ARITY[op])
-        return hl_error_set(err, HL_ERR_ARG, id, "node %u (%s): takes %u inputs, given %u", id, on,
-                            OP_ARITY[op], spec->n_in);
+        return hl__fail_node(g, err, HL_ERR_ARG, id, op, "takes %u inputs, given %u", OP_ARITY[op],
+                             spec->n_in);
     char why[160];
     const hl_node *in[HL_MAX_INPUTS] = {0};
     for (uint32_t i = 0; i < spec->n_in; i++) {
         const hl_in *e = &spec->in[i];
         if (e->node >= id)
-            return hl_error_set(err, HL_ERR_ARG, id,
-                                "node %u (%s): input %u refers to node %u, which is not an earlier "
-                                "node",
-                                id, on, i, e->node);
+            return hl__fail_node(g, err, HL_ERR_ARG, id, op,
+                                 "input %u refers to node %u, which is not an earlier "
+                                 "node",
+                                 i, e->node);
         in[i] = &g->nodes[e->node];
         if (in[i]->op == HL_OP_OUTPUT)
-            return hl_error_set(err, HL_ERR_ARG, id, "node %u (%s): input %u is an Output node", id,
-                                on, i);
+            return hl__fail_node(g, err, HL_ERR_ARG, id, op, "input %u is an Output node", i);
         if (e->view.ndim > HL_MAX_DIMS)
-            return hl_error_set(err, HL_ERR_ARG, id, "node %u (%s): input %u view has %u dims", id,
-                                on, i, e->view.ndim);
+            return hl__fail_node(g, err, HL_ERR_ARG, id, op, "input %u view has %u dims", i,
+                                 e->view.ndim);
         for (uint32_t d = 0; d < e->view.ndim; d++) {
             hl_status st = expr_ok(g, e->view.dims[d], why, sizeof why);
             if (!st) st = expr_ok(g, e->view.strides[d], why, sizeof why);
             if (st)
-                return hl_error_set(err, st, id, "node %u (%s): input %u view, dim %u: %s", id, on,
-                                    i, d, why);
+                return hl__fail_node(g, err, st, id, op, "input %u view, dim %u: %s", i, d, why);
         }
     }
     hl_node r = *spec;
@@ -252,30 +399,29 @@ static hl_status validate(const hl_graph *g, uint32_t id, const hl_node *spec, h
     switch (op) {
     case HL_OP_INPUT:
         if ((unsigned)spec->dtype >= HL_DTYPE_COUNT)
-            return hl_error_set(err, HL_ERR_DTYPE, id, "node %u (Input): invalid dtype", id);
+            return hl__fail_node(g, err, HL_ERR_DTYPE, id, op, "invalid dtype");
         if (spec->ndim > HL_MAX_DIMS)
-            return hl_error_set(err, HL_ERR_ARG, id, "node %u (Input): %u dims (at most %d)", id,
-                                spec->ndim, HL_MAX_DIMS);
+            return hl__fail_node(g, err, HL_ERR_ARG, id, op, "%u dims (at most %d)", spec->ndim,
+                                 HL_MAX_DIMS);
         for (uint32_t d = 0; d < spec->ndim; d++) {
             hl_status st = expr_ok(g, spec->shape[d], why, sizeof why);
-            if (st) return hl_error_set(err, st, id, "node %u (Input): dim %u: %s", id, d, why);
+            if (st) return hl__fail_node(g, err, st, id, op, "dim %u: %s", d, why);
             if (hl_e_has_z(p, spec->shape[d]))
-                return hl_error_set(err, HL_ERR_SHAPE, id, "node %u (Input): dim %u uses z", id, d);
+                return hl__fail_node(g, err, HL_ERR_SHAPE, id, op, "dim %u uses z", d);
             /* every declared dim is >= 1, so this range is what the dim can be */
             hl__range rg = hl__e_range(p, spec->shape[d], 0);
             if (!rg.hi_inf && rg.hi < 0)
-                return hl_error_set(err, HL_ERR_SHAPE, id,
-                                    "node %u (Input): dim %u is negative (at most %" PRId64 ")", id,
-                                    d, rg.hi);
+                return hl__fail_node(g, err, HL_ERR_SHAPE, id, op,
+                                     "dim %u is negative (at most %" PRId64 ")", d, rg.hi);
         }
         r.ndim = spec->ndim;
         memcpy(r.shape, spec->shape, sizeof r.shape);
         if (!spec->name || !spec->name[0])
-            return hl_error_set(err, HL_ERR_ARG, id, "node %u (Input): needs a name", id);
+            return hl__fail_node(g, err, HL_ERR_ARG, id, op, "needs a name");
         break;
     case HL_OP_OUTPUT:
         if (!spec->name || !spec->name[0])
-            return hl_error_set(err, HL_ERR_ARG, id, "node %u (Output): needs a name", id);
+            return hl__fail_node(g, err, HL_ERR_ARG, id, op, "needs a name");
         r.dtype = in[0]->dtype;
         break;
     case HL_OP_CONSTANT:
@@ -284,17 +430,17 @@ static hl_status validate(const hl_graph *g, uint32_t id, const hl_node *spec, h
     case HL_OP_IOTA: {
         hl_status st = expr_ok(g, spec->iota_expr, why, sizeof why);
         if (!st) st = expr_ok(g, spec->iota_len, why, sizeof why);
-        if (st) return hl_error_set(err, st, id, "node %u (Iota): %s", id, why);
+        if (st) return hl__fail_node(g, err, st, id, op, "%s", why);
     }
         if (hl_e_has_z(p, spec->iota_len))
-            return hl_error_set(err, HL_ERR_SHAPE, id, "node %u (Iota): the length uses z", id);
+            return hl__fail_node(g, err, HL_ERR_SHAPE, id, op, "the length uses z");
         r.dtype = HL_INT;
         r.ndim = 1;
         r.shape[0] = spec->iota_len;
         break;
     case HL_OP_CAST:
         if ((unsigned)spec->cast_to >= HL_DTYPE_COUNT)
-            return hl_error_set(err, HL_ERR_DTYPE, id, "node %u (Cast): invalid target dtype", id);
+            return hl__fail_node(g, err, HL_ERR_DTYPE, id, op, "invalid target dtype");
         r.dtype = spec->cast_to;
         break;
     case HL_OP_EXP2:
@@ -303,9 +449,9 @@ static hl_status validate(const hl_graph *g, uint32_t id, const hl_node *spec, h
     case HL_OP_RECIP:
     case HL_OP_SQRT:
         if (!hl_dtype_is_float(in[0]->dtype))
-            return hl_error_set(err, HL_ERR_DTYPE, id,
-                                "node %u (%s): needs a float input, node %u is %s; cast it first",
-                                id, on, spec->in[0].node, hl_dtype_name(in[0]->dtype));
+            return hl__fail_node(g, err, HL_ERR_DTYPE, id, op,
+                                 "needs a float input, node %u is %s; cast it first",
+                                 spec->in[0].node, hl_dtype_name(in[0]->dtype));
         r.dtype = in[0]->dtype;
         break;
     case HL_OP_ADD:
@@ -313,53 +459,46 @@ static hl_status validate(const hl_graph *g, uint32_t id, const hl_node *spec, h
     case HL_OP_MOD:
     case HL_OP_LESS_THAN:
         if (in[0]->dtype != in[1]->dtype)
-            return hl_error_set(err, HL_ERR_DTYPE, id,
-                                "node %u (%s): input dtypes differ (%s and %s); cast one of them",
-                                id, on, hl_dtype_name(in[0]->dtype), hl_dtype_name(in[1]->dtype));
+            return hl__fail_node(g, err, HL_ERR_DTYPE, id, op,
+                                 "input dtypes differ (%s and %s); cast one of them",
+                                 hl_dtype_name(in[0]->dtype), hl_dtype_name(in[1]->dtype));
         if (op != HL_OP_LESS_THAN && in[0]->dtype == HL_BOOL)
-            return hl_error_set(err, HL_ERR_DTYPE, id,
-                                "node %u (%s): Bool inputs; cast to a number", id, on);
+            return hl__fail_node(g, err, HL_ERR_DTYPE, id, op, "Bool inputs; cast to a number");
         if (!dims_equal(spec->in[0].view.ndim, spec->in[0].view.dims, spec->in[1].view.ndim,
                         spec->in[1].view.dims)) {
             char a[160], b[160];
             hl__dims_str(p, spec->in[0].view.ndim, spec->in[0].view.dims, a, sizeof a);
             hl__dims_str(p, spec->in[1].view.ndim, spec->in[1].view.dims, b, sizeof b);
-            return hl_error_set(err, HL_ERR_SHAPE, id,
-                                "node %u (%s): input shapes %s and %s differ", id, on, a, b);
+            return hl__fail_node(g, err, HL_ERR_SHAPE, id, op, "input shapes %s and %s differ", a,
+                                 b);
         }
         r.dtype = op == HL_OP_LESS_THAN ? HL_BOOL : in[0]->dtype;
         break;
     case HL_OP_GATHER:
         if (in[0]->dtype != HL_INT)
-            return hl_error_set(err, HL_ERR_DTYPE, id,
-                                "node %u (Gather): indexes must be int, not %s", id,
-                                hl_dtype_name(in[0]->dtype));
+            return hl__fail_node(g, err, HL_ERR_DTYPE, id, op, "indexes must be int, not %s",
+                                 hl_dtype_name(in[0]->dtype));
         r.dtype = in[1]->dtype;
         break;
     case HL_OP_SCATTER:
         if (in[1]->dtype != HL_INT)
-            return hl_error_set(err, HL_ERR_DTYPE, id,
-                                "node %u (Scatter): indexes must be int, not %s", id,
-                                hl_dtype_name(in[1]->dtype));
+            return hl__fail_node(g, err, HL_ERR_DTYPE, id, op, "indexes must be int, not %s",
+                                 hl_dtype_name(in[1]->dtype));
         if (in[0]->dtype != in[2]->dtype)
-            return hl_error_set(err, HL_ERR_DTYPE, id,
-                                "node %u (Scatter): dest is %s but src is %s", id,
-                                hl_dtype_name(in[0]->dtype), hl_dtype_name(in[2]->dtype));
+            return hl__fail_node(g, err, HL_ERR_DTYPE, id, op, "dest is %s but src is %s",
+                                 hl_dtype_name(in[0]->dtype), hl_dtype_name(in[2]->dtype));
         if (!dims_equal(spec->in[1].view.ndim, spec->in[1].view.dims, spec->in[2].view.ndim,
                         spec->in[2].view.dims))
-            return hl_error_set(err, HL_ERR_SHAPE, id,
-                                "node %u (Scatter): indexes and src shapes differ", id);
+            return hl__fail_node(g, err, HL_ERR_SHAPE, id, op, "indexes and src shapes differ");
         r.dtype = in[0]->dtype;
         break;
     case HL_OP_SUM_REDUCE:
     case HL_OP_MAX_REDUCE:
         if (in[0]->dtype == HL_BOOL)
-            return hl_error_set(err, HL_ERR_DTYPE, id, "node %u (%s): Bool input; cast to a number",
-                                id, on);
+            return hl__fail_node(g, err, HL_ERR_DTYPE, id, op, "Bool input; cast to a number");
         if (spec->axis >= spec->in[0].view.ndim)
-            return hl_error_set(err, HL_ERR_ARG, id,
-                                "node %u (%s): axis %u out of range for %u dims", id, on,
-                                spec->axis, spec->in[0].view.ndim);
+            return hl__fail_node(g, err, HL_ERR_ARG, id, op, "axis %u out of range for %u dims",
+                                 spec->axis, spec->in[0].view.ndim);
         r.dtype = in[0]->dtype;
         break;
     case HL_OP_COUNT:
@@ -393,15 +532,14 @@ uint32_t hl_graph_add(hl_graph *g, const hl_node *spec)
 {
     if (g->err.code) return HL_NONE;
     if (g->n == HL_NONE - 1) {
-        hl_error_set(&g->err, HL_ERR_ARG, HL_NONE, "graph has too many nodes");
+        hl__graph_fail(g, HL_ERR_ARG, "graph has too many nodes");
         return HL_NONE;
     }
     hl_node r;
     if (validate(g, g->n, spec, &r, &g->err) != HL_OK) return HL_NONE;
     bool io = r.op == HL_OP_INPUT || r.op == HL_OP_OUTPUT;
     if (io && name_taken(g, r.op, r.name, g->n)) {
-        hl_error_set(&g->err, HL_ERR_ARG, g->n, "node %u (%s): the name '%s' is already used", g->n,
-                     hl_op_name(r.op), r.name);
+        hl__fail_node(g, &g->err, HL_ERR_ARG, g->n, r.op, "the name '%s' is already used", r.name);
         return HL_NONE;
     }
     /* allocate everything first, then mutate */
@@ -428,10 +566,11 @@ uint32_t hl_graph_add(hl_graph *g, const hl_node *spec)
             g->outputs[g->n_outputs++] = g->n;
         }
     }
+    r.origin = g->cur_origin;
     g->nodes[g->n] = r;
     return g->n++;
 oom:
-    hl_error_set(&g->err, HL_ERR_NOMEM, g->n, "out of memory adding a %s node", hl_op_name(r.op));
+    hl__fail_node(g, &g->err, HL_ERR_NOMEM, g->n, r.op, "out of memory adding the node");
     return HL_NONE;
 }
 
@@ -446,7 +585,7 @@ void hl__graph_truncate(hl_graph *g, uint32_t n)
     }
 }
 
-hl_status hl_graph_check(const hl_graph *g, hl_error *err)
+hl_status hl_graph_check(const hl_graph *g, lm_err *err)
 {
     hl_status pst = hl_expr_pool_check(g->pool, err);
     if (pst) return pst;
@@ -456,18 +595,21 @@ hl_status hl_graph_check(const hl_graph *g, hl_error *err)
         hl_status st = validate(g, id, nd, &r, err);
         if (st) return st;
         if (r.dtype != nd->dtype || !dims_equal(r.ndim, r.shape, nd->ndim, nd->shape))
-            return hl_error_set(err, HL_ERR_SHAPE, id,
-                                "node %u (%s): stored dtype or shape disagrees with its op", id,
-                                hl_op_name(nd->op));
+            return hl__fail_node(g, err, HL_ERR_SHAPE, id, nd->op,
+                                 "stored dtype or shape disagrees with its op");
+        if (nd->origin != HL_NONE && nd->origin >= g->n_origins)
+            return hl__fail(err, HL_ERR_ARG, NULL,
+                            "node %u: origin %u is not one of the graph's %u", id, nd->origin,
+                            g->n_origins);
         if (nd->op == HL_OP_INPUT || nd->op == HL_OP_OUTPUT) {
             const uint32_t *ids = nd->op == HL_OP_INPUT ? g->inputs : g->outputs;
             uint32_t cnt = nd->op == HL_OP_INPUT ? g->n_inputs : g->n_outputs;
             if (nd->index >= cnt || ids[nd->index] != id)
-                return hl_error_set(err, HL_ERR_ARG, id,
-                                    "node %u: index %u is not its list position", id, nd->index);
+                return hl__fail_node(g, err, HL_ERR_ARG, id, nd->op,
+                                     "index %u is not its list position", nd->index);
             if (name_taken(g, nd->op, nd->name, id))
-                return hl_error_set(err, HL_ERR_ARG, id, "node %u: name '%s' used twice", id,
-                                    nd->name);
+                return hl__fail_node(g, err, HL_ERR_ARG, id, nd->op, "name '%s' used twice",
+                                     nd->name);
         }
     }
     return HL_OK;

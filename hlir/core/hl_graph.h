@@ -81,6 +81,9 @@ typedef struct hl_in {
  *   iota_expr, iota_len   Iota: element i is iota_expr[z := i], for i < iota_len
  *   cast_to   Cast: the target dtype (also in dtype)
  *   axis      SumReduce, MaxReduce: the reduced dim of the input's view
+ * and for every op:
+ *   origin    the user's node it was made for (hl_graph_node_origin), HL_NONE for none;
+ *             hl_graph_add sets it from the builder's current origin (spec's is ignored)
  */
 typedef struct hl_node {
     hl_op op;
@@ -95,6 +98,7 @@ typedef struct hl_node {
     hl_expr iota_expr, iota_len;
     hl_dtype cast_to;
     uint32_t axis;
+    uint32_t origin;
 } hl_node;
 
 /* A declared dynamic dimension: its variable in the graph's pool, its inclusive range,
@@ -119,9 +123,41 @@ const hl_expr_pool *hl_graph_exprs_c(const hl_graph *g);
 
 /* The builder's sticky error: code HL_OK while every call has succeeded. After a failed
  * call the graph is as it was before that call (nodes it added are removed), and every
- * later builder call does nothing until hl_graph_clear_error. */
-const hl_error *hl_graph_error(const hl_graph *g);
+ * later builder call does nothing until hl_graph_clear_error. The error is located at the
+ * builder's current origin (below) when there is one: the graph's source file, the
+ * user's node name, line and column. */
+const lm_err *hl_graph_error(const hl_graph *g);
 void hl_graph_clear_error(hl_graph *g);
+
+/* ---- origins: which user node each node was made for ----
+ *
+ * A reader of a user's graph (the JSON reader) names, before it builds each of the
+ * user's nodes, the node it is building: every node added until the next origin comes
+ * from it. A high-level op becomes several primitives with one origin, so an error about
+ * any of them (the builder's, the reference runtime's) can name the user's node, its op
+ * and where it is written ("g.json:7:5: node 'p': pad (lowered to Gather): ...") instead
+ * of an internal node number. */
+typedef struct hl_origin {
+    const char *name;   /* the user's name of the node; owned by the graph */
+    const char *op;     /* the user's op ("pad", "matmul", "input"); owned by the graph */
+    uint32_t line, col; /* where it is written in the source, 1-based; 0 when unknown */
+} hl_origin;
+
+/* Names the text the graph was read from (a file name, "<json>"), for messages; copied.
+ * HL_OK, or HL_ERR_NOMEM with the graph's error set. NULL forgets it. */
+hl_status hl_graph_set_source(hl_graph *g, const char *source);
+/* The source, or NULL when none was named. */
+const char *hl_graph_source(const hl_graph *g);
+/* Makes every node added from now on come from the user's node name (op, line, col),
+ * copied, until the next hl_graph_begin_origin or hl_graph_end_origin. Returns the
+ * origin's id, or HL_NONE with the graph's error set (out of memory, or a NULL name). */
+uint32_t hl_graph_begin_origin(hl_graph *g, const char *name, const char *op, uint32_t line,
+                               uint32_t col);
+/* Nodes added from now on have no origin. Cannot fail. */
+void hl_graph_end_origin(hl_graph *g);
+/* The origin of node id (id < node count, asserted), or NULL when it has none. Valid
+ * while the graph lives. */
+const hl_origin *hl_graph_node_origin(const hl_graph *g, uint32_t id);
 
 /* Declares a dynamic dim name with range [lo, hi] (1 <= lo <= hi) and profiling value
  * (lo <= profile <= hi); returns its expression (a variable), or HL_NONE with the
@@ -156,7 +192,7 @@ uint32_t hl_graph_add(hl_graph *g, const hl_node *spec);
  * hl_expr_pool_check does, ids, topological order, shape and dtype rules, unique names).
  * HL_OK or the first violation in err. For tests and debugging; builders keep these
  * invariants by construction. */
-hl_status hl_graph_check(const hl_graph *g, hl_error *err);
+hl_status hl_graph_check(const hl_graph *g, lm_err *err);
 
 /* Writes a readable listing: dims, then one line per node, e.g.
  *   %3 = Add f32 [4, 3]  (%1 [4, 3]:[3*z, 0]) (%2 [4, 3]:[3*z, z])

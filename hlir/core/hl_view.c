@@ -6,40 +6,39 @@
  * only on success, so out may alias v and a failure changes nothing. */
 #include "core/hl_expr_int.h"
 
-static hl_status bad_axis(hl_error *err, const char *fn, int64_t axis, uint32_t ndim)
+static hl_status bad_axis(lm_err *err, const char *fn, int64_t axis, uint32_t ndim)
 {
-    return hl_error_set(err, HL_ERR_ARG, HL_NONE, "%s: axis %lld is out of range for a %u-d view",
-                        fn, (long long)axis, ndim);
+    return hl__fail(err, HL_ERR_ARG, NULL, "%s: axis %lld is out of range for a %u-d view", fn,
+                    (long long)axis, ndim);
 }
 
-static hl_status oom(hl_error *err, const char *fn)
+static hl_status oom(lm_err *err, const char *fn)
 {
-    return hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "%s: out of memory", fn);
+    return hl__fail(err, HL_ERR_NOMEM, NULL, "%s: out of memory", fn);
 }
 
 /* A constructor gave HL_NONE: out of memory, or a size or stride that overflows int64. */
-static hl_status none_err(hl_expr_pool *p, hl_error *err, const char *fn)
+static hl_status none_err(hl_expr_pool *p, lm_err *err, const char *fn)
 {
     if (hl_expr_pool_failed(p)) return oom(err, fn);
-    return hl_error_set(err, HL_ERR_EVAL, HL_NONE, "%s: a size or stride cannot be built (%s)", fn,
-                        hl__none_reason(p));
+    return hl__fail(err, HL_ERR_EVAL, NULL, "%s: a size or stride cannot be built (%s)", fn,
+                    hl__none_reason(p));
 }
 
 /* An operand that is not an expression of p: out of memory if it is HL_NONE from a
  * constructor that failed, else a caller's mistake. */
-static hl_status bad_expr(hl_expr_pool *p, hl_expr e, hl_error *err, const char *fn,
-                          const char *what)
+static hl_status bad_expr(hl_expr_pool *p, hl_expr e, lm_err *err, const char *fn, const char *what)
 {
     if (e == HL_NONE && hl_expr_pool_failed(p)) return oom(err, fn);
-    return hl_error_set(err, HL_ERR_ARG, HL_NONE, "%s: %s is not a valid expression", fn, what);
+    return hl__fail(err, HL_ERR_ARG, NULL, "%s: %s is not a valid expression", fn, what);
 }
 
 hl_status hl_view_contiguous(hl_expr_pool *p, uint32_t ndim, const hl_expr *dims, hl_view *out,
-                             hl_error *err)
+                             lm_err *err)
 {
     if (ndim > HL_MAX_DIMS)
-        return hl_error_set(err, HL_ERR_ARG, HL_NONE, "a view has at most %d dims, not %u",
-                            HL_MAX_DIMS, ndim);
+        return hl__fail(err, HL_ERR_ARG, NULL, "a view has at most %d dims, not %u", HL_MAX_DIMS,
+                        ndim);
     hl_view r = {0};
     r.ndim = ndim;
     hl_expr inner = hl_e_num(p, 1), z = hl_e_z(p);
@@ -57,16 +56,16 @@ hl_status hl_view_contiguous(hl_expr_pool *p, uint32_t ndim, const hl_expr *dims
 }
 
 hl_status hl_view_permute(hl_expr_pool *p, const hl_view *v, const uint32_t *perm, hl_view *out,
-                          hl_error *err)
+                          lm_err *err)
 {
     (void)p;
     bool seen[HL_MAX_DIMS] = {0};
     hl_view r = *v;
     for (uint32_t i = 0; i < v->ndim; i++) {
         if (perm[i] >= v->ndim || seen[perm[i]])
-            return hl_error_set(err, HL_ERR_ARG, HL_NONE,
-                                "permute: entry %u (%u) makes the order not a permutation of 0..%u",
-                                i, perm[i], v->ndim ? v->ndim - 1 : 0);
+            return hl__fail(err, HL_ERR_ARG, NULL,
+                            "permute: entry %u (%u) makes the order not a permutation of 0..%u", i,
+                            perm[i], v->ndim ? v->ndim - 1 : 0);
         seen[perm[i]] = true;
         r.dims[i] = v->dims[perm[i]];
         r.strides[i] = v->strides[perm[i]];
@@ -76,12 +75,11 @@ hl_status hl_view_permute(hl_expr_pool *p, const hl_view *v, const uint32_t *per
 }
 
 hl_status hl_view_expand(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_expr size,
-                         hl_view *out, hl_error *err)
+                         hl_view *out, lm_err *err)
 {
     if (axis > v->ndim) return bad_axis(err, "expand", axis, v->ndim);
     if (v->ndim >= HL_MAX_DIMS)
-        return hl_error_set(err, HL_ERR_ARG, HL_NONE, "expand: a view has at most %d dims",
-                            HL_MAX_DIMS);
+        return hl__fail(err, HL_ERR_ARG, NULL, "expand: a view has at most %d dims", HL_MAX_DIMS);
     if (size == HL_NONE || size >= hl_expr_count(p))
         return bad_expr(p, size, err, "expand", "size");
     hl_view r = {0};
@@ -101,7 +99,7 @@ hl_status hl_view_expand(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_ex
 }
 
 hl_status hl_view_broadcast(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_expr size,
-                            hl_view *out, hl_error *err)
+                            hl_view *out, lm_err *err)
 {
     if (axis >= v->ndim) return bad_axis(err, "broadcast", axis, v->ndim);
     if (size == HL_NONE || size >= hl_expr_count(p))
@@ -110,9 +108,8 @@ hl_status hl_view_broadcast(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl
     if (!hl_e_is_num(p, v->dims[axis], &d) || d != 1) {
         char txt[96];
         hl_e_print(p, v->dims[axis], txt, sizeof txt);
-        return hl_error_set(err, HL_ERR_SHAPE, HL_NONE,
-                            "broadcast: dim %u has size %s; only size 1 can be broadcast", axis,
-                            txt);
+        return hl__fail(err, HL_ERR_SHAPE, NULL,
+                        "broadcast: dim %u has size %s; only size 1 can be broadcast", axis, txt);
     }
     hl_view r = *v;
     r.dims[axis] = size;
@@ -122,8 +119,7 @@ hl_status hl_view_broadcast(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl
     return HL_OK;
 }
 
-hl_status hl_view_merge(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_view *out,
-                        hl_error *err)
+hl_status hl_view_merge(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_view *out, lm_err *err)
 {
     if (axis + 1 >= v->ndim) return bad_axis(err, "merge", axis, v->ndim);
     hl_expr inner = v->dims[axis + 1], z = hl_e_z(p);
@@ -159,31 +155,29 @@ static hl_expr linear_coef(hl_expr_pool *p, hl_expr s)
 }
 
 hl_status hl_view_split(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_expr inner,
-                        hl_view *out, hl_error *err)
+                        hl_view *out, lm_err *err)
 {
     if (axis >= v->ndim) return bad_axis(err, "split", axis, v->ndim);
     if (inner == HL_NONE || inner >= hl_expr_count(p))
         return bad_expr(p, inner, err, "split", "inner");
     if (v->ndim >= HL_MAX_DIMS)
-        return hl_error_set(err, HL_ERR_ARG, HL_NONE, "split: a view has at most %d dims",
-                            HL_MAX_DIMS);
+        return hl__fail(err, HL_ERR_ARG, NULL, "split: a view has at most %d dims", HL_MAX_DIMS);
     int64_t n, m;
     if (hl_e_is_num(p, inner, &m) && m <= 0)
-        return hl_error_set(err, HL_ERR_SHAPE, HL_NONE, "split: inner size %lld is not positive",
-                            (long long)m);
+        return hl__fail(err, HL_ERR_SHAPE, NULL, "split: inner size %lld is not positive",
+                        (long long)m);
     if (hl_e_is_num(p, v->dims[axis], &n) && hl_e_is_num(p, inner, &m) && n % m != 0)
-        return hl_error_set(err, HL_ERR_SHAPE, HL_NONE,
-                            "split: dim %u of size %lld is not divisible by %lld", axis,
-                            (long long)n, (long long)m);
+        return hl__fail(err, HL_ERR_SHAPE, NULL,
+                        "split: dim %u of size %lld is not divisible by %lld", axis, (long long)n,
+                        (long long)m);
     hl_expr k = linear_coef(p, v->strides[axis]);
     if (k == HL_NONE) {
         char txt[128];
         hl_e_print(p, v->strides[axis], txt, sizeof txt);
-        return hl_error_set(
-            err, HL_ERR_VIEW, HL_NONE,
-            "split: dim %u has the non-linear stride %s; copy the tensor contiguous "
-            "first",
-            axis, txt);
+        return hl__fail(err, HL_ERR_VIEW, NULL,
+                        "split: dim %u has the non-linear stride %s; copy the tensor contiguous "
+                        "first",
+                        axis, txt);
     }
     hl_expr z = hl_e_z(p);
     hl_expr outer_size = hl_e_div(p, v->dims[axis], inner);
@@ -210,18 +204,16 @@ hl_status hl_view_split(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_exp
 }
 
 hl_status hl_view_slice(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_expr size,
-                        hl_view *out, hl_error *err)
+                        hl_view *out, lm_err *err)
 {
     if (axis >= v->ndim) return bad_axis(err, "slice", axis, v->ndim);
     if (size == HL_NONE || size >= hl_expr_count(p)) return bad_expr(p, size, err, "slice", "size");
     int64_t a, b;
     if (hl_e_is_num(p, size, &b) && b < 0)
-        return hl_error_set(err, HL_ERR_SHAPE, HL_NONE, "slice: size %lld is negative",
-                            (long long)b);
+        return hl__fail(err, HL_ERR_SHAPE, NULL, "slice: size %lld is negative", (long long)b);
     if (hl_e_is_num(p, v->dims[axis], &a) && hl_e_is_num(p, size, &b) && b > a)
-        return hl_error_set(err, HL_ERR_SHAPE, HL_NONE,
-                            "slice: size %lld exceeds dim %u of size %lld", (long long)b, axis,
-                            (long long)a);
+        return hl__fail(err, HL_ERR_SHAPE, NULL, "slice: size %lld exceeds dim %u of size %lld",
+                        (long long)b, axis, (long long)a);
     hl_view r = *v;
     r.dims[axis] = size;
     *out = r;
@@ -229,13 +221,12 @@ hl_status hl_view_slice(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_exp
 }
 
 hl_status hl_view_squeeze(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_view *out,
-                          hl_error *err)
+                          lm_err *err)
 {
     if (axis >= v->ndim) return bad_axis(err, "squeeze", axis, v->ndim);
     int64_t d;
     if (!hl_e_is_num(p, v->dims[axis], &d) || d != 1)
-        return hl_error_set(err, HL_ERR_SHAPE, HL_NONE, "squeeze: dim %u does not have size 1",
-                            axis);
+        return hl__fail(err, HL_ERR_SHAPE, NULL, "squeeze: dim %u does not have size 1", axis);
     hl_view r = *v;
     for (uint32_t i = axis; i + 1 < v->ndim; i++) {
         r.dims[i] = v->dims[i + 1];

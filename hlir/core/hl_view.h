@@ -34,33 +34,33 @@ typedef struct hl_view {
 
 /* The contiguous (row-major) view of dims[0..ndim). ndim 0 is a scalar. */
 hl_status hl_view_contiguous(hl_expr_pool *p, uint32_t ndim, const hl_expr *dims, hl_view *out,
-                             hl_error *err);
+                             lm_err *err);
 /* out.dims[i] = v.dims[perm[i]]; perm must be a permutation of 0..ndim-1. */
 hl_status hl_view_permute(hl_expr_pool *p, const hl_view *v, const uint32_t *perm, hl_view *out,
-                          hl_error *err);
+                          lm_err *err);
 /* Inserts a new broadcast dim of the given size at position axis (0..ndim), stride 0. */
 hl_status hl_view_expand(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_expr size,
-                         hl_view *out, hl_error *err);
+                         hl_view *out, lm_err *err);
 /* Broadcasts an existing dim of size 1 to size (stride becomes 0). */
 hl_status hl_view_broadcast(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_expr size,
-                            hl_view *out, hl_error *err);
+                            hl_view *out, lm_err *err);
 /* Merges dims axis and axis+1 into one dim of their product size; its stride is
  * s_axis[z := z / d_{axis+1}] + s_{axis+1}[z := z % d_{axis+1}], simplified (so merging
  * contiguous dims gives a contiguous stride again). */
 hl_status hl_view_merge(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_view *out,
-                        hl_error *err);
+                        lm_err *err);
 /* Splits dim axis into (size / inner, inner). Needs the dim's stride to be linear in z
  * (k * z with k free of z, or 0) and, when both are numbers, size divisible by inner;
  * otherwise HL_ERR_VIEW (the builder then copies the tensor contiguous first). */
 hl_status hl_view_split(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_expr inner,
-                        hl_view *out, hl_error *err);
+                        hl_view *out, lm_err *err);
 /* Shrinks dim axis to [0, size). When both sizes are numbers, size <= old size is
  * checked (HL_ERR_SHAPE). */
 hl_status hl_view_slice(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_expr size,
-                        hl_view *out, hl_error *err);
+                        hl_view *out, lm_err *err);
 /* Removes a dim of size 1 (HL_ERR_SHAPE if its size is not the number 1). */
 hl_status hl_view_squeeze(hl_expr_pool *p, const hl_view *v, uint32_t axis, hl_view *out,
-                          hl_error *err);
+                          lm_err *err);
 
 /* The flat buffer position of logical element z (z counts row-major over v.dims), as an
  * expression in z: sum_d stride_d[z := (z / inner_d) % dim_d]. HL_NONE on OOM or overflow. */

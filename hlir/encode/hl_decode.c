@@ -33,7 +33,7 @@ typedef struct dec {
     const eg_serialized *s;
     hl_graph *g;
     hl_expr_pool *p;
-    hl_error *err;
+    lm_err *err;
     uint8_t *nctor; /* per node: its constructor, or C_NONE (literal, unknown table) */
     uint32_t *pick; /* per class: the chosen node, or UINT32_MAX */
     uint64_t *cost; /* per class: tree size of the chosen node */
@@ -50,16 +50,16 @@ static hl_status fail(dec *d, uint32_t cls, const char *fmt, ...)
 
 static hl_status fail(dec *d, uint32_t cls, const char *fmt, ...)
 {
-    char msg[HL_ERROR_MSG];
+    char msg[LM_ERR_MSG];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     uint32_t n = cls < d->s->n_classes ? d->pick[cls] : UINT32_MAX;
     if (n != UINT32_MAX)
-        return hl_error_set(d->err, HL_ERR_PARSE, HL_NONE, "decode: class c%u (node n%u, %s): %s",
-                            cls, n, d->s->nodes[n].op, msg);
-    return hl_error_set(d->err, HL_ERR_PARSE, HL_NONE, "decode: class c%u: %s", cls, msg);
+        return hl__fail(d->err, HL_ERR_PARSE, NULL, "decode: class c%u (node n%u, %s): %s", cls, n,
+                        d->s->nodes[n].op, msg);
+    return hl__fail(d->err, HL_ERR_PARSE, NULL, "decode: class c%u: %s", cls, msg);
 }
 
 static bool is_literal(const dec *d, uint32_t cls)
@@ -212,7 +212,7 @@ static hl_status expr(dec *d, uint32_t cls, hl_expr *out)
     if (st) return st;
     if (r == HL_NONE) /* the pool marks only allocation failures; the rest is overflow */
         return hl_expr_pool_failed(d->p)
-                   ? hl_error_set(d->err, HL_ERR_NOMEM, HL_NONE, "decode: out of memory")
+                   ? hl__fail(d->err, HL_ERR_NOMEM, NULL, "decode: out of memory")
                    : fail(d, cls, "the expression's value overflows int64");
     d->state[cls] = DONE;
     d->memo[cls] = r;
@@ -259,9 +259,9 @@ static hl_status dim_for(dec *d, const char *name, hl_expr *out, uint32_t cls)
     }
     hl_expr v = hl_graph_dim(d->g, name, 1, INT32_MAX, 1);
     if (v == HL_NONE) {
-        const hl_error *ge = hl_graph_error(d->g); /* its code: HL_ERR_ARG, HL_ERR_NOMEM */
-        return hl_error_set(d->err, ge->code, HL_NONE, "decode: class c%u: dim '%s': %s", cls, name,
-                            ge->msg);
+        const lm_err *ge = hl_graph_error(d->g); /* its code: HL_ERR_ARG, HL_ERR_NOMEM */
+        return hl__fail(d->err, ge->code, NULL, "decode: class c%u: dim '%s': %s", cls, name,
+                        ge->msg);
     }
     *out = v;
     return HL_OK;
@@ -296,7 +296,7 @@ static hl_status collect(dec *d, ctor c, uint32_t field, decl **out, uint32_t *c
     for (uint32_t i = 0; i < s->n_nodes; i++)
         n += d->nctor[i] == c;
     decl *v = hl__alloc(n, sizeof(decl));
-    if (!v) return hl_error_set(d->err, HL_ERR_NOMEM, HL_NONE, "decode: out of memory");
+    if (!v) return hl__fail(d->err, HL_ERR_NOMEM, NULL, "decode: out of memory");
     uint32_t k = 0;
     for (uint32_t i = 0; i < s->n_nodes; i++) {
         if (d->nctor[i] != c) continue;
@@ -337,9 +337,8 @@ static hl_status declare_dims(dec *d)
         if (st) break;
         if (hl_graph_dim(d->g, eg_value_as_string(d->e, name), eg_value_as_i64(lo),
                          eg_value_as_i64(hi), eg_value_as_i64(prof)) == HL_NONE) {
-            const hl_error *ge = hl_graph_error(d->g);
-            st = hl_error_set(d->err, ge->code, HL_NONE, "decode: class c%u (Dim): %s", cls,
-                              ge->msg);
+            const lm_err *ge = hl_graph_error(d->g);
+            st = hl__fail(d->err, ge->code, NULL, "decode: class c%u (Dim): %s", cls, ge->msg);
         }
     }
     hl__free(v);
@@ -350,9 +349,9 @@ static hl_status add_node(dec *d, uint32_t cls, const hl_node *spec, uint32_t *i
 {
     *id = hl_graph_add(d->g, spec);
     if (*id == HL_NONE) {
-        const hl_error *ge = hl_graph_error(d->g);
-        hl_error_set(d->err, ge->code, HL_NONE, "decode: class c%u (%s): %s", cls,
-                     hl_op_name(spec->op), ge->msg);
+        const lm_err *ge = hl_graph_error(d->g);
+        hl__fail(d->err, ge->code, NULL, "decode: class c%u (%s): %s", cls, hl_op_name(spec->op),
+                 ge->msg);
         return ge->code;
     }
     return HL_OK;
@@ -615,7 +614,7 @@ static hl_status build_reached(dec *d, reach_t *r)
     uint32_t *heap = hl__alloc(r->n, sizeof(uint32_t));
     hl_status st = HL_OK;
     if (!indeg || !ustart || !users || !pos || !heap) {
-        st = hl_error_set(d->err, HL_ERR_NOMEM, HL_NONE, "decode: out of memory");
+        st = hl__fail(d->err, HL_ERR_NOMEM, NULL, "decode: out of memory");
         goto done;
     }
     for (uint32_t i = 0; i < r->n; i++) {
@@ -673,7 +672,7 @@ static hl_status build_outputs(dec *d)
         r.ins = hl__alloc((size_t)nc * HL_MAX_INPUTS, sizeof(uint32_t));
         r.list = hl__alloc(nc, sizeof(uint32_t));
         if (!r.seen || !r.nin || !r.ins || !r.list)
-            st = hl_error_set(d->err, HL_ERR_NOMEM, HL_NONE, "decode: out of memory");
+            st = hl__fail(d->err, HL_ERR_NOMEM, NULL, "decode: out of memory");
     }
     for (uint32_t i = 0; i < n && !st; i++)
         st = reach(d, &r, kid(d, v[i].node, 0));
@@ -706,7 +705,7 @@ static hl_status build_outputs(dec *d)
  * ================================================================================== */
 
 hl_graph *hl_graph_decode(const eg_engine *e, const eg_serialized *s, const uint32_t *choice,
-                          hl_error *err)
+                          lm_err *err)
 {
     dec d = {.e = e, .s = s, .err = err};
     d.sort_i64 = eg_sort_lookup(e, "i64");
@@ -721,7 +720,7 @@ hl_graph *hl_graph_decode(const eg_engine *e, const eg_serialized *s, const uint
     d.memo = hl__alloc(nc, sizeof(uint32_t));
     hl_status st = HL_OK;
     if (!d.g || !d.nctor || !d.pick || !d.cost || !d.state || !d.memo) {
-        st = hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "decode: out of memory");
+        st = hl__fail(err, HL_ERR_NOMEM, NULL, "decode: out of memory");
         goto done;
     }
     d.p = hl_graph_exprs(d.g);
@@ -759,12 +758,12 @@ done:
     return d.g;
 }
 
-hl_graph *hl_graph_decode_engine(eg_engine *e, hl_error *err)
+hl_graph *hl_graph_decode_engine(eg_engine *e, lm_err *err)
 {
     eg_serialized s;
     eg_error ee;
     if (eg_serialize(e, NULL, NULL, 0, &s, &ee) != 0) {
-        hl_error_set(err, HL_ERR_ARG, HL_NONE, "decode: the e-graph did not serialize: %s", ee.msg);
+        hl__fail(err, HL_ERR_ARG, NULL, "decode: the e-graph did not serialize: %s", ee.msg);
         return NULL;
     }
     hl_graph *g = hl_graph_decode(e, &s, NULL, err);

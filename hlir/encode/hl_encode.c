@@ -313,7 +313,7 @@ struct sink {
     hl_status (*let)(sink *s, gkind k, uint32_t i, const tbuf *b, uint32_t term);
     /* (set (fn arg) val) */
     hl_status (*set)(sink *s, ctor fn, const tbuf *b, uint32_t arg, uint32_t val);
-    hl_error *err;
+    lm_err *err;
 };
 
 /* ---- the text sink ---- */
@@ -428,7 +428,7 @@ static hl_status tsink_let(sink *sk, gkind k, uint32_t i, const tbuf *b, uint32_
     put_cstr(s, buf);
     put_term(s, b, term);
     put_cstr(s, ")\n");
-    return s->oom ? hl_error_set(sk->err, HL_ERR_NOMEM, HL_NONE, "encode: out of memory") : HL_OK;
+    return s->oom ? hl__fail(sk->err, HL_ERR_NOMEM, NULL, "encode: out of memory") : HL_OK;
 }
 
 static hl_status tsink_set(sink *sk, ctor fn, const tbuf *b, uint32_t arg, uint32_t val)
@@ -441,7 +441,7 @@ static hl_status tsink_set(sink *sk, ctor fn, const tbuf *b, uint32_t arg, uint3
     put_cstr(s, ") ");
     put_term(s, b, val);
     put_cstr(s, ")\n");
-    return s->oom ? hl_error_set(sk->err, HL_ERR_NOMEM, HL_NONE, "encode: out of memory") : HL_OK;
+    return s->oom ? hl__fail(sk->err, HL_ERR_NOMEM, NULL, "encode: out of memory") : HL_OK;
 }
 
 /* ---- the engine sink ---- */
@@ -479,9 +479,8 @@ static hl_status eval(esink *s, const tbuf *b, uint32_t t, eg_value *out)
     }
     eg_error ee;
     if (eg_add_term(s->e, s->table[x->ctor], vals, x->nargs, out, &ee) != 0)
-        return hl_error_set(s->base.err, HL_ERR_ARG, HL_NONE,
-                            "encode: the e-graph rejected a %s term: %s", hl__ctor_name[x->ctor],
-                            ee.msg);
+        return hl__fail(s->base.err, HL_ERR_ARG, NULL, "encode: the e-graph rejected a %s term: %s",
+                        hl__ctor_name[x->ctor], ee.msg);
     return HL_OK;
 }
 
@@ -507,9 +506,9 @@ static hl_status esink_set(sink *sk, ctor fn, const tbuf *b, uint32_t arg, uint3
     if (st) return st;
     eg_error ee;
     if (eg_set(s->e, s->table[fn], &a, 1, v, &ee) != 0)
-        return hl_error_set(sk->err, HL_ERR_ARG, HL_NONE,
-                            "encode: the e-graph rejected (set (%s ...)): %s", hl__ctor_name[fn],
-                            ee.msg);
+        return hl__fail(sk->err, HL_ERR_ARG, NULL,
+                        "encode: the e-graph rejected (set (%s ...)): %s", hl__ctor_name[fn],
+                        ee.msg);
     return HL_OK;
 }
 
@@ -520,7 +519,7 @@ static hl_status esink_set(sink *sk, ctor fn, const tbuf *b, uint32_t arg, uint3
 /* Kahn order of g's nodes, lowest ready id first, into order[0 .. n). Creation order is
  * already topological, so this is the id order for every graph the builder makes; it
  * is computed, not assumed, so that the promise survives any future reordering. */
-static hl_status kahn_order(const hl_graph *g, uint32_t *order, hl_error *err)
+static hl_status kahn_order(const hl_graph *g, uint32_t *order, lm_err *err)
 {
     uint32_t n = hl_graph_node_count(g);
     uint32_t *indeg = hl__zalloc(n, sizeof(uint32_t));
@@ -532,7 +531,7 @@ static hl_status kahn_order(const hl_graph *g, uint32_t *order, hl_error *err)
     uint32_t *users = hl__alloc(nedges, sizeof(uint32_t));
     hl_status st = HL_OK;
     if (!indeg || !ustart || !heap || !users) {
-        st = hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "encode: out of memory");
+        st = hl__fail(err, HL_ERR_NOMEM, NULL, "encode: out of memory");
         goto done;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -545,7 +544,7 @@ static hl_status kahn_order(const hl_graph *g, uint32_t *order, hl_error *err)
         ustart[i + 1] += ustart[i];
     uint32_t *pos = hl__alloc(n, sizeof(uint32_t));
     if (!pos) {
-        st = hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "encode: out of memory");
+        st = hl__fail(err, HL_ERR_NOMEM, NULL, "encode: out of memory");
         goto done;
     }
     memcpy(pos, ustart, n * sizeof(uint32_t));
@@ -565,8 +564,8 @@ static hl_status kahn_order(const hl_graph *g, uint32_t *order, hl_error *err)
             if (--indeg[users[k]] == 0) hl__heap_push(heap, &nh, users[k]);
     }
     if (nout != n)
-        st = hl_error_set(err, HL_ERR_ARG, HL_NONE,
-                          "encode: the graph has a cycle (%u of %u nodes ordered)", nout, n);
+        st = hl__fail(err, HL_ERR_ARG, NULL,
+                      "encode: the graph has a cycle (%u of %u nodes ordered)", nout, n);
 done:
     hl__free(indeg);
     hl__free(ustart);
@@ -576,7 +575,7 @@ done:
 }
 
 /* The IR term of node id. */
-static hl_status node_term(const hl_graph *g, uint32_t id, tbuf *b, uint32_t *out, hl_error *err)
+static hl_status node_term(const hl_graph *g, uint32_t id, tbuf *b, uint32_t *out, lm_err *err)
 {
     *out = 0;
     hl_expr_pool *p = hl_graph_exprs((hl_graph *)g); /* adds contiguous strides only */
@@ -657,8 +656,7 @@ static hl_status node_term(const hl_graph *g, uint32_t id, tbuf *b, uint32_t *ou
         break;
     }
     default:
-        return hl_error_set(err, HL_ERR_ARG, id, "encode: node %u has unknown op %d", id,
-                            (int)x->op);
+        return hl__fail_node(g, err, HL_ERR_ARG, id, x->op, "encode: unknown op %d", (int)x->op);
     }
     kind = tb_app(b, c, k);
     uint32_t list = tb_app0(b, C_INIL);
@@ -668,22 +666,22 @@ static hl_status node_term(const hl_graph *g, uint32_t id, tbuf *b, uint32_t *ou
     return HL_OK;
 }
 
-static hl_status walk(const hl_graph *g, sink *s, hl_error *err)
+static hl_status walk(const hl_graph *g, sink *s, lm_err *err)
 {
-    const hl_error *ge = hl_graph_error(g);
+    const lm_err *ge = hl_graph_error(g);
     if (ge->code != HL_OK)
-        return hl_error_set(err, HL_ERR_ARG, ge->node,
-                            "encode: the graph holds a builder error (%s); fix it first", ge->msg);
+        return hl__fail(err, HL_ERR_ARG, NULL,
+                        "encode: the graph holds a builder error (%s); fix it first", ge->msg);
     uint32_t nout = hl_graph_output_count(g), n = hl_graph_node_count(g);
     if (nout == 0)
-        return hl_error_set(err, HL_ERR_ARG, HL_NONE,
-                            "encode: the graph has no outputs, so there is nothing to compute");
+        return hl__fail(err, HL_ERR_ARG, NULL,
+                        "encode: the graph has no outputs, so there is nothing to compute");
     const hl_expr_pool *p = hl_graph_exprs_c(g);
     tbuf b = {0};
     hl_status st = HL_OK;
     uint32_t *order = hl__alloc(n, sizeof(uint32_t));
     if (!order) {
-        st = hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "encode: out of memory");
+        st = hl__fail(err, HL_ERR_NOMEM, NULL, "encode: out of memory");
         goto done;
     }
     for (uint32_t i = 0; i < hl_graph_dim_count(g) && !st; i++) {
@@ -718,7 +716,7 @@ static hl_status walk(const hl_graph *g, sink *s, hl_error *err)
             cur = tb_app2(&b, C_OUTPUTJOIN, tb_ref(&b, hl_graph_output(g, i)), cur);
         if (!b.oom) st = s->let(s, G_ROOT, 0, &b, cur);
     }
-    if (!st && b.oom) st = hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "encode: out of memory");
+    if (!st && b.oom) st = hl__fail(err, HL_ERR_NOMEM, NULL, "encode: out of memory");
 done:
     hl__free(order);
     tb_fini(&b);
@@ -729,7 +727,7 @@ done:
  * Public entry points
  * ================================================================================== */
 
-hl_status hl_encode_declare(eg_engine *e, hl_error *err)
+hl_status hl_encode_declare(eg_engine *e, lm_err *err)
 {
     uint32_t found = 0;
     for (int c = 0; c < C_COUNT; c++)
@@ -738,18 +736,16 @@ hl_status hl_encode_declare(eg_engine *e, hl_error *err)
         eg_error ee;
         if (eg_run_text(e, hl_encode_schema(), "hlir/encode.egg", &ee) != 0 ||
             eg_run_text(e, hl_encode_dtype_rules(), "hlir/encode_dtype.egg", &ee) != 0)
-            return hl_error_set(err, HL_ERR_ARG, HL_NONE, "encode: the schema did not load: %s",
-                                ee.msg);
+            return hl__fail(err, HL_ERR_ARG, NULL, "encode: the schema did not load: %s", ee.msg);
         return HL_OK;
     }
     for (int c = 0; c < C_COUNT; c++) {
         int t = eg_table_lookup(e, hl__ctor_name[c]);
         if (t < 0 || eg_table_arity(e, t) != hl__ctor_arity[c])
-            return hl_error_set(err, HL_ERR_ARG, HL_NONE,
-                                "encode: the engine already declares some of the encoding's names, "
-                                "but %s is %s; load hlir/encode.egg whole or not at all",
-                                hl__ctor_name[c],
-                                t < 0 ? "missing" : "declared with another arity");
+            return hl__fail(err, HL_ERR_ARG, NULL,
+                            "encode: the engine already declares some of the encoding's names, "
+                            "but %s is %s; load hlir/encode.egg whole or not at all",
+                            hl__ctor_name[c], t < 0 ? "missing" : "declared with another arity");
     }
     return HL_OK;
 }
@@ -761,7 +757,7 @@ void hl_encoding_fini(hl_encoding *enc)
     memset(enc, 0, sizeof *enc);
 }
 
-hl_status hl_graph_encode(const hl_graph *g, eg_engine *e, hl_encoding *out, hl_error *err)
+hl_status hl_graph_encode(const hl_graph *g, eg_engine *e, hl_encoding *out, lm_err *err)
 {
     memset(out, 0, sizeof *out);
     hl_status st = hl_encode_declare(e, err);
@@ -773,14 +769,14 @@ hl_status hl_graph_encode(const hl_graph *g, eg_engine *e, hl_encoding *out, hl_
     out->node_class = hl__zalloc(out->n_nodes, sizeof(eg_value));
     if (!out->node_class) {
         out->n_nodes = 0;
-        return hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "encode: out of memory");
+        return hl__fail(err, HL_ERR_NOMEM, NULL, "encode: out of memory");
     }
     st = walk(g, &s.base, err);
     if (st) hl_encoding_fini(out);
     return st;
 }
 
-char *hl_graph_encode_text(const hl_graph *g, bool with_schema, hl_error *err)
+char *hl_graph_encode_text(const hl_graph *g, bool with_schema, lm_err *err)
 {
     tsink s = {.base = {tsink_let, tsink_set, err}};
     if (with_schema) {
@@ -789,7 +785,7 @@ char *hl_graph_encode_text(const hl_graph *g, bool with_schema, hl_error *err)
     }
     put_cstr(&s, ""); /* an empty graph text is "" rather than NULL */
     hl_status st = walk(g, &s.base, err);
-    if (!st && s.oom) st = hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "encode: out of memory");
+    if (!st && s.oom) st = hl__fail(err, HL_ERR_NOMEM, NULL, "encode: out of memory");
     if (st) {
         hl__free(s.p);
         return NULL;
@@ -797,14 +793,14 @@ char *hl_graph_encode_text(const hl_graph *g, bool with_schema, hl_error *err)
     return s.p;
 }
 
-hl_status hl_graph_fprint_egraph(const hl_graph *g, FILE *f, hl_error *err)
+hl_status hl_graph_fprint_egraph(const hl_graph *g, FILE *f, lm_err *err)
 {
-    hl_error local;
-    hl_error_clear(&local);
+    lm_err local;
+    lm_err_clear(&local);
     char *text = hl_graph_encode_text(g, true, err ? err : &local);
     if (!text) return err ? err->code : local.code;
     size_t n = strlen(text);
     bool ok = fwrite(text, 1, n, f) == n && fflush(f) == 0;
     hl__free(text);
-    return ok ? HL_OK : hl_error_set(err, HL_ERR_IO, HL_NONE, "encode: writing the e-graph failed");
+    return ok ? HL_OK : hl__fail(err, HL_ERR_IO, NULL, "encode: writing the e-graph failed");
 }

@@ -35,7 +35,7 @@ const char *hl_encode_dtype_rules(void);
 /* Makes sure e knows the schema: runs it (and the dtype_prop ruleset) when e has none of
  * its tables, does nothing when every constructor is already declared with its arity,
  * and fails with HL_ERR_ARG naming the table when e declares some names differently. */
-hl_status hl_encode_declare(eg_engine *e, hl_error *err);
+hl_status hl_encode_declare(eg_engine *e, lm_err *err);
 
 /* What hl_graph_encode added: the root IR e-class and each node's IR e-class (node_class
  * is indexed by node id and owned by the record; free it with hl_encoding_fini). */
@@ -50,7 +50,7 @@ typedef struct hl_encoding {
  * *out filled, or an error in err (HL_ERR_ARG for a graph holding a builder error, a
  * graph without outputs, or an engine that rejects a term; HL_ERR_NOMEM) with *out
  * zeroed; terms added before a failure stay in e. */
-hl_status hl_graph_encode(const hl_graph *g, eg_engine *e, hl_encoding *out, hl_error *err);
+hl_status hl_graph_encode(const hl_graph *g, eg_engine *e, hl_encoding *out, lm_err *err);
 /* Frees what the record owns and zeroes it. Accepts NULL. */
 void hl_encoding_fini(hl_encoding *enc);
 
@@ -60,10 +60,10 @@ void hl_encoding_fini(hl_encoding *enc);
  * when with_schema is true. Running it in an engine gives what hl_graph_encode gives.
  * Returns a NUL-terminated string the caller frees with free(), or NULL with err set
  * (as hl_graph_encode). */
-char *hl_graph_encode_text(const hl_graph *g, bool with_schema, hl_error *err);
+char *hl_graph_encode_text(const hl_graph *g, bool with_schema, lm_err *err);
 /* Writes the schema, the dtype_prop ruleset and the program text to f (what
  * `luminal_search --emit egraph` prints). HL_ERR_IO when writing fails. */
-hl_status hl_graph_fprint_egraph(const hl_graph *g, FILE *f, hl_error *err);
+hl_status hl_graph_fprint_egraph(const hl_graph *g, FILE *f, lm_err *err);
 
 /* Reads a graph back out of a serialized e-graph (eg_serialize of an engine holding an
  * encoding; e supplies the strings). choice, when not NULL, names for every class the
@@ -78,9 +78,9 @@ hl_status hl_graph_fprint_egraph(const hl_graph *g, FILE *f, hl_error *err);
  * class, the node and the reason (HL_ERR_PARSE for a malformed or unreadable e-graph,
  * the builder's code for a node the graph rejects, HL_ERR_NOMEM). */
 hl_graph *hl_graph_decode(const eg_engine *e, const eg_serialized *s, const uint32_t *choice,
-                          hl_error *err);
+                          lm_err *err);
 /* Rebuilds and serializes e, then decodes it with the decoder's own choices. */
-hl_graph *hl_graph_decode_engine(eg_engine *e, hl_error *err);
+hl_graph *hl_graph_decode_engine(eg_engine *e, lm_err *err);
 
 #ifdef __cplusplus
 }

@@ -302,7 +302,7 @@ static void add_misc(gen *s, hl_t x)
     }
 }
 
-hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, hl_error *err)
+hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, lm_err *err)
 {
     gen s;
     memset(&s, 0, sizeof s);
@@ -313,7 +313,7 @@ hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, hl_error *er
     lm_pcg_seed(&s.rng, seed, 0x9e3779b97f4a7c15ULL);
     s.g = hl_graph_new();
     if (!s.g) {
-        hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "generate: out of memory");
+        hl__fail(err, HL_ERR_NOMEM, NULL, "generate: out of memory");
         return NULL;
     }
     s.p = hl_graph_exprs(s.g);
@@ -368,17 +368,17 @@ hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, hl_error *er
         snprintf(name, sizeof name, "out%u", i);
         if (hl_output(s.g, name, t) == HL_NONE) break;
     }
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     if (hl_graph_error(s.g)->code != HL_OK) {
-        hl_error_set(err, hl_graph_error(s.g)->code, HL_NONE, "generate (seed %llu): %s",
-                     (unsigned long long)seed, hl_graph_error(s.g)->msg);
+        hl__fail(err, hl_graph_error(s.g)->code, NULL, "generate (seed %llu): %s",
+                 (unsigned long long)seed, hl_graph_error(s.g)->msg);
         hl_graph_free(s.g);
         return NULL;
     }
     if (hl_graph_check(s.g, &e) != HL_OK) {
-        hl_error_set(err, e.code, e.node, "generate (seed %llu): invalid graph: %s",
-                     (unsigned long long)seed, e.msg);
+        hl__fail(err, e.code, NULL, "generate (seed %llu): invalid graph: %s",
+                 (unsigned long long)seed, e.msg);
         hl_graph_free(s.g);
         return NULL;
     }

@@ -24,7 +24,7 @@ typedef struct hl_gen_opts {
  * every index is in range), and one or more outputs. The same seed and options give the same graph.
  * opts may be NULL. Returns the graph or NULL with err set (HL_ERR_NOMEM). Every graph it returns
  * passes hl_graph_check and runs on the reference runtime at any dim value in range. */
-hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, hl_error *err);
+hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, lm_err *err);
 
 #ifdef __cplusplus
 }

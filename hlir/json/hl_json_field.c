@@ -1,7 +1,8 @@
 /* hl_json_field.c - typed field getters of the JSON graph reader, and its error door.
  *
  * Every getter checks the JSON type and range of one field and fails through hl__json_fail,
- * so a message always reads "source: where: field 'f': reason". Expressions are checked
+ * so a message always reads "source:line:col: node 'h': field 'f': reason" (the parts
+ * that are known). Expressions are checked
  * here too: their text is scanned for names before it reaches the expression parser, so
  * an undeclared dim is reported by name and never interned into the graph's pool.
  */
@@ -14,24 +15,34 @@
 
 hl_status hl__json_fail(hl__json_reader *r, hl_status code, const char *field, const char *fmt, ...)
 {
-    char why[HL_ERROR_MSG];
+    char why[LM_ERR_MSG];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    const char *sep = r->where[0] ? ": " : "";
-    if (field)
-        return hl_error_set(r->err, code, HL_NONE, "%s: %s%sfield '%s': %s", r->src, r->where, sep,
-                            field, why);
-    return hl_error_set(r->err, code, HL_NONE, "%s: %s%s%s", r->src, r->where, sep, why);
+    hl__json_pos pos =
+        r->part == HL__JSON_TOP ? hl__json_scan_pos(r, HL__JSON_TOP, 0, field) : r->pos;
+    bool is_node = r->part >= HL__JSON_INPUTS && r->name;
+    lm_loc loc = {.file = r->src,
+                  .line = pos.line,
+                  .col = pos.col,
+                  .node = is_node ? r->name : NULL,
+                  .node_id = HL_NONE,
+                  .field = field};
+    static const char *const PART[] = {"", "dims", "inputs", "nodes", "outputs"};
+    if (r->part == HL__JSON_DIMS && r->name)
+        return hl__fail(r->err, code, &loc, "dim '%.40s': %s", r->name, why);
+    if (r->part != HL__JSON_TOP && !r->name)
+        return hl__fail(r->err, code, &loc, "%s[%u]: %s", PART[r->part], r->index, why);
+    return hl__fail(r->err, code, &loc, "%s", why);
 }
 
-void hl__json_where(hl__json_reader *r, const char *fmt, ...)
+void hl__json_where(hl__json_reader *r, int part, uint32_t index, const char *name)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->where, sizeof r->where, fmt, ap);
-    va_end(ap);
+    r->part = part;
+    r->index = index;
+    r->name = name;
+    r->pos = hl__json_scan_pos(r, part, index, NULL);
 }
 
 static bool in_list(const char *key, const char *allowed)
@@ -249,8 +260,8 @@ hl_status hl__json_expr(hl__json_reader *r, json_t *v, const char *label, bool a
         const char *s = json_string_value(v);
         hl_status st = scan_expr_text(r, label, s, allow_z);
         if (st) return st;
-        hl_error e;
-        hl_error_clear(&e);
+        lm_err e;
+        lm_err_clear(&e);
         st = hl_e_parse(p, s, out, &e);
         if (st) return hl__json_fail(r, st, label, "in \"%.80s\": %s", s, e.msg);
     } else {
@@ -367,8 +378,8 @@ hl_status hl__json_check_dims(hl__json_reader *r, const char *field, uint32_t nd
         int64_t numel = 1;
         for (uint32_t d = 0; d < ndim; d++) {
             int64_t v;
-            hl_error e;
-            hl_error_clear(&e);
+            lm_err e;
+            lm_err_clear(&e);
             char label[48];
             snprintf(label, sizeof label, "%s[%u]", field, d);
             if (hl_e_eval(p, dims[d], &env, 0, &v, &e) != HL_OK)
@@ -403,8 +414,8 @@ static int64_t numel_at(hl__json_reader *r, int k, uint32_t ndim, const hl_expr 
     int64_t n = 1;
     for (uint32_t d = 0; d < ndim; d++) {
         int64_t v;
-        hl_error e;
-        hl_error_clear(&e);
+        lm_err e;
+        lm_err_clear(&e);
         if (hl_e_eval(p, dims[d], &env, 0, &v, &e) != HL_OK) return -1;
         if (v < 0 || v > HL_JSON_MAX_NUMEL || (v && n > HL_JSON_MAX_NUMEL / v)) return -1;
         n *= v;
@@ -442,8 +453,8 @@ hl_status hl__json_check_le(hl__json_reader *r, const char *field, hl_expr a, hl
             if (nvar > 64) nvar = 64;
             dim_env(r->g, k, values, bound, nvar);
             hl_env env = {values, bound, nvar};
-            hl_error e;
-            hl_error_clear(&e);
+            lm_err e;
+            lm_err_clear(&e);
             if (hl_e_eval(p, a, &env, 0, &x, &e) != HL_OK ||
                 hl_e_eval(p, b, &env, 0, &y, &e) != HL_OK)
                 return hl__json_fail(r, HL_ERR_SHAPE, field,
@@ -469,8 +480,8 @@ hl_status hl__json_check_view_bounds(hl__json_reader *r, const char *label, cons
     for (int k = 0; k < 3; k++) {
         dim_env(r->g, k, values, bound, nvar);
         hl_env env = {values, bound, nvar};
-        hl_error e;
-        hl_error_clear(&e);
+        lm_err e;
+        lm_err_clear(&e);
         int64_t numel = 1, work = 0;
         for (uint32_t d = 0; d < n->ndim; d++) {
             int64_t s;
@@ -490,7 +501,7 @@ hl_status hl__json_check_view_bounds(hl__json_reader *r, const char *label, cons
             int64_t mn = INT64_MAX, mx = INT64_MIN;
             for (int64_t z = 0; z < dimv[d]; z++) {
                 int64_t x;
-                hl_error_clear(&e);
+                lm_err_clear(&e);
                 if (hl_e_eval(p, v->strides[d], &env, z, &x, &e) != HL_OK)
                     return hl__json_fail(
                         r, HL_ERR_SHAPE, label,

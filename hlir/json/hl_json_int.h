@@ -10,6 +10,7 @@
 #ifndef LUMINAL_HL_JSON_INT_H
 #define LUMINAL_HL_JSON_INT_H
 
+#include "core/hl_graph_int.h"
 #include "hl_int.h"
 #include "hl_build.h"
 #include "hl_json.h"
@@ -40,12 +41,42 @@ typedef struct hl__json_node {
     bool built;
 } hl__json_node;
 
+/* The parts of a document an entry can be in. */
+enum {
+    HL__JSON_TOP = 0, /* a top-level field */
+    HL__JSON_DIMS,
+    HL__JSON_INPUTS,
+    HL__JSON_NODES,
+    HL__JSON_OUTPUTS,
+};
+#define HL__JSON_N_ARRAYS 4 /* dims, inputs, nodes, outputs */
+#define HL__JSON_TOP_KEYS 8 /* format version name comment dims inputs nodes outputs */
+
+typedef struct hl__json_pos {
+    uint32_t line, col; /* 1-based; 0 when unknown */
+} hl__json_pos;
+
+/* What hl__json_scan_text found: where each kept top-level field's value and each element
+ * of the four arrays begins. */
+typedef struct hl__json_scan {
+    hl__json_pos top[HL__JSON_TOP_KEYS];
+    hl__json_pos *elem[HL__JSON_N_ARRAYS]; /* owned */
+    uint32_t n_elem[HL__JSON_N_ARRAYS], cap[HL__JSON_N_ARRAYS];
+    bool opened[HL__JSON_N_ARRAYS];
+} hl__json_scan;
+
 typedef struct hl__json_reader {
     const char *src; /* source name for messages */
     hl_graph *g;     /* the graph being built (owned until returned) */
-    hl_error *err;   /* the caller's error record */
+    lm_err *err;     /* the caller's error record */
     json_t *root;
-    char where[160]; /* the object being read, e.g. "nodes[3] 'h'" */
+    hl__json_scan scan;
+    /* the entry being read (hl__json_where): its part, index, the user's name of it (for
+       inputs, nodes and outputs, the node name errors carry), and its position */
+    int part;
+    uint32_t index;
+    const char *name;
+    hl__json_pos pos;
 
     uint32_t n_inputs;
     hl_t *inputs; /* owned: handles of the graph inputs, in order */
@@ -55,20 +86,29 @@ typedef struct hl__json_reader {
     hl__json_name *names; /* owned, sorted by name (strcmp) */
 } hl__json_reader;
 
-/* Records an error "src: where: field 'f': message" (field may be NULL) and returns
- * code. The first error wins (hl_error_set). */
+/* The reader's error door: raises code with the location of the entry being read (the
+ * source, its line and column, the node's name) and the field (may be NULL); dims and
+ * entries whose name is not known yet are named in the message ("dim 'T': ...",
+ * "nodes[3]: ..."). The first error wins. */
 hl_status hl__json_fail(hl__json_reader *r, hl_status code, const char *field, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
 
-/* Sets r->where (printf-style). */
-void hl__json_where(hl__json_reader *r, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
+/* Makes entry index of part (HL__JSON_DIMS ...) the one being read; name is its name once
+ * known (NULL before). HL__JSON_TOP: the top-level fields. */
+void hl__json_where(hl__json_reader *r, int part, uint32_t index, const char *name);
+
+/* The first pass over the text (hl_json_scan.c): checks nesting depth and the number of
+ * nodes as it goes and records the positions; HL_OK, or HL_ERR_LIMIT (located) for a
+ * limit exceeded, HL_ERR_NOMEM. Malformed text is left to jansson. */
+hl_status hl__json_scan_text(hl__json_reader *r, const char *text, size_t len);
+/* Where entry index of part begins, or where top-level field begins (part HL__JSON_TOP);
+ * {0, 0} when unknown. */
+hl__json_pos hl__json_scan_pos(const hl__json_reader *r, int part, uint32_t index,
+                               const char *field);
+void hl__json_scan_fini(hl__json_scan *scan);
 
 /* Checks that every key of obj is one of the space-separated names in allowed. */
 hl_status hl__json_check_keys(hl__json_reader *r, json_t *obj, const char *allowed);
@@ -114,7 +154,12 @@ hl_status hl__json_check_le(hl__json_reader *r, const char *field, hl_expr a, hl
 /* True when name is a valid tensor name (docs/graph-json.md). */
 bool hl__json_name_valid(const char *name);
 
-/* Builds document node i (its inputs are built). Sets r->nodes[i].t. */
+/* Raises the builder's sticky error again as the reader's (located at the entry being
+ * read, with field), or out of memory when the builder holds none. */
+hl_status hl__json_from_builder(hl__json_reader *r, const char *field);
+
+/* Builds document node i (its inputs are built), as the origin of every node it adds.
+ * Sets r->nodes[i].t. */
 hl_status hl__json_build_node(hl__json_reader *r, uint32_t i);
 /* Reads a view object {"tensor", "shape", "strides"} into *v (label names it). */
 hl_status hl__json_view(hl__json_reader *r, json_t *obj, const char *label, hl_view *v);

@@ -154,7 +154,7 @@ static const op_row *find_op(const char *name)
  * builder was given (the inputs and the op's attributes) and the op. */
 static hl_status builder_failed(hl__json_reader *r, const struct op_row *row)
 {
-    const hl_error *ge = hl_graph_error(r->g);
+    const lm_err *ge = hl_graph_error(r->g);
     hl_status code = ge->code ? ge->code : HL_ERR_NOMEM;
     char fields[96] = "inputs";
     size_t len = strlen(fields);
@@ -166,11 +166,18 @@ static hl_status builder_failed(hl__json_reader *r, const struct op_row *row)
         if (*a != ' ') fields[len++] = *a;
     }
     fields[len] = 0;
-    const char *msg = ge->code ? ge->msg : "out of memory";
+    const char *msg = ge->code ? hl__graph_error_reason(r->g) : "out of memory";
     size_t n = strlen(row->name);
-    if (strncmp(msg, row->name, n) == 0 && msg[n] == ':') /* the builder named the op */
+    if (strncmp(msg, row->name, n) == 0 && (msg[n] == ':' || msg[n] == ' ')) /* named the op */
         return hl__json_fail(r, code, fields, "%s", msg);
     return hl__json_fail(r, code, fields, "%s: %s", row->name, msg);
+}
+
+hl_status hl__json_from_builder(hl__json_reader *r, const char *field)
+{
+    const lm_err *ge = hl_graph_error(r->g);
+    if (!ge->code) return hl__json_fail(r, HL_ERR_NOMEM, field, "out of memory");
+    return hl__json_fail(r, ge->code, field, "%s", hl__graph_error_reason(r->g));
 }
 
 hl_status hl__json_view(hl__json_reader *r, json_t *obj, const char *label, hl_view *v)
@@ -245,8 +252,8 @@ static hl_status build_primitive(hl__json_reader *r, hl__json_node *n, const op_
     const hl_node *made = hl_graph_node(r->g, id);
     out->node = id;
     out->dtype = made->dtype;
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     if (hl_view_contiguous(hl_graph_exprs(r->g), made->ndim, made->shape, &out->view, &e))
         return hl__json_fail(r, e.code, NULL, "%s: %s", row->name, e.msg);
     return HL_OK;
@@ -302,6 +309,9 @@ hl_status hl__json_build_node(hl__json_reader *r, uint32_t i)
     hl_graph *g = r->g;
     const op_row *row = find_op(n->op);
     if (!row) return hl__json_fail(r, HL_ERR_PARSE, "op", "unknown op '%.40s'", n->op);
+    /* every node built from here on comes from this one (errors and the runtime name it) */
+    if (hl_graph_begin_origin(g, n->name, n->op, r->pos.line, r->pos.col) == HL_NONE)
+        return hl__json_from_builder(r, NULL);
     char allowed[128];
     snprintf(allowed, sizeof allowed, "name op inputs comment %s", row->attrs);
     hl_status st = hl__json_check_keys(r, n->obj, allowed);

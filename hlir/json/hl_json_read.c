@@ -19,7 +19,6 @@
  */
 #include "json/hl_json_int.h"
 
-#include <errno.h>
 #include <stdio.h>
 
 /* ---- names ---- */
@@ -66,7 +65,7 @@ static const char *kind_label(const hl__json_name *n)
 
 static hl_status read_top(hl__json_reader *r)
 {
-    r->where[0] = 0;
+    hl__json_where(r, HL__JSON_TOP, 0, NULL);
     if (!json_is_object(r->root))
         return hl__json_fail(r, HL_ERR_PARSE, NULL, "the document must be a JSON object");
     hl_status st =
@@ -98,8 +97,10 @@ static hl_status read_top(hl__json_reader *r)
         return hl__json_fail(r, HL_ERR_PARSE, "dims", "expected an array");
     if (json_array_size(json_object_get(r->root, "outputs")) == 0)
         return hl__json_fail(r, HL_ERR_PARSE, "outputs", "a graph needs at least one output");
+    /* the scan refused a longer array before parsing; this holds if it could not count */
     if (json_array_size(json_object_get(r->root, "nodes")) > HL_JSON_MAX_NODES)
-        return hl__json_fail(r, HL_ERR_PARSE, "nodes", "more than %u nodes", HL_JSON_MAX_NODES);
+        return hl__json_fail(r, HL_ERR_LIMIT, "nodes", "more than %u nodes (the format's limit)",
+                             HL_JSON_MAX_NODES);
     return HL_OK;
 }
 
@@ -110,13 +111,13 @@ static hl_status read_dims(hl__json_reader *r)
     json_t *d;
     json_array_foreach(dims, i, d)
     {
-        hl__json_where(r, "dims[%zu]", i);
+        hl__json_where(r, HL__JSON_DIMS, (uint32_t)i, NULL);
         if (!json_is_object(d)) return hl__json_fail(r, HL_ERR_PARSE, NULL, "expected an object");
         hl_status st = hl__json_check_keys(r, d, "name min max profile comment");
         if (st) return st;
         const char *name;
         if ((st = hl__json_get_string(r, d, "name", &name))) return st;
-        hl__json_where(r, "dims[%zu] '%.40s'", i, name);
+        hl__json_where(r, HL__JSON_DIMS, (uint32_t)i, name);
         if (!hl_var_name_valid(name))
             return hl__json_fail(
                 r, HL_ERR_DIM, "name",
@@ -131,10 +132,8 @@ static hl_status read_dims(hl__json_reader *r)
             return hl__json_fail(r, HL_ERR_DIM, "max", "max %lld is below min %lld", (long long)hi,
                                  (long long)lo);
         if ((st = hl__json_get_int(r, d, "profile", true, lo, lo, hi, &prof))) return st;
-        if (hl_graph_dim(r->g, name, lo, hi, prof) == HL_NONE) {
-            const hl_error *ge = hl_graph_error(r->g);
-            return hl__json_fail(r, ge->code ? ge->code : HL_ERR_NOMEM, NULL, "%s", ge->msg);
-        }
+        if (hl_graph_dim(r->g, name, lo, hi, prof) == HL_NONE)
+            return hl__json_from_builder(r, NULL);
     }
     return HL_OK;
 }
@@ -149,13 +148,13 @@ static hl_status read_inputs(hl__json_reader *r)
     json_t *in;
     json_array_foreach(inputs, i, in)
     {
-        hl__json_where(r, "inputs[%zu]", i);
+        hl__json_where(r, HL__JSON_INPUTS, (uint32_t)i, NULL);
         if (!json_is_object(in)) return hl__json_fail(r, HL_ERR_PARSE, NULL, "expected an object");
         hl_status st = hl__json_check_keys(r, in, "name dtype shape comment");
         if (st) return st;
         const char *name;
         if ((st = hl__json_get_string(r, in, "name", &name))) return st;
-        hl__json_where(r, "inputs[%zu] '%.40s'", i, name);
+        hl__json_where(r, HL__JSON_INPUTS, (uint32_t)i, name);
         if (!hl__json_name_valid(name))
             return hl__json_fail(r, HL_ERR_PARSE, "name",
                                  "a tensor name is 1-63 characters of [A-Za-z0-9_.%%-]");
@@ -169,11 +168,10 @@ static hl_status read_inputs(hl__json_reader *r)
         hl_expr dims[HL_MAX_DIMS];
         if ((st = hl__json_get_exprs(r, in, "shape", false, &nd, dims))) return st;
         if ((st = hl__json_check_dims(r, "shape", nd, dims))) return st;
+        if (hl_graph_begin_origin(r->g, name, "input", r->pos.line, r->pos.col) == HL_NONE)
+            return hl__json_from_builder(r, NULL);
         hl_t t = hl_input(r->g, name, dt, nd, dims);
-        if (t.node == HL_NONE) {
-            const hl_error *ge = hl_graph_error(r->g);
-            return hl__json_fail(r, ge->code ? ge->code : HL_ERR_NOMEM, NULL, "%s", ge->msg);
-        }
+        if (t.node == HL_NONE) return hl__json_from_builder(r, NULL);
         r->inputs[i] = t;
         r->n_inputs = (uint32_t)(i + 1);
     }
@@ -197,12 +195,12 @@ static hl_status collect_names(hl__json_reader *r)
     }
     for (size_t i = 0; i < nn; i++) {
         json_t *o = json_array_get(nodes, i);
-        hl__json_where(r, "nodes[%zu]", i);
+        hl__json_where(r, HL__JSON_NODES, (uint32_t)i, NULL);
         if (!json_is_object(o)) return hl__json_fail(r, HL_ERR_PARSE, NULL, "expected an object");
         const char *name, *op;
         hl_status st = hl__json_get_string(r, o, "name", &name);
         if (st) return st;
-        hl__json_where(r, "nodes[%zu] '%.40s'", i, name);
+        hl__json_where(r, HL__JSON_NODES, (uint32_t)i, name);
         if (!hl__json_name_valid(name))
             return hl__json_fail(r, HL_ERR_PARSE, "name",
                                  "a tensor name is 1-63 characters of [A-Za-z0-9_.%%-]");
@@ -226,11 +224,11 @@ static hl_status collect_names(hl__json_reader *r)
             dup = b;
     }
     if (dup) {
-        hl__json_where(r, "%s[%u] '%.40s'", kind_label(dup), dup->idx, dup->name);
+        hl__json_where(r, dup->is_input ? HL__JSON_INPUTS : HL__JSON_NODES, dup->idx, dup->name);
         return hl__json_fail(r, HL_ERR_PARSE, "name",
                              "the tensor name '%.40s' is used twice (names of inputs and nodes are "
-                             "unique)",
-                             dup->name);
+                             "unique; this is %s[%u])",
+                             dup->name, kind_label(dup), dup->idx);
     }
     return HL_OK;
 }
@@ -240,7 +238,7 @@ static hl_status resolve_refs(hl__json_reader *r)
 {
     for (uint32_t i = 0; i < r->n_nodes; i++) {
         hl__json_node *n = &r->nodes[i];
-        hl__json_where(r, "nodes[%u] '%.40s'", i, n->name);
+        hl__json_where(r, HL__JSON_NODES, i, n->name);
         json_t *ins = json_object_get(n->obj, "inputs");
         if (!ins) continue;
         if (!json_is_array(ins))
@@ -364,7 +362,7 @@ static hl_status report_cycle(hl__json_reader *r, const bool *done)
     if (len < sizeof path - 32)
         snprintf(path + len, sizeof path - len, "'%.24s'", r->nodes[cur].name);
     hl__free(seen);
-    hl__json_where(r, "nodes[%u] '%.40s'", cur, r->nodes[cur].name);
+    hl__json_where(r, HL__JSON_NODES, cur, r->nodes[cur].name);
     return hl__json_fail(r, HL_ERR_PARSE, "inputs", "cycle: %s (each reads the next)", path);
 }
 
@@ -426,7 +424,7 @@ static hl_status order_and_build(hl__json_reader *r)
     }
     for (uint32_t k = 0; k < n; k++) { /* build in that order */
         uint32_t i = order[k];
-        hl__json_where(r, "nodes[%u] '%.40s'", i, r->nodes[i].name);
+        hl__json_where(r, HL__JSON_NODES, i, r->nodes[i].name);
         if ((st = hl__json_build_node(r, i))) goto out;
         r->nodes[i].built = true;
     }
@@ -447,7 +445,7 @@ static hl_status read_outputs(hl__json_reader *r)
     json_t *o;
     json_array_foreach(outs, i, o)
     {
-        hl__json_where(r, "outputs[%zu]", i);
+        hl__json_where(r, HL__JSON_OUTPUTS, (uint32_t)i, NULL);
         const char *name, *tensor;
         json_t *view_obj = NULL;
         hl_status st;
@@ -463,7 +461,7 @@ static hl_status read_outputs(hl__json_reader *r)
                                  "expected a tensor name or {\"name\", \"tensor\"[, \"shape\", "
                                  "\"strides\"]}");
         }
-        hl__json_where(r, "outputs[%zu] '%.40s'", i, name);
+        hl__json_where(r, HL__JSON_OUTPUTS, (uint32_t)i, name);
         if (!hl__json_name_valid(name))
             return hl__json_fail(r, HL_ERR_PARSE, "name",
                                  "an output name is 1-63 characters of [A-Za-z0-9_.%%-]");
@@ -481,6 +479,8 @@ static hl_status read_outputs(hl__json_reader *r)
                                  "no tensor named '%.40s' (dangling reference)", tensor);
         hl__json_ref ref = {at, NULL};
         hl_t t = hl__json_ref_handle(r, &ref);
+        if (hl_graph_begin_origin(r->g, name, "output", r->pos.line, r->pos.col) == HL_NONE)
+            return hl__json_from_builder(r, NULL);
         uint32_t id;
         if (view_obj) {
             hl_node spec;
@@ -495,10 +495,7 @@ static hl_status read_outputs(hl__json_reader *r)
         } else {
             id = hl_output(r->g, name, t);
         }
-        if (id == HL_NONE) {
-            const hl_error *ge = hl_graph_error(r->g);
-            return hl__json_fail(r, ge->code ? ge->code : HL_ERR_NOMEM, NULL, "%s", ge->msg);
-        }
+        if (id == HL_NONE) return hl__json_from_builder(r, NULL);
         hl_view v = hl_graph_node(r->g, id)->in[0].view;
         if ((st = hl__json_check_view_bounds(r, view_obj ? "view" : "tensor", &v, t.node)))
             return st;
@@ -513,29 +510,44 @@ static void reader_fini(hl__json_reader *r)
     hl__free(r->nodes);
     hl__free(r->names);
     hl__free(r->inputs);
+    hl__json_scan_fini(&r->scan);
     json_decref(r->root);
 }
 
-hl_graph *hl_graph_read_json(const char *text, size_t len, const char *source, hl_error *err)
+hl_graph *hl_graph_read_json(const char *text, size_t len, const char *source, lm_err *err)
 {
     hl__json_reader r;
     memset(&r, 0, sizeof r);
     r.src = source ? source : "<json>";
     r.err = err;
     if (!text) {
-        hl_error_set(err, HL_ERR_ARG, HL_NONE, "%s: no text given", r.src);
+        lm_loc at = {.file = r.src, .node_id = HL_NONE};
+        hl__fail(err, HL_ERR_ARG, &at, "no text given");
+        return NULL;
+    }
+    /* the limits and positions first, before jansson builds anything */
+    hl_status st = hl__json_scan_text(&r, text, len);
+    if (st) {
+        reader_fini(&r);
         return NULL;
     }
     json_error_t je;
     r.root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!r.root) {
-        hl_error_set(err, HL_ERR_PARSE, HL_NONE, "%s:%d:%d: malformed JSON: %s", r.src, je.line,
-                     je.column, je.text);
+        lm_loc at = {.file = r.src,
+                     .line = je.line > 0 ? (uint32_t)je.line : 0,
+                     .col = je.column > 0 ? (uint32_t)je.column : 0,
+                     .node_id = HL_NONE};
+        hl__fail(err, HL_ERR_PARSE, &at, "malformed JSON: %s", je.text);
+        reader_fini(&r);
         return NULL;
     }
     r.g = hl_graph_new();
-    hl_status st = HL_OK;
-    if (!r.g) st = hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "%s: out of memory", r.src);
+    if (!r.g) {
+        lm_loc at = {.file = r.src, .node_id = HL_NONE};
+        st = hl__fail(err, HL_ERR_NOMEM, &at, "out of memory");
+    }
+    if (!st && hl_graph_set_source(r.g, r.src)) st = hl__json_from_builder(&r, NULL);
     if (!st) st = read_top(&r);
     if (!st) st = read_dims(&r);
     if (!st) st = read_inputs(&r);
@@ -544,6 +556,7 @@ hl_graph *hl_graph_read_json(const char *text, size_t len, const char *source, h
     if (!st) st = order_and_build(&r);
     if (!st) st = read_outputs(&r);
     hl_graph *g = r.g;
+    if (g) hl_graph_end_origin(g);
     if (st) {
         hl_graph_free(g);
         g = NULL;
@@ -552,40 +565,12 @@ hl_graph *hl_graph_read_json(const char *text, size_t len, const char *source, h
     return g;
 }
 
-hl_graph *hl_graph_load_json(const char *path, hl_error *err)
+hl_graph *hl_graph_load_json(const char *path, lm_err *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        hl_error_set(err, HL_ERR_IO, HL_NONE, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, len = 0;
-    char *buf = hl__alloc(cap, 1);
-    while (buf) {
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (len < cap) break;
-        char *nb = cap < ((size_t)1 << 30) ? hl__realloc(buf, cap * 2, 1) : NULL;
-        if (!nb) {
-            hl__free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (!buf) {
-        hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "%s: out of memory (or larger than 1 GiB)", path);
-        return NULL;
-    }
-    if (bad) {
-        hl__free(buf);
-        hl_error_set(err, HL_ERR_IO, HL_NONE, "%s: read error", path);
-        return NULL;
-    }
-    hl_graph *g = hl_graph_read_json(buf, len, path, err);
-    hl__free(buf);
+    size_t len = 0;
+    char *buf = lm_read_file(path, HL_JSON_MAX_BYTES, &len, err);
+    if (!buf) return NULL;
+    hl_graph *g = hl_graph_read_json(buf, len, strcmp(path, "-") == 0 ? "<stdin>" : path, err);
+    free(buf); /* lm_read_file's buffer */
     return g;
 }

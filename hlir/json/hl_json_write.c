@@ -241,26 +241,26 @@ static void write_all(wbuf *b, const writer *w, const uint32_t *order, uint32_t 
     put(b, no ? "\n  ]\n}\n" : "]\n}\n");
 }
 
-char *hl_graph_write_json(const hl_graph *g, hl_error *err)
+char *hl_graph_write_json(const hl_graph *g, lm_err *err)
 {
     if (hl_graph_error(g)->code != HL_OK) {
-        hl_error_set(err, HL_ERR_ARG, HL_NONE,
-                     "cannot write a graph that holds a builder error: %s", hl_graph_error(g)->msg);
+        hl__fail(err, HL_ERR_ARG, NULL, "cannot write a graph that holds a builder error: %s",
+                 hl_graph_error(g)->msg);
         return NULL;
     }
     uint32_t total = hl_graph_node_count(g);
     uint32_t ni = hl_graph_input_count(g), no = hl_graph_output_count(g);
     if (no == 0) { /* the format requires one, so the text would not read back */
-        hl_error_set(err, HL_ERR_ARG, HL_NONE,
-                     "cannot write a graph without outputs (mark one "
-                     "with hl_output)");
+        hl__fail(err, HL_ERR_ARG, NULL,
+                 "cannot write a graph without outputs (mark one "
+                 "with hl_output)");
         return NULL;
     }
     writer w = {g, hl_graph_exprs_c(g), hl__alloc(total, sizeof(uint32_t))};
     uint32_t *order = hl__alloc(total, sizeof(uint32_t));
     char *out = NULL;
     if (!w.num || !order) {
-        hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "out of memory writing the graph");
+        hl__fail(err, HL_ERR_NOMEM, NULL, "out of memory writing the graph");
         goto done;
     }
     uint32_t k = 0;
@@ -268,10 +268,11 @@ char *hl_graph_write_json(const hl_graph *g, hl_error *err)
         uint32_t id = hl_graph_input(g, i);
         const char *name = hl_graph_node(g, id)->name;
         if (!hl__json_name_valid(name) || name[0] == '%') {
-            hl_error_set(err, HL_ERR_ARG, id,
-                         "input %u's name \"%.40s\" cannot be written (names are 1-63 characters "
-                         "of [A-Za-z0-9_.-], not starting with %%)",
-                         i, name);
+            lm_loc at = {.node = name, .node_id = id};
+            hl__fail(err, HL_ERR_ARG, &at,
+                     "input %u's name \"%.40s\" cannot be written (names are 1-63 characters "
+                     "of [A-Za-z0-9_.-], not starting with %%)",
+                     i, name);
             goto done;
         }
         order[k++] = id;
@@ -285,19 +286,20 @@ char *hl_graph_write_json(const hl_graph *g, hl_error *err)
         uint32_t id = hl_graph_output(g, i);
         const char *name = hl_graph_node(g, id)->name;
         if (!hl__json_name_valid(name)) {
-            hl_error_set(err, HL_ERR_ARG, id,
-                         "output %u's name \"%.40s\" cannot be written (1-63 characters of "
-                         "[A-Za-z0-9_.%%-])",
-                         i, name);
+            lm_loc at = {.node = name, .node_id = id};
+            hl__fail(err, HL_ERR_ARG, &at,
+                     "output %u's name \"%.40s\" cannot be written (1-63 characters of "
+                     "[A-Za-z0-9_.%%-])",
+                     i, name);
             goto done;
         }
         order[k++] = id;
     }
     if (k != total) {
-        hl_error_set(err, HL_ERR_ARG, HL_NONE,
-                     "graph lists %u inputs and %u outputs of %u nodes "
-                     "inconsistently",
-                     ni, no, total);
+        hl__fail(err, HL_ERR_ARG, NULL,
+                 "graph lists %u inputs and %u outputs of %u nodes "
+                 "inconsistently",
+                 ni, no, total);
         goto done;
     }
     for (uint32_t i = 0; i < total; i++)
@@ -306,7 +308,7 @@ char *hl_graph_write_json(const hl_graph *g, hl_error *err)
     write_all(&b, &w, order, ni, nn, no);
     if (b.failed) {
         hl__free(b.p);
-        hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "out of memory writing the graph");
+        hl__fail(err, HL_ERR_NOMEM, NULL, "out of memory writing the graph");
         goto done;
     }
     out = b.p;
@@ -316,13 +318,13 @@ done:
     return out;
 }
 
-hl_status hl_graph_fwrite_json(const hl_graph *g, FILE *f, hl_error *err)
+hl_status hl_graph_fwrite_json(const hl_graph *g, FILE *f, lm_err *err)
 {
     char *s = hl_graph_write_json(g, err);
     if (!s) return err ? err->code : HL_ERR_NOMEM;
     size_t n = strlen(s);
     bool ok = fwrite(s, 1, n, f) == n && fflush(f) == 0;
     free(s);
-    if (!ok) return hl_error_set(err, HL_ERR_IO, HL_NONE, "cannot write the graph: write failed");
+    if (!ok) return hl__fail(err, HL_ERR_IO, NULL, "cannot write the graph: write failed");
     return HL_OK;
 }

@@ -32,7 +32,7 @@ typedef struct hl_tensor {
 
 /* Allocates a zero-filled tensor. HL_OK or HL_ERR_NOMEM / HL_ERR_ARG in err. */
 hl_status hl_tensor_init(hl_tensor *t, hl_dtype dtype, uint32_t ndim, const int64_t *dims,
-                         hl_error *err);
+                         lm_err *err);
 /* Frees t's data and zeroes it. Accepts NULL and already-freed tensors. */
 void hl_tensor_fini(hl_tensor *t);
 /* Element i as f64 / set from f64 (rounded to the dtype's storage). i < numel. */
@@ -52,7 +52,7 @@ void hl_tensor_fill_random(hl_tensor *t, uint64_t seed, uint64_t stream);
  * too: an index out of range, an integer modulo by zero, a view reaching outside its
  * producer), and outputs hold nothing to free. The graph is not modified. */
 hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *inputs,
-                 hl_tensor *outputs, hl_error *err);
+                 hl_tensor *outputs, lm_err *err);
 
 #ifdef __cplusplus
 }

@@ -89,14 +89,11 @@ hl_status hl__ref_exec_node(hl__run *r, uint32_t id)
     case HL_OP_IOTA:
         for (size_t i = 0; i < out->n; i++) {
             int64_t v;
-            if ((st = hl_e_eval(r->p, nd->iota_expr, &r->env, (int64_t)i, &v, r->err))) {
-                r->err->node = id;
+            if ((st = hl__ref_eval(r, id, nd->iota_expr, (int64_t)i, &v, "its expression")))
                 goto done;
-            }
             if (v < INT32_MIN || v > INT32_MAX) {
-                st = hl_error_set(r->err, HL_ERR_RUNTIME, id,
-                                  "node %u (Iota): value %" PRId64 " at %zu does not fit int", id,
-                                  v, i);
+                st = hl__ref_fail(r, HL_ERR_RUNTIME, id,
+                                  "value %" PRId64 " at %zu does not fit int", v, i);
                 goto done;
             }
             ((int32_t *)out->data)[i] = (int32_t)v;
@@ -146,9 +143,8 @@ hl_status hl__ref_exec_node(hl__run *r, uint32_t id)
                     break;
                 case HL_OP_MOD:
                     if (b == 0) {
-                        st = hl_error_set(r->err, HL_ERR_RUNTIME, id,
-                                          "node %u (Mod): integer modulo by zero at element %zu",
-                                          id, i);
+                        st = hl__ref_fail(r, HL_ERR_RUNTIME, id,
+                                          "integer modulo by zero at element %zu", i);
                         goto done;
                     }
                     if (dt == HL_INT)
@@ -189,11 +185,10 @@ hl_status hl__ref_exec_node(hl__run *r, uint32_t id)
         for (size_t i = 0; i < out->n; i++, hl__walk_next(&w)) {
             int64_t k = ((const int32_t *)in0->data)[w.pos];
             if (k < 0 || (uint64_t)k >= cv[1].numel) {
-                st = hl_error_set(r->err, HL_ERR_RUNTIME, id,
-                                  "node %u (Gather): index %" PRId64
-                                  " at position %zu is out of range "
+                st = hl__ref_fail(r, HL_ERR_RUNTIME, id,
+                                  "index %" PRId64 " at position %zu is out of range "
                                   "for data of %zu elements",
-                                  id, k, i, cv[1].numel);
+                                  k, i, cv[1].numel);
                 goto done;
             }
             memcpy((char *)out->data + i * es,
@@ -213,11 +208,10 @@ hl_status hl__ref_exec_node(hl__run *r, uint32_t id)
         for (size_t i = 0; i < cv[1].numel; i++, hl__walk_next(&wi), hl__walk_next(&ws)) {
             int64_t k = ((const int32_t *)in1->data)[wi.pos];
             if (k < 0 || (uint64_t)k >= out->n) {
-                st = hl_error_set(r->err, HL_ERR_RUNTIME, id,
-                                  "node %u (Scatter): index %" PRId64
-                                  " at position %zu is out of range "
+                st = hl__ref_fail(r, HL_ERR_RUNTIME, id,
+                                  "index %" PRId64 " at position %zu is out of range "
                                   "for a destination of %zu elements",
-                                  id, k, i, out->n);
+                                  k, i, out->n);
                 goto done;
             }
             memcpy((char *)out->data + (size_t)k * es,

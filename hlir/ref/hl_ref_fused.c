@@ -115,7 +115,7 @@ hl_status hl__ref_exec_fused(hl__run *r, uint32_t id, uint32_t mul)
     if (!facc && !iacc) {
         hl__ref_cview_free(&cv[0]);
         hl__ref_cview_free(&cv[1]);
-        return hl_error_set(r->err, HL_ERR_NOMEM, id, "node %u: out of memory", id);
+        return hl__ref_fail(r, HL_ERR_NOMEM, id, "out of memory");
     }
     hl__walk wa, wb;
     hl__walk_init(&wa, &oa);
@@ -133,7 +133,7 @@ hl_status hl__ref_exec_fused(hl__run *r, uint32_t id, uint32_t mul)
             hl__free(facc);
             hl__ref_cview_free(&cv[0]);
             hl__ref_cview_free(&cv[1]);
-            return hl_error_set(r->err, HL_ERR_NOMEM, id, "node %u: out of memory", id);
+            return hl__ref_fail(r, HL_ERR_NOMEM, id, "out of memory");
         }
     }
     for (size_t row = 0; row < rows; row++, hl__walk_next(&wa), hl__walk_next(&wb)) {
@@ -261,7 +261,7 @@ hl_status hl__ref_reduce_rows(hl__run *r, uint32_t id, const hl__cview *c, const
     int64_t n = c->dims[od];
     const int64_t *tj = c->tab[od];
     float *acc = hl__alloc((size_t)n, sizeof(float));
-    if (!acc) return hl_error_set(r->err, HL_ERR_NOMEM, id, "node %u: out of memory", id);
+    if (!acc) return hl__ref_fail(r, HL_ERR_NOMEM, id, "out of memory");
     hl__cview rows_view = *c;
     rows_view.dims[ax] = rows_view.dims[od] = 1;
     size_t rows = out->n / (size_t)n;

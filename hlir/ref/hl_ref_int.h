@@ -38,7 +38,8 @@ typedef struct hl__run {
     const hl_expr_pool *p;
     hl_env env;
     hl__buf *bufs;
-    hl_error *err;
+    lm_err *err;     /* the caller's record */
+    lm_err scratch;  /* what hl_e_eval reports, before it is raised located (hl__ref_eval) */
     uint32_t *fused; /* fused[reduce id] = the Mul it absorbs, or HL_NONE */
 } hl__run;
 
@@ -218,6 +219,16 @@ static inline int64_t hl__cview_pos(const hl__cview *c, int64_t k)
 
 /* ---- across files ---- */
 
+/* Raises an error about node id (hl__fail_node: located at the node's origin, the message
+ * beginning with what the node is). */
+hl_status hl__ref_fail(hl__run *r, int code, uint32_t id, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+/* Evaluates e with z = z into *out; a failure is raised at node id as "what: reason". */
+hl_status hl__ref_eval(hl__run *r, uint32_t id, hl_expr e, int64_t z, int64_t *out,
+                       const char *what);
 /* Evaluates dim expression e (node's context for errors); negative is an error. */
 hl_status hl__ref_eval_dim(hl__run *r, uint32_t node, hl_expr e, int64_t *out, const char *what);
 /* Builds the tables of input `which` of node `node` and bounds-checks them. */

@@ -29,10 +29,7 @@ static hl_status reads_whole_contiguous(hl__run *r, uint32_t id, const hl_view *
         if (n != m) return HL_OK;
         for (int64_t i = 0; i < n; i++) {
             int64_t pos;
-            if ((st = hl_e_eval(r->p, v->strides[d], &r->env, i, &pos, r->err))) {
-                r->err->node = id;
-                return st;
-            }
+            if ((st = hl__ref_eval(r, id, v->strides[d], i, &pos, "a view stride"))) return st;
             if (n > 1 && pos != i * inner) return HL_OK;
         }
         if (__builtin_mul_overflow(inner, n, &inner)) return HL_OK;
@@ -42,10 +39,10 @@ static hl_status reads_whole_contiguous(hl__run *r, uint32_t id, const hl_view *
 }
 
 hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *inputs,
-                 hl_tensor *outputs, hl_error *err)
+                 hl_tensor *outputs, lm_err *err)
 {
-    hl_error local;
-    hl_error_clear(&local);
+    lm_err local;
+    lm_err_clear(&local);
     if (!err) err = &local;
     const hl_expr_pool *p = hl_graph_exprs_c(g);
     uint32_t nvars = hl_var_count(p), n = hl_graph_node_count(g);
@@ -59,31 +56,31 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
     bool *skip = hl__alloc(n ? n : 1, sizeof(bool));
     hl_status st = HL_OK;
     if ((!outputs && nout) || (!inputs && hl_graph_input_count(g))) {
-        st = hl_error_set(err, HL_ERR_ARG, HL_NONE,
-                          "run: the graph has %u inputs and %u outputs; pass arrays for them",
-                          hl_graph_input_count(g), nout);
+        st = hl__fail(err, HL_ERR_ARG, NULL,
+                      "run: the graph has %u inputs and %u outputs; pass arrays for them",
+                      hl_graph_input_count(g), nout);
         goto out;
     }
     for (uint32_t i = 0; i < nout; i++)
         memset(&outputs[i], 0, sizeof outputs[i]);
     if (!vals || !bound || !bufs || !last || !readers || !fused || !skip) {
-        st = hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "run: out of memory");
+        st = hl__fail(err, HL_ERR_NOMEM, NULL, "run: out of memory");
         goto out;
     }
     for (uint32_t i = 0; i < hl_graph_dim_count(g); i++) {
         const hl_dim *d = hl_graph_dim_at(g, i);
         int64_t v = dim_values ? dim_values[i] : d->profile;
         if (v < d->lo || v > d->hi) {
-            st = hl_error_set(err, HL_ERR_DIM, HL_NONE,
-                              "run: dim '%s' = %" PRId64 " is outside its range [%" PRId64
-                              ", %" PRId64 "]",
-                              hl_var_name(p, d->var), v, d->lo, d->hi);
+            st = hl__fail(err, HL_ERR_DIM, NULL,
+                          "run: dim '%s' = %" PRId64 " is outside its range [%" PRId64 ", %" PRId64
+                          "]",
+                          hl_var_name(p, d->var), v, d->lo, d->hi);
             goto out;
         }
         vals[d->var] = v;
         bound[d->var] = true;
     }
-    hl__run r = {g, p, {vals, bound, nvars}, bufs, err, fused};
+    hl__run r = {g, p, {vals, bound, nvars}, bufs, err, {0}, fused};
     /* last reader of each node, to free buffers early; then the Mul+reduce fusions */
     for (uint32_t id = 0; id < n; id++) {
         last[id] = id;
@@ -135,10 +132,10 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
             for (uint32_t d = 0; d < t->ndim && d < HL_MAX_DIMS && lg < sizeof got; d++)
                 lg += (size_t)snprintf(got + lg, sizeof got - lg, "%s%" PRId64, d ? ", " : "",
                                        t->dims[d]);
-            st = hl_error_set(err, HL_ERR_SHAPE, id,
-                              "run: input '%s' (node %u) must be %s [%s]; given %s [%s]%s",
-                              nd->name, id, hl_dtype_name(nd->dtype), want, hl_dtype_name(t->dtype),
-                              got, t->data ? "" : " with no data");
+            st = hl__ref_fail(&r, HL_ERR_SHAPE, id,
+                              "run: input '%s' must be %s [%s]; given %s [%s]%s", nd->name,
+                              hl_dtype_name(nd->dtype), want, hl_dtype_name(t->dtype), got,
+                              t->data ? "" : " with no data");
             goto out;
         }
         hl__ref_numel_of(b->ndim, b->dims, &b->n);

@@ -4,17 +4,15 @@
 #include "ref/hl_ref_int.h"
 
 hl_status hl_tensor_init(hl_tensor *t, hl_dtype dtype, uint32_t ndim, const int64_t *dims,
-                         hl_error *err)
+                         lm_err *err)
 {
     if ((unsigned)dtype >= HL_DTYPE_COUNT || ndim > HL_MAX_DIMS)
-        return hl_error_set(err, HL_ERR_ARG, HL_NONE, "tensor: bad dtype or %u dims", ndim);
+        return hl__fail(err, HL_ERR_ARG, NULL, "tensor: bad dtype or %u dims", ndim);
     size_t n;
     if (!hl__ref_numel_of(ndim, dims, &n))
-        return hl_error_set(err, HL_ERR_ARG, HL_NONE, "tensor: negative or overflowing dims");
+        return hl__fail(err, HL_ERR_ARG, NULL, "tensor: negative or overflowing dims");
     void *d = hl__zalloc(n, hl_dtype_size(dtype));
-    if (!d)
-        return hl_error_set(err, HL_ERR_NOMEM, HL_NONE, "tensor: out of memory for %zu elements",
-                            n);
+    if (!d) return hl__fail(err, HL_ERR_NOMEM, NULL, "tensor: out of memory for %zu elements", n);
     memset(t, 0, sizeof *t);
     t->dtype = dtype;
     t->ndim = ndim;

@@ -3,6 +3,8 @@
  * the producer's buffer; output buffers. */
 #include "ref/hl_ref_int.h"
 
+#include <stdarg.h>
+
 void hl__ref_cview_free(hl__cview *c)
 {
     for (uint32_t i = 0; i < c->ndim; i++)
@@ -10,21 +12,32 @@ void hl__ref_cview_free(hl__cview *c)
     memset(c, 0, sizeof *c);
 }
 
+hl_status hl__ref_fail(hl__run *r, int code, uint32_t id, const char *fmt, ...)
+{
+    char msg[LM_ERR_MSG];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return hl__fail_node(r->g, r->err, code, id, hl_graph_node(r->g, id)->op, "%s", msg);
+}
+
+hl_status hl__ref_eval(hl__run *r, uint32_t id, hl_expr e, int64_t z, int64_t *out,
+                       const char *what)
+{
+    hl_status st = hl_e_eval(r->p, e, &r->env, z, out, &r->scratch);
+    if (st == HL_OK) return HL_OK;
+    st = hl__ref_fail(r, st, id, "%s: %.400s", what, r->scratch.msg);
+    lm_err_clear(&r->scratch);
+    return st;
+}
+
 hl_status hl__ref_eval_dim(hl__run *r, uint32_t node, hl_expr e, int64_t *out, const char *what)
 {
-    hl_status st = hl_e_eval(r->p, e, &r->env, 0, out, r->err);
-    if (st) {
-        char m[HL_ERROR_MSG];
-        snprintf(m, sizeof m, "%s", r->err->msg);
-        r->err->node = node;
-        snprintf(r->err->msg, sizeof r->err->msg, "node %u (%s): %s: %.400s", node,
-                 hl_op_name(hl_graph_node(r->g, node)->op), what, m);
-        return st;
-    }
+    hl_status st = hl__ref_eval(r, node, e, 0, out, what);
+    if (st) return st;
     if (*out < 0)
-        return hl_error_set(r->err, HL_ERR_RUNTIME, node,
-                            "node %u (%s): %s is negative (%" PRId64 ")", node,
-                            hl_op_name(hl_graph_node(r->g, node)->op), what, *out);
+        return hl__ref_fail(r, HL_ERR_RUNTIME, node, "%s is negative (%" PRId64 ")", what, *out);
     return HL_OK;
 }
 
@@ -50,12 +63,12 @@ static bool linear_in_z(const hl_expr_pool *p, hl_expr e)
 
 /* tab[i] = stride[z := i] for i < n. A linear stride is evaluated twice and the table
  * filled by addition (checked for overflow); any other is evaluated at every i. */
-static hl_status fill_table(hl__run *r, hl_expr stride, int64_t n, int64_t *tab)
+static hl_status fill_table(hl__run *r, uint32_t node, hl_expr stride, int64_t n, int64_t *tab)
 {
     if (n > 2 && linear_in_z(r->p, stride)) {
         int64_t c0, c1, k, last;
-        hl_status st = hl_e_eval(r->p, stride, &r->env, 0, &c0, r->err);
-        if (!st) st = hl_e_eval(r->p, stride, &r->env, 1, &c1, r->err);
+        hl_status st = hl__ref_eval(r, node, stride, 0, &c0, "a view stride");
+        if (!st) st = hl__ref_eval(r, node, stride, 1, &c1, "a view stride");
         if (st) return st;
         if (!__builtin_sub_overflow(c1, c0, &k) && !__builtin_mul_overflow(k, n - 1, &last) &&
             !__builtin_add_overflow(c0, last, &last)) {
@@ -65,7 +78,7 @@ static hl_status fill_table(hl__run *r, hl_expr stride, int64_t n, int64_t *tab)
         }
     }
     for (int64_t i = 0; i < n; i++) {
-        hl_status st = hl_e_eval(r->p, stride, &r->env, i, &tab[i], r->err);
+        hl_status st = hl__ref_eval(r, node, stride, i, &tab[i], "a view stride");
         if (st) return st;
     }
     return HL_OK;
@@ -90,13 +103,12 @@ hl_status hl__ref_make_cview(hl__run *r, uint32_t node, uint32_t which, hl__cvie
         c->tab[d] = hl__zalloc(n ? (size_t)n : 1, sizeof(int64_t));
         if (!c->tab[d]) {
             hl__ref_cview_free(c);
-            return hl_error_set(r->err, HL_ERR_NOMEM, node, "node %u: out of memory", node);
+            return hl__ref_fail(r, HL_ERR_NOMEM, node, "out of memory for a view's positions");
         }
         int64_t mn = 0, mx = 0;
-        hl_status st2 = fill_table(r, v->strides[d], n, c->tab[d]);
+        hl_status st2 = fill_table(r, node, v->strides[d], n, c->tab[d]);
         if (st2) {
             hl__ref_cview_free(c);
-            r->err->node = node;
             return st2;
         }
         for (int64_t i = 0; i < n; i++) {
@@ -105,21 +117,20 @@ hl_status hl__ref_make_cview(hl__run *r, uint32_t node, uint32_t which, hl__cvie
         }
         if (__builtin_add_overflow(lo, mn, &lo) || __builtin_add_overflow(hi, mx, &hi)) {
             hl__ref_cview_free(c);
-            return hl_error_set(r->err, HL_ERR_RUNTIME, node, "node %u: view positions overflow",
-                                node);
+            return hl__ref_fail(r, HL_ERR_RUNTIME, node, "view positions overflow");
         }
     }
     c->ndim = v->ndim;
     if (!hl__ref_numel_of(c->ndim, c->dims, &c->numel)) {
         hl__ref_cview_free(c);
-        return hl_error_set(r->err, HL_ERR_RUNTIME, node, "node %u: view is too large", node);
+        return hl__ref_fail(r, HL_ERR_RUNTIME, node, "view is too large");
     }
     if (!empty && (lo < 0 || (uint64_t)hi >= (uint64_t)src->n)) {
         hl__ref_cview_free(c);
-        return hl_error_set(r->err, HL_ERR_RUNTIME, node,
-                            "node %u (%s): input %u's view reaches positions %" PRId64 "..%" PRId64
+        return hl__ref_fail(r, HL_ERR_RUNTIME, node,
+                            "input %u's view reaches positions %" PRId64 "..%" PRId64
                             " of node %u, which has %zu elements",
-                            node, hl_op_name(nd->op), which, lo, hi, nd->in[which].node, src->n);
+                            which, lo, hi, nd->in[which].node, src->n);
     }
     return HL_OK;
 }
@@ -135,12 +146,9 @@ hl_status hl__ref_alloc_out(hl__run *r, uint32_t id, hl__buf *b)
         if (st) return st;
     }
     if (!hl__ref_numel_of(b->ndim, b->dims, &b->n))
-        return hl_error_set(r->err, HL_ERR_RUNTIME, id, "node %u: result is too large", id);
+        return hl__ref_fail(r, HL_ERR_RUNTIME, id, "result is too large");
     b->data = hl__zalloc(b->n, hl_dtype_size(b->dt));
-    if (!b->data)
-        return hl_error_set(r->err, HL_ERR_NOMEM, id,
-                            "node %u (%s): out of memory for %zu elements", id, hl_op_name(nd->op),
-                            b->n);
+    if (!b->data) return hl__ref_fail(r, HL_ERR_NOMEM, id, "out of memory for %zu elements", b->n);
     b->owned = true;
     return HL_OK;
 }

@@ -53,13 +53,13 @@ static json_t *write_tensor(const char *file, const hl_tensor *t)
 
 static void emit(const char *name, hl_graph *g)
 {
-    const hl_error *be = hl_graph_error(g);
+    const lm_err *be = hl_graph_error(g);
     if (be->code) {
         fprintf(stderr, "case %s: builder error: %s\n", name, be->msg);
         exit(1);
     }
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     if (hl_graph_check(g, &err)) {
         fprintf(stderr, "case %s: check: %s\n", name, err.msg);
         exit(1);

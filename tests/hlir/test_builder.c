@@ -639,7 +639,7 @@ START_TEST(shape_mismatch_is_reported_and_changes_nothing)
     hl_t c = hl_softmax(G, hl_add(G, a, b), -1);
     ck_assert_uint_eq(c.node, HL_NONE);
     ck_assert_uint_eq(hl_graph_node_count(G), n);
-    const hl_error *e = hl_graph_error(G);
+    const lm_err *e = hl_graph_error(G);
     ck_assert_int_eq(e->code, HL_ERR_SHAPE);
     ck_assert_ptr_nonnull(strstr(e->msg, "[2, 3]"));
     ck_assert_ptr_nonnull(strstr(e->msg, "[2, 4]"));

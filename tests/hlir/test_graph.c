@@ -37,8 +37,8 @@ static void rejects(const hl_node *s, hl_status code, const char *want)
 {
     uint32_t n = hl_graph_node_count(G);
     ck_assert_uint_eq(hl_graph_add(G, s), HL_NONE);
-    const hl_error *e = hl_graph_error(G);
-    ck_assert_msg(e->code == code, "code %d (%s), want %d", e->code, e->msg, code);
+    const lm_err *e = hl_graph_error(G);
+    ck_assert_msg(e->code == (int)code, "code %d (%s), want %d", e->code, e->msg, code);
     ck_assert_msg(strstr(e->msg, want) != NULL, "message '%s' lacks '%s'", e->msg, want);
     ck_assert_uint_eq(hl_graph_node_count(G), n);
     hl_graph_clear_error(G);

@@ -28,8 +28,8 @@ static hl_status scenario(float *out)
     }
     int64_t dims[2] = {4, 4};
     hl_tensor in[2] = {{0}, {0}}, res[1];
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     if (!(st = hl_tensor_init(&in[0], HL_F32, 2, dims, &err)) &&
         !(st = hl_tensor_init(&in[1], HL_F32, 2, dims, &err))) {
         for (size_t i = 0; i < 16; i++) {

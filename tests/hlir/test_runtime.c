@@ -315,8 +315,8 @@ START_TEST(wrong_input_shape_is_an_error_naming_the_input)
     hl_output(G, "y", x);
     int64_t d[2] = {3, 2};
     hl_tensor in[1] = {th_tensor(HL_F32, 2, d, NULL)}, out[1];
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_SHAPE);
     ck_assert_ptr_nonnull(strstr(err.msg, "'x'"));
     ck_assert_ptr_nonnull(strstr(err.msg, "[2, 3]"));
@@ -331,8 +331,8 @@ START_TEST(wrong_input_dtype_is_an_error)
     hl_output(G, "y", x);
     int64_t d[1] = {2};
     hl_tensor in[1] = {th_tensor(HL_F16, 1, d, NULL)}, out[1];
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_SHAPE);
     ck_assert_ptr_nonnull(strstr(err.msg, "f16"));
     hl_tensor_fini(&in[0]);
@@ -346,8 +346,8 @@ START_TEST(dim_outside_its_range_is_an_error)
     hl_output(G, "y", x);
     int64_t bad = 9, d[1] = {9};
     hl_tensor in[1] = {th_tensor(HL_F32, 1, d, NULL)}, out[1];
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_run(G, &bad, in, out, &err), HL_ERR_DIM);
     ck_assert_ptr_nonnull(strstr(err.msg, "'seq'"));
     hl_tensor_fini(&in[0]);
@@ -362,10 +362,10 @@ START_TEST(gather_index_out_of_range_is_an_error_naming_the_node)
     int64_t d3[1] = {3}, d2[1] = {2};
     double iv[] = {1, 3};
     hl_tensor in[2] = {th_tensor(HL_F32, 1, d3, NULL), th_tensor(HL_INT, 1, d2, iv)}, out[1];
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_RUNTIME);
-    ck_assert_uint_eq(err.node, y.node);
+    ck_assert_uint_eq(err.node_id, y.node);
     ck_assert_ptr_nonnull(strstr(err.msg, "index 3"));
     th_free(in, 2);
 }
@@ -378,8 +378,8 @@ START_TEST(int_mod_by_zero_is_an_error)
     int64_t d[1] = {1};
     double av[] = {5}, bv[] = {0};
     hl_tensor in[2] = {th_tensor(HL_INT, 1, d, av), th_tensor(HL_INT, 1, d, bv)}, out[1];
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_RUNTIME);
     ck_assert_ptr_nonnull(strstr(err.msg, "modulo by zero"));
     th_free(in, 2);
@@ -404,10 +404,10 @@ START_TEST(view_reaching_outside_its_producer_is_an_error)
     th_graph_ok(G);
     int64_t d[1] = {4};
     hl_tensor in[1] = {th_tensor(HL_F32, 1, d, NULL)}, out[1];
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_RUNTIME);
-    ck_assert_uint_eq(err.node, id);
+    ck_assert_uint_eq(err.node_id, id);
     ck_assert_ptr_nonnull(strstr(err.msg, "positions 0..6"));
     hl_tensor_fini(&in[0]);
 }
@@ -462,13 +462,13 @@ START_TEST(missing_input_or_output_arrays_are_an_error)
     hl_t x = in1("x", HL_F32, 2);
     hl_output(G, "y", x);
     hl_tensor out[1];
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_run(G, NULL, NULL, out, &err), HL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "1 inputs"));
     int64_t d[1] = {2};
     hl_tensor in[1] = {th_tensor(HL_F32, 1, d, NULL)};
-    hl_error_clear(&err);
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_run(G, NULL, in, NULL, &err), HL_ERR_ARG);
     hl_tensor_fini(&in[0]);
 }
@@ -557,8 +557,8 @@ START_TEST(random_fill_is_deterministic_per_seed_and_stream_and_in_range)
 {
     int64_t dims[1] = {4096};
     hl_tensor a, b, c, d, e;
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_tensor_init(&a, HL_F32, 1, dims, &err), HL_OK);
     ck_assert_int_eq(hl_tensor_init(&b, HL_F32, 1, dims, &err), HL_OK);
     ck_assert_int_eq(hl_tensor_init(&c, HL_F32, 1, dims, &err), HL_OK);

@@ -69,8 +69,8 @@ static char *dtypes_of(const char *program, uint32_t n, bool saturate)
     eg_options_default(&o);
     o.out = out;
     eg_engine *e = eg_engine_new(&o);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_encode_declare(e, &err), HL_OK);
     eg_error ee;
     ck_assert_msg(eg_run_text(e, program, "program", &ee) == 0, "%s", ee.msg);
@@ -91,8 +91,8 @@ static char *dtypes_of(const char *program, uint32_t n, bool saturate)
  * instead, gives every node the dtype the encoder wrote. */
 static void dtype_rules_agree(const hl_graph *g, const char *what)
 {
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     char *text = hl_graph_encode_text(g, false, &err);
     ck_assert_ptr_nonnull(text);
     char *stripped = malloc(strlen(text) + 1);
@@ -139,8 +139,8 @@ END_TEST
 START_TEST(declare_loads_the_schema_once)
 {
     eg_engine *e = eg_engine_new(NULL);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_encode_declare(e, &err), HL_OK);
     size_t tables = eg_table_count(e);
     ck_assert_int_eq(hl_encode_declare(e, &err), HL_OK); /* again: nothing new */
@@ -160,13 +160,13 @@ START_TEST(declare_rejects_an_engine_with_other_meanings_for_the_names)
     eg_engine *e = eg_engine_new(NULL);
     eg_error ee;
     ck_assert_int_eq(eg_run_text(e, "(datatype Thing (Op i64))", "mine", &ee), 0);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_encode_declare(e, &err), HL_ERR_ARG);
     ck_assert_msg(strstr(err.msg, "Op") || strstr(err.msg, "missing"), "%s", err.msg);
     hl_graph *g = tiny();
     hl_encoding enc;
-    hl_error_clear(&err);
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_graph_encode(g, e, &enc, &err), HL_ERR_ARG);
     ck_assert_ptr_null(enc.node_class);
     hl_graph_free(g);
@@ -177,8 +177,8 @@ END_TEST
 START_TEST(tiny_graph_encodes_to_the_documented_text)
 {
     hl_graph *g = tiny();
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     char *text = hl_graph_encode_text(g, false, &err);
     ck_assert_msg(text != NULL, "%s", err.msg);
     const char *want =
@@ -235,8 +235,8 @@ START_TEST(text_and_c_paths_agree_on_generated_graphs)
 {
     for (uint64_t seed = 1; seed <= 20; seed++) {
         hl_gen_opts o = {.n_ops = 16, .dynamic = seed % 2 == 0};
-        hl_error err;
-        hl_error_clear(&err);
+        lm_err err;
+        lm_err_clear(&err);
         hl_graph *g = hl_graph_generate(seed, &o, &err);
         ck_assert_msg(g != NULL, "seed %llu: %s", (unsigned long long)seed, err.msg);
         char what[32];
@@ -252,8 +252,8 @@ END_TEST
 START_TEST(lets_come_in_kahn_order_and_refer_only_backwards)
 {
     hl_graph *g = every_op();
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     char *text = hl_graph_encode_text(g, false, &err);
     ck_assert_ptr_nonnull(text);
     long last = -1;
@@ -311,8 +311,8 @@ END_TEST
 START_TEST(dims_become_dim_terms_and_interval_facts)
 {
     hl_graph *g = every_op();
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     char *text = hl_graph_encode_text(g, false, &err);
     ck_assert_ptr_nonnull(text);
     ck_assert_ptr_nonnull(strstr(text, "(let d0 (Dim 0 \"n\" 1 64 4))\n"
@@ -328,8 +328,8 @@ START_TEST(graphs_without_outputs_or_with_errors_are_refused)
     hl_graph *g = hl_graph_new();
     hl_expr d[1] = {hl_n(g, 4)};
     hl_input(g, "x", HL_F32, 1, d);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_ptr_null(hl_graph_encode_text(g, false, &err));
     ck_assert_int_eq(err.code, HL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "no outputs"));
@@ -337,7 +337,7 @@ START_TEST(graphs_without_outputs_or_with_errors_are_refused)
     hl_t x = hl_node_tensor(g, 0);
     hl_output(g, "y", hl_sum_reduce(g, x, 5));
     ck_assert_int_ne(hl_graph_error(g)->code, HL_OK);
-    hl_error_clear(&err);
+    lm_err_clear(&err);
     eg_engine *e = eg_engine_new(NULL);
     hl_encoding enc;
     ck_assert_int_eq(hl_graph_encode(g, e, &enc, &err), HL_ERR_ARG);
@@ -353,8 +353,8 @@ START_TEST(fprint_egraph_writes_the_schema_then_the_program)
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_graph_fprint_egraph(g, f, &err), HL_OK);
     fclose(f);
     size_t ls = strlen(hl_encode_schema());

@@ -14,8 +14,8 @@ START_TEST(every_example_round_trips_to_identical_bytes)
     ck_assert_uint_ge(n, 10);
     for (size_t i = 0; i < n; i++) {
         hl_graph *g1 = tj_load_example(names[i]);
-        hl_error e;
-        hl_error_clear(&e);
+        lm_err e;
+        lm_err_clear(&e);
         ck_assert_msg(hl_graph_check(g1, &e) == HL_OK, "%s: %s", names[i], e.msg);
         char *s1 = tj_write(g1);
         hl_graph *g2 = tj_read(s1);
@@ -81,8 +81,8 @@ START_TEST(explicit_view_primitives_compute_as_written)
     }
     int64_t da[2] = {4, 3}, db[2] = {3, 4};
     hl_tensor in[2];
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     ck_assert(hl_tensor_init(&in[0], HL_F32, 2, da, &e) == HL_OK);
     ck_assert(hl_tensor_init(&in[1], HL_F32, 2, db, &e) == HL_OK);
     for (int i = 0; i < 12; i++) {
@@ -237,8 +237,8 @@ START_TEST(writer_refuses_a_graph_with_a_builder_error)
     hl_t y = hl_input(g, "y", HL_INT, 1, d);
     hl_t bad = hl_add(g, x, y); /* dtype mismatch */
     ck_assert_uint_eq(bad.node, HL_NONE);
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     ck_assert_ptr_null(hl_graph_write_json(g, &e));
     ck_assert_int_eq(e.code, HL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(e.msg, "builder error"));
@@ -253,8 +253,8 @@ START_TEST(writer_refuses_a_graph_without_outputs)
     hl_expr d[1] = {hl_n(g, 3)};
     hl_t x = hl_input(g, "x", HL_F32, 1, d);
     ck_assert_uint_ne(hl_exp2(g, x).node, HL_NONE);
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     ck_assert_ptr_null(hl_graph_write_json(g, &e));
     ck_assert_int_eq(e.code, HL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(e.msg, "without outputs"));

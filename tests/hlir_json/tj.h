@@ -67,8 +67,8 @@ static inline hl_graph *tj_load_example(const char *name)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", TJ_EXAMPLES, name);
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     hl_graph *g = hl_graph_load_json(path, &e);
     ck_assert_msg(g != NULL, "%s: %s", name, e.msg);
     return g;
@@ -77,8 +77,8 @@ static inline hl_graph *tj_load_example(const char *name)
 /* Reads text (asserting success). */
 static inline hl_graph *tj_read(const char *text)
 {
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     hl_graph *g = hl_graph_read_json(text, strlen(text), "t.json", &e);
     ck_assert_msg(g != NULL, "rejected: %s", e.msg);
     return g;
@@ -87,8 +87,8 @@ static inline hl_graph *tj_read(const char *text)
 /* Writes g (asserting success); free() the result. */
 static inline char *tj_write(const hl_graph *g)
 {
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     char *s = hl_graph_write_json(g, &e);
     ck_assert_msg(s != NULL, "write failed: %s", e.msg);
     return s;
@@ -131,8 +131,8 @@ static inline int64_t tj_eval(const hl_graph *g, hl_expr e, const int64_t *vals)
     }
     hl_env env = {byvar, bound, nvar < 64 ? nvar : 64};
     int64_t out = 0;
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_msg(hl_e_eval(p, e, &env, 0, &out, &err) == HL_OK, "%s", err.msg);
     return out;
 }
@@ -163,8 +163,8 @@ static inline hl_tensor *tj_inputs(const hl_graph *g, const int64_t *vals, uint6
         int64_t dims[HL_MAX_DIMS];
         for (uint32_t d = 0; d < nd->ndim; d++)
             dims[d] = tj_eval(g, nd->shape[d], vals);
-        hl_error err;
-        hl_error_clear(&err);
+        lm_err err;
+        lm_err_clear(&err);
         ck_assert_msg(hl_tensor_init(&in[i], nd->dtype, nd->ndim, dims, &err) == HL_OK, "%s",
                       err.msg);
         for (size_t k = 0; k < in[i].numel; k++) {
@@ -190,8 +190,8 @@ static inline hl_tensor *tj_run(const hl_graph *g, const int64_t *vals, const hl
 {
     uint32_t n = hl_graph_output_count(g);
     hl_tensor *out = calloc(n ? n : 1, sizeof *out);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_msg(hl_run(g, vals, in, out, &err) == HL_OK, "run failed: %s", err.msg);
     return out;
 }

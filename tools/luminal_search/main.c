@@ -55,8 +55,8 @@ static int usage_error(const char *fmt, const char *arg)
 static int emit_hlir(const hl_graph *g, const ls_opts *o)
 {
     (void)o;
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     if (hl_graph_fwrite_json(g, stdout, &e) != HL_OK) {
         fprintf(stderr, "luminal_search: --emit hlir: %s\n", e.msg);
         return 1;
@@ -67,8 +67,8 @@ static int emit_hlir(const hl_graph *g, const ls_opts *o)
 static int emit_egraph(const hl_graph *g, const ls_opts *o)
 {
     (void)o;
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     if (hl_graph_fprint_egraph(g, stdout, &e) != HL_OK) {
         fprintf(stderr, "luminal_search: --emit egraph: %s\n", e.msg);
         return 1;
@@ -226,8 +226,8 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     int rc = parse_args(argc, argv, &o);
     if (rc < 0) {
-        hl_error e;
-        hl_error_clear(&e);
+        lm_err e;
+        lm_err_clear(&e);
         hl_graph *g = hl_graph_load_json(o.graph, &e);
         if (!g) {
             fprintf(stderr, "%s\n", e.msg);

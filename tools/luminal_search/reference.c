@@ -109,8 +109,8 @@ int ls_reference(const hl_graph *g, const ls_opts *o)
     hl_tensor *ins = calloc(ni ? ni : 1, sizeof *ins);
     hl_tensor *outs = calloc(no ? no : 1, sizeof *outs);
     int rc = 1;
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     if (!vals || !ins || !outs) {
         fprintf(stderr, "luminal_search: --reference: out of memory\n");
         goto done;
