@@ -34,7 +34,7 @@ typedef struct dec {
     hl_graph *g;
     hl_expr_pool *p;
     lm_err *err;
-    uint8_t *nctor; /* per node: its constructor, or C_NONE (literal, unknown table) */
+    uint8_t *nctor; /* per node: its hl_enc_ctor, or HL_ENC_NONE (literal, unknown table) */
     uint32_t *pick; /* per class: the chosen node, or UINT32_MAX */
     uint64_t *cost; /* per class: tree size of the chosen node */
     uint8_t *state; /* per class: NEW / BUSY / DONE, for IR and Expression walks */
@@ -72,26 +72,24 @@ static bool is_literal(const dec *d, uint32_t cls)
  * Choosing one node per class
  * ================================================================================== */
 
-/* Constructors the decoder reads. The list and replacement helpers of Luminal's base
- * schema are left to rewrite rules: a class holding only those cannot be read. */
+/* The vocabulary's row of node n, or NULL for a literal or a table the schema lacks. */
+static const hl_enc_info *info(const dec *d, uint32_t n)
+{
+    return d->nctor[n] < HL_ENC_COUNT ? &hl_enc_vocab[d->nctor[n]] : NULL;
+}
+
+/* Constructors the decoder reads: the vocabulary's terms (HL_ENC_ROLE_TERM). The list and
+ * replacement helpers of Luminal's base schema are left to rewrite rules: a class holding
+ * only those cannot be read. An MFloat is read when it holds an integer. */
 static bool readable(const dec *d, uint32_t n)
 {
-    ctor c = (ctor)d->nctor[n];
-    switch (c) {
-    case C_NONE:
-    case C_MREPLACE:
-    case C_MREPLACELIST:
-    case C_REPLACENTH:
-    case C_REMOVENTH:
-    case C_ROWMAJOR:
-        return false;
-    case C_MFLOAT: {
+    const hl_enc_info *in = info(d, n);
+    if (!in || in->role != HL_ENC_ROLE_TERM) return false;
+    if (d->nctor[n] == HL_ENC_MFLOAT) {
         double v = eg_value_as_f64(d->s->class_value[d->s->children[d->s->nodes[n].child_start]]);
         return isfinite(v) && v == floor(v) && fabs(v) < 9e18;
     }
-    default:
-        return true;
-    }
+    return true;
 }
 
 static void choose(dec *d)
@@ -124,21 +122,21 @@ static void choose(dec *d)
     }
 }
 
-/* The chosen node of cls, which must be one of the constructors in want[0..nwant). */
-static hl_status chosen(dec *d, uint32_t cls, const ctor *want, uint32_t nwant, const char *what,
-                        uint32_t *node)
+/* The chosen node of cls, which must build sort (and, for IR, be an Op or an Input: an
+ * op reads a tensor, never an Output or the root). */
+static hl_status chosen(dec *d, uint32_t cls, hl_enc_sort sort, const char *what, uint32_t *node)
 {
     *node = 0; /* defined on every path; meaningful on success only */
     if (cls >= d->s->n_classes) return fail(d, UINT32_MAX, "child class c%u does not exist", cls);
     uint32_t n = d->pick[cls];
     if (n == UINT32_MAX)
         return fail(d, cls, "no readable node for %s (only rewrite helpers or cycles)", what);
-    for (uint32_t i = 0; i < nwant; i++)
-        if (d->nctor[n] == want[i]) {
-            *node = n;
-            return HL_OK;
-        }
-    return fail(d, cls, "expected %s", what);
+    const hl_enc_info *in = info(d, n);
+    if (!in || in->sort != sort ||
+        (sort == HL_SORT_IR && d->nctor[n] != HL_ENC_OP && d->nctor[n] != HL_ENC_INPUT))
+        return fail(d, cls, "expected %s", what);
+    *node = n;
+    return HL_OK;
 }
 
 static uint32_t kid(const dec *d, uint32_t node, uint32_t k)
@@ -163,11 +161,8 @@ static hl_status dim_for(dec *d, const char *name, hl_expr *out, uint32_t cls);
 
 static hl_status expr(dec *d, uint32_t cls, hl_expr *out)
 {
-    static const ctor any[] = {C_MNUM, C_MFLOAT,   C_MITER, C_MVAR, C_MADD,    C_MSUB,
-                               C_MMUL, C_MCEILDIV, C_MDIV,  C_MMOD, C_MMIN,    C_MMAX,
-                               C_MAND, C_MOR,      C_MGTE,  C_MLT,  C_MFLOORTO};
     uint32_t n;
-    hl_status st = chosen(d, cls, any, sizeof any / sizeof any[0], "an Expression", &n);
+    hl_status st = chosen(d, cls, HL_SORT_EXPRESSION, "an Expression", &n);
     if (st) return st;
     if (d->state[cls] == DONE) {
         *out = d->memo[cls];
@@ -177,36 +172,33 @@ static hl_status expr(dec *d, uint32_t cls, hl_expr *out)
     d->state[cls] = BUSY;
     hl_expr r = HL_NONE;
     eg_value v;
-    switch ((ctor)d->nctor[n]) {
-    case C_MNUM:
-        st = lit(d, kid(d, n, 0), d->sort_i64, "i64", &v);
-        if (!st) r = hl_e_num(d->p, eg_value_as_i64(v));
+    const hl_enc_info *in = info(d, n);
+    switch (in->expr) {
+    case HL_E_NUM: /* MNum, or an MFloat holding an integer (readable checked it) */
+        if (d->nctor[n] == HL_ENC_MFLOAT) {
+            st = lit(d, kid(d, n, 0), d->sort_f64, "f64", &v);
+            if (!st) r = hl_e_num(d->p, (int64_t)eg_value_as_f64(v));
+        } else {
+            st = lit(d, kid(d, n, 0), d->sort_i64, "i64", &v);
+            if (!st) r = hl_e_num(d->p, eg_value_as_i64(v));
+        }
         break;
-    case C_MFLOAT:
-        st = lit(d, kid(d, n, 0), d->sort_f64, "f64", &v);
-        if (!st) r = hl_e_num(d->p, (int64_t)eg_value_as_f64(v));
-        break;
-    case C_MITER:
+    case HL_E_Z:
         r = hl_e_z(d->p);
         break;
-    case C_MVAR:
+    case HL_E_VAR:
         st = lit(d, kid(d, n, 0), d->sort_str, "String", &v);
         if (!st) st = dim_for(d, eg_value_as_string(d->e, v), &r, cls);
         break;
-    default: {
+    default: { /* the binary kinds, and MFloorTo (no kind of its own) */
         hl_expr a, b;
         st = expr(d, kid(d, n, 0), &a);
         if (!st) st = expr(d, kid(d, n, 1), &b);
         if (st) break;
-        ctor c = (ctor)d->nctor[n];
-        if (c == C_MFLOORTO) { /* floor(a / b) * b */
+        if (d->nctor[n] == HL_ENC_MFLOORTO) /* floor(a / b) * b */
             r = hl_e_mul(d->p, hl_e_div(d->p, a, b), b);
-            break;
-        }
-        hl_expr_kind k = HL_E_ADD;
-        while (k < HL_E_KIND_COUNT && hl__ctor_of_expr(k) != c)
-            k++;
-        r = hl_e_bin(d->p, k, a, b);
+        else
+            r = hl_e_bin(d->p, in->expr, a, b);
     }
     }
     if (st) return st;
@@ -223,13 +215,12 @@ static hl_status expr(dec *d, uint32_t cls, hl_expr *out)
 /* An EList of at most HL_MAX_DIMS expressions. */
 static hl_status elist(dec *d, uint32_t cls, const char *field, uint32_t *n, hl_expr *out)
 {
-    static const ctor want[] = {C_ECONS, C_ENIL};
     *n = 0;
     for (;;) {
         uint32_t node;
-        hl_status st = chosen(d, cls, want, 2, field, &node);
+        hl_status st = chosen(d, cls, HL_SORT_ELIST, field, &node);
         if (st) return st;
-        if (d->nctor[node] == C_ENIL) return HL_OK;
+        if (d->nctor[node] == HL_ENC_ENIL) return HL_OK; /* else ECons, the one other read */
         if (*n == HL_MAX_DIMS)
             return fail(d, cls, "%s has more than %d entries (a cycle, or too many dims)", field,
                         HL_MAX_DIMS);
@@ -241,10 +232,9 @@ static hl_status elist(dec *d, uint32_t cls, const char *field, uint32_t *n, hl_
 
 static hl_status dtype(dec *d, uint32_t cls, hl_dtype *out)
 {
-    static const ctor want[] = {C_F32, C_F16, C_BF16, C_INT, C_INT64, C_BOOL, C_F8E4M3, C_F8E5M2};
     uint32_t n;
-    hl_status st = chosen(d, cls, want, HL_DTYPE_COUNT, "a DType", &n);
-    if (!st) *out = (hl_dtype)(d->nctor[n] - C_F32);
+    hl_status st = chosen(d, cls, HL_SORT_DTYPE, "a DType", &n);
+    if (!st) *out = info(d, n)->dtype;
     return st;
 }
 
@@ -287,7 +277,7 @@ static int decl_cmp(const void *a, const void *b)
  * Dim and Input, child 1 for Output), checked to number 0, 1, 2, ... Declarations are
  * the graph's interface: an input that rules proved equal to something else is still an
  * input the caller passes. */
-static hl_status collect(dec *d, ctor c, uint32_t field, decl **out, uint32_t *count)
+static hl_status collect(dec *d, hl_enc_ctor c, uint32_t field, decl **out, uint32_t *count)
 {
     const eg_serialized *s = d->s;
     uint32_t n = 0;
@@ -315,7 +305,7 @@ static hl_status collect(dec *d, ctor c, uint32_t field, decl **out, uint32_t *c
             int64_t found = v[i].index;
             hl__free(v);
             return fail(d, cls, "%s indexes must be 0, 1, 2, ...; found %" PRId64 " at position %u",
-                        hl__ctor_name[c], found, i);
+                        hl_enc_vocab[c].name, found, i);
         }
     *out = v;
     *count = n;
@@ -326,7 +316,7 @@ static hl_status declare_dims(dec *d)
 {
     decl *v;
     uint32_t n;
-    hl_status st = collect(d, C_DIM, 0, &v, &n);
+    hl_status st = collect(d, HL_ENC_DIM, 0, &v, &n);
     for (uint32_t i = 0; i < n && !st; i++) {
         uint32_t node = v[i].node, cls = d->s->nodes[node].eclass;
         eg_value name, lo, hi, prof;
@@ -361,7 +351,7 @@ static hl_status declare_inputs(dec *d)
 {
     decl *v;
     uint32_t n;
-    hl_status st = collect(d, C_INPUT, 0, &v, &n);
+    hl_status st = collect(d, HL_ENC_INPUT, 0, &v, &n);
     for (uint32_t i = 0; i < n && !st; i++) {
         uint32_t node = v[i].node, cls = d->s->nodes[node].eclass, id;
         eg_value name;
@@ -429,28 +419,20 @@ static hl_status check_out(dec *d, uint32_t cls, uint32_t field_cls, uint32_t n,
 
 static hl_status op_node(dec *d, uint32_t cls, uint32_t node, uint32_t *id)
 {
-    static const ctor kinds[] = {C_CONSTANT, C_IOTA,    C_CAST, C_EXP2, C_LOG2, C_SIN,
-                                 C_RECIP,    C_SQRT,    C_ADD,  C_MUL,  C_MOD,  C_LESSTHAN,
-                                 C_GATHER,   C_SCATTER, C_SUM,  C_MAX};
-    static const hl_op ops[] = {HL_OP_CONSTANT, HL_OP_IOTA,    HL_OP_CAST,       HL_OP_EXP2,
-                                HL_OP_LOG2,     HL_OP_SIN,     HL_OP_RECIP,      HL_OP_SQRT,
-                                HL_OP_ADD,      HL_OP_MUL,     HL_OP_MOD,        HL_OP_LESS_THAN,
-                                HL_OP_GATHER,   HL_OP_SCATTER, HL_OP_SUM_REDUCE, HL_OP_MAX_REDUCE};
-    static const ctor lists[] = {C_ICONS, C_INIL};
     uint32_t kn, kcls = kid(d, node, 0);
-    hl_status st = chosen(d, kcls, kinds, sizeof kinds / sizeof kinds[0], "an OpKind", &kn);
+    hl_status st = chosen(d, kcls, HL_SORT_OPKIND, "an OpKind", &kn);
     if (st) return st;
-    ctor c = (ctor)d->nctor[kn];
+    const hl_enc_info *kind = info(d, kn); /* its fields name the messages below */
+    const hl_enc_field *f = kind->fields;
     hl_node spec = {0};
-    for (uint32_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (kinds[i] == c) spec.op = ops[i];
+    spec.op = kind->op;
     /* the inputs, built first */
     uint32_t lcls = kid(d, node, 1);
     for (;;) {
         uint32_t ln;
-        st = chosen(d, lcls, lists, 2, "an IList", &ln);
+        st = chosen(d, lcls, HL_SORT_ILIST, "an IList", &ln);
         if (st) return st;
-        if (d->nctor[ln] == C_INIL) break;
+        if (d->nctor[ln] == HL_ENC_INIL) break;
         if (spec.n_in == hl_op_arity(spec.op))
             return fail(d, cls, "%s takes %u inputs; the IList has more", hl_op_name(spec.op),
                         hl_op_arity(spec.op));
@@ -466,63 +448,63 @@ static hl_status op_node(dec *d, uint32_t cls, uint32_t node, uint32_t *id)
     hl_expr sh1[HL_MAX_DIMS];
     uint32_t n = 0, n1 = 0;
     eg_value v;
-    switch (c) {
-    case C_CONSTANT:
+    switch (spec.op) {
+    case HL_OP_CONSTANT:
         st = lit(d, kid(d, kn, 0), d->sort_f64, "value (f64)", &v);
         spec.constant = (float)eg_value_as_f64(v);
         break;
-    case C_IOTA:
+    case HL_OP_IOTA:
         st = expr(d, kid(d, kn, 0), &spec.iota_expr);
         if (!st) st = expr(d, kid(d, kn, 1), &spec.iota_len);
         break;
-    case C_CAST:
-    case C_EXP2:
-    case C_LOG2:
-    case C_SIN:
-    case C_RECIP:
-    case C_SQRT:
-        st = elist(d, kid(d, kn, 0), "shape", &n, sh);
-        if (!st) st = strides_of(d, kid(d, kn, 1), "strides", n, s0);
+    case HL_OP_CAST:
+    case HL_OP_EXP2:
+    case HL_OP_LOG2:
+    case HL_OP_SIN:
+    case HL_OP_RECIP:
+    case HL_OP_SQRT:
+        st = elist(d, kid(d, kn, 0), f[0].name, &n, sh);
+        if (!st) st = strides_of(d, kid(d, kn, 1), f[1].name, n, s0);
         if (!st) st = check_out(d, cls, kid(d, kn, 2), n, sh);
-        if (!st && c == C_CAST) st = dtype(d, kid(d, kn, 3), &spec.cast_to);
+        if (!st && spec.op == HL_OP_CAST) st = dtype(d, kid(d, kn, 3), &spec.cast_to);
         if (!st) set_view(&spec.in[0], n, sh, s0);
         break;
-    case C_ADD:
-    case C_MUL:
-    case C_MOD:
-    case C_LESSTHAN:
-        st = elist(d, kid(d, kn, 0), "shape", &n, sh);
-        if (!st) st = strides_of(d, kid(d, kn, 1), "a_strides", n, s0);
-        if (!st) st = strides_of(d, kid(d, kn, 2), "b_strides", n, s1);
+    case HL_OP_ADD:
+    case HL_OP_MUL:
+    case HL_OP_MOD:
+    case HL_OP_LESS_THAN:
+        st = elist(d, kid(d, kn, 0), f[0].name, &n, sh);
+        if (!st) st = strides_of(d, kid(d, kn, 1), f[1].name, n, s0);
+        if (!st) st = strides_of(d, kid(d, kn, 2), f[2].name, n, s1);
         if (!st) st = check_out(d, cls, kid(d, kn, 3), n, sh);
         if (!st) set_view(&spec.in[0], n, sh, s0);
         if (!st) set_view(&spec.in[1], n, sh, s1);
         break;
-    case C_GATHER:
-        st = elist(d, kid(d, kn, 0), "index_shape", &n, sh);
-        if (!st) st = strides_of(d, kid(d, kn, 1), "index_strides", n, s0);
-        if (!st) st = elist(d, kid(d, kn, 2), "data_shape", &n1, sh1);
-        if (!st) st = strides_of(d, kid(d, kn, 3), "data_strides", n1, s1);
+    case HL_OP_GATHER:
+        st = elist(d, kid(d, kn, 0), f[0].name, &n, sh);
+        if (!st) st = strides_of(d, kid(d, kn, 1), f[1].name, n, s0);
+        if (!st) st = elist(d, kid(d, kn, 2), f[2].name, &n1, sh1);
+        if (!st) st = strides_of(d, kid(d, kn, 3), f[3].name, n1, s1);
         if (!st) set_view(&spec.in[0], n, sh, s0);
         if (!st) set_view(&spec.in[1], n1, sh1, s1);
         break;
-    case C_SCATTER:
-        st = elist(d, kid(d, kn, 0), "dest_shape", &n, sh);
-        if (!st) st = strides_of(d, kid(d, kn, 1), "dest_strides", n, s0);
-        if (!st) st = elist(d, kid(d, kn, 2), "index_shape", &n1, sh1);
-        if (!st) st = strides_of(d, kid(d, kn, 3), "index_strides", n1, s1);
-        if (!st) st = strides_of(d, kid(d, kn, 4), "src_strides", n1, s2);
+    case HL_OP_SCATTER:
+        st = elist(d, kid(d, kn, 0), f[0].name, &n, sh);
+        if (!st) st = strides_of(d, kid(d, kn, 1), f[1].name, n, s0);
+        if (!st) st = elist(d, kid(d, kn, 2), f[2].name, &n1, sh1);
+        if (!st) st = strides_of(d, kid(d, kn, 3), f[3].name, n1, s1);
+        if (!st) st = strides_of(d, kid(d, kn, 4), f[4].name, n1, s2);
         if (!st) set_view(&spec.in[0], n, sh, s0);
         if (!st) set_view(&spec.in[1], n1, sh1, s1);
         if (!st) set_view(&spec.in[2], n1, sh1, s2);
         break;
-    case C_SUM:
-    case C_MAX:
-        st = elist(d, kid(d, kn, 0), "shape", &n, sh);
+    case HL_OP_SUM_REDUCE:
+    case HL_OP_MAX_REDUCE:
+        st = elist(d, kid(d, kn, 0), f[0].name, &n, sh);
         if (!st && n == HL_MAX_DIMS)
             st = fail(d, cls, "a reduction's input has at most %d dims", HL_MAX_DIMS);
         if (!st) st = expr(d, kid(d, kn, 1), &sh[n]);
-        if (!st) st = strides_of(d, kid(d, kn, 2), "strides", n, s0);
+        if (!st) st = strides_of(d, kid(d, kn, 2), f[2].name, n, s0);
         if (!st) st = expr(d, kid(d, kn, 3), &s0[n]);
         if (!st) st = check_out(d, cls, kid(d, kn, 4), n, sh);
         if (!st) set_view(&spec.in[0], n + 1, sh, s0);
@@ -538,17 +520,16 @@ static hl_status op_node(dec *d, uint32_t cls, uint32_t node, uint32_t *id)
 /* The node of IR class cls, built (with everything it reads) on first use. */
 static hl_status ir(dec *d, uint32_t cls, uint32_t *id)
 {
-    static const ctor want[] = {C_OP, C_INPUT};
     uint32_t node;
     hl_status st =
-        chosen(d, cls, want, 2, "an Op or an Input (an op cannot read an Output)", &node);
+        chosen(d, cls, HL_SORT_IR, "an Op or an Input (an op cannot read an Output)", &node);
     if (st) return st;
     if (d->state[cls] == DONE) {
         *id = d->memo[cls];
         return HL_OK;
     }
     if (d->state[cls] == BUSY) return fail(d, cls, "the chosen nodes form a cycle");
-    if (d->nctor[node] == C_INPUT) return fail(d, cls, "an Input that was not declared");
+    if (d->nctor[node] == HL_ENC_INPUT) return fail(d, cls, "an Input that was not declared");
     d->state[cls] = BUSY;
     st = op_node(d, cls, node, id);
     if (st) return st;
@@ -574,22 +555,20 @@ typedef struct reach_t {
 
 static hl_status reach(dec *d, reach_t *r, uint32_t cls)
 {
-    static const ctor want[] = {C_OP, C_INPUT};
-    static const ctor lists[] = {C_ICONS, C_INIL};
     uint32_t node;
     hl_status st =
-        chosen(d, cls, want, 2, "an Op or an Input (an op cannot read an Output)", &node);
+        chosen(d, cls, HL_SORT_IR, "an Op or an Input (an op cannot read an Output)", &node);
     if (st) return st;
     if (r->seen[cls] == 2 || d->state[cls] == DONE) return HL_OK;
     if (r->seen[cls] == 1) return fail(d, cls, "the chosen nodes form a cycle");
-    if (d->nctor[node] == C_INPUT) return fail(d, cls, "an Input that was not declared");
+    if (d->nctor[node] == HL_ENC_INPUT) return fail(d, cls, "an Input that was not declared");
     r->seen[cls] = 1;
     uint32_t lcls = kid(d, node, 1), k = 0;
     for (;;) {
         uint32_t ln;
-        st = chosen(d, lcls, lists, 2, "an IList", &ln);
+        st = chosen(d, lcls, HL_SORT_ILIST, "an IList", &ln);
         if (st) return st;
-        if (d->nctor[ln] == C_INIL) break;
+        if (d->nctor[ln] == HL_ENC_INIL) break;
         if (k == HL_MAX_INPUTS) return fail(d, cls, "an IList longer than any op takes");
         uint32_t in = kid(d, ln, 0);
         st = reach(d, r, in);
@@ -663,7 +642,7 @@ static hl_status build_outputs(dec *d)
     uint32_t nc = d->s->n_classes;
     decl *v;
     uint32_t n;
-    hl_status st = collect(d, C_OUTPUT, 1, &v, &n);
+    hl_status st = collect(d, HL_ENC_OUTPUT, 1, &v, &n);
     if (!st && n == 0) st = fail(d, UINT32_MAX, "the e-graph holds no Output node");
     reach_t r = {0};
     if (!st) {
@@ -726,8 +705,10 @@ hl_graph *hl_graph_decode(const eg_engine *e, const eg_serialized *s, const uint
     d.p = hl_graph_exprs(d.g);
     for (uint32_t i = 0; i < s->n_nodes; i++) {
         const eg_snode *n = &s->nodes[i];
-        ctor c = n->table == UINT32_MAX ? C_NONE : hl__ctor_find(n->op);
-        if (c != C_NONE && (c >= C_FN_DTYPE || n->nchildren != hl__ctor_arity[c])) c = C_NONE;
+        hl_enc_ctor c = n->table == UINT32_MAX ? HL_ENC_NONE : hl_enc_find(n->op);
+        if (c != HL_ENC_NONE &&
+            (hl_enc_vocab[c].role == HL_ENC_ROLE_FUNCTION || n->nchildren != hl_enc_vocab[c].arity))
+            c = HL_ENC_NONE; /* a function's row, or a table of that name with another arity */
         d.nctor[i] = (uint8_t)c;
     }
     choose(&d);

@@ -21,158 +21,6 @@
 #include <stdio.h>
 
 /* ==================================================================================
- * Names
- * ================================================================================== */
-
-const char *const hl__ctor_name[C_COUNT] = {"MNum",
-                                            "MFloat",
-                                            "MIter",
-                                            "MVar",
-                                            "MAdd",
-                                            "MSub",
-                                            "MMul",
-                                            "MCeilDiv",
-                                            "MDiv",
-                                            "MMod",
-                                            "MMin",
-                                            "MMax",
-                                            "MAnd",
-                                            "MOr",
-                                            "MGte",
-                                            "MLt",
-                                            "MFloorTo",
-                                            "MReplace",
-                                            "ECons",
-                                            "ENil",
-                                            "MReplaceList",
-                                            "ReplaceNthFromEnd",
-                                            "RemoveNthFromEnd",
-                                            "RowMajor",
-                                            "F32",
-                                            "F16",
-                                            "Bf16",
-                                            "Int",
-                                            "Int64",
-                                            "Bool",
-                                            "F8E4M3",
-                                            "F8E5M2",
-                                            "Dim",
-                                            "OutputJoin",
-                                            "Op",
-                                            "Input",
-                                            "Output",
-                                            "Constant",
-                                            "Iota",
-                                            "Cast",
-                                            "Exp2",
-                                            "Log2",
-                                            "Sin",
-                                            "Recip",
-                                            "Sqrt",
-                                            "Add",
-                                            "Mul",
-                                            "Mod",
-                                            "LessThan",
-                                            "Gather",
-                                            "Scatter",
-                                            "Sum",
-                                            "Max",
-                                            "ICons",
-                                            "INil",
-                                            "dtype",
-                                            "lower",
-                                            "upper"};
-
-const uint8_t hl__ctor_arity[C_COUNT] = {
-    1, 1, 0, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, /* Expression */
-    2, 0, 3, 3, 2, 1,                                     /* EList */
-    0, 0, 0, 0, 0, 0, 0, 0,                               /* DType */
-    5,                                                    /* Dim */
-    2, 2, 4, 5,                                           /* IR */
-    1, 2, 4, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 5, 5, 5,       /* OpKind */
-    2, 0,                                                 /* IList */
-    1, 1, 1};                                             /* functions */
-
-ctor hl__ctor_find(const char *name)
-{
-    for (int c = 0; c < C_COUNT; c++)
-        if (strcmp(hl__ctor_name[c], name) == 0) return (ctor)c;
-    return C_NONE;
-}
-
-ctor hl__ctor_of_expr(hl_expr_kind k)
-{
-    switch (k) {
-    case HL_E_ADD:
-        return C_MADD;
-    case HL_E_SUB:
-        return C_MSUB;
-    case HL_E_MUL:
-        return C_MMUL;
-    case HL_E_DIV:
-        return C_MDIV;
-    case HL_E_CDIV:
-        return C_MCEILDIV;
-    case HL_E_MOD:
-        return C_MMOD;
-    case HL_E_MIN:
-        return C_MMIN;
-    case HL_E_MAX:
-        return C_MMAX;
-    case HL_E_AND:
-        return C_MAND;
-    case HL_E_OR:
-        return C_MOR;
-    case HL_E_GE:
-        return C_MGTE;
-    case HL_E_LT:
-        return C_MLT;
-    default:
-        return C_NONE;
-    }
-}
-
-ctor hl__ctor_of_op(hl_op op)
-{
-    switch (op) {
-    case HL_OP_CONSTANT:
-        return C_CONSTANT;
-    case HL_OP_IOTA:
-        return C_IOTA;
-    case HL_OP_CAST:
-        return C_CAST;
-    case HL_OP_EXP2:
-        return C_EXP2;
-    case HL_OP_LOG2:
-        return C_LOG2;
-    case HL_OP_SIN:
-        return C_SIN;
-    case HL_OP_RECIP:
-        return C_RECIP;
-    case HL_OP_SQRT:
-        return C_SQRT;
-    case HL_OP_ADD:
-        return C_ADD;
-    case HL_OP_MUL:
-        return C_MUL;
-    case HL_OP_MOD:
-        return C_MOD;
-    case HL_OP_LESS_THAN:
-        return C_LESSTHAN;
-    case HL_OP_GATHER:
-        return C_GATHER;
-    case HL_OP_SCATTER:
-        return C_SCATTER;
-    case HL_OP_SUM_REDUCE:
-        return C_SUM;
-    case HL_OP_MAX_REDUCE:
-        return C_MAX;
-    default:
-        return C_NONE;
-    }
-}
-
-/* ==================================================================================
  * Term buffer: the term of one command, as a tree of dense indices
  * ================================================================================== */
 
@@ -221,9 +69,9 @@ static uint32_t tb_push(tbuf *b, tm x)
     return b->n++;
 }
 
-static uint32_t tb_app(tbuf *b, ctor c, const uint32_t *kids)
+static uint32_t tb_app(tbuf *b, hl_enc_ctor c, const uint32_t *kids)
 {
-    uint32_t n = hl__ctor_arity[c];
+    uint32_t n = hl_enc_vocab[c].arity;
     if (b->oom || hl__grow((void **)&b->args, &b->capargs, b->nargs + n, sizeof(uint32_t))) {
         b->oom = true;
         return 0;
@@ -234,15 +82,15 @@ static uint32_t tb_app(tbuf *b, ctor c, const uint32_t *kids)
     return tb_push(b, x);
 }
 
-static uint32_t tb_app0(tbuf *b, ctor c)
+static uint32_t tb_app0(tbuf *b, hl_enc_ctor c)
 {
     return tb_app(b, c, NULL);
 }
-static uint32_t tb_app1(tbuf *b, ctor c, uint32_t a)
+static uint32_t tb_app1(tbuf *b, hl_enc_ctor c, uint32_t a)
 {
     return tb_app(b, c, &a);
 }
-static uint32_t tb_app2(tbuf *b, ctor c, uint32_t a0, uint32_t a1)
+static uint32_t tb_app2(tbuf *b, hl_enc_ctor c, uint32_t a0, uint32_t a1)
 {
     uint32_t k[2] = {a0, a1};
     return tb_app(b, c, k);
@@ -271,15 +119,15 @@ static uint32_t tb_expr(tbuf *b, const hl_expr_pool *p, hl_expr e)
     hl_expr_node x = hl_e_get(p, e);
     switch (x.kind) {
     case HL_E_NUM:
-        return tb_app1(b, C_MNUM, tb_i64(b, x.value));
+        return tb_app1(b, HL_ENC_MNUM, tb_i64(b, x.value));
     case HL_E_VAR:
-        return tb_app1(b, C_MVAR, tb_str(b, hl_var_name(p, x.var)));
+        return tb_app1(b, HL_ENC_MVAR, tb_str(b, hl_var_name(p, x.var)));
     case HL_E_Z:
-        return tb_app0(b, C_MITER);
+        return tb_app0(b, HL_ENC_MITER);
     default: {
         uint32_t l = tb_expr(b, p, x.a);
         uint32_t r = tb_expr(b, p, x.b);
-        return tb_app2(b, hl__ctor_of_expr(x.kind), l, r);
+        return tb_app2(b, hl_enc_of_expr(x.kind), l, r);
     }
     }
 }
@@ -290,15 +138,15 @@ static uint32_t tb_elist(tbuf *b, const hl_expr_pool *p, uint32_t n, const hl_ex
     uint32_t items[HL_MAX_DIMS];
     for (uint32_t i = 0; i < n; i++)
         items[i] = tb_expr(b, p, es[i]);
-    uint32_t cur = tb_app0(b, C_ENIL);
+    uint32_t cur = tb_app0(b, HL_ENC_ENIL);
     for (uint32_t i = n; i-- > 0;)
-        cur = tb_app2(b, C_ECONS, items[i], cur);
+        cur = tb_app2(b, HL_ENC_ECONS, items[i], cur);
     return cur;
 }
 
 static uint32_t tb_dtype(tbuf *b, hl_dtype t)
 {
-    return tb_app0(b, (ctor)(C_F32 + t));
+    return tb_app0(b, hl_enc_of_dtype(t));
 }
 
 /* ==================================================================================
@@ -312,7 +160,7 @@ struct sink {
     /* (let <k><i> term): k is G_DIM or G_NODE with index i, or G_ROOT */
     hl_status (*let)(sink *s, gkind k, uint32_t i, const tbuf *b, uint32_t term);
     /* (set (fn arg) val) */
-    hl_status (*set)(sink *s, ctor fn, const tbuf *b, uint32_t arg, uint32_t val);
+    hl_status (*set)(sink *s, hl_enc_ctor fn, const tbuf *b, uint32_t arg, uint32_t val);
     lm_err *err;
 };
 
@@ -407,7 +255,7 @@ static void put_term(tsink *s, const tbuf *b, uint32_t t)
         break;
     case TM_APP:
         put(s, "(", 1);
-        put_cstr(s, hl__ctor_name[x->ctor]);
+        put_cstr(s, hl_enc_vocab[x->ctor].name);
         for (uint32_t i = 0; i < x->nargs; i++) {
             put(s, " ", 1);
             put_term(s, b, b->args[x->first + i]);
@@ -431,11 +279,11 @@ static hl_status tsink_let(sink *sk, gkind k, uint32_t i, const tbuf *b, uint32_
     return s->oom ? hl__fail(sk->err, HL_ERR_NOMEM, NULL, "encode: out of memory") : HL_OK;
 }
 
-static hl_status tsink_set(sink *sk, ctor fn, const tbuf *b, uint32_t arg, uint32_t val)
+static hl_status tsink_set(sink *sk, hl_enc_ctor fn, const tbuf *b, uint32_t arg, uint32_t val)
 {
     tsink *s = (tsink *)sk;
     put_cstr(s, "(set (");
-    put_cstr(s, hl__ctor_name[fn]);
+    put_cstr(s, hl_enc_vocab[fn].name);
     put(s, " ", 1);
     put_term(s, b, arg);
     put_cstr(s, ") ");
@@ -449,8 +297,8 @@ static hl_status tsink_set(sink *sk, ctor fn, const tbuf *b, uint32_t arg, uint3
 typedef struct esink {
     sink base;
     eg_engine *e;
-    int table[C_COUNT]; /* table id of every constructor and function */
-    hl_encoding *enc;   /* node_class is filled as nodes are let */
+    int table[HL_ENC_COUNT]; /* table id of every constructor and function */
+    hl_encoding *enc;        /* node_class is filled as nodes are let */
 } esink;
 
 static hl_status eval(esink *s, const tbuf *b, uint32_t t, eg_value *out)
@@ -480,7 +328,7 @@ static hl_status eval(esink *s, const tbuf *b, uint32_t t, eg_value *out)
     eg_error ee;
     if (eg_add_term(s->e, s->table[x->ctor], vals, x->nargs, out, &ee) != 0)
         return hl__fail(s->base.err, HL_ERR_ARG, NULL, "encode: the e-graph rejected a %s term: %s",
-                        hl__ctor_name[x->ctor], ee.msg);
+                        hl_enc_vocab[x->ctor].name, ee.msg);
     return HL_OK;
 }
 
@@ -497,7 +345,7 @@ static hl_status esink_let(sink *sk, gkind k, uint32_t i, const tbuf *b, uint32_
     return HL_OK;
 }
 
-static hl_status esink_set(sink *sk, ctor fn, const tbuf *b, uint32_t arg, uint32_t val)
+static hl_status esink_set(sink *sk, hl_enc_ctor fn, const tbuf *b, uint32_t arg, uint32_t val)
 {
     esink *s = (esink *)sk;
     eg_value a, v;
@@ -507,7 +355,7 @@ static hl_status esink_set(sink *sk, ctor fn, const tbuf *b, uint32_t arg, uint3
     eg_error ee;
     if (eg_set(s->e, s->table[fn], &a, 1, v, &ee) != 0)
         return hl__fail(sk->err, HL_ERR_ARG, NULL,
-                        "encode: the e-graph rejected (set (%s ...)): %s", hl__ctor_name[fn],
+                        "encode: the e-graph rejected (set (%s ...)): %s", hl_enc_vocab[fn].name,
                         ee.msg);
     return HL_OK;
 }
@@ -584,19 +432,19 @@ static hl_status node_term(const hl_graph *g, uint32_t id, tbuf *b, uint32_t *ou
     if (x->op == HL_OP_INPUT) {
         uint32_t k[4] = {tb_i64(b, x->index), tb_str(b, x->name), tb_dtype(b, x->dtype),
                          tb_elist(b, p, x->ndim, x->shape)};
-        *out = tb_app(b, C_INPUT, k);
+        *out = tb_app(b, HL_ENC_INPUT, k);
         return HL_OK;
     }
     if (x->op == HL_OP_OUTPUT) {
         uint32_t k[5] = {tb_ref(b, x->in[0].node), tb_i64(b, x->index), tb_str(b, x->name),
                          tb_elist(b, p, v0->ndim, v0->dims), tb_elist(b, p, v0->ndim, v0->strides)};
-        *out = tb_app(b, C_OUTPUT, k);
+        *out = tb_app(b, HL_ENC_OUTPUT, k);
         return HL_OK;
     }
     hl_view outv;
     hl_status st = hl_view_contiguous(p, x->ndim, x->shape, &outv, err);
     if (st) return st;
-    ctor c = hl__ctor_of_op(x->op);
+    hl_enc_ctor c = hl_enc_of_op(x->op);
     uint32_t k[5], kind;
     switch (x->op) {
     case HL_OP_CONSTANT:
@@ -659,10 +507,10 @@ static hl_status node_term(const hl_graph *g, uint32_t id, tbuf *b, uint32_t *ou
         return hl__fail_node(g, err, HL_ERR_ARG, id, x->op, "encode: unknown op %d", (int)x->op);
     }
     kind = tb_app(b, c, k);
-    uint32_t list = tb_app0(b, C_INIL);
+    uint32_t list = tb_app0(b, HL_ENC_INIL);
     for (uint32_t i = x->n_in; i-- > 0;)
-        list = tb_app2(b, C_ICONS, tb_ref(b, x->in[i].node), list);
-    *out = tb_app2(b, C_OP, kind, list);
+        list = tb_app2(b, HL_ENC_ICONS, tb_ref(b, x->in[i].node), list);
+    *out = tb_app2(b, HL_ENC_OP, kind, list);
     return HL_OK;
 }
 
@@ -690,13 +538,13 @@ static hl_status walk(const hl_graph *g, sink *s, lm_err *err)
         tb_reset(&b);
         uint32_t k[5] = {tb_i64(&b, i), tb_str(&b, name), tb_i64(&b, d->lo), tb_i64(&b, d->hi),
                          tb_i64(&b, d->profile)};
-        uint32_t t = tb_app(&b, C_DIM, k);
-        uint32_t var = tb_app1(&b, C_MVAR, tb_str(&b, name));
+        uint32_t t = tb_app(&b, HL_ENC_DIM, k);
+        uint32_t var = tb_app1(&b, HL_ENC_MVAR, tb_str(&b, name));
         uint32_t lo = tb_i64(&b, d->lo), hi = tb_i64(&b, d->hi);
         if (b.oom) break;
         st = s->let(s, G_DIM, i, &b, t);
-        if (!st) st = s->set(s, C_FN_LOWER, &b, var, lo);
-        if (!st) st = s->set(s, C_FN_UPPER, &b, var, hi);
+        if (!st) st = s->set(s, HL_ENC_FN_LOWER, &b, var, lo);
+        if (!st) st = s->set(s, HL_ENC_FN_UPPER, &b, var, hi);
     }
     if (!st && !b.oom) st = kahn_order(g, order, err);
     for (uint32_t i = 0; i < n && !st && !b.oom; i++) {
@@ -707,13 +555,13 @@ static hl_status walk(const hl_graph *g, sink *s, lm_err *err)
         uint32_t self = tb_ref(&b, id), dt = tb_dtype(&b, hl_graph_node(g, id)->dtype);
         if (b.oom) break;
         st = s->let(s, G_NODE, id, &b, t);
-        if (!st) st = s->set(s, C_FN_DTYPE, &b, self, dt);
+        if (!st) st = s->set(s, HL_ENC_FN_DTYPE, &b, self, dt);
     }
     if (!st && !b.oom) {
         tb_reset(&b);
         uint32_t cur = tb_ref(&b, hl_graph_output(g, nout - 1));
         for (uint32_t i = nout - 1; i-- > 0;)
-            cur = tb_app2(&b, C_OUTPUTJOIN, tb_ref(&b, hl_graph_output(g, i)), cur);
+            cur = tb_app2(&b, HL_ENC_OUTPUTJOIN, tb_ref(&b, hl_graph_output(g, i)), cur);
         if (!b.oom) st = s->let(s, G_ROOT, 0, &b, cur);
     }
     if (!st && b.oom) st = hl__fail(err, HL_ERR_NOMEM, NULL, "encode: out of memory");
@@ -730,22 +578,23 @@ done:
 hl_status hl_encode_declare(eg_engine *e, lm_err *err)
 {
     uint32_t found = 0;
-    for (int c = 0; c < C_COUNT; c++)
-        found += eg_table_lookup(e, hl__ctor_name[c]) >= 0;
+    for (int c = 0; c < HL_ENC_COUNT; c++)
+        found += eg_table_lookup(e, hl_enc_vocab[c].name) >= 0;
     if (found == 0) {
         eg_error ee;
-        if (eg_run_text(e, hl_encode_schema(), "hlir/encode.egg", &ee) != 0 ||
-            eg_run_text(e, hl_encode_dtype_rules(), "hlir/encode_dtype.egg", &ee) != 0)
+        if (eg_run_text(e, hl_encode_schema(), "hlir/encode/encode.egg", &ee) != 0 ||
+            eg_run_text(e, hl_encode_dtype_rules(), "hlir/encode/encode_dtype.egg", &ee) != 0)
             return hl__fail(err, HL_ERR_ARG, NULL, "encode: the schema did not load: %s", ee.msg);
         return HL_OK;
     }
-    for (int c = 0; c < C_COUNT; c++) {
-        int t = eg_table_lookup(e, hl__ctor_name[c]);
-        if (t < 0 || eg_table_arity(e, t) != hl__ctor_arity[c])
+    for (int c = 0; c < HL_ENC_COUNT; c++) {
+        int t = eg_table_lookup(e, hl_enc_vocab[c].name);
+        if (t < 0 || eg_table_arity(e, t) != hl_enc_vocab[c].arity)
             return hl__fail(err, HL_ERR_ARG, NULL,
                             "encode: the engine already declares some of the encoding's names, "
-                            "but %s is %s; load hlir/encode.egg whole or not at all",
-                            hl__ctor_name[c], t < 0 ? "missing" : "declared with another arity");
+                            "but %s is %s; load hlir/encode/encode.egg whole or not at all",
+                            hl_enc_vocab[c].name,
+                            t < 0 ? "missing" : "declared with another arity");
     }
     return HL_OK;
 }
@@ -763,8 +612,8 @@ hl_status hl_graph_encode(const hl_graph *g, eg_engine *e, hl_encoding *out, lm_
     hl_status st = hl_encode_declare(e, err);
     if (st) return st;
     esink s = {.base = {esink_let, esink_set, err}, .e = e, .enc = out};
-    for (int c = 0; c < C_COUNT; c++)
-        s.table[c] = eg_table_lookup(e, hl__ctor_name[c]);
+    for (int c = 0; c < HL_ENC_COUNT; c++)
+        s.table[c] = eg_table_lookup(e, hl_enc_vocab[c].name);
     out->n_nodes = hl_graph_node_count(g);
     out->node_class = hl__zalloc(out->n_nodes, sizeof(eg_value));
     if (!out->node_class) {

@@ -4,6 +4,7 @@
 #define LUMINAL_HL_ENCODE_H
 
 #include "egraph.h"
+#include "hl_expr.h"
 #include "hl_graph.h"
 
 #ifdef __cplusplus
@@ -11,7 +12,7 @@ extern "C" {
 #endif
 
 /* A graph written into an e-graph engine (egraph.h) in Luminal's shape, and read back.
- * Owned by hlir/encode*.c; the sorts are in hlir/encode.egg, the format in
+ * Owned by hlir/encode/; the sorts are in hlir/encode/encode.egg, the format in
  * docs/encoding.md. In short: every node becomes an IR term, (Op <kind> <IList of
  * inputs>) for compute ops with the views it reads through as EList fields, (Input
  * index name dtype shape) and (Output producer index name shape strides) for the ends;
@@ -23,11 +24,166 @@ extern "C" {
  * The encoding functions take the graph as const but may add expressions (contiguous
  * strides) to its hash-consed pool; nodes, views and existing ids never change. */
 
-/* The schema (the text of hlir/encode.egg): datatypes Expression, EList, DType, DimDecl,
- * IR, OpKind, IList and the functions dtype, lower, upper. Static; never NULL. */
+/* ==================================================================================
+ * The vocabulary: every constructor of the encoding, as data
+ * ==================================================================================
+ *
+ * The table hl_enc_info[] states, for every constructor and function of encode.egg, its
+ * name, the sort it builds, its fields in order (each with a name, a sort and a meaning)
+ * and what it stands for in HLIR (the hl_op of an OpKind or IR variant, the
+ * hl_expr_kind of an Expression, the hl_dtype of a DType). The encoder writes terms and
+ * the decoder reads them through this table only, and another module (the LLIR, reading
+ * a serialized e-graph by constructor name) can do the same: find the constructor of a
+ * node with hl_enc_find(op name), then read its children by field position.
+ *
+ * A test parses encode.egg and checks the table against it (names, sorts, arity, field
+ * order), so the two cannot drift apart. */
+
+/* The sorts: the engine's base sorts first, then the schema's datatypes. */
+typedef enum hl_enc_sort {
+    HL_SORT_I64 = 0,
+    HL_SORT_F64,
+    HL_SORT_STRING,
+    HL_SORT_EXPRESSION, /* symbolic integers; strides are expressions in MIter */
+    HL_SORT_ELIST,      /* lists of expressions: shapes and strides */
+    HL_SORT_DTYPE,
+    HL_SORT_DIMDECL, /* a declared dynamic dimension */
+    HL_SORT_IR,      /* a tensor: an op's result, a graph input, an output, the root */
+    HL_SORT_OPKIND,  /* what an Op computes, with the views it reads through */
+    HL_SORT_ILIST,   /* an op's inputs */
+    HL_SORT_COUNT
+} hl_enc_sort;
+
+/* Every constructor and function of the schema, in encode.egg's order (the DTypes in
+ * hl_dtype order). */
+typedef enum hl_enc_ctor {
+    /* Expression */
+    HL_ENC_MNUM = 0,
+    HL_ENC_MFLOAT,
+    HL_ENC_MITER,
+    HL_ENC_MVAR,
+    HL_ENC_MADD,
+    HL_ENC_MSUB,
+    HL_ENC_MMUL,
+    HL_ENC_MCEILDIV,
+    HL_ENC_MDIV,
+    HL_ENC_MMOD,
+    HL_ENC_MMIN,
+    HL_ENC_MMAX,
+    HL_ENC_MAND,
+    HL_ENC_MOR,
+    HL_ENC_MGTE,
+    HL_ENC_MLT,
+    HL_ENC_MFLOORTO,
+    HL_ENC_MREPLACE,
+    /* EList */
+    HL_ENC_ECONS,
+    HL_ENC_ENIL,
+    HL_ENC_MREPLACELIST,
+    HL_ENC_REPLACENTHFROMEND,
+    HL_ENC_REMOVENTHFROMEND,
+    HL_ENC_ROWMAJOR,
+    /* DType, in hl_dtype order */
+    HL_ENC_F32,
+    HL_ENC_F16,
+    HL_ENC_BF16,
+    HL_ENC_INT,
+    HL_ENC_INT64,
+    HL_ENC_BOOL,
+    HL_ENC_F8E4M3,
+    HL_ENC_F8E5M2,
+    /* DimDecl */
+    HL_ENC_DIM,
+    /* IR */
+    HL_ENC_OUTPUTJOIN,
+    HL_ENC_OP,
+    HL_ENC_INPUT,
+    HL_ENC_OUTPUT,
+    /* OpKind */
+    HL_ENC_CONSTANT,
+    HL_ENC_IOTA,
+    HL_ENC_CAST,
+    HL_ENC_EXP2,
+    HL_ENC_LOG2,
+    HL_ENC_SIN,
+    HL_ENC_RECIP,
+    HL_ENC_SQRT,
+    HL_ENC_ADD,
+    HL_ENC_MUL,
+    HL_ENC_MOD,
+    HL_ENC_LESSTHAN,
+    HL_ENC_GATHER,
+    HL_ENC_SCATTER,
+    HL_ENC_SUM,
+    HL_ENC_MAX,
+    /* IList */
+    HL_ENC_ICONS,
+    HL_ENC_INIL,
+    /* functions */
+    HL_ENC_FN_DTYPE,
+    HL_ENC_FN_LOWER,
+    HL_ENC_FN_UPPER,
+    HL_ENC_COUNT
+} hl_enc_ctor;
+
+#define HL_ENC_NONE HL_ENC_COUNT /* "no constructor" */
+#define HL_ENC_MAX_FIELDS 5      /* the most fields a constructor has (Output, Scatter, ...) */
+
+/* What a constructor is for. */
+typedef enum hl_enc_role {
+    HL_ENC_ROLE_TERM = 0,   /* the encoder writes it and the decoder reads it */
+    HL_ENC_ROLE_RULES_ONLY, /* Luminal's rewrite helpers (MReplace, RowMajor, ...): only
+                               rules make them, and the decoder does not read them */
+    HL_ENC_ROLE_FUNCTION,   /* a function (dtype, lower, upper): a table the encoder sets,
+                               not a term; its fields are its arguments, sort its output */
+} hl_enc_role;
+
+typedef struct hl_enc_field {
+    const char *name;    /* "a_strides" */
+    hl_enc_sort sort;    /* HL_SORT_ELIST */
+    const char *meaning; /* "the strides through which the op reads its first input" */
+} hl_enc_field;
+
+typedef struct hl_enc_info {
+    const char *name; /* the constructor's name in the schema, as serialized ("Add") */
+    hl_enc_sort sort; /* the sort it builds (a function: its output) */
+    hl_enc_role role;
+    uint32_t arity; /* number of fields */
+    hl_enc_field fields[HL_ENC_MAX_FIELDS];
+    hl_op op;          /* OpKind, Input, Output: the hl_op it encodes; HL_OP_COUNT else */
+    hl_expr_kind expr; /* Expression: the hl_expr_kind (HL_E_NUM for MNum and MFloat,
+                          HL_E_VAR, HL_E_Z, the binary kinds); HL_E_KIND_COUNT else */
+    hl_dtype dtype;    /* DType: the hl_dtype; HL_DTYPE_COUNT else */
+    const char *meaning;
+} hl_enc_info;
+
+/* The vocabulary, indexed by hl_enc_ctor. Static. */
+extern const hl_enc_info hl_enc_vocab[HL_ENC_COUNT];
+
+/* The constructor named name (as in a serialized e-graph), or HL_ENC_NONE. */
+hl_enc_ctor hl_enc_find(const char *name);
+/* The constructor of op: its OpKind for compute ops, HL_ENC_INPUT and HL_ENC_OUTPUT for
+ * the ends; HL_ENC_NONE for a value outside hl_op. The inverse is hl_enc_vocab[c].op. */
+hl_enc_ctor hl_enc_of_op(hl_op op);
+/* The Expression constructor of kind k (MNum, MVar, MIter and the binary kinds;
+ * HL_E_SUB gives MSub, which the canonical form never holds); HL_ENC_NONE otherwise. */
+hl_enc_ctor hl_enc_of_expr(hl_expr_kind k);
+/* The DType constructor of t, or HL_ENC_NONE. */
+hl_enc_ctor hl_enc_of_dtype(hl_dtype t);
+/* The sort's name in the schema ("Expression", "i64"); "?" outside the enum. */
+const char *hl_enc_sort_name(hl_enc_sort s);
+
+/* ==================================================================================
+ * Encoding and decoding
+ * ================================================================================== */
+
+/* The schema (the text of hlir/encode/encode.egg, embedded at build time): datatypes
+ * Expression, EList, DType, DimDecl, IR, OpKind, IList and the functions dtype, lower,
+ * upper. Static; never NULL. */
 const char *hl_encode_schema(void);
 
-/* The dtype_prop ruleset (the text of hlir/encode_dtype.egg): rules that set (dtype e)
+/* The dtype_prop ruleset (the text of hlir/encode/encode_dtype.egg, embedded at build
+ * time): rules that set (dtype e)
  * of every IR term by HLIR's dtype rule per op, for terms that rewrites add (the encoder
  * sets the dtype of the terms it writes itself). Run (saturate dtype_prop). Static. */
 const char *hl_encode_dtype_rules(void);

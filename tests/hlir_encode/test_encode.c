@@ -38,23 +38,182 @@ static hl_graph *every_op(void)
     return g;
 }
 
-static void file_is(const char *rel, const char *want)
+/* The whole file rel (under the source tree); free() it. */
+static char *source_file(const char *rel)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", LUMINAL_SOURCE_DIR, rel);
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    static char buf[65536];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    ck_assert_msg(strcmp(buf, want) == 0, "%s differs from its copy in hlir/encode_schema.c", rel);
+    lm_err err = {0};
+    char *text = lm_read_file(path, 0, NULL, &err);
+    ck_assert_msg(text != NULL, "%s", err.msg); /* a test that cannot find its data fails */
+    return text;
 }
 
 START_TEST(schema_files_match_the_builtin_texts)
 {
-    file_is("hlir/encode/encode.egg", hl_encode_schema());
-    file_is("hlir/encode/encode_dtype.egg", hl_encode_dtype_rules());
+    char *schema = source_file("hlir/encode/encode.egg");
+    char *rules = source_file("hlir/encode/encode_dtype.egg");
+    ck_assert_msg(strcmp(schema, hl_encode_schema()) == 0,
+                  "hlir/encode/encode.egg differs from the text embedded at build time");
+    ck_assert_msg(strcmp(rules, hl_encode_dtype_rules()) == 0,
+                  "hlir/encode/encode_dtype.egg differs from the text embedded at build time");
+    free(schema);
+    free(rules);
+}
+END_TEST
+
+/* ---- a small reader of encode.egg's declarations, for the vocabulary test ---- */
+
+/* The next token of s at *i: "(", ")" or an atom (comments and spaces skipped); "" at the
+ * end. */
+static void token(const char *s, size_t *i, char *tok, size_t cap)
+{
+    for (;;) {
+        while (s[*i] == ' ' || s[*i] == '\n' || s[*i] == '\t' || s[*i] == '\r')
+            (*i)++;
+        if (s[*i] != ';') break;
+        while (s[*i] && s[*i] != '\n')
+            (*i)++;
+    }
+    size_t k = 0;
+    if (s[*i] == '(' || s[*i] == ')') {
+        tok[k++] = s[(*i)++];
+    } else {
+        while (s[*i] && !strchr(" \n\t\r();", s[*i]) && k + 1 < cap)
+            tok[k++] = s[(*i)++];
+    }
+    tok[k] = 0;
+}
+
+typedef struct decl_row {
+    char name[64], sort[64];
+    char fields[HL_ENC_MAX_FIELDS + 1][64];
+    uint32_t arity;
+    bool function;
+} decl_row;
+
+/* One constructor "(Name Sort...)" (its "(" read) of datatype sort. */
+static void read_ctor(const char *s, size_t *i, const char *sort, decl_row *row)
+{
+    char tok[64];
+    memset(row, 0, sizeof *row);
+    token(s, i, tok, sizeof tok);
+    snprintf(row->name, sizeof row->name, "%s", tok);
+    snprintf(row->sort, sizeof row->sort, "%s", sort);
+    for (token(s, i, tok, sizeof tok); strcmp(tok, ")") != 0; token(s, i, tok, sizeof tok)) {
+        ck_assert_uint_lt(row->arity, HL_ENC_MAX_FIELDS + 1);
+        snprintf(row->fields[row->arity++], sizeof row->fields[0], "%s", tok);
+    }
+}
+
+/* Every constructor and function encode.egg declares, in order. */
+static uint32_t read_schema(const char *s, decl_row *rows, uint32_t cap)
+{
+    size_t i = 0;
+    uint32_t n = 0;
+    char tok[64], sort[64];
+    for (token(s, &i, tok, sizeof tok); tok[0]; token(s, &i, tok, sizeof tok)) {
+        ck_assert_str_eq(tok, "(");
+        token(s, &i, tok, sizeof tok);
+        if (strcmp(tok, "datatype*") == 0 || strcmp(tok, "datatype") == 0) {
+            bool star = tok[8] == '*';
+            for (;;) {
+                if (star) { /* (Sort (Ctor ...) ...) */
+                    token(s, &i, tok, sizeof tok);
+                    if (strcmp(tok, ")") == 0) break;
+                    ck_assert_str_eq(tok, "(");
+                }
+                token(s, &i, sort, sizeof sort);
+                for (token(s, &i, tok, sizeof tok); strcmp(tok, "(") == 0;
+                     token(s, &i, tok, sizeof tok)) {
+                    ck_assert_uint_lt(n, cap);
+                    read_ctor(s, &i, sort, &rows[n++]);
+                }
+                ck_assert_str_eq(tok, ")");
+                if (!star) break;
+            }
+        } else if (strcmp(tok, "function") == 0) { /* (function name (Args) Out ...) */
+            ck_assert_uint_lt(n, cap);
+            decl_row *row = &rows[n++];
+            memset(row, 0, sizeof *row);
+            row->function = true;
+            token(s, &i, row->name, sizeof row->name);
+            token(s, &i, tok, sizeof tok);
+            ck_assert_str_eq(tok, "(");
+            for (token(s, &i, tok, sizeof tok); strcmp(tok, ")") != 0;
+                 token(s, &i, tok, sizeof tok))
+                snprintf(row->fields[row->arity++], sizeof row->fields[0], "%s", tok);
+            token(s, &i, row->sort, sizeof row->sort);
+            for (int depth = 1; depth > 0;) { /* the :merge clause */
+                token(s, &i, tok, sizeof tok);
+                ck_assert_msg(tok[0], "encode.egg ends inside (function %s ...)", row->name);
+                depth += strcmp(tok, "(") == 0 ? 1 : strcmp(tok, ")") == 0 ? -1 : 0;
+            }
+        } else {
+            ck_abort_msg("encode.egg: unexpected top-level form (%s ...)", tok);
+        }
+    }
+    return n;
+}
+
+/* The vocabulary in hl_encode.h is encode.egg, row for row: the same constructors in the
+ * same order, the same sorts, the same fields in the same order with the same sorts. */
+START_TEST(vocabulary_matches_the_schema)
+{
+    char *text = source_file("hlir/encode/encode.egg");
+    decl_row rows[HL_ENC_COUNT + 8];
+    uint32_t n = read_schema(text, rows, HL_ENC_COUNT + 8);
+    ck_assert_uint_eq(n, HL_ENC_COUNT);
+    for (uint32_t c = 0; c < n; c++) {
+        const hl_enc_info *v = &hl_enc_vocab[c];
+        ck_assert_str_eq(v->name, rows[c].name);
+        ck_assert_msg(strcmp(hl_enc_sort_name(v->sort), rows[c].sort) == 0, "%s: sort %s, not %s",
+                      v->name, hl_enc_sort_name(v->sort), rows[c].sort);
+        ck_assert_msg(v->arity == rows[c].arity, "%s: %u fields, encode.egg has %u", v->name,
+                      v->arity, rows[c].arity);
+        ck_assert_int_eq(v->role == HL_ENC_ROLE_FUNCTION, rows[c].function);
+        for (uint32_t k = 0; k < v->arity; k++) {
+            ck_assert_msg(strcmp(hl_enc_sort_name(v->fields[k].sort), rows[c].fields[k]) == 0,
+                          "%s field %u (%s): %s, not %s", v->name, k, v->fields[k].name,
+                          hl_enc_sort_name(v->fields[k].sort), rows[c].fields[k]);
+            ck_assert_ptr_nonnull(v->fields[k].name);
+            ck_assert_ptr_nonnull(v->fields[k].meaning);
+        }
+        ck_assert_ptr_nonnull(v->meaning);
+        ck_assert_int_eq(hl_enc_find(v->name), (int)c);
+    }
+    ck_assert_int_eq(hl_enc_find("Nope"), HL_ENC_NONE);
+    free(text);
+}
+END_TEST
+
+/* hl_op <-> OpKind (and Input, Output), hl_expr_kind <-> Expression, hl_dtype <-> DType:
+ * each mapping and its inverse agree. */
+START_TEST(vocabulary_maps_ops_kinds_and_dtypes_both_ways)
+{
+    for (int op = 0; op < HL_OP_COUNT; op++) {
+        hl_enc_ctor c = hl_enc_of_op((hl_op)op);
+        ck_assert_msg(c != HL_ENC_NONE, "%s has no constructor", hl_op_name((hl_op)op));
+        ck_assert_int_eq(hl_enc_vocab[c].op, op);
+        hl_enc_sort want = op == HL_OP_INPUT || op == HL_OP_OUTPUT ? HL_SORT_IR : HL_SORT_OPKIND;
+        ck_assert_int_eq(hl_enc_vocab[c].sort, want);
+    }
+    ck_assert_int_eq(hl_enc_vocab[HL_ENC_SUM].op, HL_OP_SUM_REDUCE);
+    ck_assert_int_eq(hl_enc_vocab[HL_ENC_MAX].op, HL_OP_MAX_REDUCE);
+    for (int k = 0; k < HL_E_KIND_COUNT; k++) {
+        hl_enc_ctor c = hl_enc_of_expr((hl_expr_kind)k);
+        ck_assert_msg(c != HL_ENC_NONE, "expression kind %d has no constructor", k);
+        ck_assert_int_eq(hl_enc_vocab[c].expr, k);
+        ck_assert_int_eq(hl_enc_vocab[c].sort, HL_SORT_EXPRESSION);
+    }
+    for (int t = 0; t < HL_DTYPE_COUNT; t++) {
+        hl_enc_ctor c = hl_enc_of_dtype((hl_dtype)t);
+        ck_assert_int_eq(hl_enc_vocab[c].dtype, t);
+        ck_assert_int_eq(hl_enc_vocab[c].sort, HL_SORT_DTYPE);
+    }
+    ck_assert_str_eq(hl_enc_vocab[HL_ENC_ADD].fields[1].name, "a_strides");
+    ck_assert_str_eq(hl_enc_vocab[HL_ENC_ADD].fields[3].name, "out_strides");
+    ck_assert_int_eq(hl_enc_vocab[HL_ENC_ROWMAJOR].role, HL_ENC_ROLE_RULES_ONLY);
 }
 END_TEST
 
@@ -419,6 +578,8 @@ int main(void)
     TCase *tc = tcase_create("encode");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, schema_files_match_the_builtin_texts);
+    tcase_add_test(tc, vocabulary_matches_the_schema);
+    tcase_add_test(tc, vocabulary_maps_ops_kinds_and_dtypes_both_ways);
     tcase_add_test(tc, dtype_rules_derive_the_dtypes_the_encoder_writes);
     tcase_add_test(tc, declare_loads_the_schema_once);
     tcase_add_test(tc, declare_rejects_an_engine_with_other_meanings_for_the_names);
