@@ -6,10 +6,10 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* open_memstream */
 #endif
+#include "hl_fixtures.h"
 #include "hlir.h"
 
 #include <check.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,31 +80,21 @@ static inline char *te_json(const hl_graph *g)
     return j;
 }
 
-static int te_name_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The paths of the example graphs (examples/graphs, *.json) in name order (malloc'd strings); the
- * count. */
+/* The paths of the example graphs (examples/graphs, *.json) in name order (malloc'd
+ * strings); the count. Fails the test when the folder cannot be read or holds another
+ * number of graphs than examples/graphs/README.md lists. */
 static inline int te_examples(char **paths)
 {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/examples/graphs", LUMINAL_SOURCE_DIR);
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL && n < TE_MAX_EXAMPLES) {
-        size_t len = strlen(de->d_name);
-        if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0) continue;
-        char *p = malloc(strlen(dir) + len + 2);
-        sprintf(p, "%s/%s", dir, de->d_name);
-        paths[n++] = p;
-    }
-    closedir(d);
-    qsort(paths, (size_t)n, sizeof(char *), te_name_cmp);
-    return n;
+    size_t n, want = hl_fixture_examples_expected(LUMINAL_SOURCE_DIR);
+    char **list = hl_fixture_examples(LUMINAL_SOURCE_DIR, &n);
+    ck_assert_msg(list != NULL, "cannot read %s/examples/graphs", LUMINAL_SOURCE_DIR);
+    ck_assert_msg(want > 0 && n == want,
+                  "found %zu example graphs; examples/graphs/README.md lists %zu", n, want);
+    ck_assert_uint_le(n, TE_MAX_EXAMPLES);
+    for (size_t i = 0; i < n; i++)
+        paths[i] = list[i];
+    free(list); /* the strings now belong to paths */
+    return (int)n;
 }
 
 static inline hl_graph *te_load(const char *path)

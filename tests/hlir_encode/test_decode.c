@@ -33,23 +33,8 @@ static void expect_same_json(const hl_graph *a, const hl_graph *b, const char *w
  * the last axis, so the canonical JSON is identical. */
 START_TEST(a_builder_graph_reads_back_exactly)
 {
-    hl_graph *g = hl_graph_new();
-    hl_expr n = hl_graph_dim(g, "n", 1, 64, 4);
-    hl_expr d[2] = {n, hl_n(g, 3)};
-    hl_t x = hl_input(g, "x", HL_F32, 2, d);
-    hl_t y = hl_input(g, "y", HL_F32, 2, d);
-    hl_t a = hl_exp2(g, hl_log2(g, hl_sqrt(g, hl_recip(g, hl_sin(g, x)))));
-    hl_t b = hl_add(g, hl_mul(g, a, y), hl_mod(g, x, y));
-    hl_t m = hl_cast(g, hl_lt(g, b, x), HL_F32);
-    hl_t t = hl_transpose(g, hl_add(g, m, hl_full(g, 0.5f, HL_F32, 2, d)), 0, 1);
-    hl_t s = hl_sum_reduce(g, hl_contiguous(g, t), 1);
-    hl_t mx = hl_max_reduce(g, t, 1);
-    hl_expr_pool *p = hl_graph_exprs(g);
-    hl_t ga = hl_gather(g, hl_iota(g, hl_e_mod(p, hl_e_z(p), hl_n(g, 3)), hl_n(g, 5)), mx);
-    hl_t sc = hl_scatter(g, s, hl_iota(g, hl_e_z(p), hl_n(g, 2)),
-                         hl_slice(g, ga, 0, hl_n(g, 0), hl_n(g, 2)));
-    hl_output(g, "sc", sc);
-    hl_output(g, "b", hl_cast(g, b, HL_BF16));
+    hl_graph *g = hl_fixture_every_op(); /* tests/common/hl_fixtures.c */
+    ck_assert_ptr_nonnull(g);
     ck_assert_msg(hl_graph_error(g)->code == HL_OK, "%s", hl_graph_error(g)->msg);
     hl_graph *back = te_roundtrip(g);
     expect_same_json(g, back, "every primitive");

@@ -3,6 +3,8 @@
  * plus truncations and byte flips of every example. */
 #include "tj.h"
 
+#include <dirent.h>
+
 /* A document from its four parts (dims may be NULL). free() the result. */
 static char *doc(const char *dims, const char *inputs, const char *nodes, const char *outputs)
 {

@@ -4,10 +4,10 @@
 #ifndef LUMINAL_TESTS_HLIR_JSON_TJ_H
 #define LUMINAL_TESTS_HLIR_JSON_TJ_H
 
+#include "hl_fixtures.h"
 #include "hlir.h"
 
 #include <check.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,29 +31,21 @@ static inline char *tj_slurp(const char *path, size_t *len)
     return buf;
 }
 
-static int tj_cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The example graphs' file names (*.json), sorted; *n their count. Free with tj_free_list. */
+/* The example graphs' file names (*.json), sorted; *n their count. Fails the test when the
+ * folder cannot be read or holds another number of graphs than
+ * examples/graphs/README.md lists. Free with tj_free_list. */
 static inline char **tj_examples(size_t *n)
 {
-    DIR *d = opendir(TJ_EXAMPLES);
-    ck_assert_msg(d != NULL, "cannot open %s", TJ_EXAMPLES);
-    size_t cap = 32, k = 0;
-    char **names = malloc(cap * sizeof *names);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0) continue;
-        if (k == cap) names = realloc(names, (cap *= 2) * sizeof *names);
-        names[k++] = strdup(e->d_name);
+    size_t want = hl_fixture_examples_expected(LUMINAL_SOURCE_DIR);
+    char **paths = hl_fixture_examples(LUMINAL_SOURCE_DIR, n);
+    ck_assert_msg(paths != NULL, "cannot open %s", TJ_EXAMPLES);
+    ck_assert_msg(want > 0 && *n == want,
+                  "found %zu example graphs; examples/graphs/README.md lists %zu", *n, want);
+    for (size_t i = 0; i < *n; i++) { /* keep the file names */
+        const char *base = strrchr(paths[i], '/') + 1;
+        memmove(paths[i], base, strlen(base) + 1);
     }
-    closedir(d);
-    qsort(names, k, sizeof *names, tj_cmp_names);
-    *n = k;
-    return names;
+    return paths;
 }
 
 static inline void tj_free_list(char **names, size_t n)
