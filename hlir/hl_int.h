@@ -52,6 +52,10 @@ char *hl__strdup(const char *s);
  * -1 disables. hl__mem_fail_fired tells whether the failure has happened. */
 void hl__mem_fail_after(long n);
 bool hl__mem_fail_fired(void);
+/* Tests only: how many allocations this thread asked the door for since the last
+ * hl__mem_stats_reset, and the largest in bytes (either pointer may be NULL). */
+void hl__mem_stats_reset(void);
+void hl__mem_stats(uint64_t *calls, size_t *largest);
 
 /* Grows *arr (elements of size) so it holds at least need elements; *cap is updated.
  * Returns 0, or -1 on failure with *arr and *cap untouched. */

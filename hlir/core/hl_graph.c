@@ -148,9 +148,7 @@ const hl_origin *hl_graph_node_origin(const hl_graph *g, uint32_t id)
     return o < g->n_origins ? &g->origins[o] : NULL;
 }
 
-/* Whether the user's op is the primitive itself ("add" for Add, "sum_reduce" for
- * SumReduce): letters compared without case, underscores skipped. */
-static bool same_op(const char *user, hl_op op)
+bool hl__same_op(const char *user, hl_op op)
 {
     const char *p = hl_op_name(op);
     for (;;) {
@@ -177,7 +175,7 @@ hl_status hl__fail_node(const hl_graph *g, lm_err *err, int code, uint32_t id, h
         loc.node = org->name;
         loc.line = org->line;
         loc.col = org->col;
-        if (same_op(org->op, op))
+        if (hl__same_op(org->op, op))
             snprintf(what, sizeof what, "%.64s", org->op);
         else
             snprintf(what, sizeof what, "%.64s (lowered to %s)", org->op, hl_op_name(op));

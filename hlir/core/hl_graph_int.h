@@ -12,6 +12,9 @@ hl_status hl__graph_fail(hl_graph *g, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* Whether the user's op is the primitive itself ("add" for Add, "sum_reduce" for
+ * SumReduce): letters compared without case, underscores skipped. */
+bool hl__same_op(const char *user, hl_op op);
 /* The builder's error message without its location prefix ("" while there is none), for
  * readers that raise it again with their own location (the JSON reader). */
 const char *hl__graph_error_reason(const hl_graph *g);

@@ -1,4 +1,6 @@
-/* hl_mem.c - the hlir module's one allocation door (see hl_int.h). */
+/* hl_mem.c - the hlir module's one allocation door (see hl_int.h): every block comes
+ * from here, sizes are checked for overflow, requests are counted, and tests can make
+ * the n-th allocation fail. */
 #include "hl_int.h"
 
 #include <stdint.h>
@@ -8,6 +10,29 @@
  * (the default) disables it. This is the module's only mutable global. */
 static _Thread_local long fail_countdown = -1;
 static _Thread_local bool fail_fired = false;
+/* What the door has been asked for since hl__mem_stats_reset (hl__mem_stats). */
+static _Thread_local uint64_t stat_calls = 0;
+static _Thread_local size_t stat_largest = 0;
+
+void hl__mem_stats_reset(void)
+{
+    stat_calls = 0;
+    stat_largest = 0;
+}
+
+void hl__mem_stats(uint64_t *calls, size_t *largest)
+{
+    if (calls) *calls = stat_calls;
+    if (largest) *largest = stat_largest;
+}
+
+/* Counts a request of n * size bytes (saturated). */
+static void count(size_t n, size_t size)
+{
+    size_t bytes = size && n > SIZE_MAX / size ? SIZE_MAX : n * size;
+    stat_calls++;
+    if (bytes > stat_largest) stat_largest = bytes;
+}
 
 void hl__mem_fail_after(long n)
 {
@@ -30,6 +55,7 @@ static bool inject(void)
 
 void *hl__alloc(size_t n, size_t size)
 {
+    count(n, size);
     if (inject()) return NULL;
     if (size && n > SIZE_MAX / size) return NULL;
     size_t bytes = n * size;
@@ -38,6 +64,7 @@ void *hl__alloc(size_t n, size_t size)
 
 void *hl__zalloc(size_t n, size_t size)
 {
+    count(n, size);
     if (inject()) return NULL;
     if (size && n > SIZE_MAX / size) return NULL;
     return calloc(n ? n : 1, size ? size : 1);
@@ -45,6 +72,7 @@ void *hl__zalloc(size_t n, size_t size)
 
 void *hl__realloc(void *p, size_t n, size_t size)
 {
+    count(n, size);
     if (inject()) return NULL;
     if (size && n > SIZE_MAX / size) return NULL;
     size_t bytes = n * size;

@@ -221,7 +221,7 @@ hl_status hl__ref_exec_node(hl__run *r, uint32_t id)
     }
     case HL_OP_SUM_REDUCE:
     case HL_OP_MAX_REDUCE: {
-        /* hl__walk the view with the reduced dim held at 0, then hl__run along it */
+        /* walk the view with the reduced dim held at 0, then run along it */
         hl__cview outer = cv[0];
         uint32_t ax = nd->axis;
         int64_t len = cv[0].dims[ax];

@@ -1,6 +1,6 @@
 /* hl_ref_fused.c - the reference runtime's fast paths that must not change a bit: a Mul read
  * only by a reduce runs inside it (no materialised [m, n, k] product), in batches of rows
- * sharing b; column reductions hl__run row by row. Each output element still receives its
+ * sharing b; column reductions run row by row. Each output element still receives its
  * terms in index order, rounded exactly as the separate nodes would round them; tests
  * compare against the separate nodes bit for bit. */
 #include "ref/hl_ref_int.h"

@@ -11,6 +11,7 @@
 #define LUMINAL_RT_INT_H
 
 #include "core/hl_expr_int.h"
+#include "core/hl_graph_int.h"
 #include "hl_ref.h"
 
 #include <inttypes.h>
@@ -174,7 +175,7 @@ static inline float hl__bf16_round_fast(float x)
     return f;
 }
 
-/* Row-major hl__walk over a cview: pos is the buffer position of the current element. */
+/* Row-major walk over a cview: pos is the buffer position of the current element. */
 typedef struct hl__walk {
     const hl__cview *c;
     int64_t coord[HL_MAX_DIMS];

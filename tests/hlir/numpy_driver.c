@@ -83,7 +83,7 @@ static void emit(const char *name, hl_graph *g)
         snprintf(file, sizeof file, "%s_in%u.bin", name, i);
         json_array_append_new(jin, write_tensor(file, &in[i]));
     }
-    if (hl_run(g, NULL, in, out, &err)) {
+    if (hl_run(g, NULL, in, out, NULL, &err)) {
         fprintf(stderr, "case %s: run: %s\n", name, err.msg);
         exit(1);
     }

@@ -37,7 +37,7 @@ static hl_status scenario(float *out)
             hl_tensor_set(&in[1], i, (double)((i * 5) % 16) / 9 - 0.8);
         }
         int64_t sv = 4;
-        st = hl_run(g, &sv, in, res, &err);
+        st = hl_run(g, &sv, in, res, NULL, &err);
         if (st && st != HL_ERR_NOMEM) fprintf(stderr, "run: %s\n", err.msg);
         if (!st) {
             ck_assert_uint_eq(res[0].numel, 8 * 4);

@@ -317,7 +317,7 @@ START_TEST(wrong_input_shape_is_an_error_naming_the_input)
     hl_tensor in[1] = {th_tensor(HL_F32, 2, d, NULL)}, out[1];
     lm_err err;
     lm_err_clear(&err);
-    ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_SHAPE);
+    ck_assert_int_eq(hl_run(G, NULL, in, out, NULL, &err), HL_ERR_SHAPE);
     ck_assert_ptr_nonnull(strstr(err.msg, "'x'"));
     ck_assert_ptr_nonnull(strstr(err.msg, "[2, 3]"));
     ck_assert_ptr_null(out[0].data);
@@ -333,7 +333,7 @@ START_TEST(wrong_input_dtype_is_an_error)
     hl_tensor in[1] = {th_tensor(HL_F16, 1, d, NULL)}, out[1];
     lm_err err;
     lm_err_clear(&err);
-    ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_SHAPE);
+    ck_assert_int_eq(hl_run(G, NULL, in, out, NULL, &err), HL_ERR_SHAPE);
     ck_assert_ptr_nonnull(strstr(err.msg, "f16"));
     hl_tensor_fini(&in[0]);
 }
@@ -348,7 +348,7 @@ START_TEST(dim_outside_its_range_is_an_error)
     hl_tensor in[1] = {th_tensor(HL_F32, 1, d, NULL)}, out[1];
     lm_err err;
     lm_err_clear(&err);
-    ck_assert_int_eq(hl_run(G, &bad, in, out, &err), HL_ERR_DIM);
+    ck_assert_int_eq(hl_run(G, &bad, in, out, NULL, &err), HL_ERR_DIM);
     ck_assert_ptr_nonnull(strstr(err.msg, "'seq'"));
     hl_tensor_fini(&in[0]);
 }
@@ -364,7 +364,7 @@ START_TEST(gather_index_out_of_range_is_an_error_naming_the_node)
     hl_tensor in[2] = {th_tensor(HL_F32, 1, d3, NULL), th_tensor(HL_INT, 1, d2, iv)}, out[1];
     lm_err err;
     lm_err_clear(&err);
-    ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_RUNTIME);
+    ck_assert_int_eq(hl_run(G, NULL, in, out, NULL, &err), HL_ERR_RUNTIME);
     ck_assert_uint_eq(err.node_id, y.node);
     ck_assert_ptr_nonnull(strstr(err.msg, "index 3"));
     th_free(in, 2);
@@ -380,7 +380,7 @@ START_TEST(int_mod_by_zero_is_an_error)
     hl_tensor in[2] = {th_tensor(HL_INT, 1, d, av), th_tensor(HL_INT, 1, d, bv)}, out[1];
     lm_err err;
     lm_err_clear(&err);
-    ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_RUNTIME);
+    ck_assert_int_eq(hl_run(G, NULL, in, out, NULL, &err), HL_ERR_RUNTIME);
     ck_assert_ptr_nonnull(strstr(err.msg, "modulo by zero"));
     th_free(in, 2);
 }
@@ -406,7 +406,7 @@ START_TEST(view_reaching_outside_its_producer_is_an_error)
     hl_tensor in[1] = {th_tensor(HL_F32, 1, d, NULL)}, out[1];
     lm_err err;
     lm_err_clear(&err);
-    ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_RUNTIME);
+    ck_assert_int_eq(hl_run(G, NULL, in, out, NULL, &err), HL_ERR_RUNTIME);
     ck_assert_uint_eq(err.node_id, id);
     ck_assert_ptr_nonnull(strstr(err.msg, "positions 0..6"));
     hl_tensor_fini(&in[0]);
@@ -464,12 +464,12 @@ START_TEST(missing_input_or_output_arrays_are_an_error)
     hl_tensor out[1];
     lm_err err;
     lm_err_clear(&err);
-    ck_assert_int_eq(hl_run(G, NULL, NULL, out, &err), HL_ERR_ARG);
+    ck_assert_int_eq(hl_run(G, NULL, NULL, out, NULL, &err), HL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "1 inputs"));
     int64_t d[1] = {2};
     hl_tensor in[1] = {th_tensor(HL_F32, 1, d, NULL)};
     lm_err_clear(&err);
-    ck_assert_int_eq(hl_run(G, NULL, in, NULL, &err), HL_ERR_ARG);
+    ck_assert_int_eq(hl_run(G, NULL, in, NULL, NULL, &err), HL_ERR_ARG);
     hl_tensor_fini(&in[0]);
 }
 END_TEST

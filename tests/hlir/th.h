@@ -30,7 +30,7 @@ static inline void th_run(const hl_graph *g, const int64_t *dims, const hl_tenso
 {
     lm_err err;
     lm_err_clear(&err);
-    hl_status st = hl_run(g, dims, in, out, &err);
+    hl_status st = hl_run(g, dims, in, out, NULL, &err);
     ck_assert_msg(st == HL_OK, "run failed: %s", err.msg);
 }
 

@@ -93,9 +93,9 @@ static void expect_same_results(const hl_graph *g, const hl_graph *d, uint64_t s
     te_inputs(g, seed, dims, in);
     lm_err err;
     lm_err_clear(&err);
-    ck_assert_msg(hl_run(g, dims, in, og, &err) == HL_OK, "seed %llu: %s", (unsigned long long)seed,
+    ck_assert_msg(hl_run(g, dims, in, og, NULL, &err) == HL_OK, "seed %llu: %s", (unsigned long long)seed,
                   err.msg);
-    ck_assert_msg(hl_run(d, dims, in, od, &err) == HL_OK, "seed %llu decoded: %s",
+    ck_assert_msg(hl_run(d, dims, in, od, NULL, &err) == HL_OK, "seed %llu decoded: %s",
                   (unsigned long long)seed, err.msg);
     for (uint32_t k = 0; k < hl_graph_output_count(g); k++) {
         ck_assert_int_eq(og[k].dtype, od[k].dtype);

@@ -68,7 +68,7 @@ static void try_run(const hl_graph *g)
             d[k] = eval_min(g, n->shape[k], &ok);
         if (ok && hl_tensor_init(&in[i], n->dtype, n->ndim, d, &e) != HL_OK) ok = false;
     }
-    if (ok && hl_run(g, dims, in, out, &e) == HL_OK)
+    if (ok && hl_run(g, dims, in, out, NULL, &e) == HL_OK)
         for (uint32_t i = 0; i < no; i++)
             hl_tensor_fini(&out[i]);
     else if (ok && !e.msg[0])

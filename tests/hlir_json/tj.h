@@ -184,7 +184,7 @@ static inline hl_tensor *tj_run(const hl_graph *g, const int64_t *vals, const hl
     hl_tensor *out = calloc(n ? n : 1, sizeof *out);
     lm_err err;
     lm_err_clear(&err);
-    ck_assert_msg(hl_run(g, vals, in, out, &err) == HL_OK, "run failed: %s", err.msg);
+    ck_assert_msg(hl_run(g, vals, in, out, NULL, &err) == HL_OK, "run failed: %s", err.msg);
     return out;
 }
 

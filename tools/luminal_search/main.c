@@ -34,6 +34,9 @@ static const char USAGE[] =
     "                   [-1, 1), int and i64 in [0, 4), bool 0 or 1\n"
     "  --dim NAME=V     value of dynamic dim NAME for --reference (default: its profile\n"
     "                   value); may be repeated\n"
+    "  --mem-limit B    for --reference: refuse, before allocating, a run that would hold\n"
+    "                   more than B bytes at once (K, M, G suffixes; default: this\n"
+    "                   machine's memory)\n"
     "  --json           machine-readable output\n"
     "  --quiet          nothing on stderr but errors\n"
     "  --help           this text\n"
@@ -201,6 +204,10 @@ static int parse_args(int argc, char **argv, ls_opts *o)
             if (!next || parse_u64(next, &o->seed) != 0)
                 return usage_error("%s needs a non-negative integer", a);
             i++;
+        } else if (strcmp(a, "--mem-limit") == 0) {
+            if (!next || !lm_parse_bytes(next, &o->mem_limit) || o->mem_limit == 0)
+                return usage_error("%s needs a byte count > 0 (e.g. 8G, 512M, 1048576)", a);
+            i++;
         } else if (strcmp(a, "--dim") == 0) {
             if (!next || parse_dim(next, o) != 0)
                 return usage_error("%s needs NAME=VALUE with a non-negative integer value (at most "
@@ -217,6 +224,8 @@ static int parse_args(int argc, char **argv, ls_opts *o)
     }
     if (!o->graph) return usage_error("%s", "--graph FILE is required");
     if (o->n_dims && !o->reference) return usage_error("%s", "--dim only applies to --reference");
+    if (o->mem_limit && !o->reference)
+        return usage_error("%s", "--mem-limit only applies to --reference");
     return -1;
 }
 

@@ -116,6 +116,12 @@ int ls_reference(const hl_graph *g, const ls_opts *o)
         goto done;
     }
     if (dim_values(g, o, vals) != 0) goto done;
+    /* refuse a run the machine cannot hold before allocating its inputs */
+    hl_run_opts ro = {.mem_limit = o->mem_limit};
+    if (hl_run_check_memory(g, vals, &ro, NULL, &e) != HL_OK) {
+        fprintf(stderr, "luminal_search: --reference: %s\n", e.msg);
+        goto done;
+    }
     hl_env env = {vals, NULL, 0};
     /* The env is indexed by pool variable; build it in that order. */
     const hl_expr_pool *p = hl_graph_exprs_c(g);
@@ -156,7 +162,7 @@ int ls_reference(const hl_graph *g, const ls_opts *o)
     if (!o->quiet && isatty(2))
         fprintf(stderr, "luminal_search: running the reference runtime (%u nodes)...\n",
                 hl_graph_node_count(g));
-    if (hl_run(g, vals, ins, outs, &e) != HL_OK) {
+    if (hl_run(g, vals, ins, outs, &ro, &e) != HL_OK) {
         fprintf(stderr, "luminal_search: --reference: %s\n", e.msg);
         goto done;
     }
