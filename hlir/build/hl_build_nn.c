@@ -311,6 +311,15 @@ hl_t hl_mean(hl_graph *g, hl_t x, uint32_t naxes, const int *axes, bool keepdim)
     } else { /* a dynamic count: computed at run time from the dims */
         inv = hl_recip(g, hl_cast(g, hl_iota(g, count, hl_n(g, 1)), HL_F32));
         if (x.dtype != HL_F32) inv = hl_cast(g, inv, x.dtype);
+        /* the Iota is [1]; read it as the scalar it stands for, or it would broadcast a
+           sum over every axis (a scalar) to [1] */
+        if (inv.node != HL_NONE) {
+            hl_status st = hl_view_squeeze(p, &inv.view, 0, &inv.view, hl__graph_scratch(g));
+            if (st) {
+                hl__graph_raise_scratch(g, st, "mean");
+                inv = hl__bad();
+            }
+        }
     }
     return hl__finish(g, m, hl_mul(g, s, inv));
 }
