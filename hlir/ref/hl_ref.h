@@ -15,8 +15,12 @@ extern "C" {
  *
  * Executes a graph on the CPU. Arithmetic is f32 for float dtypes (each node's result
  * rounded to its dtype's storage, as on the GPU), int32 (wrapping) for Int, int64 for
- * I64. Nodes run in id order; reductions add in index order, so results are bit-for-bit
- * deterministic.
+ * I64. Nodes run in id order; reductions add in index order in f32 and round once, so
+ * results are bit-for-bit deterministic. A Mul whose only reader is a SumReduce reading
+ * it whole (a matmul, a dot product, a norm's sum of squares) is a dot product: exact
+ * products (f32 holds a product of two bf16 or f16 values exactly) added in f32, as
+ * PyTorch and cuBLASLt compute it, and only the sum is rounded. docs/hlir.md
+ * ("Precision") gives every rule.
  */
 
 /* A tensor: dtype, dims and a contiguous buffer of elements in the dtype's storage

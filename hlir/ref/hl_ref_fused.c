@@ -1,15 +1,23 @@
-/* hl_ref_fused.c - the reference runtime's fast paths that must not change a bit: a Mul read
- * only by a reduce runs inside it (no materialised [m, n, k] product), in batches of rows
- * sharing b; column reductions run row by row. Each output element still receives its
- * terms in index order, rounded exactly as the separate nodes would round them; tests
- * compare against the separate nodes bit for bit. */
+/* hl_ref_fused.c - a Mul read only by a reduce runs inside it, and column reductions run
+ * row by row.
+ *
+ * A Mul whose one reader is a SumReduce reading it whole, in order (a matmul's [m, n, k]
+ * product, a dot product, a norm's sum of squares) is not a node of its own: it is a dot
+ * product, computed as PyTorch, cuBLASLt and the same graph with f32 casts compute it.
+ * Each product is exact (f32 holds the product of two bf16, f16 or FP8 values exactly;
+ * of two f32 values it is the f32 product), the products are added in f32 in index
+ * order, and only the sum is rounded to the dtype. A MaxReduce of a Mul takes the max of
+ * the products rounded to the dtype, as the separate nodes would (rounding is monotonic,
+ * so that is also the rounded max of the exact products). The [m, n, k] product is never
+ * materialised; rows are computed in batches sharing b. Each output element receives its
+ * terms in index order, so the layout changes no bit (tests compare the paths). */
 #include "ref/hl_ref_int.h"
 
 /* Rows in a batch of the matmul layout (see exec_fused). */
 enum { MM_ROWS = 8 };
 
-/* acc[q][j] = sum over k of a[bas[q] + along_a[k] + ta0] * b[bb + along_b[k] + tb0 + j],
- * each product rounded to dt (F32 or BF16) as the Mul would store it, k in order. */
+/* acc[q][j] = sum over k of a[bas[q] + along_a[k] + ta0] * b[bb + along_b[k] + tb0 + j]
+ * in f32, k in order; each product exact (dt is F32 or BF16). */
 static void mm_rows(const void *a, const void *b, hl_dtype dt, const int64_t *bas, size_t cnt,
                     int64_t bb, const int64_t *along_a, const int64_t *along_b, int64_t len,
                     int64_t ta0, int64_t tb0, int64_t n, float *acc)
@@ -31,7 +39,7 @@ static void mm_rows(const void *a, const void *b, hl_dtype dt, const int64_t *ba
                 const float x = hl__bf16_dec(((const uint16_t *)a)[bas[q] + along_a[k] + ta0]);
                 float *aq = acc + q * (size_t)n;
                 for (int64_t j = 0; j < n; j++)
-                    aq[j] += hl__bf16_round_fast(x * hl__bf16_dec(rb[j]));
+                    aq[j] += x * hl__bf16_dec(rb[j]);
             }
         }
     }
@@ -55,17 +63,15 @@ static void mm_rows_packed(const void *a, hl_dtype dt, const int64_t *bas, size_
             } else {
                 const float x = hl__bf16_dec(((const uint16_t *)a)[bas[q] + along_a[k] + ta0]);
                 for (int64_t j = 0; j < n; j++)
-                    aq[j] += hl__bf16_round_fast(x * rb[j]);
+                    aq[j] += x * rb[j];
             }
         }
     }
 }
 
 /* A SumReduce / MaxReduce reading a Mul that nothing else reads, through a contiguous
- * view of the Mul's own shape, runs as one loop: each product is rounded to the Mul's
- * dtype exactly as the separate Mul would store it, then accumulated in the same order.
- * The result is bit-identical to running the two nodes apart, without materialising the
- * product (a matmul's [m, n, k] broadcast product). */
+ * view of the Mul's own shape, runs as one loop (see the top of the file for the
+ * arithmetic: a sum of exact products in f32, a max of rounded products). */
 hl_status hl__ref_exec_fused(hl__run *r, uint32_t id, uint32_t mul)
 {
     const hl_node *nd = hl_graph_node(r->g, id);
@@ -122,7 +128,8 @@ hl_status hl__ref_exec_fused(hl__run *r, uint32_t id, uint32_t mul)
     hl__walk_init(&wb, &ob);
     /* With a constant along the row but b in another layout (a transposed b, as in
        q k^T), b is packed once per distinct b base into packed[k][j] (decoded to f32,
-       exact) and the same batched kernel runs on the packed copy. */
+       exact) and the same batched kernel runs on the packed copy. f16 and FP8 take the
+       general loop below, which computes the same sums. */
     bool batched = !ints && isum && ta_const && (dt == HL_F32 || dt == HL_BF16);
     float *packed = NULL;
     int64_t packed_bb = 0;
@@ -210,8 +217,7 @@ hl_status hl__ref_exec_fused(hl__run *r, uint32_t id, uint32_t mul)
             for (int64_t k = 0; k < len; k++) {
                 const uint16_t *ra = pa + ba + along_a[k], *rb = pb + bb + along_b[k];
                 for (int64_t j = 0; j < n; j++)
-                    facc[j] += hl__bf16_dec(
-                        hl__bf16_enc(hl__bf16_dec(ra[ta[j]]) * hl__bf16_dec(rb[tb[j]])));
+                    facc[j] += hl__bf16_dec(ra[ta[j]]) * hl__bf16_dec(rb[tb[j]]);
             }
         } else {
             for (int64_t k = 0; k < len; k++) {
@@ -219,7 +225,7 @@ hl_status hl__ref_exec_fused(hl__run *r, uint32_t id, uint32_t mul)
                 for (int64_t j = 0; j < n; j++) {
                     float v = hl__ld_f(a->data, dt, (size_t)(ka + ta[j])) *
                               hl__ld_f(b->data, dt, (size_t)(kb + tb[j]));
-                    if (dt != HL_F32) v = hl_round_to(dt, v);
+                    if (!isum && dt != HL_F32) v = hl_round_to(dt, v); /* max: as stored */
                     if (isum)
                         facc[j] += v;
                     else if (!isnan(facc[j]) && (isnan(v) || v > facc[j]))

@@ -160,21 +160,6 @@ static inline bool hl__is_intlike(hl_dtype t)
     return t == HL_INT || t == HL_I64 || t == HL_BOOL;
 }
 
-/* f32 -> bf16 -> f32, round to nearest even, as hl__bf16_dec(hl__bf16_enc(x)) gives it
- * bit for bit (a NaN becomes the canonical quiet NaN with its sign), written with a
- * select instead of a branch so that the loops using it vectorise. */
-static inline float hl__bf16_round_fast(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
-    uint32_t qnan = (u & 0x80000000u) | 0x7FC00000u;
-    u = (u & 0x7FFFFFFFu) > 0x7F800000u ? qnan : rounded;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 /* Row-major walk over a cview: pos is the buffer position of the current element. */
 typedef struct hl__walk {
     const hl__cview *c;
