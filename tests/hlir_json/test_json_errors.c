@@ -315,6 +315,54 @@ START_TEST(location_fields_are_filled)
 }
 END_TEST
 
+/* The node limit is checked while the text is first scanned, before jansson parses it:
+ * a document of more than HL_JSON_MAX_NODES nodes is refused at the first node past the
+ * limit, with its position, even though what follows that node is not JSON at all. */
+START_TEST(the_node_limit_is_checked_before_the_document_is_parsed)
+{
+    const char *head = "{\"format\": \"luminal-graph\", \"version\": 1, \"inputs\": [], "
+                       "\"outputs\": [\"x\"], \"nodes\": [";
+    size_t hl = strlen(head), n = (size_t)HL_JSON_MAX_NODES + 1;
+    size_t len = hl + 3 * n + 8;
+    char *text = malloc(len + 1);
+    ck_assert_ptr_nonnull(text);
+    memcpy(text, head, hl);
+    for (size_t i = 0; i < n; i++)
+        memcpy(text + hl + 3 * i, "{},", 3);
+    memcpy(text + hl + 3 * n, "]]]]]]]]", 8); /* malformed after the limit */
+    text[len] = 0;
+    lm_err e = {0};
+    ck_assert_ptr_null(hl_graph_read_json(text, len, "big.json", &e));
+    ck_assert_int_eq(e.code, HL_ERR_LIMIT);
+    ck_assert_str_eq(e.field, "nodes");
+    ck_assert_uint_eq(e.line, 1);
+    ck_assert_uint_eq(e.col, hl + 3 * (n - 1) + 1); /* the first node past the limit */
+    ck_assert_ptr_nonnull(strstr(e.msg, "more than 1000000 nodes"));
+    free(text);
+}
+END_TEST
+
+/* Nesting deeper than HL_JSON_MAX_DEPTH is refused where it happens, also inside a
+ * comment, which the reader otherwise ignores. */
+START_TEST(json_nested_too_deep_is_refused_with_its_position)
+{
+    char text[512];
+    int k = snprintf(text, sizeof text, "{\"format\": \"luminal-graph\",\n\"comment\": ");
+    for (int i = 0; i < HL_JSON_MAX_DEPTH + 5; i++)
+        text[k++] = '[';
+    for (int i = 0; i < HL_JSON_MAX_DEPTH + 5; i++)
+        text[k++] = ']';
+    k += snprintf(text + k, sizeof text - (size_t)k, "}");
+    lm_err e = {0};
+    ck_assert_ptr_null(hl_graph_read_json(text, (size_t)k, "deep.json", &e));
+    ck_assert_int_eq(e.code, HL_ERR_LIMIT);
+    ck_assert_uint_eq(e.line, 2);
+    /* the object is level 1, so the bracket at column 12 + 31 opens level 33 */
+    ck_assert_uint_eq(e.col, 12 + HL_JSON_MAX_DEPTH - 1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "nested deeper than 32"));
+}
+END_TEST
+
 START_TEST(empty_outputs_and_missing_sections_are_rejected)
 {
     reject(NULL, X23, "", "", HL_ERR_PARSE, SUBS("field 'outputs'", "at least one output"));
@@ -450,6 +498,8 @@ static Suite *suite(void)
     tcase_add_test(tc, explicit_views_are_checked);
     tcase_add_test(tc, symbolic_reshape_and_slice_are_checked);
     tcase_add_test(tc, location_fields_are_filled);
+    tcase_add_test(tc, the_node_limit_is_checked_before_the_document_is_parsed);
+    tcase_add_test(tc, json_nested_too_deep_is_refused_with_its_position);
     tcase_add_test(tc, empty_outputs_and_missing_sections_are_rejected);
     tcase_add_test(tc, missing_file_is_an_io_error);
     tcase_add_test(tc, truncated_and_mutated_examples_never_crash);

@@ -85,6 +85,38 @@ cli)
   grep -q "no dim of that name" "$tmp/e" || fail "message for --dim NOPE"
   "$tool" --graph "$graph" --quiet 2>"$tmp/e" >/dev/null
   [ ! -s "$tmp/e" ] || fail "--quiet printed to stderr"
+  # "-" is standard input, for --graph as for every file argument
+  "$tool" --graph "$graph" --emit hlir >"$tmp/file.json" || fail "emit"
+  "$tool" --graph - --emit hlir <"$graph" >"$tmp/stdin.json" || fail "--graph - (standard input)"
+  cmp "$tmp/file.json" "$tmp/stdin.json" || fail "--graph - reads something else"
+  printf '{"format": "luminal-graph",\n "version": 1,\n "inputs": [}\n' |
+    "$tool" --graph - 2>"$tmp/e" && fail "malformed standard input accepted"
+  grep -q "<stdin>:3:" "$tmp/e" || fail "message for malformed standard input: $(cat "$tmp/e")"
+  # an option given twice is refused, not silently the last one
+  if "$tool" --graph "$graph" --graph "$graph" 2>"$tmp/e"; then fail "--graph twice accepted"; fi
+  grep -q -- "--graph is given twice" "$tmp/e" || fail "message for --graph twice: $(cat "$tmp/e")"
+  if "$tool" --graph "$graph" --emit hlir --emit egraph 2>"$tmp/e"; then fail "--emit twice"; fi
+  grep -q -- "--emit is given twice" "$tmp/e" || fail "message for --emit twice: $(cat "$tmp/e")"
+  if "$tool" --graph "$graph" --reference --seed 1 --seed 2 2>"$tmp/e"; then fail "--seed twice"; fi
+  grep -q -- "--seed is given twice" "$tmp/e" || fail "message for --seed twice: $(cat "$tmp/e")"
+  if "$tool" --graph "$graph" --reference --dim B=2 --dim B=3 2>"$tmp/e"; then fail "--dim B twice"; fi
+  grep -q -- "--dim B is given twice" "$tmp/e" || fail "message for --dim B twice: $(cat "$tmp/e")"
+  # the options of --reference are refused without it, alike
+  if "$tool" --graph "$graph" --seed 3 2>"$tmp/e"; then fail "--seed without --reference"; fi
+  grep -q -- "--seed only applies to --reference" "$tmp/e" || fail "message: $(cat "$tmp/e")"
+  if "$tool" --graph "$graph" --dim B=2 2>"$tmp/e"; then fail "--dim without --reference"; fi
+  grep -q -- "--dim only applies to --reference" "$tmp/e" || fail "message: $(cat "$tmp/e")"
+  # a run-time error names the file, the user's node and op, not an internal node number
+  printf '%s\n' '{"format": "luminal-graph", "version": 1,' \
+    ' "inputs": [{"name": "table", "dtype": "f32", "shape": [2, 3]},' \
+    '            {"name": "ids", "dtype": "int", "shape": [8]}],' \
+    ' "nodes": [' \
+    '   {"name": "emb", "op": "embedding", "inputs": ["table", "ids"]}],' \
+    ' "outputs": ["emb"]}' >"$tmp/oob.json"
+  if "$tool" --graph "$tmp/oob.json" --reference 2>"$tmp/e"; then fail "ids past the table"; fi
+  grep -q "oob.json:5:4: node 'emb': embedding (lowered to Gather): index [0-9]* at position" \
+    "$tmp/e" || fail "the run-time error does not name the user's node: $(cat "$tmp/e")"
+  if grep -q "node [0-9]* (Gather)" "$tmp/e"; then fail "internal node number: $(cat "$tmp/e")"; fi
   ;;
 memory)
   # A legal graph whose input alone is 4 TiB (2^40 f32). Without a sanitizer the tool runs

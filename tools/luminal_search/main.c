@@ -21,7 +21,7 @@ static const char USAGE[] =
     "Loads a tensor graph in the JSON graph format (docs/graph-json.md), checks it\n"
     "completely, and acts on it:\n"
     "\n"
-    "  --graph FILE     the graph to read (required)\n"
+    "  --graph FILE     the graph to read (required; - reads standard input)\n"
     "  --emit hlir      print the graph in canonical JSON form (primitives, explicit\n"
     "                   views) on stdout\n"
     "  --emit egraph    print the graph's e-graph encoding as a program in the rules\n"
@@ -176,6 +176,7 @@ static int parse_dim(const char *s, ls_opts *o)
 /* Returns -1 to continue, or the exit status. */
 static int parse_args(int argc, char **argv, ls_opts *o)
 {
+    bool seed_given = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -183,7 +184,8 @@ static int parse_args(int argc, char **argv, ls_opts *o)
             fputs(USAGE, stdout);
             return 0;
         } else if (strcmp(a, "--graph") == 0) {
-            if (!next) return usage_error("%s needs a file", a);
+            if (!next) return usage_error("%s needs a file (or - for standard input)", a);
+            if (o->graph) return usage_error("%s is given twice", a);
             o->graph = next;
             i++;
         } else if (strcmp(a, "--emit") == 0) {
@@ -196,19 +198,28 @@ static int parse_args(int argc, char **argv, ls_opts *o)
                 fprintf(stderr, "\n");
                 return 2;
             }
+            if (o->emit) return usage_error("%s is given twice", a);
             o->emit = next;
             i++;
         } else if (strcmp(a, "--reference") == 0) {
             o->reference = true;
         } else if (strcmp(a, "--seed") == 0) {
+            if (seed_given) return usage_error("%s is given twice", a);
             if (!next || parse_u64(next, &o->seed) != 0)
                 return usage_error("%s needs a non-negative integer", a);
+            seed_given = true;
             i++;
         } else if (strcmp(a, "--mem-limit") == 0) {
+            if (o->mem_limit) return usage_error("%s is given twice", a);
             if (!next || !lm_parse_bytes(next, &o->mem_limit) || o->mem_limit == 0)
                 return usage_error("%s needs a byte count > 0 (e.g. 8G, 512M, 1048576)", a);
             i++;
         } else if (strcmp(a, "--dim") == 0) {
+            const char *eq = next ? strchr(next, '=') : NULL;
+            for (uint32_t k = 0; eq && k < o->n_dims; k++)
+                if (strlen(o->dim_name[k]) == (size_t)(eq - next) &&
+                    strncmp(o->dim_name[k], next, (size_t)(eq - next)) == 0)
+                    return usage_error("--dim %s is given twice", o->dim_name[k]);
             if (!next || parse_dim(next, o) != 0)
                 return usage_error("%s needs NAME=VALUE with a non-negative integer value (at most "
                                    "16 of them)",
@@ -223,7 +234,9 @@ static int parse_args(int argc, char **argv, ls_opts *o)
         }
     }
     if (!o->graph) return usage_error("%s", "--graph FILE is required");
+    /* the options of --reference mean nothing without it: refuse them alike */
     if (o->n_dims && !o->reference) return usage_error("%s", "--dim only applies to --reference");
+    if (seed_given && !o->reference) return usage_error("%s", "--seed only applies to --reference");
     if (o->mem_limit && !o->reference)
         return usage_error("%s", "--mem-limit only applies to --reference");
     return -1;
