@@ -155,7 +155,8 @@ void hl_e_fprint(const hl_expr_pool *p, hl_expr e, FILE *f);
 
 /* Parses the text form (whitespace allowed, integer literals fit int64) into a simplified
  * expression. Returns 0 and sets *out, or HL_ERR_PARSE with the column and the reason in
- * err (a syntax error, a value that overflows int64, nesting deeper than 200; HL_ERR_NOMEM
+ * err (a syntax error, a value that overflows int64, nesting deeper than
+ * HL_E_MAX_PARSE_DEPTH; HL_ERR_NOMEM
  * on OOM). Variables are interned into p as they appear. Parsing what hl_e_print wrote
  * gives the same id back, except for a product of sums too large to multiply out (more
  * than 16 terms, or a coefficient past int64; never a shape), which gives an equal value
@@ -163,6 +164,9 @@ void hl_e_fprint(const hl_expr_pool *p, hl_expr e, FILE *f);
  * int64: the text regroups the product, and a partial product may overflow where the
  * original grouping did not. */
 hl_status hl_e_parse(hl_expr_pool *p, const char *text, hl_expr *out, lm_err *err);
+
+#define HL_E_MAX_PARSE_DEPTH 200 /* nesting hl_e_parse accepts */
+#define HL_E_MAX_NODES 4096      /* the largest expression tree a pool accepts */
 
 #ifdef __cplusplus
 }

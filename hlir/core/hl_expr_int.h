@@ -21,7 +21,7 @@ enum { EF_Z = 1, EF_VAR = 2 };
  * nodes; the bound exists so that hostile input (a JSON graph, the parser) cannot make
  * the tree-walking functions (simplifier, range analysis, evaluation) take exponential
  * time through shared subtrees. */
-#define HL__EXPR_MAX_SIZE 4096
+#define HL__EXPR_MAX_SIZE HL_E_MAX_NODES
 
 enum { HL__REFUSED_NONE = 0, HL__REFUSED_OVERFLOW, HL__REFUSED_TOO_LARGE };
 

@@ -356,7 +356,7 @@ static hl_expr p_atom(parser *ps)
 static hl_expr p_unary(parser *ps)
 {
     if (eat(ps, "-")) {
-        if (++ps->depth > 200) return perr(ps, "expression nested too deeply");
+        if (++ps->depth > HL_E_MAX_PARSE_DEPTH) return perr(ps, "expression nested too deeply");
         hl_expr e = p_unary(ps);
         ps->depth--;
         if (e == HL_NONE) return HL_NONE;
@@ -444,7 +444,7 @@ static hl_expr p_and(parser *ps)
 
 static hl_expr p_or(parser *ps)
 {
-    if (++ps->depth > 200) return perr(ps, "expression nested too deeply");
+    if (++ps->depth > HL_E_MAX_PARSE_DEPTH) return perr(ps, "expression nested too deeply");
     hl_expr e = p_and(ps);
     while (e != HL_NONE && eat(ps, "|")) {
         hl_expr b = p_and(ps);

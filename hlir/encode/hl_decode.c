@@ -23,10 +23,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#define INF UINT64_MAX
-#define NEW 0
-#define BUSY 1
-#define DONE 2
+#define INF UINT64_MAX /* the cost of a class no readable node reaches */
+
+/* Where a class is in a walk of the chosen nodes (expressions, IR). */
+enum { NEW = 0, BUSY, DONE };
 
 typedef struct dec {
     const eg_engine *e;

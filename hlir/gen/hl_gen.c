@@ -20,6 +20,7 @@
 
 #define GEN_MAX_POOL 256
 #define GEN_MAX_NUMEL 4096 /* elements of any generated tensor, dims at their max */
+#define GEN_MAX_DIM 64     /* the largest max_dim option taken */
 
 typedef struct gen {
     hl_graph *g;
@@ -309,7 +310,7 @@ hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, lm_err *err)
     if (opts) s.o = *opts;
     if (s.o.n_ops == 0) s.o.n_ops = 12;
     if (s.o.max_dim == 0) s.o.max_dim = 6;
-    if (s.o.max_dim > 64) s.o.max_dim = 64;
+    if (s.o.max_dim > GEN_MAX_DIM) s.o.max_dim = GEN_MAX_DIM;
     lm_pcg_seed(&s.rng, seed, 0x9e3779b97f4a7c15ULL);
     s.g = hl_graph_new();
     if (!s.g) {

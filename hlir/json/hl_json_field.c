@@ -345,41 +345,54 @@ hl_status hl__json_get_axes(hl__json_reader *r, json_t *obj, const char *f, uint
     return HL_OK;
 }
 
-/* Fills values[] (indexed by pool variable) with each declared dim at setting k:
- * 0 = min, 1 = profile, 2 = max. Variables that are not declared dims stay unbound. */
-static void dim_env(const hl_graph *g, int k, int64_t *values, bool *bound, uint32_t nvar)
+/* The dim settings a symbolic size is checked at. */
+enum { AT_MIN = 0, AT_PROFILE, AT_MAX, N_SETTINGS };
+
+/* An environment binding every declared dim at setting k (the reader's arrays, grown to
+ * the pool's variable count); variables that are not dims stay unbound. False when out
+ * of memory, with the error raised. */
+static bool dim_env(hl__json_reader *r, int k, hl_env *env)
 {
+    const hl_graph *g = r->g;
+    uint32_t nvar = hl_var_count(hl_graph_exprs_c(g));
+    if (nvar > r->env_cap) {
+        int64_t *v = hl__realloc(r->env_vals, nvar, sizeof *v);
+        if (v) r->env_vals = v;
+        bool *bd = v ? hl__realloc(r->env_bound, nvar, sizeof *bd) : NULL;
+        if (bd) r->env_bound = bd;
+        if (!v || !bd) {
+            hl__json_fail(r, HL_ERR_NOMEM, NULL, "out of memory");
+            return false;
+        }
+        r->env_cap = nvar;
+    }
     for (uint32_t v = 0; v < nvar; v++)
-        bound[v] = false;
+        r->env_bound[v] = false;
     for (uint32_t i = 0; i < hl_graph_dim_count(g); i++) {
         const hl_dim *d = hl_graph_dim_at(g, i);
-        if (d->var >= nvar) continue;
-        values[d->var] = k == 0 ? d->lo : k == 1 ? d->profile : d->hi;
-        bound[d->var] = true;
+        r->env_vals[d->var] = k == AT_MIN ? d->lo : k == AT_PROFILE ? d->profile : d->hi;
+        r->env_bound[d->var] = true;
     }
+    *env = (hl_env){r->env_vals, r->env_bound, nvar};
+    return true;
 }
 
 static const char *setting_name(int k)
 {
-    return k == 0 ? "min" : k == 1 ? "profile" : "max";
+    return k == AT_MIN ? "min" : k == AT_PROFILE ? "profile" : "max";
 }
 
 hl_status hl__json_check_dims(hl__json_reader *r, const char *field, uint32_t ndim,
                               const hl_expr *dims)
 {
     const hl_expr_pool *p = hl_graph_exprs(r->g);
-    uint32_t nvar = hl_var_count(p);
-    int64_t values[64];
-    bool bound[64];
-    if (nvar > 64) nvar = 64; /* scan_expr_text admits declared dims only; 64 is plenty */
-    for (int k = 0; k < 3; k++) {
-        dim_env(r->g, k, values, bound, nvar);
-        hl_env env = {values, bound, nvar};
+    for (int k = 0; k < N_SETTINGS; k++) {
+        hl_env env;
+        if (!dim_env(r, k, &env)) return HL_ERR_NOMEM;
         int64_t numel = 1;
         for (uint32_t d = 0; d < ndim; d++) {
             int64_t v;
-            lm_err e;
-            lm_err_clear(&e);
+            lm_err e = {0};
             char label[48];
             snprintf(label, sizeof label, "%s[%u]", field, d);
             if (hl_e_eval(p, dims[d], &env, 0, &v, &e) != HL_OK)
@@ -405,17 +418,12 @@ hl_status hl__json_check_dims(hl__json_reader *r, const char *field, uint32_t nd
 static int64_t numel_at(hl__json_reader *r, int k, uint32_t ndim, const hl_expr *dims)
 {
     const hl_expr_pool *p = hl_graph_exprs(r->g);
-    uint32_t nvar = hl_var_count(p);
-    int64_t values[64];
-    bool bound[64];
-    if (nvar > 64) nvar = 64;
-    dim_env(r->g, k, values, bound, nvar);
-    hl_env env = {values, bound, nvar};
+    hl_env env;
+    if (!dim_env(r, k, &env)) return -1;
     int64_t n = 1;
+    lm_err e = {0}; /* written only on a failure, which ends the loop */
     for (uint32_t d = 0; d < ndim; d++) {
         int64_t v;
-        lm_err e;
-        lm_err_clear(&e);
         if (hl_e_eval(p, dims[d], &env, 0, &v, &e) != HL_OK) return -1;
         if (v < 0 || v > HL_JSON_MAX_NUMEL || (v && n > HL_JSON_MAX_NUMEL / v)) return -1;
         n *= v;
@@ -426,8 +434,9 @@ static int64_t numel_at(hl__json_reader *r, int k, uint32_t ndim, const hl_expr 
 hl_status hl__json_check_same_numel(hl__json_reader *r, const char *field, const hl_view *v,
                                     uint32_t ndim, const hl_expr *dims)
 {
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < N_SETTINGS; k++) {
         int64_t a = numel_at(r, k, v->ndim, v->dims), b = numel_at(r, k, ndim, dims);
+        if (lm_err_is_set(r->err)) return r->err->code; /* out of memory */
         if (a < 0 || b < 0) continue; /* hl__json_check_dims reports what cannot be evaluated */
         if (a != b)
             return hl__json_fail(
@@ -442,19 +451,15 @@ hl_status hl__json_check_same_numel(hl__json_reader *r, const char *field, const
 hl_status hl__json_check_le(hl__json_reader *r, const char *field, hl_expr a, hl_expr b,
                             const char *what)
 {
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < N_SETTINGS; k++) {
         int64_t x = numel_at(r, k, 1, &a), y = numel_at(r, k, 1, &b);
+        if (lm_err_is_set(r->err)) return r->err->code; /* out of memory */
         if (x < 0 || y < 0) {
             /* negative or not evaluable: evaluate the plain values */
             const hl_expr_pool *p = hl_graph_exprs(r->g);
-            uint32_t nvar = hl_var_count(p);
-            int64_t values[64];
-            bool bound[64];
-            if (nvar > 64) nvar = 64;
-            dim_env(r->g, k, values, bound, nvar);
-            hl_env env = {values, bound, nvar};
-            lm_err e;
-            lm_err_clear(&e);
+            hl_env env;
+            if (!dim_env(r, k, &env)) return HL_ERR_NOMEM;
+            lm_err e = {0};
             if (hl_e_eval(p, a, &env, 0, &x, &e) != HL_OK ||
                 hl_e_eval(p, b, &env, 0, &y, &e) != HL_OK)
                 return hl__json_fail(r, HL_ERR_SHAPE, field,
@@ -473,15 +478,10 @@ hl_status hl__json_check_view_bounds(hl__json_reader *r, const char *label, cons
 {
     const hl_expr_pool *p = hl_graph_exprs(r->g);
     const hl_node *n = hl_graph_node(r->g, src);
-    uint32_t nvar = hl_var_count(p);
-    int64_t values[64];
-    bool bound[64];
-    if (nvar > 64) nvar = 64;
-    for (int k = 0; k < 3; k++) {
-        dim_env(r->g, k, values, bound, nvar);
-        hl_env env = {values, bound, nvar};
-        lm_err e;
-        lm_err_clear(&e);
+    for (int k = 0; k < N_SETTINGS; k++) {
+        hl_env env;
+        if (!dim_env(r, k, &env)) return HL_ERR_NOMEM;
+        lm_err e = {0}; /* written only on a failure, which ends the check */
         int64_t numel = 1, work = 0;
         for (uint32_t d = 0; d < n->ndim; d++) {
             int64_t s;
@@ -494,14 +494,13 @@ hl_status hl__json_check_view_bounds(hl__json_reader *r, const char *label, cons
             if (hl_e_eval(p, v->dims[d], &env, 0, &dimv[d], &e) != HL_OK) return HL_OK;
             if (dimv[d] < 1) return HL_OK; /* hl__json_check_dims reports it */
             work += dimv[d];
-            if (work > ((int64_t)1 << 16)) return HL_OK; /* too costly here; hl_run checks */
+            if (work > HL__JSON_MAX_BOUNDS_WORK) return HL_OK; /* too costly here; hl_run checks */
         }
         int64_t lo = 0, hi = 0;
         for (uint32_t d = 0; d < v->ndim; d++) {
             int64_t mn = INT64_MAX, mx = INT64_MIN;
             for (int64_t z = 0; z < dimv[d]; z++) {
                 int64_t x;
-                lm_err_clear(&e);
                 if (hl_e_eval(p, v->strides[d], &env, z, &x, &e) != HL_OK)
                     return hl__json_fail(
                         r, HL_ERR_SHAPE, label,

@@ -51,6 +51,9 @@ enum {
 };
 #define HL__JSON_N_ARRAYS 4 /* dims, inputs, nodes, outputs */
 #define HL__JSON_TOP_KEYS 8 /* format version name comment dims inputs nodes outputs */
+/* A view's bounds are checked while reading when its dims sum to at most this (the check
+ * evaluates every stride at every index); larger views are checked by the runtime. */
+#define HL__JSON_MAX_BOUNDS_WORK ((int64_t)1 << 16)
 
 typedef struct hl__json_pos {
     uint32_t line, col; /* 1-based; 0 when unknown */
@@ -71,6 +74,9 @@ typedef struct hl__json_reader {
     lm_err *err;     /* the caller's error record */
     json_t *root;
     hl__json_scan scan;
+    int64_t *env_vals; /* owned: dim values by pool variable, for the symbolic checks */
+    bool *env_bound;   /* owned */
+    uint32_t env_cap;
     /* the entry being read (hl__json_where): its part, index, the user's name of it (for
        inputs, nodes and outputs, the node name errors carry), and its position */
     int part;

@@ -511,6 +511,8 @@ static void reader_fini(hl__json_reader *r)
     hl__free(r->names);
     hl__free(r->inputs);
     hl__json_scan_fini(&r->scan);
+    hl__free(r->env_vals);
+    hl__free(r->env_bound);
     json_decref(r->root);
 }
 

@@ -262,6 +262,26 @@ START_TEST(writer_refuses_a_graph_without_outputs)
 }
 END_TEST
 
+/* The symbolic checks bind every declared dim, however many there are (they once saw
+ * only the first 64). */
+START_TEST(a_graph_with_many_dims_uses_its_last_one)
+{
+    char text[8192];
+    int k =
+        snprintf(text, sizeof text, "{\"format\": \"luminal-graph\", \"version\": 1, \"dims\": [");
+    for (int d = 0; d < 70; d++)
+        k += snprintf(text + k, sizeof text - (size_t)k,
+                      "%s{\"name\": \"d%d\", \"min\": 1, \"max\": 4}", d ? ", " : "", d);
+    snprintf(text + k, sizeof text - (size_t)k,
+             "], \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"d69\", 2]}], "
+             "\"nodes\": [{\"name\": \"y\", \"op\": \"reshape\", \"inputs\": [\"x\"], "
+             "\"shape\": [\"2*d69\"]}], \"outputs\": [\"y\"]}");
+    hl_graph *g = tj_read(text);
+    ck_assert_uint_eq(hl_graph_dim_count(g), 70);
+    hl_graph_free(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("hlir_json_roundtrip");
@@ -277,6 +297,7 @@ static Suite *suite(void)
     tcase_add_test(tc, outputs_may_rename_and_take_a_view);
     tcase_add_test(tc, writer_refuses_a_graph_with_a_builder_error);
     tcase_add_test(tc, writer_refuses_a_graph_without_outputs);
+    tcase_add_test(tc, a_graph_with_many_dims_uses_its_last_one);
     suite_add_tcase(s, tc);
     return s;
 }
