@@ -6,7 +6,12 @@
  *   - each node's shape and dtype follow from its op, its inputs' views and dtypes;
  *   - every view's dims are the dims the op reads (see the table in hlir.h) and every
  *     expression is an id of the graph's pool whose variables are declared dims;
- *   - Input names are unique among inputs, Output names among outputs. */
+ *   - Input names are unique among inputs, Output names among outputs;
+ *   - every node's origin is HL_NONE or one of the graph's origins.
+ *
+ * It also holds the doors that locate an error at a graph node or at the builder's
+ * current origin (hl__fail_node, hl__graph_fail): they build the lm_loc and call
+ * hl__fail. */
 #include "core/hl_expr_int.h"
 #include "core/hl_graph_int.h"
 
