@@ -1,15 +1,44 @@
-/* hl_int.h - internals shared between the hlir module's files (not public).
+/* hl_int.h - internals shared by every part of the hlir module (not public). Each part
+ * keeps its own private header beside its sources (core/hl_expr_int.h, ...).
  *
  * Memory goes through one door: hl__alloc and friends, which check sizes for overflow
  * and return NULL on failure (callers turn NULL into HL_ERR_NOMEM and leave their
- * structures as they were). */
+ * structures as they were). Errors go through one door too: hl__fail, which ends in
+ * base's lm_err_setv; the helpers that locate an error at a graph node or at the
+ * builder's current origin (hl__fail_node, hl__graph_fail) call it. */
 #ifndef LUMINAL_HL_INT_H
 #define LUMINAL_HL_INT_H
 
-#include "hlir.h"
+#include "base.h"
+#include "hl_core.h"
+#include "hl_expr.h"
+#include "hl_view.h"
+#include "hl_graph.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The error door: records code, the location (loc may be NULL) and the message in err
+ * (lm_err_setv: the first error wins, err may be NULL) and returns the record's code. */
+hl_status hl__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+hl_status hl__failv(lm_err *err, int code, const lm_loc *loc, const char *fmt, va_list ap);
+
+/* Raises an error about node id of g: the location is g's source file, the node's origin
+ * (the user's node name and its line and column) and its id, and the message begins with
+ * what the node is ("pad (lowered to Gather): ", or "node 7 (Gather): " when the node has
+ * no origin). id may be g's node count: the node about to be added, with op, from the
+ * builder's current origin. */
+hl_status hl__fail_node(const hl_graph *g, lm_err *err, int code, uint32_t id, hl_op op,
+                        const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
 
 /* n * size bytes, NULL on overflow or failure. Never returns NULL for n == 0. */
 void *hl__alloc(size_t n, size_t size);
@@ -23,6 +52,10 @@ char *hl__strdup(const char *s);
  * -1 disables. hl__mem_fail_fired tells whether the failure has happened. */
 void hl__mem_fail_after(long n);
 bool hl__mem_fail_fired(void);
+/* Tests only: how many allocations this thread asked the door for since the last
+ * hl__mem_stats_reset, and the largest in bytes (either pointer may be NULL). */
+void hl__mem_stats_reset(void);
+void hl__mem_stats(uint64_t *calls, size_t *largest);
 
 /* Grows *arr (elements of size) so it holds at least need elements; *cap is updated.
  * Returns 0, or -1 on failure with *arr and *cap untouched. */
@@ -52,17 +85,6 @@ uint16_t hl__f16_slow(float x);
 float hl__f16_slow_decode(uint16_t h);
 uint16_t hl__bf16_slow(float x);
 
-/* PCG32 (random.c): the module's one random number generator, deterministic per seed. */
-typedef struct hl__pcg32 {
-    uint64_t state, inc;
-} hl__pcg32;
-/* Seeds r from seed on stream (different streams give independent sequences). */
-void hl__pcg_seed(hl__pcg32 *r, uint64_t seed, uint64_t stream);
-/* The next 32 random bits. */
-uint32_t hl__pcg_next(hl__pcg32 *r);
-/* Uniform in [0, n) without modulo bias; n >= 1. */
-uint32_t hl__pcg_below(hl__pcg32 *r, uint32_t n);
-
 /* Normalises axis (negative counts from the end) against ndim; -1 when out of range. */
 static inline int hl__axis(int axis, uint32_t ndim)
 {
@@ -75,23 +97,5 @@ static inline int hl__axis(int axis, uint32_t ndim)
 void hl__dims_fprint(const hl_expr_pool *p, uint32_t ndim, const hl_expr *dims, FILE *f);
 /* Writes dims as "[a, b]" into buf (cap bytes, always NUL-terminated). */
 void hl__dims_str(const hl_expr_pool *p, uint32_t ndim, const hl_expr *dims, char *buf, size_t cap);
-
-/* Graph internals used by the builder. */
-hl_error *hl__graph_err(hl_graph *g);
-/* Removes nodes with id >= n (used to undo a failed builder call). */
-void hl__graph_truncate(hl_graph *g, uint32_t n);
-
-/* Builder internals shared by build.c and build_nn.c. Every public builder function
- * opens with hl__begin (false: an error is already set, return hl__bad()) and returns
- * through hl__finish, which undoes the nodes it added if it failed. */
-hl_t hl__bad(void);
-bool hl__begin(hl_graph *g, uint32_t *mark);
-hl_t hl__finish(hl_graph *g, uint32_t mark, hl_t r);
-/* Checks that x is a live handle of g; sets the graph's error naming fn if not. */
-bool hl__check(hl_graph *g, hl_t x, const char *fn);
-/* The handle reading node id's output contiguously. */
-hl_t hl__out(hl_graph *g, uint32_t id);
-/* Broadcasts a and b to one shape (numpy rules); false with the error set. */
-bool hl__broadcast2(hl_graph *g, hl_t *a, hl_t *b, const char *fn);
 
 #endif /* LUMINAL_HL_INT_H */

@@ -539,7 +539,53 @@ out:
     return L.g;
 }
 
+/* True when SumReduce node id reads the Mul m whole and in order (its view is the
+ * contiguous layout of m's shape) and nothing else reads m: the reference runtime then
+ * computes the pair as one dot product (exact products added in f32, one rounding), and
+ * so does a region of the two. */
+static bool dot_product_pair(const hl_graph *g, uint32_t id, const uint32_t *readers)
+{
+    const hl_node *nd = hl_graph_node(g, id);
+    if (nd->op != HL_OP_SUM_REDUCE) return false;
+    uint32_t m = nd->in[0].node;
+    const hl_node *mn = hl_graph_node(g, m);
+    if (mn->op != HL_OP_MUL || readers[m] != 1) return false;
+    const hl_view *v = &nd->in[0].view;
+    if (v->ndim != mn->ndim) return false;
+    for (uint32_t d = 0; d < v->ndim; d++)
+        if (v->dims[d] != mn->shape[d]) return false;
+    return hl_view_is_contiguous((hl_expr_pool *)hl_graph_exprs_c(g), v);
+}
+
 ll_graph *ll_graph_from_hlir(const hl_graph *g, lm_err *err)
 {
-    return ll__lower_hlir(g, NULL, err);
+    /* Every node its own kernel, except that a Mul read only by a SumReduce that reads it
+     * whole becomes a region with it: the pair the reference runtime computes as one dot
+     * product, so that this lowering computes exactly what the reference does. */
+    uint32_t n = hl_graph_node_count(g);
+    uint32_t *readers = ll__zalloc(n ? n : 1, sizeof(uint32_t));
+    ll_lower_impl *impl = ll__zalloc(n ? n : 1, sizeof(ll_lower_impl));
+    if (!readers || !impl) {
+        ll__free(readers);
+        ll__free(impl);
+        ll__oom(err, "lowering");
+        return NULL;
+    }
+    bool any = false;
+    for (uint32_t id = 0; id < n; id++) {
+        const hl_node *nd = hl_graph_node(g, id);
+        for (uint32_t i = 0; i < nd->n_in; i++)
+            readers[nd->in[i].node]++;
+    }
+    for (uint32_t id = 0; id < n; id++)
+        if (dot_product_pair(g, id, readers)) {
+            impl[id] = LL_LOWER_REGION;
+            impl[hl_graph_node(g, id)->in[0].node] = LL_LOWER_INLINE;
+            any = true;
+        }
+    ll_lower_plan plan = {.impl = impl};
+    ll_graph *lg = ll__lower_hlir(g, any ? &plan : NULL, err);
+    ll__free(readers);
+    ll__free(impl);
+    return lg;
 }

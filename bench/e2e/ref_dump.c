@@ -38,16 +38,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-/* hlir's API before and after its move to base's errors (one branch brings both changes):
- * the error record is hl_error, then lm_err (only .msg is read and codes are compared
- * with 0); hl_run gains an options argument (NULL: the defaults). */
-#ifdef HL_ERROR_MSG
-typedef hl_error rd_err;
-#define RD_RUN(g, dims, ins, outs, err) hl_run(g, dims, ins, outs, err)
-#else
 typedef lm_err rd_err;
 #define RD_RUN(g, dims, ins, outs, err) hl_run(g, dims, ins, outs, NULL, err)
-#endif
 
 #define MAX_DIM_ARGS 16
 

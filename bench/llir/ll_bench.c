@@ -70,8 +70,7 @@ int main(int argc, char **argv)
     printf("%-32s %5s %7s %7s %8s %11s %11s %11s %6s\n", "graph", "hlir", "classes", "sat ms",
            "space ms", "repair/cpu-s", "llir/cpu-s", "llir/wall-s", "nodes");
     for (int i = first; i < argc; i++) {
-        hl_error he;
-        hl_error_clear(&he);
+        lm_err he = {0};
         hl_graph *g = hl_graph_load_json(argv[i], &he);
         if (!g) return die(argv[i], he.msg);
         eg_engine *e = eg_engine_new(NULL, NULL);

@@ -44,8 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = '\0';
     hl_expr_pool *p = hl_expr_pool_new();
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     hl_expr e;
     if (p && hl_e_parse(p, text, &e, &err) == HL_OK) {
         size_t n = hl_e_print(p, e, NULL, 0);
@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (printed) {
             hl_e_print(p, e, printed, n + 1);
             hl_expr back;
-            hl_error_clear(&err);
+            lm_err_clear(&err);
             hl_status st = hl_e_parse(p, printed, &back, &err);
             /* parsing the multiplied-out text may build a bigger tree than the original
              * parse did; only the size bound may refuse it, or an overflow of int64 when
@@ -70,15 +70,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 hl_env env = {vals, NULL, hl_var_count(p) < 16 ? hl_var_count(p) : 16};
                 for (int64_t z = 0; z < 4; z++) {
                     int64_t x, y;
-                    hl_error_clear(&err);
+                    lm_err_clear(&err);
                     hl_status s1 = hl_e_eval(p, e, &env, z, &x, &err);
-                    hl_error_clear(&err);
+                    lm_err_clear(&err);
                     hl_status s2 = hl_e_eval(p, back, &env, z, &y, &err);
                     if (s1 == HL_OK && s2 == HL_OK && x != y) abort();
                 }
             }
         }
-        hl_error_clear(&err);
+        lm_err_clear(&err);
         if (hl_expr_pool_check(p, &err) != HL_OK) abort();
         int64_t vals[16];
         for (int i = 0; i < 16; i++)
@@ -87,9 +87,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         hl_expr b = hl_e_subst_z(p, e, hl_e_z(p), 6);
         for (int64_t z = 0; z < 6 && b != HL_NONE; z++) {
             int64_t x, y;
-            hl_error_clear(&err);
+            lm_err_clear(&err);
             hl_status s1 = hl_e_eval(p, e, &env, z, &x, &err);
-            hl_error_clear(&err);
+            lm_err_clear(&err);
             hl_status s2 = hl_e_eval(p, b, &env, z, &y, &err);
             if (s1 == HL_OK && s2 == HL_OK && x != y) abort();
         }

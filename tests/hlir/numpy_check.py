@@ -96,6 +96,84 @@ def chain(ins, rnd):
     return [y, s]
 
 
+# ---- low-precision reductions, node by node, as docs/hlir.md ("Precision") states ----
+
+LOG2E = 1.4426950408889634
+
+
+def f32_sum(x, axis, keepdims=False):
+    """SumReduce: f32 accumulation in index order (not numpy's pairwise sum)."""
+    x = np.moveaxis(np.asarray(x, dtype=f32), axis, -1)
+    acc = np.zeros(x.shape[:-1], dtype=f32)
+    for k in range(x.shape[-1]):
+        acc = (acc + x[..., k]).astype(f32)
+    return np.expand_dims(acc, axis) if keepdims else acc
+
+
+def f32_dot(a, b):
+    """A Mul read only by a SumReduce (a matmul): exact products (f32 holds the product
+    of two bf16 or f16 values exactly), accumulated in f32 in k order."""
+    a, b = np.asarray(a, dtype=f32), np.asarray(b, dtype=f32)
+    acc = np.zeros((a.shape[0], b.shape[1]), dtype=f32)
+    for k in range(a.shape[1]):
+        acc = (acc + a[:, k : k + 1] * b[k : k + 1, :]).astype(f32)
+    return acc
+
+
+def low(name):
+    """The rounding to the storage format of a case named ..._bf16 or ..._f16, as f32."""
+    rnd = bf16_round if name.endswith("bf16") else f16_round
+    return lambda x: rnd(np.asarray(x, dtype=f32)).astype(f32)
+
+
+def low_mean(x, axis, r, keepdims=False):
+    """mean = sum (rounded) times the rounded constant 1/count (rounded)."""
+    inv = r(f32(1.0 / x.shape[axis]))
+    return r(r(f32_sum(x, axis, keepdims)) * inv)
+
+
+def low_norms(x, r):
+    """softmax, rms_norm and layer_norm over the last axis, every primitive rounded."""
+    m = x.max(-1, keepdims=True)
+    c = r(x + r(m * f32(-1)))
+    e = r(np.exp2(r(c * r(f32(LOG2E))).astype(np.float64)).astype(f32))
+    softmax = r(e * r(f32(1) / r(f32_sum(e, -1, keepdims=True))))
+    eps = r(f32(1e-5))
+
+    def mean_sq(v):  # mean(v * v): the Mul is read only by the sum, so exact products
+        inv = r(f32(1.0 / v.shape[-1]))
+        return r(r(f32_sum(v * v, -1, keepdims=True)) * inv)
+
+    rms = r(x * r(f32(1) / r(np.sqrt(r(mean_sq(x) + eps)))))
+    cen = r(x + r(low_mean(x, -1, r, keepdims=True) * f32(-1)))
+    ln = r(cen * r(f32(1) / r(np.sqrt(r(mean_sq(cen) + eps)))))
+    return [softmax, rms, ln]
+
+
+def expected_low(name, ins):
+    """The low-precision cases (names ending _bf16 or _f16, but not the chains), or None."""
+    if not name.endswith(("_bf16", "_f16")) or name.startswith(("chain_", "cast_")):
+        return None
+    r = low(name)
+    ins = [np.asarray(v, dtype=f32) for v in ins]
+    if name.startswith("matmul_bt_"):
+        return [r(f32_dot(ins[0], ins[1].T))]
+    if name.startswith("matmul_"):
+        return [r(f32_dot(ins[0], ins[1]))]
+    if name.startswith("dot_rows_"):
+        a, b = ins
+        acc = np.zeros(a.shape[0], dtype=f32)
+        for k in range(a.shape[1]):
+            acc = (acc + a[:, k] * b[:, k]).astype(f32)
+        return [r(acc)]
+    if name.startswith("reduce_"):
+        x = ins[0]
+        return [r(f32_sum(x, 1)), r(f32_sum(x, 0)), x.max(1), low_mean(x, 1, r)]
+    if name.startswith("norms_"):
+        return low_norms(ins[0], r)
+    return None
+
+
 UNARY = {
     "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "sigmoid": sigmoid,
     "silu": lambda x: x * sigmoid(x), "tanh": np.tanh,
@@ -117,6 +195,9 @@ BINARY = {
 
 def expected(name, ins):
     """numpy's outputs for a case, and the tolerance (rtol=atol) to compare with."""
+    got = expected_low(name, ins)
+    if got is not None:
+        return got, 0  # bit for bit
     if name.startswith("unary_"):
         return [UNARY[name[6:]](ins[0])], 2e-6
     if name.startswith("binary_"):

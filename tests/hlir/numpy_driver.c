@@ -53,13 +53,13 @@ static json_t *write_tensor(const char *file, const hl_tensor *t)
 
 static void emit(const char *name, hl_graph *g)
 {
-    const hl_error *be = hl_graph_error(g);
+    const lm_err *be = hl_graph_error(g);
     if (be->code) {
         fprintf(stderr, "case %s: builder error: %s\n", name, be->msg);
         exit(1);
     }
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     if (hl_graph_check(g, &err)) {
         fprintf(stderr, "case %s: check: %s\n", name, err.msg);
         exit(1);
@@ -83,7 +83,7 @@ static void emit(const char *name, hl_graph *g)
         snprintf(file, sizeof file, "%s_in%u.bin", name, i);
         json_array_append_new(jin, write_tensor(file, &in[i]));
     }
-    if (hl_run(g, NULL, in, out, &err)) {
+    if (hl_run(g, NULL, in, out, NULL, &err)) {
         fprintf(stderr, "case %s: run: %s\n", name, err.msg);
         exit(1);
     }
@@ -268,6 +268,62 @@ static void other_cases(void)
     emit("cast_f16", g);
 }
 
+/* Low-precision reductions: each is checked bit for bit against numpy following the
+ * reference's rules (docs/hlir.md, "Precision"): a SumReduce adds its inputs in f32 in
+ * index order and rounds once; a Mul read only by a SumReduce (a matmul, a dot product, a
+ * norm's sum of squares) gives exact products to that f32 sum; every other node rounds
+ * its result to its dtype. */
+static void low_precision_cases(void)
+{
+    hl_graph *g;
+    hl_dtype low[2] = {HL_BF16, HL_F16};
+    const char *sfx[2] = {"bf16", "f16"};
+    int last[1] = {-1}, first[1] = {0};
+    for (int i = 0; i < 2; i++) {
+        char name[64];
+        hl_dtype t = low[i];
+        /* a[m, k] @ b[k, n]: the batched kernel, b streamed by rows */
+        g = hl_graph_new(); /* inputs made one per statement: in order, a then b */
+        hl_t a = inp(g, "a", t, 2, (int64_t[]){17, 40});
+        hl_t b = inp(g, "b", t, 2, (int64_t[]){40, 24});
+        hl_output(g, "c", hl_matmul(g, a, b));
+        snprintf(name, sizeof name, "matmul_%s", sfx[i]);
+        emit(name, g);
+        /* a @ b^T: b packed first (the q k^T layout) */
+        g = hl_graph_new();
+        a = inp(g, "a", t, 2, (int64_t[]){9, 40});
+        b = inp(g, "b", t, 2, (int64_t[]){24, 40});
+        hl_output(g, "c", hl_matmul(g, a, hl_transpose(g, b, 0, 1)));
+        snprintf(name, sizeof name, "matmul_bt_%s", sfx[i]);
+        emit(name, g);
+        /* sum(a * b) along rows: the fused loop without the matmul layout */
+        g = hl_graph_new();
+        a = inp(g, "a", t, 2, (int64_t[]){6, 33});
+        b = inp(g, "b", t, 2, (int64_t[]){6, 33});
+        hl_output(g, "d", hl_sum(g, hl_mul(g, a, b), 1, last, false));
+        snprintf(name, sizeof name, "dot_rows_%s", sfx[i]);
+        emit(name, g);
+        /* plain reductions: along rows, down columns (row by row), max, mean */
+        g = hl_graph_new();
+        hl_t x = inp(g, "x", t, 2, (int64_t[]){5, 37});
+        hl_output(g, "sum", hl_sum(g, x, 1, last, false));
+        hl_output(g, "sum0", hl_sum(g, x, 1, first, false));
+        hl_output(g, "max", hl_max(g, x, 1, last, false));
+        hl_output(g, "mean", hl_mean(g, x, 1, last, false));
+        snprintf(name, sizeof name, "reduce_%s", sfx[i]);
+        emit(name, g);
+        /* softmax and the norms, as the primitives they are built from */
+        g = hl_graph_new();
+        x = inp(g, "x", t, 2, (int64_t[]){16, 256});
+        hl_output(g, "softmax", hl_softmax(g, x, -1));
+        hl_output(g, "rms", hl_rms_norm(g, x, (hl_t){.node = HL_NONE}, 1e-5f));
+        hl_output(g, "ln",
+                  hl_layer_norm(g, x, (hl_t){.node = HL_NONE}, (hl_t){.node = HL_NONE}, 1e-5f));
+        snprintf(name, sizeof name, "norms_%s", sfx[i]);
+        emit(name, g);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -279,6 +335,7 @@ int main(int argc, char **argv)
     unary_cases();
     binary_cases();
     other_cases();
+    low_precision_cases();
     char path[1024];
     snprintf(path, sizeof path, "%s/manifest.json", OUT);
     json_t *root = json_pack("{s:o}", "cases", CASES);

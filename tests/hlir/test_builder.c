@@ -252,6 +252,63 @@ START_TEST(mean_over_a_dynamic_dim_divides_at_run_time)
 }
 END_TEST
 
+/* Asserts t's view has exactly the dims want[0..n) (as expressions of G). */
+static void dims_are(hl_t t, uint32_t n, const hl_expr *want, const char *what)
+{
+    ck_assert_msg(t.node != HL_NONE, "%s: %s", what, hl_graph_error(G)->msg);
+    ck_assert_msg(t.view.ndim == n, "%s: %u dims, want %u", what, t.view.ndim, n);
+    for (uint32_t i = 0; i < n; i++)
+        ck_assert_msg(t.view.dims[i] == want[i], "%s: dim %u differs", what, i);
+}
+
+/* Reducing every axis gives a scalar whether the element count is static or a dynamic
+ * dim (mean's 1/count is then computed at run time and must not add a dim of its own);
+ * keepdim keeps every axis as 1; the normalisations keep their input's shape. */
+START_TEST(reductions_of_a_dynamic_count_keep_their_shape)
+{
+    hl_expr s = hl_graph_dim(G, "s", 1, 10, 3);
+    hl_expr one = hl_n(G, 1), four = hl_n(G, 4);
+    hl_expr d[2] = {s, four}, dt[2] = {four, s};
+    hl_t x = hl_input(G, "x", HL_F32, 2, d);    /* [s, 4] */
+    hl_t xt = hl_input(G, "xt", HL_F32, 2, dt); /* [4, s] */
+    int all[2] = {0, 1}, ax0[1] = {0};
+    hl_expr ones[2] = {one, one}, row[2] = {one, four};
+    hl_t mean = hl_mean(G, x, 2, all, false);
+    dims_are(hl_sum(G, x, 2, all, false), 0, NULL, "sum over all axes");
+    dims_are(hl_max(G, x, 2, all, false), 0, NULL, "max over all axes");
+    dims_are(mean, 0, NULL, "mean over all axes");
+    dims_are(hl_mean(G, x, 2, all, true), 2, ones, "mean over all axes, keepdim");
+    dims_are(hl_mean(G, x, 1, ax0, false), 1, &four, "mean over the dynamic axis");
+    dims_are(hl_mean(G, x, 1, ax0, true), 2, row, "mean over the dynamic axis, keepdim");
+    dims_are(hl_softmax(G, xt, -1), 2, dt, "softmax over a dynamic axis");
+    dims_are(hl_log_softmax(G, xt, -1), 2, dt, "log_softmax over a dynamic axis");
+    dims_are(hl_layer_norm(G, xt, HL_T_NONE, HL_T_NONE, 1e-5f), 2, dt, "layer_norm");
+    dims_are(hl_rms_norm(G, xt, HL_T_NONE, 1e-5f), 2, dt, "rms_norm");
+    hl_output(G, "mean", mean);
+    th_graph_ok(G);
+    /* the run gives the scalar, with the right value */
+    int64_t sv = 2, dx[2] = {2, 4}, dxt[2] = {4, 2};
+    hl_tensor in[2] = {th_tensor(HL_F32, 2, dx, (double[]){1, 2, 3, 4, 5, 6, 7, 8}),
+                       th_tensor(HL_F32, 2, dxt, NULL)},
+              out[1];
+    th_run(G, &sv, in, out);
+    ck_assert_uint_eq(out[0].ndim, 0);
+    th_expect(&out[0], (double[]){4.5}, 1, 1e-7);
+    th_free(out, 1);
+    th_free(in, 2);
+}
+END_TEST
+
+/* The same over a static count, which was right before: a scalar too. */
+START_TEST(mean_of_a_static_count_is_a_scalar)
+{
+    int64_t d[2] = {3, 4};
+    hl_t x = in_nd("x", HL_F32, 2, d);
+    int all[2] = {0, 1};
+    dims_are(hl_mean(G, x, 2, all, false), 0, NULL, "mean over all axes");
+}
+END_TEST
+
 static void softmax_ref(const double *x, int n, double *y, bool logf_)
 {
     double m = -INFINITY, s = 0;
@@ -640,7 +697,7 @@ START_TEST(shape_mismatch_is_reported_and_changes_nothing)
     hl_t c = hl_softmax(G, hl_add(G, a, b), -1);
     ck_assert_uint_eq(c.node, HL_NONE);
     ck_assert_uint_eq(hl_graph_node_count(G), n);
-    const hl_error *e = hl_graph_error(G);
+    const lm_err *e = hl_graph_error(G);
     ck_assert_int_eq(e->code, HL_ERR_SHAPE);
     ck_assert_ptr_nonnull(strstr(e->msg, "[2, 3]"));
     ck_assert_ptr_nonnull(strstr(e->msg, "[2, 4]"));
@@ -872,6 +929,8 @@ static Suite *hlir_builder_suite(void)
     tcase_add_test(tc, reshape_with_a_dynamic_dim);
     tcase_add_test(tc, sum_max_mean_over_several_axes);
     tcase_add_test(tc, mean_over_a_dynamic_dim_divides_at_run_time);
+    tcase_add_test(tc, reductions_of_a_dynamic_count_keep_their_shape);
+    tcase_add_test(tc, mean_of_a_static_count_is_a_scalar);
     tcase_add_test(tc, softmax_and_log_softmax_rows);
     tcase_add_test(tc, layer_norm_and_rms_norm_rows);
     tcase_add_test(tc, matmul_2d_by_hand);

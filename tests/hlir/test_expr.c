@@ -1,5 +1,5 @@
 /* test_expr.c - symbolic expressions: hash-consing, the simplifier, evaluation, text. */
-#include "expr_int.h" /* hl__e_mk, to build a non-canonical node on purpose */
+#include "core/hl_expr_int.h" /* hl__e_mk, to build a non-canonical node on purpose */
 #include "lm_check.h"
 
 #include <stdlib.h>
@@ -18,8 +18,8 @@ static void teardown(void)
 static hl_expr X(const char *text)
 {
     hl_expr e = HL_NONE;
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     hl_status st = hl_e_parse(P, text, &e, &err);
     ck_assert_msg(st == HL_OK, "parse '%s': %s", text, err.msg);
     return e;
@@ -45,8 +45,8 @@ static int64_t EV(hl_expr e, int64_t z, int64_t s)
     }
     hl_env env = {vals, bound, 8};
     int64_t out = 0;
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_msg(hl_e_eval(P, e, &env, z, &out, &err) == HL_OK, "%s", err.msg);
     return out;
 }
@@ -215,10 +215,10 @@ END_TEST
 START_TEST(bad_text_is_rejected_with_column)
 {
     hl_expr e;
-    hl_error err;
+    lm_err err;
     const char *bad[] = {"z +", "(z", "3 $ 4", "min(z)", "99999999999999999999", "", "z )"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        hl_error_clear(&err);
+        lm_err_clear(&err);
         ck_assert_int_eq(hl_e_parse(P, bad[i], &e, &err), HL_ERR_PARSE);
         ck_assert_msg(strstr(err.msg, "column") != NULL, "%s", err.msg);
     }
@@ -228,15 +228,15 @@ END_TEST
 START_TEST(unbound_variable_and_division_by_zero_are_errors)
 {
     hl_expr e = X("z / (s - s)");
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     int64_t out;
     ck_assert_int_eq(hl_e_eval(P, e, NULL, 1, &out, &err), HL_ERR_EVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "division by zero"));
-    hl_error_clear(&err);
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_e_eval(P, X("z + t"), NULL, 1, &out, &err), HL_ERR_DIM);
     ck_assert_ptr_nonnull(strstr(err.msg, "'t'"));
-    hl_error_clear(&err);
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_e_eval(P, X("9223372036854775807 + z"), NULL, 1, &out, &err), HL_ERR_EVAL);
 }
 END_TEST
@@ -407,8 +407,8 @@ START_TEST(random_expressions_keep_their_values)
         /* and printing then parsing gives the same id */
         ck_assert_msg(X(S(e)) == e, "trial %d: '%s' does not parse back", trial, S(e));
     }
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_msg(hl_expr_pool_check(P, &err) == HL_OK, "%s", err.msg);
 }
 END_TEST
@@ -416,8 +416,8 @@ END_TEST
 START_TEST(pool_check_finds_a_non_canonical_sum)
 {
     X("s*z + 3*z + min(z, s)");
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_expr_pool_check(P, &err), HL_OK);
     hl__e_mk(P, HL_E_ADD, hl_e_z(P), hl_e_var(P, "s")); /* canonical order is s + z */
     ck_assert_int_eq(hl_expr_pool_check(P, &err), HL_ERR_ARG);
@@ -428,8 +428,8 @@ END_TEST
 START_TEST(overflowing_values_are_rejected_not_wrapped)
 {
     hl_expr e;
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_e_parse(P, "9223372036854775807*4 + z%4", &e, &err), HL_ERR_PARSE);
     ck_assert_ptr_nonnull(strstr(err.msg, "overflows int64"));
     ck_assert(!hl_expr_pool_failed(P));
@@ -466,8 +466,8 @@ START_TEST(products_whose_expansion_overflows_keep_their_sums_as_factors)
     ck_assert_msg(X(S(f)) == f, "'%s' does not parse back to itself", S(f));
     ck_assert_int_eq(EV(f, 0, -9223372036854775807), 0);
     /* an overflowing product of plain numbers is still an error */
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_e_parse(P, "9223372036854775807*(2 + 0)", &e, &err), HL_ERR_PARSE);
 }
 END_TEST
@@ -519,8 +519,8 @@ START_TEST(trees_over_the_size_bound_are_refused)
     ck_assert_uint_eq(e, HL_NONE);
     ck_assert_int_lt(rounds, 16);
     ck_assert(!hl_expr_pool_failed(P));
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_expr_pool_check(P, &err), HL_OK);
 }
 END_TEST

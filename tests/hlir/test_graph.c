@@ -38,8 +38,8 @@ static void rejects(const hl_node *s, hl_status code, const char *want)
 {
     uint32_t n = hl_graph_node_count(G);
     ck_assert_uint_eq(hl_graph_add(G, s), HL_NONE);
-    const hl_error *e = hl_graph_error(G);
-    ck_assert_msg(e->code == code, "code %d (%s), want %d", e->code, e->msg, code);
+    const lm_err *e = hl_graph_error(G);
+    ck_assert_msg(e->code == (int)code, "code %d (%s), want %d", e->code, e->msg, code);
     ck_assert_msg(strstr(e->msg, want) != NULL, "message '%s' lacks '%s'", e->msg, want);
     ck_assert_uint_eq(hl_graph_node_count(G), n);
     hl_graph_clear_error(G);
@@ -283,6 +283,53 @@ START_TEST(explicit_strides_through_the_door_run)
 }
 END_TEST
 
+/* Nodes remember the user's node they were made for; the builder's errors and the
+ * reference runtime's name it (file, line, column, name, op), not an internal number. */
+START_TEST(origins_name_the_users_node_in_builder_and_runtime_errors)
+{
+    ck_assert_int_eq(hl_graph_set_source(G, "g.json"), HL_OK);
+    hl_expr d3[1] = {hl_n(G, 3)}, d4[1] = {hl_n(G, 4)};
+    ck_assert_uint_ne(hl_graph_begin_origin(G, "x", "input", 2, 5), HL_NONE);
+    hl_t x = hl_input(G, "x", HL_F32, 1, d3);
+    ck_assert_uint_ne(hl_graph_begin_origin(G, "ids", "input", 3, 5), HL_NONE);
+    hl_t ids = hl_input(G, "ids", HL_INT, 1, d4);
+    ck_assert_uint_ne(hl_graph_begin_origin(G, "g", "take", 7, 9), HL_NONE);
+    hl_t gathered = hl_gather(G, ids, x);
+    hl_graph_end_origin(G);
+    hl_output(G, "y", gathered);
+    th_graph_ok(G);
+    const hl_origin *o = hl_graph_node_origin(G, gathered.node);
+    ck_assert_ptr_nonnull(o);
+    ck_assert_str_eq(o->name, "g");
+    ck_assert_str_eq(o->op, "take");
+    ck_assert_uint_eq(o->line, 7);
+    ck_assert_ptr_null(hl_graph_node_origin(G, hl_graph_output(G, 0))); /* after the end */
+    /* the runtime: an index out of range */
+    int64_t dx[1] = {3}, di[1] = {4};
+    hl_tensor in[2] = {th_tensor(HL_F32, 1, dx, NULL),
+                       th_tensor(HL_INT, 1, di, (double[]){0, 1, 5, 2})},
+              out[1];
+    lm_err err = {0};
+    ck_assert_int_eq(hl_run(G, NULL, in, out, NULL, &err), HL_ERR_RUNTIME);
+    ck_assert_str_eq(err.file, "g.json");
+    ck_assert_str_eq(err.node, "g");
+    ck_assert_uint_eq(err.line, 7);
+    ck_assert_uint_eq(err.col, 9);
+    ck_assert_uint_eq(err.node_id, gathered.node);
+    ck_assert_msg(strstr(err.msg, "g.json:7:9: node 'g': take (lowered to Gather): index 5") ==
+                      err.msg,
+                  "%s", err.msg);
+    th_free(in, 2);
+    /* the builder: a failed call under an origin is located there */
+    ck_assert_uint_ne(hl_graph_begin_origin(G, "bad", "add", 9, 3), HL_NONE);
+    ck_assert_uint_eq(hl_add(G, x, ids).node, HL_NONE);
+    const lm_err *be = hl_graph_error(G);
+    ck_assert_str_eq(be->node, "bad");
+    ck_assert_uint_eq(be->line, 9);
+    ck_assert_msg(strstr(be->msg, "g.json:9:3: node 'bad': ") == be->msg, "%s", be->msg);
+}
+END_TEST
+
 static Suite *hlir_graph_suite(void)
 {
     Suite *s = suite_create("hlir_graph");
@@ -306,6 +353,7 @@ static Suite *hlir_graph_suite(void)
     tcase_add_test(tc, dims_are_validated);
     tcase_add_test(tc, inputs_and_outputs_are_listed_in_order);
     tcase_add_test(tc, explicit_strides_through_the_door_run);
+    tcase_add_test(tc, origins_name_the_users_node_in_builder_and_runtime_errors);
     suite_add_tcase(s, tc);
     return s;
 }

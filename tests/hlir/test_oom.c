@@ -29,8 +29,8 @@ static hl_status scenario(float *out)
     }
     int64_t dims[2] = {4, 4};
     hl_tensor in[2] = {{0}, {0}}, res[1];
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     if (!(st = hl_tensor_init(&in[0], HL_F32, 2, dims, &err)) &&
         !(st = hl_tensor_init(&in[1], HL_F32, 2, dims, &err))) {
         for (size_t i = 0; i < 16; i++) {
@@ -38,7 +38,7 @@ static hl_status scenario(float *out)
             hl_tensor_set(&in[1], i, (double)((i * 5) % 16) / 9 - 0.8);
         }
         int64_t sv = 4;
-        st = hl_run(g, &sv, in, res, &err);
+        st = hl_run(g, &sv, in, res, NULL, &err);
         if (st && st != HL_ERR_NOMEM) fprintf(stderr, "run: %s\n", err.msg);
         if (!st) {
             ck_assert_uint_eq(res[0].numel, 8 * 4);

@@ -316,9 +316,9 @@ START_TEST(wrong_input_shape_is_an_error_naming_the_input)
     hl_output(G, "y", x);
     int64_t d[2] = {3, 2};
     hl_tensor in[1] = {th_tensor(HL_F32, 2, d, NULL)}, out[1];
-    hl_error err;
-    hl_error_clear(&err);
-    ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_SHAPE);
+    lm_err err;
+    lm_err_clear(&err);
+    ck_assert_int_eq(hl_run(G, NULL, in, out, NULL, &err), HL_ERR_SHAPE);
     ck_assert_ptr_nonnull(strstr(err.msg, "'x'"));
     ck_assert_ptr_nonnull(strstr(err.msg, "[2, 3]"));
     ck_assert_ptr_null(out[0].data);
@@ -332,9 +332,9 @@ START_TEST(wrong_input_dtype_is_an_error)
     hl_output(G, "y", x);
     int64_t d[1] = {2};
     hl_tensor in[1] = {th_tensor(HL_F16, 1, d, NULL)}, out[1];
-    hl_error err;
-    hl_error_clear(&err);
-    ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_SHAPE);
+    lm_err err;
+    lm_err_clear(&err);
+    ck_assert_int_eq(hl_run(G, NULL, in, out, NULL, &err), HL_ERR_SHAPE);
     ck_assert_ptr_nonnull(strstr(err.msg, "f16"));
     hl_tensor_fini(&in[0]);
 }
@@ -347,9 +347,9 @@ START_TEST(dim_outside_its_range_is_an_error)
     hl_output(G, "y", x);
     int64_t bad = 9, d[1] = {9};
     hl_tensor in[1] = {th_tensor(HL_F32, 1, d, NULL)}, out[1];
-    hl_error err;
-    hl_error_clear(&err);
-    ck_assert_int_eq(hl_run(G, &bad, in, out, &err), HL_ERR_DIM);
+    lm_err err;
+    lm_err_clear(&err);
+    ck_assert_int_eq(hl_run(G, &bad, in, out, NULL, &err), HL_ERR_DIM);
     ck_assert_ptr_nonnull(strstr(err.msg, "'seq'"));
     hl_tensor_fini(&in[0]);
 }
@@ -363,10 +363,10 @@ START_TEST(gather_index_out_of_range_is_an_error_naming_the_node)
     int64_t d3[1] = {3}, d2[1] = {2};
     double iv[] = {1, 3};
     hl_tensor in[2] = {th_tensor(HL_F32, 1, d3, NULL), th_tensor(HL_INT, 1, d2, iv)}, out[1];
-    hl_error err;
-    hl_error_clear(&err);
-    ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_RUNTIME);
-    ck_assert_uint_eq(err.node, y.node);
+    lm_err err;
+    lm_err_clear(&err);
+    ck_assert_int_eq(hl_run(G, NULL, in, out, NULL, &err), HL_ERR_RUNTIME);
+    ck_assert_uint_eq(err.node_id, y.node);
     ck_assert_ptr_nonnull(strstr(err.msg, "index 3"));
     th_free(in, 2);
 }
@@ -379,9 +379,9 @@ START_TEST(int_mod_by_zero_is_an_error)
     int64_t d[1] = {1};
     double av[] = {5}, bv[] = {0};
     hl_tensor in[2] = {th_tensor(HL_INT, 1, d, av), th_tensor(HL_INT, 1, d, bv)}, out[1];
-    hl_error err;
-    hl_error_clear(&err);
-    ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_RUNTIME);
+    lm_err err;
+    lm_err_clear(&err);
+    ck_assert_int_eq(hl_run(G, NULL, in, out, NULL, &err), HL_ERR_RUNTIME);
     ck_assert_ptr_nonnull(strstr(err.msg, "modulo by zero"));
     th_free(in, 2);
 }
@@ -405,30 +405,38 @@ START_TEST(view_reaching_outside_its_producer_is_an_error)
     th_graph_ok(G);
     int64_t d[1] = {4};
     hl_tensor in[1] = {th_tensor(HL_F32, 1, d, NULL)}, out[1];
-    hl_error err;
-    hl_error_clear(&err);
-    ck_assert_int_eq(hl_run(G, NULL, in, out, &err), HL_ERR_RUNTIME);
-    ck_assert_uint_eq(err.node, id);
+    lm_err err;
+    lm_err_clear(&err);
+    ck_assert_int_eq(hl_run(G, NULL, in, out, NULL, &err), HL_ERR_RUNTIME);
+    ck_assert_uint_eq(err.node_id, id);
     ck_assert_ptr_nonnull(strstr(err.msg, "positions 0..6"));
     hl_tensor_fini(&in[0]);
 }
 END_TEST
 
+/* A Mul read only by a SumReduce that reads it whole is a dot product: exact products,
+ * added in f32, the sum rounded once (docs/hlir.md, "Precision"). Exposing the product as
+ * an output makes the Mul a node of its own, stored in its dtype; in f32 and int that
+ * changes no bit, and in bf16 the fused sum is exactly what the same graph computes with
+ * explicit f32 casts (products and sum in f32, one cast of the sum), as PyTorch and
+ * cuBLASLt do. A MaxReduce of a Mul takes the max of the stored products either way. */
 START_TEST(fused_multiply_reduce_matches_the_separate_nodes_bit_for_bit)
 {
-    /* a matmul's Mul + SumReduce runs fused when nothing else reads the product; exposing
-     * the product as an output forces the separate path: both must give the same bits */
     hl_dtype dts[3] = {HL_F32, HL_BF16, HL_INT};
     for (int t = 0; t < 3; t++) {
-        hl_tensor outs[2][2];
-        for (int expose = 0; expose < 2; expose++) {
+        hl_tensor outs[3][2];
+        for (int variant = 0; variant < 3; variant++) { /* fused, exposed, f32 casts */
+            bool expose = variant == 1, casts = variant == 2;
             hl_graph *g = hl_graph_new();
             hl_expr da[2] = {hl_n(g, 5), hl_n(g, 7)}, db[2] = {hl_n(g, 7), hl_n(g, 3)};
             hl_t a = hl_input(g, "a", dts[t], 2, da), b = hl_input(g, "b", dts[t], 2, db);
             hl_t ae = hl_expand(g, a, 1, hl_n(g, 3));
             hl_t be = hl_expand(g, hl_transpose(g, b, 0, 1), 0, hl_n(g, 5));
-            hl_t prod = hl_mul(g, ae, be); /* read once per Mul node when not exposed */
-            hl_output(g, "c", hl_sum_reduce(g, prod, 2));
+            hl_t ae32 = casts ? hl_cast(g, ae, HL_F32) : ae,
+                 be32 = casts ? hl_cast(g, be, HL_F32) : be;
+            hl_t prod = hl_mul(g, ae32, be32); /* read once per Mul node when not exposed */
+            hl_t sum = hl_sum_reduce(g, prod, 2);
+            hl_output(g, "c", casts ? hl_cast(g, sum, dts[t]) : sum);
             hl_output(g, "m", expose ? prod : hl_max_reduce(g, hl_mul(g, ae, be), 2));
             if (expose) hl_output(g, "m2", hl_max_reduce(g, prod, 2));
             th_graph_ok(g);
@@ -436,23 +444,25 @@ START_TEST(fused_multiply_reduce_matches_the_separate_nodes_bit_for_bit)
             double av[35], bv[21];
             for (int i = 0; i < 35; i++)
                 av[i] = th_rand(&st, -20, 20);
-            av[3] = NAN; /* a NaN product and an inf one go through the same rounding */
+            av[3] = NAN; /* a NaN product and an inf one go through the same arithmetic */
             av[9] = INFINITY;
             for (int i = 0; i < 21; i++)
                 bv[i] = th_rand(&st, -20, 20);
             int64_t d1[2] = {5, 7}, d2[2] = {7, 3};
             hl_tensor in[2] = {th_tensor(dts[t], 2, d1, av), th_tensor(dts[t], 2, d2, bv)}, out[3];
             th_run(g, NULL, in, out);
-            outs[expose][0] = out[0];
-            outs[expose][1] = expose ? out[2] : out[1];
+            outs[variant][0] = out[0];
+            outs[variant][1] = expose ? out[2] : out[1];
             if (expose) hl_tensor_fini(&out[1]);
             th_free(in, 2);
             hl_graph_free(g);
         }
         size_t bytes = 15 * hl_dtype_size(dts[t]);
-        ck_assert_msg(memcmp(outs[0][0].data, outs[1][0].data, bytes) == 0, "sum, dtype %d", t);
+        int same_sum = dts[t] == HL_BF16 ? 2 : 1; /* what the fused sum equals */
+        ck_assert_msg(memcmp(outs[0][0].data, outs[same_sum][0].data, bytes) == 0, "sum, dtype %d",
+                      t);
         ck_assert_msg(memcmp(outs[0][1].data, outs[1][1].data, bytes) == 0, "max, dtype %d", t);
-        for (int e = 0; e < 2; e++)
+        for (int e = 0; e < 3; e++)
             th_free(outs[e], 2);
     }
 }
@@ -463,37 +473,46 @@ START_TEST(missing_input_or_output_arrays_are_an_error)
     hl_t x = in1("x", HL_F32, 2);
     hl_output(G, "y", x);
     hl_tensor out[1];
-    hl_error err;
-    hl_error_clear(&err);
-    ck_assert_int_eq(hl_run(G, NULL, NULL, out, &err), HL_ERR_ARG);
+    lm_err err;
+    lm_err_clear(&err);
+    ck_assert_int_eq(hl_run(G, NULL, NULL, out, NULL, &err), HL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "1 inputs"));
     int64_t d[1] = {2};
     hl_tensor in[1] = {th_tensor(HL_F32, 1, d, NULL)};
-    hl_error_clear(&err);
-    ck_assert_int_eq(hl_run(G, NULL, in, NULL, &err), HL_ERR_ARG);
+    lm_err_clear(&err);
+    ck_assert_int_eq(hl_run(G, NULL, in, NULL, NULL, &err), HL_ERR_ARG);
     hl_tensor_fini(&in[0]);
 }
 END_TEST
 
+/* The batched kernel: 2 batches of 9 rows, taken 8 at a time, a batch of rows ending
+ * where b changes; b stored as [k, n] (read in place) or as [n, k] (as in q k^T, packed
+ * first). In f32 it gives the bits of the separate nodes (the product exposed as an
+ * output); in bf16 the bits of the same graph with explicit f32 casts. */
 START_TEST(fused_batched_matmul_matches_the_separate_nodes_bit_for_bit)
 {
-    /* 2 batches of 9 rows: the fused kernel takes rows 8 at a time, and a batch of rows
-     * ends where b changes; b stored as [k, n] (read in place) or as [n, k] (as in q k^T,
-     * packed first). Exposing the product forces the separate path. */
     hl_dtype dts[2] = {HL_F32, HL_BF16};
     for (int t = 0; t < 2; t++)
         for (int trans = 0; trans < 2; trans++) {
             hl_tensor outs[2];
-            for (int expose = 0; expose < 2; expose++) {
+            for (int variant = 0; variant < 2; variant++) {
+                /* variant 1: exposed product (f32), or explicit f32 casts (bf16) */
+                bool expose = variant == 1 && dts[t] == HL_F32;
+                bool casts = variant == 1 && dts[t] == HL_BF16;
                 hl_graph *g = hl_graph_new();
                 hl_expr da[3] = {hl_n(g, 2), hl_n(g, 9), hl_n(g, 7)};
                 hl_expr db[3] = {hl_n(g, 2), hl_n(g, trans ? 4 : 7), hl_n(g, trans ? 7 : 4)};
                 hl_t a = hl_input(g, "a", dts[t], 3, da), b = hl_input(g, "b", dts[t], 3, db);
+                if (casts) {
+                    a = hl_cast(g, a, HL_F32);
+                    b = hl_cast(g, b, HL_F32);
+                }
                 hl_t bkn = trans ? hl_transpose(g, b, 1, 2) : b;                   /* [2,7,4] */
                 hl_t ae = hl_expand(g, a, 2, hl_n(g, 4));                          /* [2,9,4,7] */
                 hl_t be = hl_expand(g, hl_transpose(g, bkn, 1, 2), 1, hl_n(g, 9)); /* [2,9,4,7] */
                 hl_t prod = hl_mul(g, ae, be);
-                hl_output(g, "c", hl_sum_reduce(g, prod, 3));
+                hl_t c = hl_sum_reduce(g, prod, 3);
+                hl_output(g, "c", casts ? hl_cast(g, c, dts[t]) : c);
                 if (expose) hl_output(g, "p", prod);
                 th_graph_ok(g);
                 uint64_t st = 7;
@@ -507,7 +526,7 @@ START_TEST(fused_batched_matmul_matches_the_separate_nodes_bit_for_bit)
                 hl_tensor in[2] = {th_tensor(dts[t], 3, d1, av), th_tensor(dts[t], 3, d2, bv)},
                           out[2];
                 th_run(g, NULL, in, out);
-                outs[expose] = out[0];
+                outs[variant] = out[0];
                 if (expose) hl_tensor_fini(&out[1]);
                 th_free(in, 2);
                 hl_graph_free(g);
@@ -517,6 +536,30 @@ START_TEST(fused_batched_matmul_matches_the_separate_nodes_bit_for_bit)
                           "dtype %d, transposed b %d", t, trans);
             th_free(outs, 2);
         }
+}
+END_TEST
+
+/* The fused sum of bf16 products is exact. (1 + 2^-7)^2 = 1 + 2^-6 + 2^-14 does not fit
+ * bf16 (stored alone it rounds to 1 + 2^-6); with (1 - 2^-7) * 1 added the exact sum is
+ * 2 + 2^-7 + 2^-14, just above the midpoint between the bf16 neighbours 2 and 2 + 2^-6,
+ * so it rounds up to 2.015625; the sum of the rounded products, 2 + 2^-7, is exactly the
+ * midpoint and would round to even: 2. */
+START_TEST(fused_bf16_dot_products_are_exact)
+{
+    hl_expr d[2] = {hl_n(G, 1), hl_n(G, 2)};
+    hl_t a = hl_input(G, "a", HL_BF16, 2, d), b = hl_input(G, "b", HL_BF16, 2, d);
+    int last = -1;
+    hl_output(G, "s", hl_sum(G, hl_mul(G, a, b), 1, &last, false));
+    th_graph_ok(G);
+    int64_t dims[2] = {1, 2};
+    double av[2] = {1.0 + 1.0 / 128, 1.0 - 1.0 / 128}, bv[2] = {1.0 + 1.0 / 128, 1.0};
+    hl_tensor in[2] = {th_tensor(HL_BF16, 2, dims, av), th_tensor(HL_BF16, 2, dims, bv)}, out[1];
+    ck_assert_double_eq(hl_tensor_get(&in[0], 0), av[0]); /* the inputs are exact in bf16 */
+    ck_assert_double_eq(hl_tensor_get(&in[0], 1), av[1]);
+    th_run(G, NULL, in, out);
+    ck_assert_double_eq(hl_tensor_get(&out[0], 0), 2.015625);
+    th_free(out, 1);
+    th_free(in, 2);
 }
 END_TEST
 
@@ -558,8 +601,8 @@ START_TEST(random_fill_is_deterministic_per_seed_and_stream_and_in_range)
 {
     int64_t dims[1] = {4096};
     hl_tensor a, b, c, d, e;
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_tensor_init(&a, HL_F32, 1, dims, &err), HL_OK);
     ck_assert_int_eq(hl_tensor_init(&b, HL_F32, 1, dims, &err), HL_OK);
     ck_assert_int_eq(hl_tensor_init(&c, HL_F32, 1, dims, &err), HL_OK);
@@ -633,6 +676,7 @@ static Suite *hlir_runtime_suite(void)
     tcase_add_test(tc, fused_multiply_reduce_matches_the_separate_nodes_bit_for_bit);
     tcase_add_test(tc, missing_input_or_output_arrays_are_an_error);
     tcase_add_test(tc, fused_batched_matmul_matches_the_separate_nodes_bit_for_bit);
+    tcase_add_test(tc, fused_bf16_dot_products_are_exact);
     tcase_add_test(tc, column_reduction_matches_row_reduction_bit_for_bit);
     tcase_add_test(tc, random_fill_is_deterministic_per_seed_and_stream_and_in_range);
     suite_add_tcase(s, tc);

@@ -7,11 +7,11 @@
 #include <string.h>
 
 static hl_expr_pool *P;
-static hl_error E;
+static lm_err E;
 static void setup(void)
 {
     P = hl_expr_pool_new();
-    hl_error_clear(&E);
+    lm_err_clear(&E);
 }
 static void teardown(void)
 {
@@ -159,7 +159,7 @@ START_TEST(split_needs_a_linear_stride)
     ck_assert_uint_eq(s.strides[1], X("4*z"));
     ck_assert(hl_view_is_contiguous(P, &s));
     ck_assert_int_eq(hl_view_split(P, &v, 0, N(4), &s, &E), HL_ERR_SHAPE); /* 6 % 4 */
-    hl_error_clear(&E);
+    lm_err_clear(&E);
     ck_assert_int_eq(hl_view_permute(P, &v, (uint32_t[]){1, 0}, &p, &E), HL_OK);
     ck_assert_int_eq(hl_view_merge(P, &p, 0, &m, &E), HL_OK);
     ck_assert_int_eq(hl_view_split(P, &m, 0, N(4), &s, &E), HL_ERR_VIEW);
@@ -273,7 +273,7 @@ START_TEST(random_view_changes_keep_positions)
                 int64_t inner = 1 + vr((uint32_t)d);
                 while (d % inner)
                     inner--;
-                hl_error_clear(&E);
+                lm_err_clear(&E);
                 hl_status st = hl_view_split(P, &v, ax, N(inner), &w, &E);
                 if (st == HL_ERR_VIEW) continue;
                 ck_assert_int_eq(st, HL_OK);

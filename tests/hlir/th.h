@@ -15,8 +15,8 @@ static inline hl_tensor th_tensor(hl_dtype dt, uint32_t ndim, const int64_t *dim
                                   const double *vals)
 {
     hl_tensor t;
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_msg(hl_tensor_init(&t, dt, ndim, dims, &err) == HL_OK, "%s", err.msg);
     if (vals)
         for (size_t i = 0; i < t.numel; i++)
@@ -28,9 +28,9 @@ static inline hl_tensor th_tensor(hl_dtype dt, uint32_t ndim, const int64_t *dim
 static inline void th_run(const hl_graph *g, const int64_t *dims, const hl_tensor *in,
                           hl_tensor *out)
 {
-    hl_error err;
-    hl_error_clear(&err);
-    hl_status st = hl_run(g, dims, in, out, &err);
+    lm_err err;
+    lm_err_clear(&err);
+    hl_status st = hl_run(g, dims, in, out, NULL, &err);
     ck_assert_msg(st == HL_OK, "run failed: %s", err.msg);
 }
 
@@ -64,8 +64,8 @@ static inline void th_free(hl_tensor *t, size_t n)
 static inline void th_graph_ok(const hl_graph *g)
 {
     ck_assert_msg(hl_graph_error(g)->code == HL_OK, "builder error: %s", hl_graph_error(g)->msg);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_msg(hl_graph_check(g, &err) == HL_OK, "check: %s", err.msg);
 }
 

@@ -65,8 +65,8 @@ static char *dump(const hl_graph *g)
 /* (The JSON writer is not used here: it refuses names the graph itself accepts.) */
 static void check_fixed_point(const hl_graph *d, FILE *devnull)
 {
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     if (hl_graph_check(d, &err) != HL_OK) die("decoded graph fails hl_graph_check", err.msg);
     eg_engine *a = engine(devnull), *b = engine(devnull), *c = engine(devnull);
     hl_encoding enc;
@@ -108,8 +108,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     prog[size] = 0;
     eg_engine *e = engine(devnull);
     lm_err ee = {0};
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     if (hl_encode_declare(e, &err) != HL_OK) die("schema", err.msg);
     /* a program that fails part-way leaves the effects before the failing command */
     (void)eg_run_text(e, prog, "fuzz", &ee);

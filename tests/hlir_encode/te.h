@@ -6,10 +6,10 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* open_memstream */
 #endif
+#include "hl_fixtures.h"
 #include "hlir.h"
 
 #include <check.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +37,8 @@ static inline char *te_serialized(eg_engine *e)
 static inline eg_engine *te_encode_c(const hl_graph *g, hl_encoding *enc)
 {
     eg_engine *e = eg_engine_new(NULL, NULL);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     hl_encoding local;
     ck_assert_msg(hl_graph_encode(g, e, enc ? enc : &local, &err) == HL_OK, "encode: %s", err.msg);
     if (!enc) hl_encoding_fini(&local);
@@ -48,8 +48,8 @@ static inline eg_engine *te_encode_c(const hl_graph *g, hl_encoding *enc)
 /* A new engine that ran the schema and g's program text. */
 static inline eg_engine *te_encode_text(const hl_graph *g)
 {
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     char *text = hl_graph_encode_text(g, true, &err);
     ck_assert_msg(text != NULL, "encode text: %s", err.msg);
     eg_engine *e = eg_engine_new(NULL, NULL);
@@ -63,8 +63,8 @@ static inline eg_engine *te_encode_text(const hl_graph *g)
 static inline hl_graph *te_roundtrip(const hl_graph *g)
 {
     eg_engine *e = te_encode_c(g, NULL);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     hl_graph *d = hl_graph_decode_engine(e, &err);
     ck_assert_msg(d != NULL, "decode: %s", err.msg);
     eg_engine_free(e);
@@ -73,44 +73,34 @@ static inline hl_graph *te_roundtrip(const hl_graph *g)
 
 static inline char *te_json(const hl_graph *g)
 {
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     char *j = hl_graph_write_json(g, &err);
     ck_assert_msg(j != NULL, "write json: %s", err.msg);
     return j;
 }
 
-static int te_name_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The paths of the example graphs (examples/graphs, *.json) in name order (malloc'd strings); the
- * count. */
+/* The paths of the example graphs (examples/graphs, *.json) in name order (malloc'd
+ * strings); the count. Fails the test when the folder cannot be read or holds another
+ * number of graphs than examples/graphs/README.md lists. */
 static inline int te_examples(char **paths)
 {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/examples/graphs", LUMINAL_SOURCE_DIR);
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL && n < TE_MAX_EXAMPLES) {
-        size_t len = strlen(de->d_name);
-        if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0) continue;
-        char *p = malloc(strlen(dir) + len + 2);
-        sprintf(p, "%s/%s", dir, de->d_name);
-        paths[n++] = p;
-    }
-    closedir(d);
-    qsort(paths, (size_t)n, sizeof(char *), te_name_cmp);
-    return n;
+    size_t n, want = hl_fixture_examples_expected(LUMINAL_SOURCE_DIR);
+    char **list = hl_fixture_examples(LUMINAL_SOURCE_DIR, &n);
+    ck_assert_msg(list != NULL, "cannot read %s/examples/graphs", LUMINAL_SOURCE_DIR);
+    ck_assert_msg(want > 0 && n == want,
+                  "found %zu example graphs; examples/graphs/README.md lists %zu", n, want);
+    ck_assert_uint_le(n, TE_MAX_EXAMPLES);
+    for (size_t i = 0; i < n; i++)
+        paths[i] = list[i];
+    free(list); /* the strings now belong to paths */
+    return (int)n;
 }
 
 static inline hl_graph *te_load(const char *path)
 {
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     hl_graph *g = hl_graph_load_json(path, &err);
     ck_assert_msg(g != NULL, "%s: %s", path, err.msg);
     return g;
@@ -136,8 +126,8 @@ static inline void te_inputs(const hl_graph *g, uint64_t seed, int64_t *dims, hl
     for (uint32_t i = 0; i < hl_graph_input_count(g); i++) {
         const hl_node *x = hl_graph_node(g, hl_graph_input(g, i));
         int64_t sh[HL_MAX_DIMS];
-        hl_error err;
-        hl_error_clear(&err);
+        lm_err err;
+        lm_err_clear(&err);
         for (uint32_t k = 0; k < x->ndim; k++)
             ck_assert_msg(hl_e_eval(p, x->shape[k], &env, 0, &sh[k], &err) == HL_OK, "%s", err.msg);
         ck_assert_msg(hl_tensor_init(&in[i], x->dtype, x->ndim, sh, &err) == HL_OK, "%s", err.msg);

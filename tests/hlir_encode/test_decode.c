@@ -10,13 +10,13 @@ static const char *prog_head(void)
 }
 
 /* decode of the engine that ran the schema plus program; NULL with err set on failure */
-static hl_graph *decode_text(const char *program, hl_error *err)
+static hl_graph *decode_text(const char *program, lm_err *err)
 {
     eg_engine *e = eg_engine_new(NULL, NULL);
     lm_err ee = {0};
     ck_assert_msg(eg_run_text(e, prog_head(), "schema", &ee) == 0, "%s", ee.msg);
     ck_assert_msg(eg_run_text(e, program, "program", &ee) == 0, "%s", ee.msg);
-    hl_error_clear(err);
+    lm_err_clear(err);
     hl_graph *g = hl_graph_decode_engine(e, err);
     eg_engine_free(e);
     return g;
@@ -34,28 +34,13 @@ static void expect_same_json(const hl_graph *a, const hl_graph *b, const char *w
  * the last axis, so the canonical JSON is identical. */
 START_TEST(a_builder_graph_reads_back_exactly)
 {
-    hl_graph *g = hl_graph_new();
-    hl_expr n = hl_graph_dim(g, "n", 1, 64, 4);
-    hl_expr d[2] = {n, hl_n(g, 3)};
-    hl_t x = hl_input(g, "x", HL_F32, 2, d);
-    hl_t y = hl_input(g, "y", HL_F32, 2, d);
-    hl_t a = hl_exp2(g, hl_log2(g, hl_sqrt(g, hl_recip(g, hl_sin(g, x)))));
-    hl_t b = hl_add(g, hl_mul(g, a, y), hl_mod(g, x, y));
-    hl_t m = hl_cast(g, hl_lt(g, b, x), HL_F32);
-    hl_t t = hl_transpose(g, hl_add(g, m, hl_full(g, 0.5f, HL_F32, 2, d)), 0, 1);
-    hl_t s = hl_sum_reduce(g, hl_contiguous(g, t), 1);
-    hl_t mx = hl_max_reduce(g, t, 1);
-    hl_expr_pool *p = hl_graph_exprs(g);
-    hl_t ga = hl_gather(g, hl_iota(g, hl_e_mod(p, hl_e_z(p), hl_n(g, 3)), hl_n(g, 5)), mx);
-    hl_t sc = hl_scatter(g, s, hl_iota(g, hl_e_z(p), hl_n(g, 2)),
-                         hl_slice(g, ga, 0, hl_n(g, 0), hl_n(g, 2)));
-    hl_output(g, "sc", sc);
-    hl_output(g, "b", hl_cast(g, b, HL_BF16));
+    hl_graph *g = hl_fixture_every_op(); /* tests/common/hl_fixtures.c */
+    ck_assert_ptr_nonnull(g);
     ck_assert_msg(hl_graph_error(g)->code == HL_OK, "%s", hl_graph_error(g)->msg);
     hl_graph *back = te_roundtrip(g);
     expect_same_json(g, back, "every primitive");
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_msg(hl_graph_check(back, &err) == HL_OK, "%s", err.msg);
     hl_graph_free(back);
     hl_graph_free(g);
@@ -107,11 +92,11 @@ static void expect_same_results(const hl_graph *g, const hl_graph *d, uint64_t s
     ck_assert_uint_le(hl_graph_input_count(g), 16);
     ck_assert_uint_le(hl_graph_output_count(g), 16);
     te_inputs(g, seed, dims, in);
-    hl_error err;
-    hl_error_clear(&err);
-    ck_assert_msg(hl_run(g, dims, in, og, &err) == HL_OK, "seed %llu: %s", (unsigned long long)seed,
+    lm_err err;
+    lm_err_clear(&err);
+    ck_assert_msg(hl_run(g, dims, in, og, NULL, &err) == HL_OK, "seed %llu: %s", (unsigned long long)seed,
                   err.msg);
-    ck_assert_msg(hl_run(d, dims, in, od, &err) == HL_OK, "seed %llu decoded: %s",
+    ck_assert_msg(hl_run(d, dims, in, od, NULL, &err) == HL_OK, "seed %llu decoded: %s",
                   (unsigned long long)seed, err.msg);
     for (uint32_t k = 0; k < hl_graph_output_count(g); k++) {
         ck_assert_int_eq(og[k].dtype, od[k].dtype);
@@ -129,8 +114,8 @@ START_TEST(generated_graphs_read_back_and_compute_the_same_bits)
 {
     for (uint64_t seed = 1; seed <= 40; seed++) {
         hl_gen_opts o = {.n_ops = 14, .dynamic = seed % 3 == 0};
-        hl_error err;
-        hl_error_clear(&err);
+        lm_err err;
+        lm_err_clear(&err);
         hl_graph *g = hl_graph_generate(seed, &o, &err);
         ck_assert_msg(g != NULL, "seed %llu: %s", (unsigned long long)seed, err.msg);
         hl_graph *d = te_roundtrip(g);
@@ -232,8 +217,8 @@ START_TEST(the_callers_choice_picks_the_node_and_ties_go_to_the_lowest_index)
     uint32_t cls, ne, ns;
     eg_serialized s;
     eg_engine *e = exp2_or_sin(&cls, &ne, &ns, &s);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     hl_graph *def = hl_graph_decode(e, &s, NULL, &err);
     ck_assert_msg(def != NULL, "%s", err.msg);
     ck_assert_int_eq(hl_graph_node(def, 1)->op, ne < ns ? HL_OP_EXP2 : HL_OP_SIN);
@@ -276,8 +261,8 @@ START_TEST(a_cycle_among_the_chosen_nodes_is_reported)
         choice[c] = UINT32_MAX;
     for (uint32_t i = 0; i < s.n_nodes; i++)
         if (strcmp(s.nodes[i].op, "Op") == 0) choice[s.nodes[i].eclass] = i;
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_ptr_null(hl_graph_decode(e, &s, choice, &err));
     ck_assert_msg(strstr(err.msg, "cycle") != NULL, "%s", err.msg);
     /* the decoder's own choice avoids it: the output reads x directly */
@@ -299,7 +284,7 @@ END_TEST
 
 START_TEST(a_class_with_only_rewrite_helpers_is_reported)
 {
-    hl_error err;
+    lm_err err;
     hl_graph *g = decode_text(X_INPUT "(let t1 (Op (Exp2 (RowMajor " SHAPE4 ") " CONTIG " " CONTIG
                                       ") (ICons t0 (INil))))\n"
                                       "(let t2 (Output t1 0 \"y\" " SHAPE4 " " CONTIG "))\n",
@@ -312,7 +297,7 @@ END_TEST
 
 START_TEST(non_contiguous_out_strides_are_reported)
 {
-    hl_error err;
+    lm_err err;
     hl_graph *g =
         decode_text(X_INPUT "(let t1 (Op (Exp2 " SHAPE4 " " CONTIG
                             " (ECons (MMul (MIter) (MNum 2)) (ENil))) (ICons t0 (INil))))\n"
@@ -325,7 +310,7 @@ END_TEST
 
 START_TEST(a_wrong_number_of_inputs_is_reported)
 {
-    hl_error err;
+    lm_err err;
     hl_graph *g = decode_text(X_INPUT "(let t1 (Op (Exp2 " SHAPE4 " " CONTIG " " CONTIG
                                       ") (ICons t0 (ICons t0 (INil)))))\n"
                                       "(let t2 (Output t1 0 \"y\" " SHAPE4 " " CONTIG "))\n",
@@ -337,7 +322,7 @@ END_TEST
 
 START_TEST(an_e_graph_without_outputs_or_with_gaps_in_indexes_is_reported)
 {
-    hl_error err;
+    lm_err err;
     ck_assert_ptr_null(decode_text(X_INPUT, &err));
     ck_assert_msg(strstr(err.msg, "no Output"), "%s", err.msg);
     ck_assert_ptr_null(decode_text(X_INPUT "(let t1 (Input 2 \"w\" (F32) " SHAPE4 "))\n"
@@ -349,7 +334,7 @@ END_TEST
 
 START_TEST(builder_checks_apply_to_what_is_decoded)
 {
-    hl_error err; /* Add of f32 and an Int iota: the primitive door refuses it */
+    lm_err err; /* Add of f32 and an Int iota: the primitive door refuses it */
     ck_assert_ptr_null(decode_text(X_INPUT "(let t1 (Op (Iota (MIter) (MNum 4)) (INil)))\n"
                                            "(let t2 (Op (Add " SHAPE4 " " CONTIG " " CONTIG
                                            " " CONTIG ") (ICons t0 (ICons t1 (INil)))))\n"
@@ -364,7 +349,7 @@ END_TEST
  * with the widest range. */
 START_TEST(a_dim_without_a_declaration_is_declared_wide)
 {
-    hl_error err;
+    lm_err err;
     hl_graph *g = decode_text(
         "(let t0 (Input 0 \"x\" (F32) (ECons (MVar \"s\") (ENil))))\n"
         "(let t1 (Op (Sqrt (ECons (MVar \"s\") (ENil)) " CONTIG " " CONTIG ") (ICons t0 (INil))))\n"
@@ -385,8 +370,8 @@ END_TEST
  * decoder still reads, and it computes the same values. */
 START_TEST(a_saturated_e_graph_still_reads_back)
 {
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     hl_gen_opts o = {.n_ops = 12};
     hl_graph *g = hl_graph_generate(11, &o, &err);
     ck_assert_ptr_nonnull(g);
@@ -429,8 +414,8 @@ START_TEST(an_input_proved_equal_to_a_constant_stays_an_input)
                     cval = s.class_value[s.nodes[j].eclass];
     eg_serialized_free(&s);
     ck_assert_int_eq(eg_union(e, enc.node_class[0], cval, &ee), 0);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     hl_graph *d = hl_graph_decode_engine(e, &err);
     ck_assert_msg(d != NULL, "%s", err.msg);
     ck_assert_uint_eq(hl_graph_input_count(d), 1);
@@ -453,8 +438,8 @@ START_TEST(random_choices_among_equal_alternatives_compute_the_same_bits)
     uint32_t differ = 0;
     for (uint64_t seed = 1; seed <= 12; seed++) {
         hl_gen_opts o = {.n_ops = 12, .dynamic = seed % 2 == 1};
-        hl_error err;
-        hl_error_clear(&err);
+        lm_err err;
+        lm_err_clear(&err);
         hl_graph *g = hl_graph_generate(seed, &o, &err);
         ck_assert_ptr_nonnull(g);
         eg_engine *e = te_encode_c(g, NULL);
@@ -506,7 +491,7 @@ END_TEST
 
 START_TEST(an_expression_that_overflows_int64_is_reported)
 {
-    hl_error err;
+    lm_err err;
     ck_assert_ptr_null(decode_text(
         "(let t0 (Input 0 \"x\" (F32) (ECons (MMul (MNum 9223372036854775807) (MNum 2)) (ENil))))\n"
         "(let t1 (Output t0 0 \"y\" " SHAPE4 " " CONTIG "))\n",

@@ -14,48 +14,191 @@ static hl_graph *tiny(void)
     return g;
 }
 
-/* One of every primitive, a dynamic dim, a strided view and two outputs. */
+/* The shared every-primitive graph (tests/common/hl_fixtures.c), asserted complete. */
 static hl_graph *every_op(void)
 {
-    hl_graph *g = hl_graph_new();
-    hl_expr n = hl_graph_dim(g, "n", 1, 64, 4);
-    hl_expr d[2] = {n, hl_n(g, 3)};
-    hl_t x = hl_input(g, "x", HL_F32, 2, d);
-    hl_t y = hl_input(g, "y", HL_F32, 2, d);
-    hl_t a = hl_exp2(g, hl_log2(g, hl_sqrt(g, hl_recip(g, hl_sin(g, x)))));
-    hl_t b = hl_add(g, hl_mul(g, a, y), hl_mod(g, x, y));
-    hl_t m = hl_cast(g, hl_lt(g, b, x), HL_F32);
-    hl_t t = hl_transpose(g, hl_add(g, m, hl_full(g, 0.5f, HL_F32, 2, d)), 0, 1);
-    hl_t s = hl_sum_reduce(g, hl_contiguous(g, t), 1);
-    hl_t mx = hl_max_reduce(g, t, 1);
-    hl_t idx =
-        hl_iota(g, hl_e_mod(hl_graph_exprs(g), hl_e_z(hl_graph_exprs(g)), hl_n(g, 3)), hl_n(g, 5));
-    hl_t ga = hl_gather(g, idx, mx);
-    hl_t sc = hl_scatter(g, s, hl_iota(g, hl_e_z(hl_graph_exprs(g)), hl_n(g, 2)),
-                         hl_slice(g, ga, 0, hl_n(g, 0), hl_n(g, 2)));
-    hl_output(g, "sc", sc);
-    hl_output(g, "b", hl_cast(g, b, HL_BF16));
+    hl_graph *g = hl_fixture_every_op();
+    ck_assert_ptr_nonnull(g);
     ck_assert_msg(hl_graph_error(g)->code == HL_OK, "%s", hl_graph_error(g)->msg);
     return g;
 }
 
-static void file_is(const char *rel, const char *want)
+/* The whole file rel (under the source tree); free() it. */
+static char *source_file(const char *rel)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", LUMINAL_SOURCE_DIR, rel);
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    static char buf[65536];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    ck_assert_msg(strcmp(buf, want) == 0, "%s differs from its copy in hlir/encode_schema.c", rel);
+    lm_err err = {0};
+    char *text = lm_read_file(path, 0, NULL, &err);
+    ck_assert_msg(text != NULL, "%s", err.msg); /* a test that cannot find its data fails */
+    return text;
 }
 
 START_TEST(schema_files_match_the_builtin_texts)
 {
-    file_is("hlir/encode.egg", hl_encode_schema());
-    file_is("hlir/encode_dtype.egg", hl_encode_dtype_rules());
+    char *schema = source_file("hlir/encode/encode.egg");
+    char *rules = source_file("hlir/encode/encode_dtype.egg");
+    ck_assert_msg(strcmp(schema, hl_encode_schema()) == 0,
+                  "hlir/encode/encode.egg differs from the text embedded at build time");
+    ck_assert_msg(strcmp(rules, hl_encode_dtype_rules()) == 0,
+                  "hlir/encode/encode_dtype.egg differs from the text embedded at build time");
+    free(schema);
+    free(rules);
+}
+END_TEST
+
+/* ---- a small reader of encode.egg's declarations, for the vocabulary test ---- */
+
+/* The next token of s at *i: "(", ")" or an atom (comments and spaces skipped); "" at the
+ * end. */
+static void token(const char *s, size_t *i, char *tok, size_t cap)
+{
+    for (;;) {
+        while (s[*i] == ' ' || s[*i] == '\n' || s[*i] == '\t' || s[*i] == '\r')
+            (*i)++;
+        if (s[*i] != ';') break;
+        while (s[*i] && s[*i] != '\n')
+            (*i)++;
+    }
+    size_t k = 0;
+    if (s[*i] == '(' || s[*i] == ')') {
+        tok[k++] = s[(*i)++];
+    } else {
+        while (s[*i] && !strchr(" \n\t\r();", s[*i]) && k + 1 < cap)
+            tok[k++] = s[(*i)++];
+    }
+    tok[k] = 0;
+}
+
+typedef struct decl_row {
+    char name[64], sort[64];
+    char fields[HL_ENC_MAX_FIELDS + 1][64];
+    uint32_t arity;
+    bool function;
+} decl_row;
+
+/* One constructor "(Name Sort...)" (its "(" read) of datatype sort. */
+static void read_ctor(const char *s, size_t *i, const char *sort, decl_row *row)
+{
+    char tok[64];
+    memset(row, 0, sizeof *row);
+    token(s, i, tok, sizeof tok);
+    snprintf(row->name, sizeof row->name, "%s", tok);
+    snprintf(row->sort, sizeof row->sort, "%s", sort);
+    for (token(s, i, tok, sizeof tok); strcmp(tok, ")") != 0; token(s, i, tok, sizeof tok)) {
+        ck_assert_uint_lt(row->arity, HL_ENC_MAX_FIELDS + 1);
+        snprintf(row->fields[row->arity++], sizeof row->fields[0], "%s", tok);
+    }
+}
+
+/* Every constructor and function encode.egg declares, in order. */
+static uint32_t read_schema(const char *s, decl_row *rows, uint32_t cap)
+{
+    size_t i = 0;
+    uint32_t n = 0;
+    char tok[64], sort[64];
+    for (token(s, &i, tok, sizeof tok); tok[0]; token(s, &i, tok, sizeof tok)) {
+        ck_assert_str_eq(tok, "(");
+        token(s, &i, tok, sizeof tok);
+        if (strcmp(tok, "datatype*") == 0 || strcmp(tok, "datatype") == 0) {
+            bool star = tok[8] == '*';
+            for (;;) {
+                if (star) { /* (Sort (Ctor ...) ...) */
+                    token(s, &i, tok, sizeof tok);
+                    if (strcmp(tok, ")") == 0) break;
+                    ck_assert_str_eq(tok, "(");
+                }
+                token(s, &i, sort, sizeof sort);
+                for (token(s, &i, tok, sizeof tok); strcmp(tok, "(") == 0;
+                     token(s, &i, tok, sizeof tok)) {
+                    ck_assert_uint_lt(n, cap);
+                    read_ctor(s, &i, sort, &rows[n++]);
+                }
+                ck_assert_str_eq(tok, ")");
+                if (!star) break;
+            }
+        } else if (strcmp(tok, "function") == 0) { /* (function name (Args) Out ...) */
+            ck_assert_uint_lt(n, cap);
+            decl_row *row = &rows[n++];
+            memset(row, 0, sizeof *row);
+            row->function = true;
+            token(s, &i, row->name, sizeof row->name);
+            token(s, &i, tok, sizeof tok);
+            ck_assert_str_eq(tok, "(");
+            for (token(s, &i, tok, sizeof tok); strcmp(tok, ")") != 0;
+                 token(s, &i, tok, sizeof tok))
+                snprintf(row->fields[row->arity++], sizeof row->fields[0], "%s", tok);
+            token(s, &i, row->sort, sizeof row->sort);
+            for (int depth = 1; depth > 0;) { /* the :merge clause */
+                token(s, &i, tok, sizeof tok);
+                ck_assert_msg(tok[0], "encode.egg ends inside (function %s ...)", row->name);
+                depth += strcmp(tok, "(") == 0 ? 1 : strcmp(tok, ")") == 0 ? -1 : 0;
+            }
+        } else {
+            ck_abort_msg("encode.egg: unexpected top-level form (%s ...)", tok);
+        }
+    }
+    return n;
+}
+
+/* The vocabulary in hl_encode.h is encode.egg, row for row: the same constructors in the
+ * same order, the same sorts, the same fields in the same order with the same sorts. */
+START_TEST(vocabulary_matches_the_schema)
+{
+    char *text = source_file("hlir/encode/encode.egg");
+    decl_row rows[HL_ENC_COUNT + 8];
+    uint32_t n = read_schema(text, rows, HL_ENC_COUNT + 8);
+    ck_assert_uint_eq(n, HL_ENC_COUNT);
+    for (uint32_t c = 0; c < n; c++) {
+        const hl_enc_info *v = &hl_enc_vocab[c];
+        ck_assert_str_eq(v->name, rows[c].name);
+        ck_assert_msg(strcmp(hl_enc_sort_name(v->sort), rows[c].sort) == 0, "%s: sort %s, not %s",
+                      v->name, hl_enc_sort_name(v->sort), rows[c].sort);
+        ck_assert_msg(v->arity == rows[c].arity, "%s: %u fields, encode.egg has %u", v->name,
+                      v->arity, rows[c].arity);
+        ck_assert_int_eq(v->role == HL_ENC_ROLE_FUNCTION, rows[c].function);
+        for (uint32_t k = 0; k < v->arity; k++) {
+            ck_assert_msg(strcmp(hl_enc_sort_name(v->fields[k].sort), rows[c].fields[k]) == 0,
+                          "%s field %u (%s): %s, not %s", v->name, k, v->fields[k].name,
+                          hl_enc_sort_name(v->fields[k].sort), rows[c].fields[k]);
+            ck_assert_ptr_nonnull(v->fields[k].name);
+            ck_assert_ptr_nonnull(v->fields[k].meaning);
+        }
+        ck_assert_ptr_nonnull(v->meaning);
+        ck_assert_int_eq(hl_enc_find(v->name), (int)c);
+    }
+    ck_assert_int_eq(hl_enc_find("Nope"), HL_ENC_NONE);
+    free(text);
+}
+END_TEST
+
+/* hl_op <-> OpKind (and Input, Output), hl_expr_kind <-> Expression, hl_dtype <-> DType:
+ * each mapping and its inverse agree. */
+START_TEST(vocabulary_maps_ops_kinds_and_dtypes_both_ways)
+{
+    for (int op = 0; op < HL_OP_COUNT; op++) {
+        hl_enc_ctor c = hl_enc_of_op((hl_op)op);
+        ck_assert_msg(c != HL_ENC_NONE, "%s has no constructor", hl_op_name((hl_op)op));
+        ck_assert_int_eq(hl_enc_vocab[c].op, op);
+        hl_enc_sort want = op == HL_OP_INPUT || op == HL_OP_OUTPUT ? HL_SORT_IR : HL_SORT_OPKIND;
+        ck_assert_int_eq(hl_enc_vocab[c].sort, want);
+    }
+    ck_assert_int_eq(hl_enc_vocab[HL_ENC_SUM].op, HL_OP_SUM_REDUCE);
+    ck_assert_int_eq(hl_enc_vocab[HL_ENC_MAX].op, HL_OP_MAX_REDUCE);
+    for (int k = 0; k < HL_E_KIND_COUNT; k++) {
+        hl_enc_ctor c = hl_enc_of_expr((hl_expr_kind)k);
+        ck_assert_msg(c != HL_ENC_NONE, "expression kind %d has no constructor", k);
+        ck_assert_int_eq(hl_enc_vocab[c].expr, k);
+        ck_assert_int_eq(hl_enc_vocab[c].sort, HL_SORT_EXPRESSION);
+    }
+    for (int t = 0; t < HL_DTYPE_COUNT; t++) {
+        hl_enc_ctor c = hl_enc_of_dtype((hl_dtype)t);
+        ck_assert_int_eq(hl_enc_vocab[c].dtype, t);
+        ck_assert_int_eq(hl_enc_vocab[c].sort, HL_SORT_DTYPE);
+    }
+    ck_assert_str_eq(hl_enc_vocab[HL_ENC_ADD].fields[1].name, "a_strides");
+    ck_assert_str_eq(hl_enc_vocab[HL_ENC_ADD].fields[3].name, "out_strides");
+    ck_assert_int_eq(hl_enc_vocab[HL_ENC_ROWMAJOR].role, HL_ENC_ROLE_RULES_ONLY);
 }
 END_TEST
 
@@ -70,8 +213,8 @@ static char *dtypes_of(const char *program, uint32_t n, bool saturate)
     eg_options_default(&o);
     o.out = out;
     eg_engine *e = eg_engine_new(&o, NULL);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_encode_declare(e, &err), HL_OK);
     lm_err ee = {0};
     ck_assert_msg(eg_run_text(e, program, "program", &ee) == 0, "%s", ee.msg);
@@ -92,8 +235,8 @@ static char *dtypes_of(const char *program, uint32_t n, bool saturate)
  * instead, gives every node the dtype the encoder wrote. */
 static void dtype_rules_agree(const hl_graph *g, const char *what)
 {
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     char *text = hl_graph_encode_text(g, false, &err);
     ck_assert_ptr_nonnull(text);
     char *stripped = malloc(strlen(text) + 1);
@@ -140,8 +283,8 @@ END_TEST
 START_TEST(declare_loads_the_schema_once)
 {
     eg_engine *e = eg_engine_new(NULL, NULL);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_encode_declare(e, &err), HL_OK);
     size_t tables = eg_table_count(e);
     ck_assert_int_eq(hl_encode_declare(e, &err), HL_OK); /* again: nothing new */
@@ -161,13 +304,13 @@ START_TEST(declare_rejects_an_engine_with_other_meanings_for_the_names)
     eg_engine *e = eg_engine_new(NULL, NULL);
     lm_err ee = {0};
     ck_assert_int_eq(eg_run_text(e, "(datatype Thing (Op i64))", "mine", &ee), 0);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_encode_declare(e, &err), HL_ERR_ARG);
     ck_assert_msg(strstr(err.msg, "Op") || strstr(err.msg, "missing"), "%s", err.msg);
     hl_graph *g = tiny();
     hl_encoding enc;
-    hl_error_clear(&err);
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_graph_encode(g, e, &enc, &err), HL_ERR_ARG);
     ck_assert_ptr_null(enc.node_class);
     hl_graph_free(g);
@@ -178,8 +321,8 @@ END_TEST
 START_TEST(tiny_graph_encodes_to_the_documented_text)
 {
     hl_graph *g = tiny();
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     char *text = hl_graph_encode_text(g, false, &err);
     ck_assert_msg(text != NULL, "%s", err.msg);
     const char *want =
@@ -236,8 +379,8 @@ START_TEST(text_and_c_paths_agree_on_generated_graphs)
 {
     for (uint64_t seed = 1; seed <= 20; seed++) {
         hl_gen_opts o = {.n_ops = 16, .dynamic = seed % 2 == 0};
-        hl_error err;
-        hl_error_clear(&err);
+        lm_err err;
+        lm_err_clear(&err);
         hl_graph *g = hl_graph_generate(seed, &o, &err);
         ck_assert_msg(g != NULL, "seed %llu: %s", (unsigned long long)seed, err.msg);
         char what[32];
@@ -253,8 +396,8 @@ END_TEST
 START_TEST(lets_come_in_kahn_order_and_refer_only_backwards)
 {
     hl_graph *g = every_op();
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     char *text = hl_graph_encode_text(g, false, &err);
     ck_assert_ptr_nonnull(text);
     long last = -1;
@@ -312,8 +455,8 @@ END_TEST
 START_TEST(dims_become_dim_terms_and_interval_facts)
 {
     hl_graph *g = every_op();
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     char *text = hl_graph_encode_text(g, false, &err);
     ck_assert_ptr_nonnull(text);
     ck_assert_ptr_nonnull(strstr(text, "(let d0 (Dim 0 \"n\" 1 64 4))\n"
@@ -329,8 +472,8 @@ START_TEST(graphs_without_outputs_or_with_errors_are_refused)
     hl_graph *g = hl_graph_new();
     hl_expr d[1] = {hl_n(g, 4)};
     hl_input(g, "x", HL_F32, 1, d);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_ptr_null(hl_graph_encode_text(g, false, &err));
     ck_assert_int_eq(err.code, HL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "no outputs"));
@@ -338,7 +481,7 @@ START_TEST(graphs_without_outputs_or_with_errors_are_refused)
     hl_t x = hl_node_tensor(g, 0);
     hl_output(g, "y", hl_sum_reduce(g, x, 5));
     ck_assert_int_ne(hl_graph_error(g)->code, HL_OK);
-    hl_error_clear(&err);
+    lm_err_clear(&err);
     eg_engine *e = eg_engine_new(NULL, NULL);
     hl_encoding enc;
     ck_assert_int_eq(hl_graph_encode(g, e, &enc, &err), HL_ERR_ARG);
@@ -354,8 +497,8 @@ START_TEST(fprint_egraph_writes_the_schema_then_the_program)
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_int_eq(hl_graph_fprint_egraph(g, f, &err), HL_OK);
     fclose(f);
     size_t ls = strlen(hl_encode_schema());
@@ -420,6 +563,8 @@ static Suite *hlir_encode_suite(void)
     TCase *tc = tcase_create("encode");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, schema_files_match_the_builtin_texts);
+    tcase_add_test(tc, vocabulary_matches_the_schema);
+    tcase_add_test(tc, vocabulary_maps_ops_kinds_and_dtypes_both_ways);
     tcase_add_test(tc, dtype_rules_derive_the_dtypes_the_encoder_writes);
     tcase_add_test(tc, declare_loads_the_schema_once);
     tcase_add_test(tc, declare_rejects_an_engine_with_other_meanings_for_the_names);

@@ -40,8 +40,8 @@ static char *want_text, *want_bytes, *want_json;
 
 static void text_step(const hl_graph *g, bool *fired)
 {
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     char *t = hl_graph_encode_text(g, true, &err);
     *fired = hl__mem_fail_fired();
     hl__mem_fail_after(-1);
@@ -56,8 +56,8 @@ static void text_step(const hl_graph *g, bool *fired)
 static void c_step(const hl_graph *g, bool *fired)
 {
     eg_engine *e = eg_engine_new(NULL, NULL);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     hl_encoding enc;
     hl_status st = hl_graph_encode(g, e, &enc, &err);
     *fired = hl__mem_fail_fired();
@@ -79,8 +79,8 @@ static eg_engine *encoded; /* g's encoding, made without failures */
 static void decode_step(const hl_graph *g, bool *fired)
 {
     (void)g;
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     hl_graph *d = hl_graph_decode_engine(encoded, &err);
     *fired = hl__mem_fail_fired();
     hl__mem_fail_after(-1);
@@ -97,8 +97,8 @@ static void decode_step(const hl_graph *g, bool *fired)
 START_TEST(every_failed_allocation_is_reported_and_recovered)
 {
     hl_graph *g = scenario_graph();
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     want_text = hl_graph_encode_text(g, true, &err);
     ck_assert_ptr_nonnull(want_text);
     encoded = te_encode_c(g, NULL);

@@ -32,8 +32,8 @@ START_TEST(emit_egraph_prints_the_encoding_of_the_graph)
         char *out = run(cmd, &status);
         ck_assert_msg(status == 0, "%s exited with %d", cmd, status);
         hl_graph *g = te_load(paths[i]);
-        hl_error err;
-        hl_error_clear(&err);
+        lm_err err;
+        lm_err_clear(&err);
         char *want = hl_graph_encode_text(g, true, &err);
         ck_assert_ptr_nonnull(want);
         ck_assert_msg(strcmp(out, want) == 0, "%s: --emit egraph differs from the encoding",

@@ -31,8 +31,8 @@ static int64_t eval_min(const hl_graph *g, hl_expr x, bool *ok)
     }
     hl_env env = {vals, bound, nvar < 64 ? nvar : 64};
     int64_t out = 0;
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     if (hl_e_eval(p, x, &env, 0, &out, &e) != HL_OK) *ok = false;
     return out;
 }
@@ -59,8 +59,8 @@ static void try_run(const hl_graph *g)
     hl_tensor *in = calloc(ni + 1, sizeof *in), *out = calloc(no + 1, sizeof *out);
     for (uint32_t i = 0; i < nd; i++)
         dims[i] = hl_graph_dim_at(g, i)->lo;
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     for (uint32_t i = 0; ok && i < ni; i++) {
         const hl_node *n = hl_graph_node(g, hl_graph_input(g, i));
         int64_t d[HL_MAX_DIMS];
@@ -68,7 +68,7 @@ static void try_run(const hl_graph *g)
             d[k] = eval_min(g, n->shape[k], &ok);
         if (ok && hl_tensor_init(&in[i], n->dtype, n->ndim, d, &e) != HL_OK) ok = false;
     }
-    if (ok && hl_run(g, dims, in, out, &e) == HL_OK)
+    if (ok && hl_run(g, dims, in, out, NULL, &e) == HL_OK)
         for (uint32_t i = 0; i < no; i++)
             hl_tensor_fini(&out[i]);
     else if (ok && !e.msg[0])
@@ -82,8 +82,8 @@ static void try_run(const hl_graph *g)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     hl_graph *g = hl_graph_read_json((const char *)data, size, "fuzz.json", &e);
     if (!g) {
         if (e.code == HL_OK || !e.msg[0]) abort(); /* a rejection must say why */

@@ -7,8 +7,8 @@
 static hl_graph *gen(uint64_t seed, bool dynamic, uint32_t n_ops)
 {
     hl_gen_opts o = {n_ops, 6, dynamic};
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     hl_graph *g = hl_graph_generate(seed, &o, &e);
     ck_assert_msg(g != NULL, "seed %llu: %s", (unsigned long long)seed, e.msg);
     return g;
@@ -20,8 +20,8 @@ START_TEST(generated_graphs_round_trip_and_run)
     uint32_t ops_seen[HL_OP_COUNT] = {0};
     for (uint64_t seed = 0; seed < 120; seed++) {
         hl_graph *g1 = gen(seed, seed % 2 == 1, 14);
-        hl_error e;
-        hl_error_clear(&e);
+        lm_err e;
+        lm_err_clear(&e);
         ck_assert_msg(hl_graph_check(g1, &e) == HL_OK, "seed %llu: %s", (unsigned long long)seed,
                       e.msg);
         for (uint32_t i = 0; i < hl_graph_node_count(g1); i++)
@@ -89,8 +89,8 @@ END_TEST
 
 START_TEST(null_options_use_defaults)
 {
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     hl_graph *g = hl_graph_generate(5, NULL, &e);
     ck_assert_msg(g != NULL, "%s", e.msg);
     ck_assert_uint_ge(hl_graph_output_count(g), 1);

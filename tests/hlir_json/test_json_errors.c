@@ -4,6 +4,8 @@
 #include "tj.h"
 #include "lm_check.h"
 
+#include <dirent.h>
+
 /* A document from its four parts (dims may be NULL). free() the result. */
 static char *doc(const char *dims, const char *inputs, const char *nodes, const char *outputs)
 {
@@ -22,15 +24,16 @@ static char *doc(const char *dims, const char *inputs, const char *nodes, const 
 /* Asserts text is rejected with code and a message containing every one of subs. */
 static void reject_text(const char *text, hl_status code, const char *const *subs)
 {
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     hl_graph *g = hl_graph_read_json(text, strlen(text), "t.json", &e);
     ck_assert_msg(g == NULL, "accepted: %s", text);
-    ck_assert_msg(e.code == code, "code %d (%s), want %d: %s", e.code, hl_status_name(e.code), code,
-                  e.msg);
+    ck_assert_msg(e.code == (int)code, "code %d (%s), want %d: %s", e.code, lm_code_name(e.code),
+                  code, e.msg);
     for (int i = 0; subs[i]; i++)
         ck_assert_msg(strstr(e.msg, subs[i]) != NULL, "message \"%s\" lacks \"%s\"", e.msg,
                       subs[i]);
+    ck_assert_str_eq(e.file, "t.json"); /* the location is in the record, field by field */
 }
 
 static void reject(const char *dims, const char *inputs, const char *nodes, const char *outputs,
@@ -73,7 +76,7 @@ END_TEST
 START_TEST(unknown_op_names_node_and_field)
 {
     reject(NULL, X23, "{\"name\": \"h\", \"op\": \"matmull\", \"inputs\": [\"x\", \"x\"]}", "\"h\"",
-           HL_ERR_PARSE, SUBS("nodes[0] 'h'", "field 'op'", "unknown op 'matmull'"));
+           HL_ERR_PARSE, SUBS("node \'h\'", "field 'op'", "unknown op 'matmull'"));
 }
 END_TEST
 
@@ -81,7 +84,7 @@ START_TEST(wrong_arity_is_rejected)
 {
     reject(NULL, X23, "{\"name\": \"y\", \"op\": \"matmul\", \"inputs\": [\"x\", \"x\", \"x\"]}",
            "\"y\"", HL_ERR_ARG,
-           SUBS("nodes[0] 'y'", "field 'inputs'", "matmul takes 2 inputs, got 3"));
+           SUBS("node \'y\'", "field 'inputs'", "matmul takes 2 inputs, got 3"));
     reject(NULL, X23, "{\"name\": \"y\", \"op\": \"exp\"}", "\"y\"", HL_ERR_ARG,
            SUBS("exp takes 1 input, got 0"));
 }
@@ -91,10 +94,10 @@ START_TEST(shape_mismatch_is_rejected_by_the_builder)
 {
     reject(NULL, X23 ", {\"name\": \"w\", \"dtype\": \"f32\", \"shape\": [4, 5]}",
            "{\"name\": \"y\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w\"]}", "\"y\"",
-           HL_ERR_SHAPE, SUBS("nodes[0] 'y'", "matmul"));
+           HL_ERR_SHAPE, SUBS("node \'y\'", "matmul"));
     reject(NULL, X23 ", {\"name\": \"w\", \"dtype\": \"f32\", \"shape\": [4]}",
            "{\"name\": \"y\", \"op\": \"add\", \"inputs\": [\"x\", \"w\"]}", "\"y\"", HL_ERR_SHAPE,
-           SUBS("nodes[0] 'y'", "add"));
+           SUBS("node \'y\'", "add"));
 }
 END_TEST
 
@@ -102,9 +105,9 @@ START_TEST(dtype_mismatch_is_rejected)
 {
     reject(NULL, X23 ", {\"name\": \"i\", \"dtype\": \"int\", \"shape\": [2, 3]}",
            "{\"name\": \"y\", \"op\": \"add\", \"inputs\": [\"x\", \"i\"]}", "\"y\"", HL_ERR_DTYPE,
-           SUBS("nodes[0] 'y'", "add"));
+           SUBS("node \'y\'", "add"));
     reject(NULL, "{\"name\": \"x\", \"dtype\": \"f33\", \"shape\": [2]}", "", "\"x\"", HL_ERR_DTYPE,
-           SUBS("inputs[0] 'x'", "field 'dtype'", "unknown dtype"));
+           SUBS("node \'x\'", "field 'dtype'", "unknown dtype"));
 }
 END_TEST
 
@@ -116,23 +119,23 @@ START_TEST(cycle_is_reported_with_its_path)
            "{\"name\": \"c\", \"op\": \"exp\", \"inputs\": [\"b\"]}",
            "\"c\"", HL_ERR_PARSE, SUBS("cycle", "'b' -> 'c' -> 'b'"));
     reject(NULL, X23, "{\"name\": \"a\", \"op\": \"exp\", \"inputs\": [\"a\"]}", "\"a\"",
-           HL_ERR_PARSE, SUBS("nodes[0] 'a'", "field 'inputs[0]'", "reads itself"));
+           HL_ERR_PARSE, SUBS("node \'a\'", "field 'inputs[0]'", "reads itself"));
 }
 END_TEST
 
 START_TEST(dangling_reference_is_rejected)
 {
     reject(NULL, X23, "{\"name\": \"o\", \"op\": \"exp\", \"inputs\": [\"att\"]}", "\"o\"",
-           HL_ERR_PARSE, SUBS("nodes[0] 'o'", "field 'inputs[0]'", "no tensor named 'att'"));
+           HL_ERR_PARSE, SUBS("node \'o\'", "field 'inputs[0]'", "no tensor named 'att'"));
     reject(NULL, X23, "", "\"nothing\"", HL_ERR_PARSE,
-           SUBS("outputs[0]", "no tensor named 'nothing'"));
+           SUBS("node 'nothing'", "no tensor named 'nothing'"));
 }
 END_TEST
 
 START_TEST(unknown_dim_is_rejected)
 {
     reject(NULL, "{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"S\", 4]}", "", "\"x\"",
-           HL_ERR_DIM, SUBS("inputs[0] 'x'", "field 'shape[0]'", "unknown dim 'S'"));
+           HL_ERR_DIM, SUBS("node \'x\'", "field 'shape[0]'", "unknown dim 'S'"));
     reject("{\"name\": \"T\", \"min\": 1, \"max\": 8}",
            "{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"T*U\"]}", "", "\"x\"", HL_ERR_DIM,
            SUBS("unknown dim 'U'"));
@@ -142,29 +145,29 @@ END_TEST
 START_TEST(bad_dim_declarations_are_rejected)
 {
     reject("{\"name\": \"T\", \"min\": 8, \"max\": 2}", X23, "", "\"x\"", HL_ERR_DIM,
-           SUBS("dims[0] 'T'", "field 'max'", "below min"));
+           SUBS("dim \'T\'", "field 'max'", "below min"));
     reject("{\"name\": \"T\", \"min\": 1, \"max\": 8, \"profile\": 9}", X23, "", "\"x\"",
            HL_ERR_PARSE, SUBS("field 'profile'", "out of range"));
     reject("{\"name\": \"z\", \"min\": 1, \"max\": 8}", X23, "", "\"x\"", HL_ERR_DIM,
-           SUBS("dims[0] 'z'", "field 'name'"));
+           SUBS("dim \'z\'", "field 'name'"));
     reject("{\"name\": \"T\", \"min\": 1, \"max\": 8}, {\"name\": \"T\", \"min\": 1, \"max\": 8}",
-           X23, "", "\"x\"", HL_ERR_DIM, SUBS("dims[1] 'T'", "declared twice"));
+           X23, "", "\"x\"", HL_ERR_DIM, SUBS("dim \'T\'", "declared twice"));
 }
 END_TEST
 
 START_TEST(duplicate_names_are_rejected)
 {
     reject(NULL, X23, "{\"name\": \"x\", \"op\": \"exp\", \"inputs\": [\"x\"]}", "\"x\"",
-           HL_ERR_PARSE, SUBS("nodes[0] 'x'", "field 'name'", "used twice"));
+           HL_ERR_PARSE, SUBS("node \'x\'", "field 'name'", "used twice"));
     reject(NULL, X23, "", "\"x\", \"x\"", HL_ERR_PARSE,
-           SUBS("outputs[1] 'x'", "output name 'x' is used twice"));
+           SUBS("node \'x\'", "output name 'x' is used twice"));
 }
 END_TEST
 
 START_TEST(unknown_fields_are_rejected)
 {
     reject(NULL, X23, "{\"name\": \"y\", \"op\": \"softmax\", \"inputs\": [\"x\"], \"axes\": 1}",
-           "\"y\"", HL_ERR_PARSE, SUBS("nodes[0] 'y'", "field 'axes'", "unknown field"));
+           "\"y\"", HL_ERR_PARSE, SUBS("node \'y\'", "field 'axes'", "unknown field"));
     reject_text("{\"format\": \"luminal-graph\", \"version\": 1, \"inputs\": [], \"nodes\": [], "
                 "\"outputs\": [\"x\"], \"extra\": 1}",
                 HL_ERR_PARSE, SUBS("field 'extra'", "unknown field"));
@@ -182,7 +185,7 @@ START_TEST(wrong_field_types_are_rejected)
            "{\"name\": \"y\", \"op\": \"permute\", \"inputs\": [\"x\"], \"axes\": [0, 0]}", "\"y\"",
            HL_ERR_ARG, SUBS("field 'axes'", "permutation"));
     reject(NULL, X23, "{\"name\": 7, \"op\": \"exp\", \"inputs\": [\"x\"]}", "\"x\"", HL_ERR_PARSE,
-           SUBS("nodes[0]", "field 'name'", "expected a string"));
+           SUBS("nodes[0]: ", "field 'name'", "expected a string"));
     reject(NULL, X23, "{\"name\": \"y\", \"op\": \"exp\", \"inputs\": [3]}", "\"y\"", HL_ERR_PARSE,
            SUBS("field 'inputs[0]'"));
 }
@@ -191,7 +194,7 @@ END_TEST
 START_TEST(bad_expressions_are_rejected)
 {
     reject(NULL, "{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"2 +\"]}", "", "\"x\"",
-           HL_ERR_PARSE, SUBS("inputs[0] 'x'", "field 'shape[0]'"));
+           HL_ERR_PARSE, SUBS("node \'x\'", "field 'shape[0]'"));
     reject(NULL, "{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"z\"]}", "", "\"x\"",
            HL_ERR_PARSE, SUBS("field 'shape[0]'", "index variable z"));
     reject(NULL, "{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [0]}", "", "\"x\"", HL_ERR_SHAPE,
@@ -217,7 +220,7 @@ START_TEST(explicit_views_are_checked)
     reject(NULL, X23,
            "{\"name\": \"y\", \"op\": \"exp2\", \"inputs\": "
            "[{\"tensor\": \"x\", \"shape\": [2, 3], \"strides\": [\"3*z\", \"2*z\"]}]}",
-           "\"y\"", HL_ERR_SHAPE, SUBS("nodes[0] 'y'", "field 'inputs[0]'", "out of bounds"));
+           "\"y\"", HL_ERR_SHAPE, SUBS("node \'y\'", "field 'inputs[0]'", "out of bounds"));
     /* views are only for primitives */
     reject(NULL, X23,
            "{\"name\": \"y\", \"op\": \"exp\", \"inputs\": "
@@ -233,7 +236,7 @@ START_TEST(explicit_views_are_checked)
            "{\"name\": \"y\", \"op\": \"add\", \"inputs\": "
            "[{\"tensor\": \"x\", \"shape\": [2, 3], \"strides\": [\"3*z\", \"z\"]},"
            " {\"tensor\": \"x\", \"shape\": [3], \"strides\": [\"z\"]}]}",
-           "\"y\"", HL_ERR_SHAPE, SUBS("nodes[0] 'y'"));
+           "\"y\"", HL_ERR_SHAPE, SUBS("node \'y\'"));
 }
 END_TEST
 
@@ -246,11 +249,11 @@ START_TEST(symbolic_reshape_and_slice_are_checked)
     reject(
         dims, xs,
         "{\"name\": \"y\", \"op\": \"reshape\", \"inputs\": [\"x\"], \"shape\": [\"S*S\", \"S\"]}",
-        "\"y\"", HL_ERR_SHAPE, SUBS("nodes[0] 'y'", "field 'shape'", "element count"));
+        "\"y\"", HL_ERR_SHAPE, SUBS("node \'y\'", "field 'shape'", "element count"));
     reject(
         dims, xs,
         "{\"name\": \"y\", \"op\": \"slice\", \"inputs\": [\"x\"], \"axis\": 0, \"end\": \"S+1\"}",
-        "\"y\"", HL_ERR_SHAPE, SUBS("nodes[0] 'y'", "field 'end'", "past the size"));
+        "\"y\"", HL_ERR_SHAPE, SUBS("node \'y\'", "field 'end'", "past the size"));
     reject(dims, xs,
            "{\"name\": \"y\", \"op\": \"slice\", \"inputs\": [\"x\"], \"axis\": 1, \"start\": 3, "
            "\"end\": \"S\"}",
@@ -270,6 +273,97 @@ START_TEST(symbolic_reshape_and_slice_are_checked)
 }
 END_TEST
 
+/* The location is kept field by field: file, line and column of the entry, the user's node
+ * name and the field, and the message begins with them. */
+START_TEST(location_fields_are_filled)
+{
+    const char *text = "{\"format\": \"luminal-graph\", \"version\": 1,\n"
+                       " \"dims\": [{\"name\": \"T\", \"min\": 1, \"max\": 8},\n"
+                       "          {\"name\": \"U\", \"min\": 4, \"max\": 2}],\n"
+                       " \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [2]}],\n"
+                       " \"nodes\": [\n"
+                       "   {\"name\": \"a\", \"op\": \"exp\", \"inputs\": [\"x\"]},\n"
+                       "     {\"name\": \"h\", \"op\": \"matmull\", \"inputs\": [\"a\"]}],\n"
+                       " \"outputs\": [\"h\"]}\n";
+    lm_err e = {0};
+    ck_assert_ptr_null(hl_graph_read_json(text, strlen(text), "t.json", &e));
+    ck_assert_int_eq(e.code, HL_ERR_DIM); /* the dims come first */
+    ck_assert_str_eq(e.file, "t.json");
+    ck_assert_uint_eq(e.line, 3);
+    ck_assert_uint_eq(e.col, 11);
+    ck_assert_str_eq(e.field, "max");
+    ck_assert_str_eq(e.node, "");
+    ck_assert_msg(strncmp(e.msg, "t.json:3:11: field 'max': dim 'U': ", 35) == 0, "%s", e.msg);
+    /* with the dims fixed, the unknown op on line 7 */
+    char *fixed = strdup(text);
+    char *bad = strstr(fixed, "\"min\": 4");
+    bad[7] = '1';
+    lm_err_clear(&e);
+    ck_assert_ptr_null(hl_graph_read_json(fixed, strlen(fixed), "t.json", &e));
+    ck_assert_int_eq(e.code, HL_ERR_PARSE);
+    ck_assert_uint_eq(e.line, 7);
+    ck_assert_uint_eq(e.col, 6);
+    ck_assert_str_eq(e.node, "h");
+    ck_assert_str_eq(e.field, "op");
+    ck_assert_str_eq(e.msg, "t.json:7:6: node 'h': field 'op': unknown op 'matmull'");
+    free(fixed);
+    /* malformed JSON: jansson's line and column */
+    lm_err_clear(&e);
+    ck_assert_ptr_null(hl_graph_read_json("{\n  \"format\": ,\n}", 17, "m.json", &e));
+    ck_assert_str_eq(e.file, "m.json");
+    ck_assert_uint_eq(e.line, 2);
+    ck_assert_uint_gt(e.col, 0);
+}
+END_TEST
+
+/* The node limit is checked while the text is first scanned, before jansson parses it:
+ * a document of more than HL_JSON_MAX_NODES nodes is refused at the first node past the
+ * limit, with its position, even though what follows that node is not JSON at all. */
+START_TEST(the_node_limit_is_checked_before_the_document_is_parsed)
+{
+    const char *head = "{\"format\": \"luminal-graph\", \"version\": 1, \"inputs\": [], "
+                       "\"outputs\": [\"x\"], \"nodes\": [";
+    size_t hl = strlen(head), n = (size_t)HL_JSON_MAX_NODES + 1;
+    size_t len = hl + 3 * n + 8;
+    char *text = malloc(len + 1);
+    ck_assert_ptr_nonnull(text);
+    memcpy(text, head, hl);
+    for (size_t i = 0; i < n; i++)
+        memcpy(text + hl + 3 * i, "{},", 3);
+    memcpy(text + hl + 3 * n, "]]]]]]]]", 8); /* malformed after the limit */
+    text[len] = 0;
+    lm_err e = {0};
+    ck_assert_ptr_null(hl_graph_read_json(text, len, "big.json", &e));
+    ck_assert_int_eq(e.code, HL_ERR_LIMIT);
+    ck_assert_str_eq(e.field, "nodes");
+    ck_assert_uint_eq(e.line, 1);
+    ck_assert_uint_eq(e.col, hl + 3 * (n - 1) + 1); /* the first node past the limit */
+    ck_assert_ptr_nonnull(strstr(e.msg, "more than 1000000 nodes"));
+    free(text);
+}
+END_TEST
+
+/* Nesting deeper than HL_JSON_MAX_DEPTH is refused where it happens, also inside a
+ * comment, which the reader otherwise ignores. */
+START_TEST(json_nested_too_deep_is_refused_with_its_position)
+{
+    char text[512];
+    int k = snprintf(text, sizeof text, "{\"format\": \"luminal-graph\",\n\"comment\": ");
+    for (int i = 0; i < HL_JSON_MAX_DEPTH + 5; i++)
+        text[k++] = '[';
+    for (int i = 0; i < HL_JSON_MAX_DEPTH + 5; i++)
+        text[k++] = ']';
+    k += snprintf(text + k, sizeof text - (size_t)k, "}");
+    lm_err e = {0};
+    ck_assert_ptr_null(hl_graph_read_json(text, (size_t)k, "deep.json", &e));
+    ck_assert_int_eq(e.code, HL_ERR_LIMIT);
+    ck_assert_uint_eq(e.line, 2);
+    /* the object is level 1, so the bracket at column 12 + 31 opens level 33 */
+    ck_assert_uint_eq(e.col, 12 + HL_JSON_MAX_DEPTH - 1);
+    ck_assert_ptr_nonnull(strstr(e.msg, "nested deeper than 32"));
+}
+END_TEST
+
 START_TEST(empty_outputs_and_missing_sections_are_rejected)
 {
     reject(NULL, X23, "", "", HL_ERR_PARSE, SUBS("field 'outputs'", "at least one output"));
@@ -281,8 +375,8 @@ END_TEST
 
 START_TEST(missing_file_is_an_io_error)
 {
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     ck_assert_ptr_null(hl_graph_load_json("/nonexistent/g.json", &e));
     ck_assert_int_eq(e.code, HL_ERR_IO);
     ck_assert_ptr_nonnull(strstr(e.msg, "/nonexistent/g.json"));
@@ -306,8 +400,8 @@ START_TEST(truncated_and_mutated_examples_never_crash)
         while (end > 0 && text[end - 1] != '}')
             end--; /* prefixes shorter than the document */
         for (size_t cut = 0; cut + 1 < end; cut += step) {
-            hl_error e;
-            hl_error_clear(&e);
+            lm_err e;
+            lm_err_clear(&e);
             hl_graph *g = hl_graph_read_json(text, cut, names[k], &e);
             ck_assert_msg(g == NULL, "a truncated document was accepted");
             ck_assert_msg(e.msg[0] != 0, "no message");
@@ -320,8 +414,8 @@ START_TEST(truncated_and_mutated_examples_never_crash)
             for (size_t r = 0; r < sizeof repl - 1; r += 3) {
                 memcpy(copy, text, len);
                 copy[pos] = repl[r];
-                hl_error e;
-                hl_error_clear(&e);
+                lm_err e;
+                lm_err_clear(&e);
                 hl_graph *g = hl_graph_read_json(copy, len, names[k], &e);
                 if (g)
                     hl_graph_free(g);
@@ -354,8 +448,8 @@ START_TEST(fuzz_seed_corpus_loads_or_fails_cleanly)
         snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
         size_t len;
         char *text = tj_slurp(path, &len);
-        hl_error e;
-        hl_error_clear(&e);
+        lm_err e;
+        lm_err_clear(&e);
         hl_graph *g = hl_graph_read_json(text, len, ent->d_name, &e);
         files++;
         if (strncmp(ent->d_name, "regress_", 8) == 0)
@@ -404,6 +498,9 @@ static Suite *suite(void)
     tcase_add_test(tc, bad_expressions_are_rejected);
     tcase_add_test(tc, explicit_views_are_checked);
     tcase_add_test(tc, symbolic_reshape_and_slice_are_checked);
+    tcase_add_test(tc, location_fields_are_filled);
+    tcase_add_test(tc, the_node_limit_is_checked_before_the_document_is_parsed);
+    tcase_add_test(tc, json_nested_too_deep_is_refused_with_its_position);
     tcase_add_test(tc, empty_outputs_and_missing_sections_are_rejected);
     tcase_add_test(tc, missing_file_is_an_io_error);
     tcase_add_test(tc, truncated_and_mutated_examples_never_crash);

@@ -15,8 +15,8 @@ START_TEST(every_example_round_trips_to_identical_bytes)
     ck_assert_uint_ge(n, 10);
     for (size_t i = 0; i < n; i++) {
         hl_graph *g1 = tj_load_example(names[i]);
-        hl_error e;
-        hl_error_clear(&e);
+        lm_err e;
+        lm_err_clear(&e);
         ck_assert_msg(hl_graph_check(g1, &e) == HL_OK, "%s: %s", names[i], e.msg);
         char *s1 = tj_write(g1);
         hl_graph *g2 = tj_read(s1);
@@ -82,8 +82,8 @@ START_TEST(explicit_view_primitives_compute_as_written)
     }
     int64_t da[2] = {4, 3}, db[2] = {3, 4};
     hl_tensor in[2];
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     ck_assert(hl_tensor_init(&in[0], HL_F32, 2, da, &e) == HL_OK);
     ck_assert(hl_tensor_init(&in[1], HL_F32, 2, db, &e) == HL_OK);
     for (int i = 0; i < 12; i++) {
@@ -91,7 +91,7 @@ START_TEST(explicit_view_primitives_compute_as_written)
         hl_tensor_set(&in[1], (size_t)i, b[i]);
     }
     hl_tensor out[1];
-    ck_assert_msg(hl_run(g, NULL, in, out, &e) == HL_OK, "%s", e.msg);
+    ck_assert_msg(hl_run(g, NULL, in, out, NULL, &e) == HL_OK, "%s", e.msg);
     ck_assert_uint_eq(out[0].numel, 4);
     for (int i = 0; i < 4; i++) {
         double want = 2.0 * i;
@@ -238,8 +238,8 @@ START_TEST(writer_refuses_a_graph_with_a_builder_error)
     hl_t y = hl_input(g, "y", HL_INT, 1, d);
     hl_t bad = hl_add(g, x, y); /* dtype mismatch */
     ck_assert_uint_eq(bad.node, HL_NONE);
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     ck_assert_ptr_null(hl_graph_write_json(g, &e));
     ck_assert_int_eq(e.code, HL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(e.msg, "builder error"));
@@ -254,11 +254,31 @@ START_TEST(writer_refuses_a_graph_without_outputs)
     hl_expr d[1] = {hl_n(g, 3)};
     hl_t x = hl_input(g, "x", HL_F32, 1, d);
     ck_assert_uint_ne(hl_exp2(g, x).node, HL_NONE);
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     ck_assert_ptr_null(hl_graph_write_json(g, &e));
     ck_assert_int_eq(e.code, HL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(e.msg, "without outputs"));
+    hl_graph_free(g);
+}
+END_TEST
+
+/* The symbolic checks bind every declared dim, however many there are (they once saw
+ * only the first 64). */
+START_TEST(a_graph_with_many_dims_uses_its_last_one)
+{
+    char text[8192];
+    int k =
+        snprintf(text, sizeof text, "{\"format\": \"luminal-graph\", \"version\": 1, \"dims\": [");
+    for (int d = 0; d < 70; d++)
+        k += snprintf(text + k, sizeof text - (size_t)k,
+                      "%s{\"name\": \"d%d\", \"min\": 1, \"max\": 4}", d ? ", " : "", d);
+    snprintf(text + k, sizeof text - (size_t)k,
+             "], \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"d69\", 2]}], "
+             "\"nodes\": [{\"name\": \"y\", \"op\": \"reshape\", \"inputs\": [\"x\"], "
+             "\"shape\": [\"2*d69\"]}], \"outputs\": [\"y\"]}");
+    hl_graph *g = tj_read(text);
+    ck_assert_uint_eq(hl_graph_dim_count(g), 70);
     hl_graph_free(g);
 }
 END_TEST
@@ -278,6 +298,7 @@ static Suite *suite(void)
     tcase_add_test(tc, outputs_may_rename_and_take_a_view);
     tcase_add_test(tc, writer_refuses_a_graph_with_a_builder_error);
     tcase_add_test(tc, writer_refuses_a_graph_without_outputs);
+    tcase_add_test(tc, a_graph_with_many_dims_uses_its_last_one);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -4,10 +4,10 @@
 #ifndef LUMINAL_TESTS_HLIR_JSON_TJ_H
 #define LUMINAL_TESTS_HLIR_JSON_TJ_H
 
+#include "hl_fixtures.h"
 #include "hlir.h"
 
 #include <check.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,29 +31,21 @@ static inline char *tj_slurp(const char *path, size_t *len)
     return buf;
 }
 
-static int tj_cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The example graphs' file names (*.json), sorted; *n their count. Free with tj_free_list. */
+/* The example graphs' file names (*.json), sorted; *n their count. Fails the test when the
+ * folder cannot be read or holds another number of graphs than
+ * examples/graphs/README.md lists. Free with tj_free_list. */
 static inline char **tj_examples(size_t *n)
 {
-    DIR *d = opendir(TJ_EXAMPLES);
-    ck_assert_msg(d != NULL, "cannot open %s", TJ_EXAMPLES);
-    size_t cap = 32, k = 0;
-    char **names = malloc(cap * sizeof *names);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0) continue;
-        if (k == cap) names = realloc(names, (cap *= 2) * sizeof *names);
-        names[k++] = strdup(e->d_name);
+    size_t want = hl_fixture_examples_expected(LUMINAL_SOURCE_DIR);
+    char **paths = hl_fixture_examples(LUMINAL_SOURCE_DIR, n);
+    ck_assert_msg(paths != NULL, "cannot open %s", TJ_EXAMPLES);
+    ck_assert_msg(want > 0 && *n == want,
+                  "found %zu example graphs; examples/graphs/README.md lists %zu", *n, want);
+    for (size_t i = 0; i < *n; i++) { /* keep the file names */
+        const char *base = strrchr(paths[i], '/') + 1;
+        memmove(paths[i], base, strlen(base) + 1);
     }
-    closedir(d);
-    qsort(names, k, sizeof *names, tj_cmp_names);
-    *n = k;
-    return names;
+    return paths;
 }
 
 static inline void tj_free_list(char **names, size_t n)
@@ -67,8 +59,8 @@ static inline hl_graph *tj_load_example(const char *name)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", TJ_EXAMPLES, name);
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     hl_graph *g = hl_graph_load_json(path, &e);
     ck_assert_msg(g != NULL, "%s: %s", name, e.msg);
     return g;
@@ -77,8 +69,8 @@ static inline hl_graph *tj_load_example(const char *name)
 /* Reads text (asserting success). */
 static inline hl_graph *tj_read(const char *text)
 {
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     hl_graph *g = hl_graph_read_json(text, strlen(text), "t.json", &e);
     ck_assert_msg(g != NULL, "rejected: %s", e.msg);
     return g;
@@ -87,8 +79,8 @@ static inline hl_graph *tj_read(const char *text)
 /* Writes g (asserting success); free() the result. */
 static inline char *tj_write(const hl_graph *g)
 {
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     char *s = hl_graph_write_json(g, &e);
     ck_assert_msg(s != NULL, "write failed: %s", e.msg);
     return s;
@@ -131,8 +123,8 @@ static inline int64_t tj_eval(const hl_graph *g, hl_expr e, const int64_t *vals)
     }
     hl_env env = {byvar, bound, nvar < 64 ? nvar : 64};
     int64_t out = 0;
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err;
+    lm_err_clear(&err);
     ck_assert_msg(hl_e_eval(p, e, &env, 0, &out, &err) == HL_OK, "%s", err.msg);
     return out;
 }
@@ -163,8 +155,8 @@ static inline hl_tensor *tj_inputs(const hl_graph *g, const int64_t *vals, uint6
         int64_t dims[HL_MAX_DIMS];
         for (uint32_t d = 0; d < nd->ndim; d++)
             dims[d] = tj_eval(g, nd->shape[d], vals);
-        hl_error err;
-        hl_error_clear(&err);
+        lm_err err;
+        lm_err_clear(&err);
         ck_assert_msg(hl_tensor_init(&in[i], nd->dtype, nd->ndim, dims, &err) == HL_OK, "%s",
                       err.msg);
         for (size_t k = 0; k < in[i].numel; k++) {
@@ -190,9 +182,9 @@ static inline hl_tensor *tj_run(const hl_graph *g, const int64_t *vals, const hl
 {
     uint32_t n = hl_graph_output_count(g);
     hl_tensor *out = calloc(n ? n : 1, sizeof *out);
-    hl_error err;
-    hl_error_clear(&err);
-    ck_assert_msg(hl_run(g, vals, in, out, &err) == HL_OK, "run failed: %s", err.msg);
+    lm_err err;
+    lm_err_clear(&err);
+    ck_assert_msg(hl_run(g, vals, in, out, NULL, &err) == HL_OK, "run failed: %s", err.msg);
     return out;
 }
 

@@ -41,8 +41,7 @@ int main(int argc, char **argv)
     }
     uint64_t seed = strtoull(argv[3], NULL, 10);
     long n = strtol(argv[4], NULL, 10);
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     hl_graph *g = hl_graph_load_json(argv[1], &he);
     if (!g) return die("graph", he.msg);
     lm_err err = {0};

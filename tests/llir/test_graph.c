@@ -74,8 +74,7 @@ START_TEST(random_genomes_of_generated_graphs_build_and_verify)
     uint32_t graphs = 0;
     for (uint64_t seed = 0; seed < 50; seed++) {
         hl_gen_opts o = {.n_ops = 6 + (uint32_t)(seed % 10), .dynamic = seed % 2 == 1};
-        hl_error he;
-        hl_error_clear(&he);
+        lm_err he = {0};
         hl_graph *g = hl_graph_generate(seed, &o, &he);
         ck_assert_msg(g != NULL, "%s", he.msg);
         tl_env t;
@@ -101,8 +100,7 @@ START_TEST(the_least_fused_graph_is_the_hlir_graph_as_kernels)
         hl_graph *g = tl_load(names[i]);
         eg_engine *e0 = eg_engine_new(NULL, NULL);
         hl_encoding enc0;
-        hl_error he;
-        hl_error_clear(&he);
+        lm_err he = {0};
         ck_assert(hl_graph_encode(g, e0, &enc0, &he) == HL_OK);
         hl_graph *d = hl_graph_decode_engine(e0, &he);
         ck_assert_msg(d != NULL, "%s", he.msg);
@@ -477,8 +475,7 @@ START_TEST(the_evaluator_agrees_with_hlir)
         if (es[i] == HL_NONE) continue;
         for (int64_t z = 0; z < 12; z++) {
             int64_t a = 0, b = 0;
-            hl_error he;
-            hl_error_clear(&he);
+            lm_err he = {0};
             bool ok_h = hl_e_eval(p, es[i], &env, z, &a, &he) == HL_OK;
             bool ok_l = ll__eval_at(&ev, es[i], z, &b);
             ck_assert_msg(ok_h == ok_l && (!ok_h || a == b), "expr %d at z=%lld: hlir %d/%lld, llir %d/%lld",

@@ -7,8 +7,7 @@
 static eg_engine *engine_with(const char *text)
 {
     eg_engine *e = eg_engine_new(NULL, NULL);
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     ck_assert_msg(hl_encode_declare(e, &he) == HL_OK, "%s", he.msg);
     lm_err ee = {0};
     ck_assert_msg(eg_run_text(e, text, "rules", &ee) == 0, "%s", ee.msg);

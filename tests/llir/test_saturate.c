@@ -16,8 +16,7 @@ static int saturate(const char *graph, const char *rules, const ll_sat_opts *o, 
 {
     hl_graph *g = tl_example(graph);
     eg_engine *e = eg_engine_new(eo, NULL);
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     hl_encoding enc;
     ck_assert_msg(hl_graph_encode(g, e, &enc, &he) == HL_OK, "%s", he.msg);
     int rc = ll_saturate(e, rules, "rules.dsl", o, rep, err);

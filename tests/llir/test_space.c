@@ -48,8 +48,7 @@ START_TEST(stats_match_what_the_space_holds)
         /* the primitives as the e-graph holds them (equal nodes are one) */
         eg_engine *e0 = eg_engine_new(NULL, NULL);
         hl_encoding enc0;
-        hl_error he;
-        hl_error_clear(&he);
+        lm_err he = {0};
         ck_assert(hl_graph_encode(g, e0, &enc0, &he) == HL_OK);
         hl_graph *d = hl_graph_decode_engine(e0, &he);
         ck_assert_msg(d != NULL, "%s", he.msg);

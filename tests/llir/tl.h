@@ -69,8 +69,7 @@ static inline char *tl_replace(const char *s, const char *from, const char *to)
 
 static inline hl_graph *tl_load(const char *path)
 {
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     hl_graph *g = hl_graph_load_json(path, &he);
     ck_assert_msg(g != NULL, "%s: %s", path, he.msg);
     return g;
@@ -120,8 +119,7 @@ static inline int tl_try(tl_env *t, const hl_graph *g, const char *rules, const 
     memset(t, 0, sizeof *t);
     t->e = eg_engine_new(opt, NULL);
     ck_assert_ptr_nonnull(t->e);
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     ck_assert_msg(hl_graph_encode(g, t->e, &t->enc, &he) == HL_OK, "encode: %s", he.msg);
     char *own = rules ? NULL : tl_rules(false);
     int rc = ll_saturate(t->e, rules ? rules : own, "rules.dsl", NULL, &t->rep, err);

@@ -229,8 +229,7 @@ START_TEST(fused_examples_pass_the_comparison)
     for (size_t f = 0; f < sizeof names / sizeof names[0]; f++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/examples/graphs/%s.json", LUMINAL_SOURCE_DIR, names[f]);
-        hl_error he;
-        hl_error_clear(&he);
+        lm_err he = {0};
         hl_graph *g = hl_graph_load_json(path, &he);
         ck_assert_msg(g != NULL, "%s", he.msg);
         uint32_t n = hl_graph_node_count(g);

@@ -35,8 +35,7 @@ static uint32_t list_json(const char *dir, char **names, uint32_t cap)
 
 static hl_graph *load(const char *path)
 {
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e = {0};
     hl_graph *g = hl_graph_load_json(path, &e);
     ck_assert_msg(g != NULL, "%s: %s", path, e.msg);
     return g;
@@ -86,8 +85,7 @@ static void generated(bool dynamic, uint64_t first, uint32_t count)
     for (uint64_t seed = first; seed < first + count; seed++) {
         hl_gen_opts o = {0};
         o.dynamic = dynamic;
-        hl_error e;
-        hl_error_clear(&e);
+        lm_err e = {0};
         hl_graph *g = hl_graph_generate(seed, &o, &e);
         ck_assert_msg(g != NULL, "seed %llu: %s", (unsigned long long)seed, e.msg);
         ll_graph *lg = lower(g);

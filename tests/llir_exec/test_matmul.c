@@ -82,8 +82,7 @@ static uint32_t push_output(ll_graph *g, uint32_t src, hl_dtype dt, uint32_t ndi
     n.in_dtype[0] = dt;
     n.prim.name = "d";
     n.prim.index = 0;
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     ck_assert(hl_view_contiguous(ll__graph_pool(g), ndim, dims, &n.prim.in[0].view, &he) == 0);
     return push(g, &n);
 }
@@ -159,8 +158,7 @@ static void check_case(const mm_case *c, bool blas, uint64_t seed)
     int64_t lens[4] = {len[0], len[1], c->residual ? len[2] : len[3], len[3]};
     uint32_t nin = ll_graph_input_count(g);
     for (uint32_t i = 0; i < nin; i++) {
-        hl_error he;
-        hl_error_clear(&he);
+        lm_err he = {0};
         ck_assert(hl_tensor_init(&in[i], types[i], 1, &lens[i], &he) == 0);
         hl_tensor_fill_random(&in[i], seed, i);
     }
@@ -256,8 +254,7 @@ START_TEST(a_matmul_reaching_outside_an_operand_fails)
     ll_graph *g = case_graph(&c, true, len, 1);
     hl_tensor in[2], out;
     for (int i = 0; i < 2; i++) {
-        hl_error he;
-        hl_error_clear(&he);
+        lm_err he = {0};
         ck_assert(hl_tensor_init(&in[i], HL_F32, 1, &len[i], &he) == 0);
     }
     lm_err e = {0};
@@ -317,8 +314,7 @@ static ll_graph *lower_mm(const hl_graph *g, uint32_t sum, ll_lower_impl how,
 static int64_t eval(const ll_graph *g, hl_expr e)
 {
     int64_t v;
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     ck_assert(hl_e_eval(ll_graph_exprs(g), e, NULL, 0, &v, &he) == 0);
     return v;
 }

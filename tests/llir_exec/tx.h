@@ -37,8 +37,7 @@ static inline void tx_shape(const hl_graph *g, uint32_t id, const int64_t *dims,
     hl_env env = {vals, bound, hl_var_count(p)};
     const hl_node *n = hl_graph_node(g, id);
     for (uint32_t d = 0; d < n->ndim; d++) {
-        hl_error e;
-        hl_error_clear(&e);
+        lm_err e = {0};
         ck_assert_msg(hl_e_eval(p, n->shape[d], &env, 0, &out[d], &e) == 0, "%s", e.msg);
     }
 }
@@ -52,8 +51,7 @@ static inline void tx_inputs(const hl_graph *g, const int64_t *dims, uint64_t se
         const hl_node *n = hl_graph_node(g, id);
         int64_t shape[HL_MAX_DIMS];
         tx_shape(g, id, dims, shape);
-        hl_error e;
-        hl_error_clear(&e);
+        lm_err e = {0};
         ck_assert_msg(hl_tensor_init(&in[i], n->dtype, n->ndim, shape, &e) == 0, "%s", e.msg);
         hl_tensor_fill_random(&in[i], seed, i);
     }
@@ -69,9 +67,8 @@ static inline void tx_ref(const hl_graph *g, const int64_t *dims, const hl_tenso
                           hl_tensor *out)
 {
     ck_assert_uint_le(hl_graph_output_count(g), TX_MAX_IO);
-    hl_error e;
-    hl_error_clear(&e);
-    ck_assert_msg(hl_run(g, dims, in, out, &e) == 0, "reference: %s", e.msg);
+    lm_err e = {0};
+    ck_assert_msg(hl_run(g, dims, in, out, NULL, &e) == 0, "reference: %s", e.msg);
 }
 
 static inline void tx_ll(const ll_graph *g, const int64_t *dims, const hl_tensor *in,

@@ -100,8 +100,7 @@ static const char *tr_stem(const char *path)
 
 static hl_graph *tr_load(const char *path)
 {
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err = {0};
     hl_graph *g = hl_graph_load_json(path, &err);
     ck_assert_msg(g != NULL, "%s: %s", path, err.msg);
     return g;
@@ -192,8 +191,7 @@ static void tr_saturate_with(const hl_graph *g, const char *rules, const char *s
     double t0 = tr_now();
     r->e = eg_engine_new(&o, NULL);
     ck_assert_ptr_nonnull(r->e);
-    hl_error herr;
-    hl_error_clear(&herr);
+    lm_err herr = {0};
     ck_assert_msg(hl_graph_encode(g, r->e, &r->enc, &herr) == HL_OK, "encode: %s", herr.msg);
     char *own = rules ? NULL : tr_rules_text();
     lm_err ee = {0};
@@ -741,8 +739,7 @@ START_TEST(the_expression_algebra_folds_to_canonical_forms)
     o.out = null;
     o.log = null;
     eg_engine *e = eg_engine_new(&o, NULL);
-    hl_error herr;
-    hl_error_clear(&herr);
+    lm_err herr = {0};
     ck_assert_msg(hl_encode_declare(e, &herr) == HL_OK, "%s", herr.msg);
     char *rules = tr_rules_text();
     char *checks = tr_read(LUMINAL_SOURCE_DIR "/tests/rules/expr_algebra.egg");
@@ -1063,8 +1060,7 @@ static bool tr_copy_of_input(tr_run *r, const tr_view *v, const hl_graph *g, uin
             const char *q = sh[d];
             dims[d] = tr_eval_term(&q, g, 0);
         }
-        hl_error err;
-        hl_error_clear(&err);
+        lm_err err = {0};
         ck_assert_msg(hl_tensor_init(t, in[xi].dtype, (uint32_t)nd, dims, &err) == HL_OK, "%s",
                       err.msg);
         for (size_t f = 0; f < t->numel; f++) {
@@ -1108,8 +1104,7 @@ static int tr_check_blas_numerically(const hl_graph *g, tr_run *r, const tr_view
     }
     hl_env env = {vals, bound, nv};
     uint32_t in_class[16];
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err = {0};
     for (uint32_t i = 0; i < nin; i++) {
         const hl_node *x = hl_graph_node(g, hl_graph_input(g, i));
         int64_t sh[HL_MAX_DIMS];
@@ -1120,7 +1115,7 @@ static int tr_check_blas_numerically(const hl_graph *g, tr_run *r, const tr_view
         hl_tensor_fill_random(&in[i], 7, i);
         in_class[i] = tr_class_of(v, eg_find(r->e, r->enc.node_class[hl_graph_input(g, i)]));
     }
-    ck_assert_msg(hl_run(g, NULL, in, out, &err) == HL_OK, "%s: reference: %s", what, err.msg);
+    ck_assert_msg(hl_run(g, NULL, in, out, NULL, &err) == HL_OK, "%s: reference: %s", what, err.msg);
     int checked = 0;
     for (uint32_t o = 0; o < nout; o++) {
         const hl_node *on = hl_graph_node(g, hl_graph_output(g, o));
@@ -1367,8 +1362,7 @@ START_TEST(generated_graphs_saturate_and_every_class_has_a_dtype)
             int dyn = variant % 2;
             o.dynamic = dyn != 0;
             o.n_ops = variant < 2 ? 0 : 48;
-            hl_error err;
-            hl_error_clear(&err);
+            lm_err err = {0};
             hl_graph *g = hl_graph_generate(seed, &o, &err);
             ck_assert_msg(g != NULL, "seed %llu: %s", (unsigned long long)seed, err.msg);
             char what[64];
@@ -1442,8 +1436,7 @@ static void tr_eqsat_agrees(const char *path)
     hl_graph *g = tr_load(path);
     tr_run r;
     tr_saturate(g, &r, path);
-    hl_error err;
-    hl_error_clear(&err);
+    lm_err err = {0};
     char *enc = hl_graph_encode_text(g, true, &err);
     ck_assert_msg(enc != NULL, "%s", err.msg);
     char *rules = tr_rules_text();

@@ -14,14 +14,15 @@
 #define LS_MAX_DIM_ARGS 16
 
 typedef struct ls_opts {
-    const char *graph; /* --graph FILE */
-    const char *emit;  /* --emit KIND, or NULL */
-    const char *rules; /* --rules FILE, or NULL: the built-in rules */
-    bool reference;    /* --reference */
-    uint64_t seed;     /* --seed N (default 0) */
-    bool json;         /* --json */
-    bool quiet;        /* --quiet */
-    uint32_t n_dims;   /* --dim NAME=V, in order given */
+    const char *graph;  /* --graph FILE */
+    const char *emit;   /* --emit KIND, or NULL */
+    const char *rules;  /* --rules FILE, or NULL: the built-in rules */
+    bool reference;     /* --reference */
+    uint64_t seed;      /* --seed N (default 0) */
+    uint64_t mem_limit; /* --mem-limit BYTES (0: the machine's memory) */
+    bool json;          /* --json */
+    bool quiet;         /* --quiet */
+    uint32_t n_dims;    /* --dim NAME=V, in order given */
     const char *dim_name[LS_MAX_DIM_ARGS];
     int64_t dim_value[LS_MAX_DIM_ARGS];
 } ls_opts;

@@ -21,12 +21,12 @@ static const char USAGE[] =
     "Loads a tensor graph in the JSON graph format (docs/graph-json.md), checks it\n"
     "completely, and acts on it:\n"
     "\n"
-    "  --graph FILE     the graph to read (required)\n"
+    "  --graph FILE     the graph to read (required; - reads standard input)\n"
     "  --emit hlir      print the graph in canonical JSON form (primitives, explicit\n"
     "                   views) on stdout\n"
     "  --emit egraph    print the graph's e-graph encoding as a program in the rules\n"
-    "                   language: the schema (hlir/encode.egg), then one (let tK ...)\n"
-    "                   per node in Kahn order (docs/encoding.md)\n"
+    "                   language: the schema (hlir/encode/encode.egg), then one\n"
+    "                   (let tK ...) per node in Kahn order (docs/encoding.md)\n"
     "  --emit space     saturate the graph's e-graph with the rules and print the search\n"
     "                   space: classes, searchable classes, choices, log2 of the number\n"
     "                   of programs, alternatives per op (docs/llir.md); --json for JSON\n"
@@ -36,15 +36,21 @@ static const char USAGE[] =
     "  --reference      run the CPU reference runtime on seeded random inputs and print,\n"
     "                   per output: name, dtype, shape, sum, max |x| and the XXH3-64\n"
     "                   hash of its bytes\n"
-    "  --seed N         seed of the random inputs (default 0); floats are uniform in\n"
-    "                   [-1, 1), int and i64 in [0, 4), bool 0 or 1\n"
-    "  --dim NAME=V     value of dynamic dim NAME for --reference (default: its profile\n"
-    "                   value); may be repeated\n"
+    "  --seed N         for --reference: the seed of the random inputs (default 0);\n"
+    "                   floats are uniform in [-1, 1), int and i64 in [0, 4), bool 0 or 1\n"
+    "  --dim NAME=V     for --reference: the value of dynamic dim NAME (default: its\n"
+    "                   profile value); once per dim\n"
+    "  --mem-limit B    for --reference: refuse, before allocating, a run that would hold\n"
+    "                   more than B bytes at once (K, M, G suffixes; default: this\n"
+    "                   machine's memory)\n"
     "  --json           machine-readable output\n"
     "  --quiet          nothing on stderr but errors\n"
     "  --help           this text\n"
     "\n"
-    "With neither --emit nor --reference, the graph is checked and summarised.\n"
+    "With neither --emit nor --reference, the graph is checked and summarised. Each\n"
+    "option is given at most once (--dim once per NAME); the options of --reference\n"
+    "are refused without it. Errors name the file, line, column and node; a run-time\n"
+    "error names the user's node and op.\n"
     "Not in this build yet: the search over the e-graph and measuring candidates on\n"
     "the GPU.\n";
 
@@ -61,8 +67,8 @@ static int usage_error(const char *fmt, const char *arg)
 static int emit_hlir(const hl_graph *g, const ls_opts *o)
 {
     (void)o;
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     if (hl_graph_fwrite_json(g, stdout, &e) != HL_OK) {
         fprintf(stderr, "luminal_search: --emit hlir: %s\n", e.msg);
         return 1;
@@ -73,8 +79,8 @@ static int emit_hlir(const hl_graph *g, const ls_opts *o)
 static int emit_egraph(const hl_graph *g, const ls_opts *o)
 {
     (void)o;
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     if (hl_graph_fprint_egraph(g, stdout, &e) != HL_OK) {
         fprintf(stderr, "luminal_search: --emit egraph: %s\n", e.msg);
         return 1;
@@ -181,6 +187,7 @@ static int parse_dim(const char *s, ls_opts *o)
 /* Returns -1 to continue, or the exit status. */
 static int parse_args(int argc, char **argv, ls_opts *o)
 {
+    bool seed_given = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -188,7 +195,8 @@ static int parse_args(int argc, char **argv, ls_opts *o)
             fputs(USAGE, stdout);
             return 0;
         } else if (strcmp(a, "--graph") == 0) {
-            if (!next) return usage_error("%s needs a file", a);
+            if (!next) return usage_error("%s needs a file (or - for standard input)", a);
+            if (o->graph) return usage_error("%s is given twice", a);
             o->graph = next;
             i++;
         } else if (strcmp(a, "--emit") == 0) {
@@ -201,6 +209,7 @@ static int parse_args(int argc, char **argv, ls_opts *o)
                 fprintf(stderr, "\n");
                 return 2;
             }
+            if (o->emit) return usage_error("%s is given twice", a);
             o->emit = next;
             i++;
         } else if (strcmp(a, "--rules") == 0) {
@@ -210,10 +219,22 @@ static int parse_args(int argc, char **argv, ls_opts *o)
         } else if (strcmp(a, "--reference") == 0) {
             o->reference = true;
         } else if (strcmp(a, "--seed") == 0) {
+            if (seed_given) return usage_error("%s is given twice", a);
             if (!next || parse_u64(next, &o->seed) != 0)
                 return usage_error("%s needs a non-negative integer", a);
+            seed_given = true;
+            i++;
+        } else if (strcmp(a, "--mem-limit") == 0) {
+            if (o->mem_limit) return usage_error("%s is given twice", a);
+            if (!next || !lm_parse_bytes(next, &o->mem_limit) || o->mem_limit == 0)
+                return usage_error("%s needs a byte count > 0 (e.g. 8G, 512M, 1048576)", a);
             i++;
         } else if (strcmp(a, "--dim") == 0) {
+            const char *eq = next ? strchr(next, '=') : NULL;
+            for (uint32_t k = 0; eq && k < o->n_dims; k++)
+                if (strlen(o->dim_name[k]) == (size_t)(eq - next) &&
+                    strncmp(o->dim_name[k], next, (size_t)(eq - next)) == 0)
+                    return usage_error("--dim %s is given twice", o->dim_name[k]);
             if (!next || parse_dim(next, o) != 0)
                 return usage_error("%s needs NAME=VALUE with a non-negative integer value (at most "
                                    "16 of them)",
@@ -228,7 +249,11 @@ static int parse_args(int argc, char **argv, ls_opts *o)
         }
     }
     if (!o->graph) return usage_error("%s", "--graph FILE is required");
+    /* the options of --reference mean nothing without it: refuse them alike */
     if (o->n_dims && !o->reference) return usage_error("%s", "--dim only applies to --reference");
+    if (seed_given && !o->reference) return usage_error("%s", "--seed only applies to --reference");
+    if (o->mem_limit && !o->reference)
+        return usage_error("%s", "--mem-limit only applies to --reference");
     return -1;
 }
 
@@ -238,8 +263,8 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     int rc = parse_args(argc, argv, &o);
     if (rc < 0) {
-        hl_error e;
-        hl_error_clear(&e);
+        lm_err e;
+        lm_err_clear(&e);
         hl_graph *g = hl_graph_load_json(o.graph, &e);
         if (!g) {
             fprintf(stderr, "%s\n", e.msg);

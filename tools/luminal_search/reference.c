@@ -109,13 +109,19 @@ int ls_reference(const hl_graph *g, const ls_opts *o)
     hl_tensor *ins = calloc(ni ? ni : 1, sizeof *ins);
     hl_tensor *outs = calloc(no ? no : 1, sizeof *outs);
     int rc = 1;
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e;
+    lm_err_clear(&e);
     if (!vals || !ins || !outs) {
         fprintf(stderr, "luminal_search: --reference: out of memory\n");
         goto done;
     }
     if (dim_values(g, o, vals) != 0) goto done;
+    /* refuse a run the machine cannot hold before allocating its inputs */
+    hl_run_opts ro = {.mem_limit = o->mem_limit};
+    if (hl_run_check_memory(g, vals, &ro, NULL, &e) != HL_OK) {
+        fprintf(stderr, "luminal_search: --reference: %s\n", e.msg);
+        goto done;
+    }
     hl_env env = {vals, NULL, 0};
     /* The env is indexed by pool variable; build it in that order. */
     const hl_expr_pool *p = hl_graph_exprs_c(g);
@@ -156,7 +162,7 @@ int ls_reference(const hl_graph *g, const ls_opts *o)
     if (!o->quiet && isatty(2))
         fprintf(stderr, "luminal_search: running the reference runtime (%u nodes)...\n",
                 hl_graph_node_count(g));
-    if (hl_run(g, vals, ins, outs, &e) != HL_OK) {
+    if (hl_run(g, vals, ins, outs, &ro, &e) != HL_OK) {
         fprintf(stderr, "luminal_search: --reference: %s\n", e.msg);
         goto done;
     }

@@ -56,8 +56,7 @@ static int build(const hl_graph *g, const ls_opts *o, built *b)
     if (o->quiet) eo.log = b->devnull = fopen("/dev/null", "w");
     eo.out = stderr; /* the rules' own print commands never mix with what we emit */
     b->e = eg_engine_new(&eo, NULL);
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     int rc = 1;
     if (hl_graph_encode(g, b->e, &b->enc, &he) != HL_OK) {
         fail(o->emit, he.msg);

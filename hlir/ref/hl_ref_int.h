@@ -1,0 +1,234 @@
+/* hl_ref_int.h - the reference runtime's internals, shared by hl_ref_run.c (tensors, the run),
+ * hl_ref_view.c (views made concrete), hl_ref_exec.c (one node) and hl_ref_fused.c (the fused
+ * multiply-reduce and the row-wise reductions). Not public.
+ *
+ * Each node's result is a contiguous buffer in its dtype's storage format. Inputs read
+ * their producer through a view; a view is turned into per-dim offset tables
+ * (offset_d[i] = stride_d[z := i]), so reading a strided tensor costs one table lookup
+ * per dim change, and every position a view can produce is bounds-checked once, up
+ * front, from the tables' minima and maxima. */
+#ifndef LUMINAL_RT_INT_H
+#define LUMINAL_RT_INT_H
+
+#include "core/hl_expr_int.h"
+#include "core/hl_graph_int.h"
+#include "hl_ref.h"
+
+#include <inttypes.h>
+#include <math.h>
+
+typedef struct hl__buf {
+    hl_dtype dt;
+    size_t n;
+    void *data;
+    bool owned;
+    uint32_t ndim;
+    int64_t dims[HL_MAX_DIMS];
+} hl__buf;
+
+/* A view made concrete: dims and per-dim position tables. */
+typedef struct hl__cview {
+    uint32_t ndim;
+    int64_t dims[HL_MAX_DIMS];
+    int64_t *tab[HL_MAX_DIMS];
+    size_t numel;
+} hl__cview;
+
+typedef struct hl__run {
+    const hl_graph *g;
+    const hl_expr_pool *p;
+    hl_env env;
+    hl__buf *bufs;
+    lm_err *err;     /* the caller's record */
+    lm_err scratch;  /* what hl_e_eval reports, before it is raised located (hl__ref_eval) */
+    uint32_t *fused; /* fused[reduce id] = the Mul it absorbs, or HL_NONE */
+} hl__run;
+
+/* Row-major element count of dims; false for a negative dim or size_t overflow. */
+static inline bool hl__ref_numel_of(uint32_t ndim, const int64_t *dims, size_t *out)
+{
+    size_t n = 1;
+    for (uint32_t i = 0; i < ndim; i++) {
+        if (dims[i] < 0) return false;
+        if (dims[i] && n > SIZE_MAX / (size_t)dims[i]) return false;
+        n *= (size_t)dims[i];
+    }
+    *out = n;
+    return true;
+}
+
+/* ---- element access: load as f32 / int64, store converting as a Cast does ---- */
+
+static inline float hl__ld_f(const void *d, hl_dtype t, size_t i)
+{
+    switch (t) {
+    case HL_F32:
+        return ((const float *)d)[i];
+    case HL_F16:
+        return hl_f16_to_f32(((const uint16_t *)d)[i]);
+    case HL_BF16:
+        return hl_bf16_to_f32(((const uint16_t *)d)[i]);
+    case HL_F8E4M3:
+        return hl_e4m3_to_f32(((const uint8_t *)d)[i]);
+    case HL_F8E5M2:
+        return hl_e5m2_to_f32(((const uint8_t *)d)[i]);
+    case HL_INT:
+        return (float)((const int32_t *)d)[i];
+    case HL_I64:
+        return (float)((const int64_t *)d)[i];
+    case HL_BOOL:
+        return ((const uint8_t *)d)[i] ? 1.0f : 0.0f;
+    default:
+        return 0.0f;
+    }
+}
+
+static inline int64_t hl__ld_i(const void *d, hl_dtype t, size_t i)
+{
+    switch (t) {
+    case HL_INT:
+        return ((const int32_t *)d)[i];
+    case HL_I64:
+        return ((const int64_t *)d)[i];
+    case HL_BOOL:
+        return ((const uint8_t *)d)[i] != 0;
+    default: {
+        float r = hl_round_to(HL_I64, hl__ld_f(d, t, i));
+        return r >= 9.2233720368547758e18f ? INT64_MAX : (int64_t)r;
+    }
+    }
+}
+
+/* Stores an f32 value, converting as a cast to t does. */
+static inline void hl__st_f(void *d, hl_dtype t, size_t i, float v)
+{
+    switch (t) {
+    case HL_F32:
+        ((float *)d)[i] = v;
+        break;
+    case HL_F16:
+        ((uint16_t *)d)[i] = hl_f32_to_f16(v);
+        break;
+    case HL_BF16:
+        ((uint16_t *)d)[i] = hl_f32_to_bf16(v);
+        break;
+    case HL_F8E4M3:
+        ((uint8_t *)d)[i] = hl_f32_to_e4m3(v);
+        break;
+    case HL_F8E5M2:
+        ((uint8_t *)d)[i] = hl_f32_to_e5m2(v);
+        break;
+    case HL_INT: { /* saturating, NaN -> 0, as cvt.rzi.s32.f32 */
+        float r = hl_round_to(HL_INT, v);
+        ((int32_t *)d)[i] = r >= 2147483648.0f ? INT32_MAX : (int32_t)r;
+        break;
+    }
+    case HL_I64: {
+        float r = hl_round_to(HL_I64, v);
+        ((int64_t *)d)[i] = r >= 9.2233720368547758e18f ? INT64_MAX : (int64_t)r;
+        break;
+    }
+    case HL_BOOL:
+        ((uint8_t *)d)[i] = v != 0.0f;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Stores an integer value into an integer dtype (Int wraps) or a float (rounded). */
+static inline void hl__st_i(void *d, hl_dtype t, size_t i, int64_t v)
+{
+    switch (t) {
+    case HL_INT:
+        ((int32_t *)d)[i] = (int32_t)(uint32_t)(uint64_t)v;
+        break;
+    case HL_I64:
+        ((int64_t *)d)[i] = v;
+        break;
+    case HL_BOOL:
+        ((uint8_t *)d)[i] = v != 0;
+        break;
+    default:
+        hl__st_f(d, t, i, (float)v);
+        break;
+    }
+}
+
+static inline bool hl__is_intlike(hl_dtype t)
+{
+    return t == HL_INT || t == HL_I64 || t == HL_BOOL;
+}
+
+/* Row-major walk over a cview: pos is the buffer position of the current element. */
+typedef struct hl__walk {
+    const hl__cview *c;
+    int64_t coord[HL_MAX_DIMS];
+    int64_t pos;
+} hl__walk;
+
+static inline void hl__walk_init(hl__walk *w, const hl__cview *c)
+{
+    memset(w, 0, sizeof *w);
+    w->c = c;
+    if (c->numel)
+        for (uint32_t d = 0; d < c->ndim; d++)
+            w->pos += c->tab[d][0];
+}
+
+static inline void hl__walk_next(hl__walk *w)
+{
+    const hl__cview *c = w->c;
+    for (uint32_t d = c->ndim; d-- > 0;) {
+        int64_t i = w->coord[d];
+        if (i + 1 < c->dims[d]) {
+            w->pos += c->tab[d][i + 1] - c->tab[d][i];
+            w->coord[d] = i + 1;
+            return;
+        }
+        w->pos += c->tab[d][0] - c->tab[d][i];
+        w->coord[d] = 0;
+    }
+}
+
+/* Position of logical (row-major) element k of c. */
+static inline int64_t hl__cview_pos(const hl__cview *c, int64_t k)
+{
+    int64_t pos = 0;
+    for (uint32_t d = c->ndim; d-- > 0;) {
+        int64_t n = c->dims[d];
+        pos += c->tab[d][k % n];
+        k /= n;
+    }
+    return pos;
+}
+
+/* ---- across files ---- */
+
+/* Raises an error about node id (hl__fail_node: located at the node's origin, the message
+ * beginning with what the node is). */
+hl_status hl__ref_fail(hl__run *r, int code, uint32_t id, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+/* Evaluates e with z = z into *out; a failure is raised at node id as "what: reason". */
+hl_status hl__ref_eval(hl__run *r, uint32_t id, hl_expr e, int64_t z, int64_t *out,
+                       const char *what);
+/* Evaluates dim expression e (node's context for errors); negative is an error. */
+hl_status hl__ref_eval_dim(hl__run *r, uint32_t node, hl_expr e, int64_t *out, const char *what);
+/* Builds the tables of input `which` of node `node` and bounds-checks them. */
+hl_status hl__ref_make_cview(hl__run *r, uint32_t node, uint32_t which, hl__cview *c);
+void hl__ref_cview_free(hl__cview *c);
+/* Allocates node id's output buffer from its evaluated shape. */
+hl_status hl__ref_alloc_out(hl__run *r, uint32_t id, hl__buf *b);
+/* Runs node id (its inputs are ready). */
+hl_status hl__ref_exec_node(hl__run *r, uint32_t id);
+/* Runs reduce node id with the Mul mul inside it. */
+hl_status hl__ref_exec_fused(hl__run *r, uint32_t id, uint32_t mul);
+/* A float reduction whose reduced dim is not contiguous, row by row; HL_ERR_VIEW when the
+ * layout does not call for it. */
+hl_status hl__ref_reduce_rows(hl__run *r, uint32_t id, const hl__cview *c, const hl__buf *in,
+                              hl__buf *out, bool isum);
+
+#endif /* LUMINAL_RT_INT_H */
