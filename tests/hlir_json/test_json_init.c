@@ -1,6 +1,7 @@
 /* test_json_init.c - inputs' initialisation: the JSON "init" field (read, kept, written,
  * read back; every rejection located), the graph API (hl_graph_set_input_init,
- * hl_graph_input_init) and hl_graph_fill_input (ranges, determinism, the default's bytes). */
+ * hl_graph_input_init) and hl_graph_fill_input (ranges, determinism, the default's bytes),
+ * and the bundled examples' inits. */
 #include "tj.h"
 #include "lm_check.h"
 
@@ -488,6 +489,68 @@ START_TEST(fill_input_refuses_a_tensor_that_is_not_the_inputs)
 }
 END_TEST
 
+/* Every input of every example that declares an init gets values inside it, at small
+ * dims; weight matrices are scaled by their fan-in (examples/graphs/README.md); the
+ * embedding example's ids are valid rows of its table. */
+START_TEST(every_example_fills_its_inputs_within_their_init)
+{
+    size_t n;
+    char **names = tj_examples(&n);
+    int with_init = 0, weights = 0;
+    for (size_t k = 0; k < n; k++) {
+        hl_graph *g = tj_load_example(names[k]);
+        int64_t vals[16];
+        ck_assert_uint_le(hl_graph_dim_count(g), 16);
+        tj_dims(g, 3, vals);
+        hl_tensor *in = tj_inputs(g, vals, 7); /* hl_graph_fill_input, seed 7 */
+        for (uint32_t i = 0; i < hl_graph_input_count(g); i++) {
+            hl_init init = hl_graph_input_init(g, i);
+            if (init.kind != HL_INIT_UNIFORM) continue;
+            with_init++;
+            bool is_float = hl_dtype_is_float(in[i].dtype);
+            double lo = is_float ? (double)hl_round_to(in[i].dtype, (float)init.lo) : init.lo;
+            double hi = is_float ? (double)hl_round_to(in[i].dtype, (float)init.hi) : init.hi;
+            double mn = INFINITY, mx = -INFINITY;
+            for (size_t e = 0; e < in[i].numel; e++) {
+                double v = hl_tensor_get(&in[i], e);
+                mn = fmin(mn, v);
+                mx = fmax(mx, v);
+            }
+            ck_assert_msg(mn >= lo && (is_float ? mx <= hi : mx < hi),
+                          "%s: input '%s' spans [%g, %g], its init is [%g, %g)", names[k],
+                          hl_graph_node(g, hl_graph_input(g, i))->name, mn, mx, init.lo, init.hi);
+        }
+        /* weight matrices (2-D inputs named w...) have std 1/sqrt(fan_in): bound sqrt(3/fan_in) */
+        for (uint32_t i = 0; i < hl_graph_input_count(g); i++) {
+            const hl_node *x = hl_graph_node(g, hl_graph_input(g, i));
+            if (x->name[0] != 'w' || x->ndim != 2) continue;
+            hl_init init = hl_graph_input_init(g, i);
+            double want = (double)(float)sqrt(3.0 / (double)tj_eval(g, x->shape[0], vals));
+            ck_assert_msg(init.kind == HL_INIT_UNIFORM && init.lo == -init.hi &&
+                              fabs(init.hi - want) <= 1e-6 * want,
+                          "%s: weight '%s' has init [%g, %g), want +-%g (fan-in %lld)", names[k],
+                          x->name, init.lo, init.hi, want,
+                          (long long)tj_eval(g, x->shape[0], vals));
+            weights++;
+        }
+        if (strcmp(names[k], "embedding_gather.json") == 0) {
+            const hl_node *table = hl_graph_node(g, hl_graph_input(g, 0));
+            hl_init ids = hl_graph_input_init(g, 1);
+            int64_t rows = tj_eval(g, table->shape[0], vals);
+            ck_assert_int_eq(ids.kind, HL_INIT_UNIFORM);
+            ck_assert_msg(ids.lo == 0 && ids.hi == (double)rows,
+                          "the ids should cover the table's %lld rows, init [%g, %g)",
+                          (long long)rows, ids.lo, ids.hi);
+        }
+        tj_free_tensors(in, hl_graph_input_count(g));
+        hl_graph_free(g);
+    }
+    ck_assert_msg(with_init >= 20, "only %d example inputs declare an init", with_init);
+    ck_assert_msg(weights >= 13, "only %d weight matrices among the examples", weights);
+    tj_free_list(names, n);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("hlir_json_init");
@@ -503,6 +566,7 @@ static Suite *suite(void)
     tcase_add_test(tc, fill_input_respects_each_range);
     tcase_add_test(tc, fill_input_is_deterministic_and_streams_by_input);
     tcase_add_test(tc, fill_input_refuses_a_tensor_that_is_not_the_inputs);
+    tcase_add_test(tc, every_example_fills_its_inputs_within_their_init);
     suite_add_tcase(s, tc);
     return s;
 }
