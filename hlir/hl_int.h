@@ -61,6 +61,10 @@ void hl__mem_stats(uint64_t *calls, size_t *largest);
  * Returns 0, or -1 on failure with *arr and *cap untouched. */
 int hl__grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
 
+/* The largest finite value of float dtype t (FLT_MAX, 65504, ...); 0 for a dtype that is
+ * not a float. */
+double hl__dtype_float_max(hl_dtype t);
+
 /* bf16 <-> f32 at the bit level (round to nearest even; NaN -> quiet NaN keeping the
  * sign; overflow carries into inf), inline for the runtime's inner loops. */
 static inline uint16_t hl__bf16_enc(float x)

@@ -8,12 +8,13 @@
  *            [--out DIR [--seed N] [--dim NAME=V]...]
  *
  * Inputs are the seeded random inputs of `luminal_search --reference`: input i is
- * hl_tensor_fill_random(t, seed, stream i) with the dims at their profile values unless
- * --dim sets them. Writes DIR/inputs/<input name>.npy, DIR/outputs/<output name>.npy and
- * DIR/manifest.json ({"graph", "seed", "dims": {name: value}, "inputs": [{"name", "dtype",
- * "shape", "file"}], "outputs": [...], "run_s"}). .npy element types: '<f4' for every
- * float dtype (f32, f16, bf16, f8e4m3, f8e5m2: the narrow values widen to f32 exactly),
- * '<i4' for int, '<i8' for i64, '|b1' for bool.
+ * hl_graph_fill_input(g, i, t, seed) (stream i; uniform in the input's "init" range, or
+ * hl_tensor_fill_random's bytes for an input without one) with the dims at their profile
+ * values unless --dim sets them. Writes DIR/inputs/<input name>.npy,
+ * DIR/outputs/<output name>.npy and DIR/manifest.json ({"graph", "seed", "dims": {name:
+ * value}, "inputs": [{"name", "dtype", "shape", "file"}], "outputs": [...], "run_s"}).
+ * .npy element types: '<f4' for every float dtype (f32, f16, bf16, f8e4m3, f8e5m2: the
+ * narrow values widen to f32 exactly), '<i4' for int, '<i8' for i64, '|b1' for bool.
  *
  * --no-run writes the inputs (and the manifest, with no outputs) without running the
  * graph: the seeded inputs at any size, cheaply (run_e2e.py checks luminal_run's against
@@ -280,7 +281,10 @@ static int dump(const hl_graph *g, const opts *o, const char *source)
             fprintf(stderr, "ref_dump: %s: input '%s': %s\n", source, in->name, e.msg);
             goto done;
         }
-        hl_tensor_fill_random(&ins[i], o->seed, i);
+        if (hl_graph_fill_input(g, i, &ins[i], o->seed, &e) != 0) {
+            fprintf(stderr, "ref_dump: %s: input '%s': %s\n", source, in->name, e.msg);
+            goto done;
+        }
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

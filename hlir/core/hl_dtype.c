@@ -11,6 +11,7 @@
  * faster but four copies of subtle rounding code, and speed does not matter here. */
 #include "hl_int.h"
 
+#include <float.h>
 #include <math.h>
 
 typedef struct narrow_fmt {
@@ -226,4 +227,22 @@ float hl_round_to(hl_dtype t, float x)
         break;
     }
     return x;
+}
+
+double hl__dtype_float_max(hl_dtype t)
+{
+    switch (t) {
+    case HL_F32:
+        return (double)FLT_MAX;
+    case HL_F16:
+        return F16.maxv;
+    case HL_BF16:
+        return BF16.maxv;
+    case HL_F8E4M3:
+        return E4M3.maxv;
+    case HL_F8E5M2:
+        return E5M2.maxv;
+    default:
+        return 0.0;
+    }
 }

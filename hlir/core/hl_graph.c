@@ -7,6 +7,7 @@
  *   - every view's dims are the dims the op reads (see the table in hlir.h) and every
  *     expression is an id of the graph's pool whose variables are declared dims;
  *   - Input names are unique among inputs, Output names among outputs;
+ *   - every input's initialisation (inits[i] for input i) is valid for its dtype;
  *   - every node's origin is HL_NONE or one of the graph's origins.
  *
  * It also holds the doors that locate an error at a graph node or at the builder's
@@ -16,8 +17,9 @@
 #include "core/hl_graph_int.h"
 
 #include <assert.h>
-#include <stdarg.h>
 #include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
 
 struct hl_graph {
     hl_expr_pool *pool;
@@ -26,6 +28,8 @@ struct hl_graph {
     hl_dim *dims;
     uint32_t ndims, dcap;
     uint32_t *inputs, n_inputs, icap;
+    hl_init *inits; /* per input, in input order; capacity initcap */
+    uint32_t initcap;
     uint32_t *outputs, n_outputs, ocap;
     char *source;       /* owned; NULL when none */
     hl_origin *origins; /* owned, with their strings */
@@ -58,6 +62,7 @@ void hl_graph_free(hl_graph *g)
     hl__free(g->nodes);
     hl__free(g->dims);
     hl__free(g->inputs);
+    hl__free(g->inits);
     hl__free(g->outputs);
     for (uint32_t i = 0; i < g->n_origins; i++) {
         hl__free((char *)g->origins[i].name);
@@ -295,6 +300,98 @@ hl_expr hl_graph_dim(hl_graph *g, const char *name, int64_t lo, int64_t hi, int6
         return hl__graph_fail(g, HL_ERR_NOMEM, "out of memory declaring dim"), HL_NONE;
     g->dims[g->ndims++] = (hl_dim){hl_e_get(g->pool, e).var, e, lo, hi, profile};
     return e;
+}
+
+/* ---- inputs' initialisation ---- */
+
+/* x rounded to f32. Through a volatile float: GCC 12.2 at -O2 (its SLP vectorizer)
+ * compiles the pair `out->lo = (double)(float)lo; out->hi = (double)(float)hi;` into a
+ * plain copy of both doubles, dropping the rounding. */
+static double to_f32(double x)
+{
+    volatile float f = (float)x;
+    return (double)f;
+}
+
+/* Checks init for an input of dtype dt (hl_graph.h gives the rules); fills *out with it as
+ * it is stored (float bounds rounded to f32, DEFAULT's bounds zero). HL_OK, or HL_ERR_ARG
+ * with the reason in why, which begins with the range ("uniform [lo, hi): ..."). */
+static hl_status init_check(hl_dtype dt, const hl_init *in, hl_init *out, char *why, size_t cap)
+{
+    if ((unsigned)in->kind >= HL_INIT_KIND_COUNT) {
+        snprintf(why, cap, "kind %d is not an initialisation", (int)in->kind);
+        return HL_ERR_ARG;
+    }
+    *out = *in;
+    if (in->kind == HL_INIT_DEFAULT) {
+        out->lo = out->hi = 0.0;
+        return HL_OK;
+    }
+    double lo = in->lo, hi = in->hi;
+    char rg[96];
+    if (hl_dtype_is_float(dt))
+        snprintf(rg, sizeof rg, "uniform [%.9g, %.9g)", lo, hi);
+    else
+        snprintf(rg, sizeof rg, "uniform [%.17g, %.17g)", lo, hi);
+    if (!isfinite(lo) || !isfinite(hi)) {
+        snprintf(why, cap, "%s: the bounds must be finite numbers", rg);
+        return HL_ERR_ARG;
+    }
+    if (hl_dtype_is_float(dt)) {
+        double mx = hl__dtype_float_max(dt);
+        if (fabs(lo) > mx || fabs(hi) > mx) {
+            snprintf(why, cap, "%s: a bound is beyond the largest finite %s (%.9g)", rg,
+                     hl_dtype_name(dt), mx);
+            return HL_ERR_ARG;
+        }
+        out->lo = to_f32(lo);
+        out->hi = to_f32(hi);
+        if (!(out->lo < out->hi)) {
+            snprintf(why, cap, "%s: lo must be below hi%s", rg,
+                     lo < hi ? " (they are equal as f32, which the bounds are kept in)" : "");
+            return HL_ERR_ARG;
+        }
+        return HL_OK;
+    }
+    if (lo != floor(lo) || hi != floor(hi)) {
+        snprintf(why, cap, "%s: the bounds must be integers (the input is %s)", rg,
+                 hl_dtype_name(dt));
+        return HL_ERR_ARG;
+    }
+    if (!(lo < hi)) {
+        snprintf(why, cap, "%s: lo must be below hi", rg);
+        return HL_ERR_ARG;
+    }
+    double dmin = dt == HL_BOOL ? 0.0 : dt == HL_INT ? -2147483648.0 : -(double)HL_INIT_MAX_INT;
+    double dmax = dt == HL_BOOL ? 2.0 : dt == HL_INT ? 2147483648.0 : (double)HL_INIT_MAX_INT;
+    if (lo < dmin || hi > dmax) {
+        snprintf(why, cap, "%s: the values must fit the input's dtype %s (lo >= %.0f, hi <= %.0f)",
+                 rg, hl_dtype_name(dt), dmin, dmax);
+        return HL_ERR_ARG;
+    }
+    return HL_OK;
+}
+
+hl_status hl_graph_set_input_init(hl_graph *g, uint32_t i, const hl_init *init)
+{
+    if (g->err.code) return (hl_status)g->err.code;
+    if (!init) return hl__graph_fail(g, HL_ERR_ARG, "an input's init needs a record");
+    if (i >= g->n_inputs)
+        return hl__graph_fail(g, HL_ERR_ARG, "input %u: the graph has %u inputs", i, g->n_inputs);
+    const hl_node *nd = &g->nodes[g->inputs[i]];
+    char why[200];
+    hl_init st;
+    if (init_check(nd->dtype, init, &st, why, sizeof why) != HL_OK)
+        return hl__graph_fail(g, HL_ERR_ARG, "input '%.64s' (%s): init %s", nd->name,
+                              hl_dtype_name(nd->dtype), why);
+    g->inits[i] = st;
+    return HL_OK;
+}
+
+hl_init hl_graph_input_init(const hl_graph *g, uint32_t i)
+{
+    assert(i < g->n_inputs);
+    return g->inits[i];
 }
 
 /* ---- op table ---- */
@@ -559,10 +656,16 @@ uint32_t hl_graph_add(hl_graph *g, const hl_node *spec)
             g->inputs = arr;
         else
             g->outputs = arr;
+        if (r.op == HL_OP_INPUT) {
+            void *in = g->inits;
+            if (hl__grow(&in, &g->initcap, cnt + 1, sizeof(hl_init))) goto oom;
+            g->inits = in;
+        }
         r.name = hl__strdup(spec->name);
         if (!r.name) goto oom;
         if (r.op == HL_OP_INPUT) {
             r.index = g->n_inputs;
+            g->inits[g->n_inputs] = (hl_init){HL_INIT_DEFAULT, 0.0, 0.0};
             g->inputs[g->n_inputs++] = g->n;
         } else {
             r.index = g->n_outputs;
@@ -614,6 +717,16 @@ hl_status hl_graph_check(const hl_graph *g, lm_err *err)
                 return hl__fail_node(g, err, HL_ERR_ARG, id, nd->op, "name '%s' used twice",
                                      nd->name);
         }
+        if (nd->op == HL_OP_INPUT) {
+            char why[200];
+            hl_init kept;
+            const hl_init *have = &g->inits[nd->index];
+            if (init_check(nd->dtype, have, &kept, why, sizeof why) != HL_OK)
+                return hl__fail_node(g, err, HL_ERR_ARG, id, nd->op, "init %s", why);
+            if (have->kind == HL_INIT_UNIFORM && (kept.lo != have->lo || kept.hi != have->hi))
+                return hl__fail_node(g, err, HL_ERR_ARG, id, nd->op,
+                                     "init bounds are not stored as the rules say");
+        }
     }
     return HL_OK;
 }
@@ -635,6 +748,9 @@ void hl_graph_dump(const hl_graph *g, FILE *f)
         case HL_OP_INPUT:
         case HL_OP_OUTPUT:
             fprintf(f, " name=\"%s\" index=%u", nd->name, nd->index);
+            if (nd->op == HL_OP_INPUT && g->inits[nd->index].kind == HL_INIT_UNIFORM)
+                fprintf(f, " init=uniform[%.9g, %.9g)", g->inits[nd->index].lo,
+                        g->inits[nd->index].hi);
             break;
         case HL_OP_CONSTANT:
             fprintf(f, " value=%.9g", (double)nd->constant);

@@ -179,6 +179,46 @@ uint32_t hl_graph_input(const hl_graph *g, uint32_t i);
 uint32_t hl_graph_output_count(const hl_graph *g);
 uint32_t hl_graph_output(const hl_graph *g, uint32_t i);
 
+/* ---- inputs' initialisation: how seeded test data fills each input ----
+ *
+ * Not part of what the graph computes: it says what realistic values of an input look
+ * like (a weight matrix scaled by its fan-in, a norm's weight around 1, token ids inside
+ * the vocabulary), so that every tool that makes up inputs for the graph (the reference
+ * run, ref_dump, the tests) makes up the same well-conditioned ones through
+ * hl_graph_fill_input (hl_ref.h). The JSON format keeps it as an input's "init"
+ * (docs/graph-json.md); the e-graph encoding does not carry it. */
+typedef enum hl_init_kind {
+    HL_INIT_DEFAULT = 0, /* hl_tensor_fill_random's ranges: floats [-1, 1), ints [0, 4),
+                            bool 0 or 1 */
+    HL_INIT_UNIFORM,     /* uniform in [lo, hi) */
+    HL_INIT_KIND_COUNT
+} hl_init_kind;
+
+/* Integer bounds (int, i64, bool inputs) are integers of magnitude at most this, so a
+ * double holds them exactly. */
+#define HL_INIT_MAX_INT ((int64_t)1 << 53)
+
+/* An input's initialisation. HL_INIT_UNIFORM, by the input's dtype:
+ *   floats       lo < hi, both finite and within the dtype's finite range; kept rounded
+ *                to f32 (as constants are), lo < hi after that rounding
+ *   int, i64     integers, lo < hi, the values [lo, hi) representable in the dtype and
+ *                |lo|, |hi| <= HL_INIT_MAX_INT
+ *   bool         integers with 0 <= lo < hi <= 2 ([0, 2): 0 or 1; [1, 2): all true)
+ * lo and hi are ignored for HL_INIT_DEFAULT. */
+typedef struct hl_init {
+    hl_init_kind kind;
+    double lo, hi;
+} hl_init;
+
+/* Sets the initialisation of input i (i < hl_graph_input_count; its position among the
+ * inputs, as hl_graph_input). A builder call: does nothing once the graph holds an error;
+ * HL_OK, or HL_ERR_ARG with the graph's error set (located at the builder's current
+ * origin; the message names the input and says which rule the range breaks). Float bounds
+ * are stored rounded to f32. hl_input leaves every input at HL_INIT_DEFAULT. */
+hl_status hl_graph_set_input_init(hl_graph *g, uint32_t i, const hl_init *init);
+/* The initialisation of input i (i < hl_graph_input_count, asserted). */
+hl_init hl_graph_input_init(const hl_graph *g, uint32_t i);
+
 /* The primitive door: adds one node after checking it completely (arity, input ids
  * exist, view ranks and dims agree as the op needs, dtype rule, axis in range, that
  * every expression is in the pool and every variable a declared dim). spec's op, inputs

@@ -28,10 +28,12 @@ extern "C" {
  * and for every schema violation (unknown op or field, wrong arity or type, dangling
  * reference, cycle), HL_ERR_DIM for an unknown dim, HL_ERR_LIMIT for a document past the
  * format's limits (checked while the text is first scanned, before it is parsed), the
- * builder's code (HL_ERR_SHAPE, HL_ERR_DTYPE, ...) for a rejected op. Every error is
- * located: err's file, line and column (of the entry: the dim, input, node or output
- * object; of the character for malformed JSON), node (the node's name) and field are
- * filled, and the message begins "source:line:col: node 'name': field 'f': ". The graph
+ * builder's code (HL_ERR_SHAPE, HL_ERR_DTYPE, ...) for a rejected op, HL_ERR_ARG for an
+ * input's "init" whose range breaks its dtype's rules (hl_graph_set_input_init); the
+ * graph keeps every input's "init" (hl_graph_input_init). Every error is located: err's
+ * file, line and column (of the entry: the dim, input, node or output object; of the
+ * character for malformed JSON), node (the node's name) and field are filled, and the
+ * message begins "source:line:col: node 'name': field 'f': ". The graph
  * names source as its source and every node built for a document node has that node as
  * its origin (hl_graph_node_origin), so later errors (the reference runtime's) name it
  * too. Never crashes on any input; HL_ERR_NOMEM when memory runs out. */

@@ -138,6 +138,68 @@ static hl_status read_dims(hl__json_reader *r)
     return HL_OK;
 }
 
+/* One bound of an input's "init": {"uniform": [lo, hi]}: a JSON number (an integer for
+ * int, i64 and bool inputs, of magnitude at most HL_INIT_MAX_INT so that it converts
+ * exactly). */
+static hl_status init_bound(hl__json_reader *r, json_t *v, hl_dtype dt, int k, double *out)
+{
+    char f[24];
+    snprintf(f, sizeof f, "init.uniform[%d]", k);
+    if (hl_dtype_is_float(dt)) {
+        if (!json_is_number(v)) return hl__json_fail(r, HL_ERR_PARSE, f, "expected a number");
+        *out = json_number_value(v);
+        return HL_OK;
+    }
+    if (!json_is_integer(v))
+        return hl__json_fail(r, HL_ERR_PARSE, f, "expected an integer (the input is %s)",
+                             hl_dtype_name(dt));
+    json_int_t x = json_integer_value(v);
+    if (x < -HL_INIT_MAX_INT || x > HL_INIT_MAX_INT)
+        return hl__json_fail(r, HL_ERR_PARSE, f,
+                             "%lld is beyond 2^53 (the largest integer bound of an init)",
+                             (long long)x);
+    *out = (double)x;
+    return HL_OK;
+}
+
+/* An input's optional "init" (docs/graph-json.md): {"uniform": [lo, hi]}. The JSON shape
+ * is checked here; the range's rules (lo < hi, integers, within the dtype) by
+ * hl_graph_set_input_init, whose error is raised again at the input with field
+ * "init.uniform". */
+static hl_status read_init(hl__json_reader *r, json_t *in, hl_dtype dt, uint32_t i)
+{
+    json_t *o = json_object_get(in, "init");
+    if (!o) return HL_OK;
+    if (!json_is_object(o))
+        return hl__json_fail(r, HL_ERR_PARSE, "init", "expected an object {\"uniform\": [lo, hi]}");
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v)
+    {
+        if (strcmp(key, "uniform") != 0 && strcmp(key, "comment") != 0) {
+            char f[80];
+            snprintf(f, sizeof f, "init.%.60s", key);
+            return hl__json_fail(r, HL_ERR_PARSE, f,
+                                 "unknown field (allowed here: uniform comment)");
+        }
+    }
+    json_t *u = json_object_get(o, "uniform");
+    if (!u)
+        return hl__json_fail(
+            r, HL_ERR_PARSE, "init",
+            "missing \"uniform\" (the only initialisation: {\"uniform\": [lo, hi]})");
+    if (!json_is_array(u) || json_array_size(u) != 2)
+        return hl__json_fail(r, HL_ERR_PARSE, "init.uniform",
+                             "expected an array [lo, hi] of two numbers");
+    hl_init init = {HL_INIT_UNIFORM, 0.0, 0.0};
+    hl_status st = init_bound(r, json_array_get(u, 0), dt, 0, &init.lo);
+    if (!st) st = init_bound(r, json_array_get(u, 1), dt, 1, &init.hi);
+    if (st) return st;
+    if (hl_graph_set_input_init(r->g, i, &init) != HL_OK)
+        return hl__json_from_builder(r, "init.uniform");
+    return HL_OK;
+}
+
 static hl_status read_inputs(hl__json_reader *r)
 {
     json_t *inputs = json_object_get(r->root, "inputs");
@@ -150,7 +212,7 @@ static hl_status read_inputs(hl__json_reader *r)
     {
         hl__json_where(r, HL__JSON_INPUTS, (uint32_t)i, NULL);
         if (!json_is_object(in)) return hl__json_fail(r, HL_ERR_PARSE, NULL, "expected an object");
-        hl_status st = hl__json_check_keys(r, in, "name dtype shape comment");
+        hl_status st = hl__json_check_keys(r, in, "name dtype shape init comment");
         if (st) return st;
         const char *name;
         if ((st = hl__json_get_string(r, in, "name", &name))) return st;
@@ -174,6 +236,7 @@ static hl_status read_inputs(hl__json_reader *r)
         if (t.node == HL_NONE) return hl__json_from_builder(r, NULL);
         r->inputs[i] = t;
         r->n_inputs = (uint32_t)(i + 1);
+        if ((st = read_init(r, in, dt, (uint32_t)i))) return st;
     }
     return HL_OK;
 }

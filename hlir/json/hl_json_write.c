@@ -94,6 +94,21 @@ static json_t *float_json(float x)
     return json_real(strtod(buf, NULL));
 }
 
+/* An input's initialisation, {"uniform": [lo, hi]}: float bounds (f32 values) as the
+ * shortest decimal that reads back to them, integer bounds as integers. */
+static json_t *init_json(hl_dtype dt, const hl_init *init)
+{
+    json_t *lo, *hi;
+    if (hl_dtype_is_float(dt)) {
+        lo = float_json((float)init->lo);
+        hi = float_json((float)init->hi);
+    } else {
+        lo = json_integer((json_int_t)init->lo);
+        hi = json_integer((json_int_t)init->hi);
+    }
+    return json_pack("{s:[o,o]}", "uniform", lo, hi);
+}
+
 static const char *prim_json_name(hl_op op)
 {
     switch (op) {
@@ -217,8 +232,15 @@ static void write_all(wbuf *b, const writer *w, const uint32_t *order, uint32_t 
     for (uint32_t i = 0; i < ni; i++) {
         const hl_node *n = hl_graph_node(g, order[i]);
         put(b, i ? ",\n    " : "\n    ");
-        put_json(b, json_pack("{s:s, s:s, s:o}", "name", n->name, "dtype", hl_dtype_name(n->dtype),
-                              "shape", exprs_json(w->p, n->ndim, n->shape)));
+        json_t *o = json_pack("{s:s, s:s, s:o}", "name", n->name, "dtype", hl_dtype_name(n->dtype),
+                              "shape", exprs_json(w->p, n->ndim, n->shape));
+        hl_init init = hl_graph_input_init(g, i);
+        if (o && init.kind == HL_INIT_UNIFORM &&
+            json_object_set_new(o, "init", init_json(n->dtype, &init)) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
+        put_json(b, o);
     }
     put(b, ni ? "\n  ],\n  \"nodes\": [" : "],\n  \"nodes\": [");
     for (uint32_t i = 0; i < nn; i++) {

@@ -45,8 +45,23 @@ void hl_tensor_set(hl_tensor *t, size_t i, double v);
 /* Fills t with numbers drawn from seed on stream (PCG32): floats uniform in [-1, 1) in
  * steps of 2^-23 (then rounded to the dtype), Bool 0 or 1, integers 0 to 3 (in range as
  * indexes of any dim of 4 or more). The same seed and stream give the same bytes on every
- * machine; the inputs of a reference run are stream i for input i. */
+ * machine. For a tensor that is not a graph input; a graph's inputs are filled by
+ * hl_graph_fill_input, which gives these bytes for an input without an initialisation. */
 void hl_tensor_fill_random(hl_tensor *t, uint64_t seed, uint64_t stream);
+
+/* Fills t, the tensor of graph input input_index (its dtype and rank; its dims are those
+ * of the run), the way every tool that makes up inputs for a graph must: from PCG32 seed
+ * on stream input_index, by the input's initialisation (hl_graph_input_init):
+ *   HL_INIT_DEFAULT  hl_tensor_fill_random(t, seed, input_index), byte for byte;
+ *   HL_INIT_UNIFORM  floats lo + (hi - lo) * u, u uniform in [0, 1) in steps of 2^-24,
+ *                    then rounded to the dtype (so the values lie between lo and hi
+ *                    rounded to the dtype, which can be past a bound it cannot hold);
+ *                    integers and bools uniform in [lo, hi), one 32-bit draw each
+ *                    (two when hi - lo > 2^32).
+ * The ranges [-1, 1), [0, 4) and [0, 2) give the default's bytes. HL_OK, or HL_ERR_ARG
+ * (no such input, or t is not a tensor of its dtype and rank) naming the input. */
+hl_status hl_graph_fill_input(const hl_graph *g, uint32_t input_index, hl_tensor *t, uint64_t seed,
+                              lm_err *err);
 
 /* Options of a run. Zero-initialised options are valid and mean the defaults. */
 typedef struct hl_run_opts {

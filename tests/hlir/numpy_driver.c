@@ -6,8 +6,9 @@
  *   {"cases": [{"name": N, "inputs": [T...], "outputs": [T...]}]}
  * where each T is {"file": F, "shape": [...], "dtype": "f32"|...} and F holds the
  * elements as little-endian float64 (exactly the values the runtime saw or produced).
- * Input values: names starting "pos" are in [0.1, 4), "ids" are ints in [0, 10), other
- * floats in [-3, 3). */
+ * Input values: each input gets an init (names starting "pos" [0.1, 4), "ids" ints in
+ * [0, 10), other floats [-3, 3)) and is filled by hl_graph_fill_input, as every tool fills
+ * a graph's inputs; the seed is the case's number. */
 #include "hlir.h"
 
 #include <jansson.h>
@@ -18,17 +19,7 @@
 
 static const char *OUT;
 static json_t *CASES;
-static uint64_t RNG = 0x853c49e6748fea9bull;
-
-static double rnd(double lo, double hi)
-{
-    uint64_t old = RNG;
-    RNG = old * 6364136223846793005ull + 1442695040888963407ull;
-    uint32_t x = (uint32_t)(((old >> 18u) ^ old) >> 27u);
-    uint32_t rot = (uint32_t)(old >> 59u);
-    x = (x >> rot) | (x << ((-rot) & 31));
-    return lo + (hi - lo) * (x / 4294967296.0);
-}
+static uint64_t CASE_NO; /* the seed of the next case's inputs */
 
 static json_t *write_tensor(const char *file, const hl_tensor *t)
 {
@@ -73,11 +64,13 @@ static void emit(const char *name, hl_graph *g)
         for (uint32_t d = 0; d < nd->ndim; d++)
             if (!hl_e_is_num(hl_graph_exprs_c(g), nd->shape[d], &dims[d])) exit(2);
         if (hl_tensor_init(&in[i], nd->dtype, nd->ndim, dims, &err)) exit(2);
-        for (size_t k = 0; k < in[i].numel; k++) {
-            double v = strncmp(nd->name, "ids", 3) == 0   ? floor(rnd(0, 10))
-                       : strncmp(nd->name, "pos", 3) == 0 ? rnd(0.1, 4)
-                                                          : rnd(-3, 3);
-            hl_tensor_set(&in[i], k, v);
+        hl_init init = {HL_INIT_UNIFORM, -3, 3};
+        if (strncmp(nd->name, "ids", 3) == 0) init = (hl_init){HL_INIT_UNIFORM, 0, 10};
+        if (strncmp(nd->name, "pos", 3) == 0) init = (hl_init){HL_INIT_UNIFORM, 0.1, 4};
+        if (hl_graph_set_input_init(g, i, &init) ||
+            hl_graph_fill_input(g, i, &in[i], CASE_NO, &err)) {
+            fprintf(stderr, "case %s: input %u: %s%s\n", name, i, hl_graph_error(g)->msg, err.msg);
+            exit(1);
         }
         char file[256];
         snprintf(file, sizeof file, "%s_in%u.bin", name, i);
@@ -97,6 +90,7 @@ static void emit(const char *name, hl_graph *g)
         hl_tensor_fini(&in[i]);
     json_array_append_new(
         CASES, json_pack("{s:s, s:o, s:o}", "name", name, "inputs", jin, "outputs", jout));
+    CASE_NO++;
     hl_graph_free(g);
 }
 

@@ -106,8 +106,9 @@ static inline hl_graph *te_load(const char *path)
     return g;
 }
 
-/* Seeded inputs for g at its dims' profile values (dims[] receives them). Floats in
- * [-2, 2), Int in [0, 4), Bool 0/1. */
+/* Seeded inputs for g at its dims' profile values (dims[] receives them), filled as every
+ * tool fills a graph's inputs (hl_graph_fill_input: each input's init, or floats in
+ * [-1, 1), Int in [0, 4), Bool 0/1). */
 static inline void te_inputs(const hl_graph *g, uint64_t seed, int64_t *dims, hl_tensor *in)
 {
     const hl_expr_pool *p = hl_graph_exprs_c(g);
@@ -122,7 +123,6 @@ static inline void te_inputs(const hl_graph *g, uint64_t seed, int64_t *dims, hl
         bound[d->var] = true;
     }
     hl_env env = {vals, bound, nv};
-    uint64_t st = seed * 2654435761u + 1;
     for (uint32_t i = 0; i < hl_graph_input_count(g); i++) {
         const hl_node *x = hl_graph_node(g, hl_graph_input(g, i));
         int64_t sh[HL_MAX_DIMS];
@@ -131,14 +131,7 @@ static inline void te_inputs(const hl_graph *g, uint64_t seed, int64_t *dims, hl
         for (uint32_t k = 0; k < x->ndim; k++)
             ck_assert_msg(hl_e_eval(p, x->shape[k], &env, 0, &sh[k], &err) == HL_OK, "%s", err.msg);
         ck_assert_msg(hl_tensor_init(&in[i], x->dtype, x->ndim, sh, &err) == HL_OK, "%s", err.msg);
-        for (size_t k = 0; k < in[i].numel; k++) {
-            st = st * 6364136223846793005ull + 1442695040888963407ull;
-            double u = (double)(st >> 11) / 9007199254740992.0;
-            double v = x->dtype == HL_BOOL                        ? (u < 0.5)
-                       : x->dtype == HL_INT || x->dtype == HL_I64 ? floor(u * 4)
-                                                                  : u * 4 - 2;
-            hl_tensor_set(&in[i], k, v);
-        }
+        ck_assert_msg(hl_graph_fill_input(g, i, &in[i], seed, &err) == HL_OK, "%s", err.msg);
     }
 }
 

@@ -143,13 +143,13 @@ static inline int64_t tj_largest_node(const hl_graph *g, const int64_t *vals)
     return best;
 }
 
-/* Inputs of g under dims vals, filled deterministically from seed (values in [-1, 1),
- * int inputs in [0, 4)). Caller frees with tj_free_tensors(in, hl_graph_input_count). */
+/* Inputs of g under dims vals, filled from seed as every tool fills a graph's inputs
+ * (hl_graph_fill_input: each input's init, or floats in [-1, 1) and ints in [0, 4)).
+ * Caller frees with tj_free_tensors(in, hl_graph_input_count). */
 static inline hl_tensor *tj_inputs(const hl_graph *g, const int64_t *vals, uint64_t seed)
 {
     uint32_t n = hl_graph_input_count(g);
     hl_tensor *in = calloc(n ? n : 1, sizeof *in);
-    uint64_t x = seed * 2654435761u + 12345;
     for (uint32_t i = 0; i < n; i++) {
         const hl_node *nd = hl_graph_node(g, hl_graph_input(g, i));
         int64_t dims[HL_MAX_DIMS];
@@ -159,13 +159,7 @@ static inline hl_tensor *tj_inputs(const hl_graph *g, const int64_t *vals, uint6
         lm_err_clear(&err);
         ck_assert_msg(hl_tensor_init(&in[i], nd->dtype, nd->ndim, dims, &err) == HL_OK, "%s",
                       err.msg);
-        for (size_t k = 0; k < in[i].numel; k++) {
-            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-            uint32_t r = (uint32_t)(x >> 33);
-            double v = hl_dtype_is_float(nd->dtype) ? (double)r / 2147483648.0 * 2.0 - 1.0
-                                                    : (double)(r & 3);
-            hl_tensor_set(&in[i], k, v);
-        }
+        ck_assert_msg(hl_graph_fill_input(g, i, &in[i], seed, &err) == HL_OK, "%s", err.msg);
     }
     return in;
 }

@@ -53,7 +53,7 @@ static inline void tx_inputs(const hl_graph *g, const int64_t *dims, uint64_t se
         tx_shape(g, id, dims, shape);
         lm_err e = {0};
         ck_assert_msg(hl_tensor_init(&in[i], n->dtype, n->ndim, shape, &e) == 0, "%s", e.msg);
-        hl_tensor_fill_random(&in[i], seed, i);
+        ck_assert_msg(hl_graph_fill_input(g, i, &in[i], seed, &e) == 0, "%s", e.msg);
     }
 }
 

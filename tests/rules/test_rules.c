@@ -1112,7 +1112,7 @@ static int tr_check_blas_numerically(const hl_graph *g, tr_run *r, const tr_view
             ck_assert_msg(hl_e_eval(pool, x->shape[k], &env, 0, &sh[k], &err) == HL_OK, "%s",
                           err.msg);
         ck_assert_msg(hl_tensor_init(&in[i], x->dtype, x->ndim, sh, &err) == HL_OK, "%s", err.msg);
-        hl_tensor_fill_random(&in[i], 7, i);
+        ck_assert_msg(hl_graph_fill_input(g, i, &in[i], 7, &err) == HL_OK, "%s", err.msg);
         in_class[i] = tr_class_of(v, eg_find(r->e, r->enc.node_class[hl_graph_input(g, i)]));
     }
     ck_assert_msg(hl_run(g, NULL, in, out, NULL, &err) == HL_OK, "%s: reference: %s", what, err.msg);

@@ -1,11 +1,12 @@
 /* reference.c - luminal_search --reference: the CPU reference runtime on random inputs.
  *
- * Inputs are filled from PCG32 streams: input i uses stream i of the seed, so adding an
- * input never changes the others' values. Floats are uniform in [-1, 1) (then rounded to
- * the input's dtype), int and i64 in [0, 4) (valid as indexes into any dim of size 4 or
- * more), bool 0 or 1. The report per output is its name, dtype, shape, the sum and the
- * largest magnitude of its elements (as f64, in element order) and the XXH3-64 hash of
- * its bytes in storage format, so two runs agree exactly when the outputs do.
+ * Inputs are filled by hl_graph_fill_input, from PCG32 streams: input i uses stream i of
+ * the seed, so adding an input never changes the others' values. An input with an "init"
+ * is uniform in its range; one without is filled as hl_tensor_fill_random does: floats
+ * uniform in [-1, 1) (then rounded to the input's dtype), int and i64 in [0, 4) (valid as
+ * indexes into any dim of size 4 or more), bool 0 or 1. The report per output is its name, dtype,
+ * shape, the sum and the largest magnitude of its elements (as f64, in element order) and the
+ * XXH3-64 hash of its bytes in storage format, so two runs agree exactly when the outputs do.
  */
 #include "ls_int.h"
 
@@ -151,10 +152,8 @@ int ls_reference(const hl_graph *g, const ls_opts *o)
         for (uint32_t d = 0; ok && d < in->ndim; d++)
             ok = hl_e_eval(p, in->shape[d], &env, 0, &dims[d], &e) == HL_OK;
         if (ok) ok = hl_tensor_init(&ins[i], in->dtype, in->ndim, dims, &e) == HL_OK;
-        if (ok)
-            hl_tensor_fill_random(&ins[i], o->seed, i);
-        else
-            fprintf(stderr, "luminal_search: --reference: input '%s': %s\n", in->name, e.msg);
+        if (ok) ok = hl_graph_fill_input(g, i, &ins[i], o->seed, &e) == HL_OK;
+        if (!ok) fprintf(stderr, "luminal_search: --reference: input '%s': %s\n", in->name, e.msg);
     }
     free(byvar);
     free(bound);
