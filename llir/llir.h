@@ -265,6 +265,10 @@ typedef struct ll_node {
     hl_expr shape[HL_MAX_DIMS];
     uint32_t n_in;    /* inputs: LLIR node ids (for Blas: A, B, then C, then bias) */
     uint32_t in[LL_MAX_IN];
+    hl_dtype in_dtype[LL_MAX_IN]; /* the dtype the op's contract reads input i in (the
+                         kind's DType fields, ll_op_info.in): the verifier requires the
+                         producer's dtype; the executor reads the producer's bytes as
+                         this dtype whatever they hold, as the GPU would */
     hl_node prim;     /* LL_KERNEL (not KMatmul), LL_FUSED: the primitive, with
                          prim.in[i].node == in[i] and prim.in[i].view the view input i is
                          read through; LL_OUTPUT: prim.in[0].view, name and index;
@@ -285,7 +289,12 @@ ll_graph *ll_graph_from_genome(const ll_space *s, const ll_genome *g, lm_err *er
 
 /* The reference lowering: every HLIR node of g as its own standalone kernel (no fusion,
  * no library call), as the rules' kernel lowering would give it. For testing codegen
- * without the e-graph, and the search report's "reference HLIR lowering" row. */
+ * without the e-graph, and the search report's "reference HLIR lowering" row. LLIR node
+ * i is HLIR node i (Input and Output nodes as LL_INPUT and LL_OUTPUT, every other node
+ * an LL_KERNEL whose op is the K* constructor of its primitive); dims and expressions
+ * are copied into the graph's own pool; in_dtype is each producer's dtype; eclass, enode
+ * and origin are LM_NONE. ll_run of it gives hl_run's bits. Fails with LM_EARG for a
+ * graph holding a builder error, LM_ENOMEM. */
 ll_graph *ll_graph_from_hlir(const hl_graph *g, lm_err *err);
 
 void ll_graph_free(ll_graph *g);
@@ -323,15 +332,92 @@ void ll_graph_dump(const ll_graph *g, FILE *f);
  * The CPU executor
  * ================================================================================== */
 
-/* Runs g on the CPU as the GPU program would compute it: kernels as the primitive with
- * the node's dtype (as the reference runtime does), regions as their composition with
- * f32 intermediates and one rounding at the store, matmuls as exact products summed in
- * f32, each operand read in the dtype its contract says. Arguments as hl_run's
- * (dim_values indexed like ll_graph_dim_at, inputs like ll_graph_input, outputs filled
- * and owned by the caller). mem_limit > 0 refuses, before allocating, a run whose
- * buffers exceed it (LM_ELIMIT naming the largest tensors). */
+/* Runs g on the CPU as the GPU program would compute it (docs/llir.md, "The CPU
+ * executor and its precision rules"):
+ *   - a standalone kernel: its primitive with exactly the reference runtime's arithmetic
+ *     at the node's dtype, so a program of standalone kernels gives hl_run's bits;
+ *   - a region: its interior evaluated once per node, float values in f32 (loads
+ *     widened, fused float ops not rounded to their storage dtype; a fused Cast rounds,
+ *     as a cast does), integer and Bool values in their own dtype, one rounding to the
+ *     region's dtype at the store;
+ *   - KMatmul and Blas: exact products accumulated in f32 in k order, then alpha, beta *
+ *     C, bias, gelu (tanh form) in f32, one rounding to type_d; A and B addressed through
+ *     lda, ldb, the orders and the batch strides as cuBLASLt addresses them;
+ *   - every operand read in the dtype its consumer's contract names (in_dtype, and the
+ *     matmul's types): a producer of another dtype has its bytes reinterpreted, zero past
+ *     the end of its buffer, so a wrong dtype rule gives wrong numbers, never a read
+ *     outside a buffer.
+ * Arguments as hl_run's: dim_values indexed like ll_graph_dim_at (NULL: every dim's
+ * profile value), inputs[i] for ll_graph_input(g, i) (borrowed; dtype and dims checked),
+ * outputs[i] for ll_graph_output(g, i), filled on success and owned by the caller (free
+ * each with hl_tensor_fini). mem_limit > 0 refuses, before allocating any tensor, a run
+ * whose live buffers and working memory would exceed it at their peak (buffers are freed
+ * after their last reader; the caller's inputs are not counted): LM_ELIMIT naming the
+ * largest tensors. Errors name the LLIR node (id, op, kind, dtype, e-class and rule) and
+ * the reason: LM_EVERIFY for a node the executor cannot run as built (a region whose
+ * root is not inside it, an operand out of order, a primitive that disagrees with the op,
+ * a result of another dtype or size than the node's), LM_ERUNTIME for bad data as in
+ * hl_run (a Gather index out of range, a matmul reaching outside an operand), LM_EDIM
+ * for a dim outside its range, LM_ESHAPE for an input of the wrong dtype or dims,
+ * LM_ENOMEM. On failure the outputs hold nothing. g is not modified. */
 int ll_run(const ll_graph *g, const int64_t *dim_values, const hl_tensor *inputs,
            hl_tensor *outputs, uint64_t mem_limit, lm_err *err);
+
+/* ==================================================================================
+ * Comparing a candidate's outputs with the reference's (genome fuzzing)
+ * ==================================================================================
+ *
+ * Output o of a candidate agrees with the reference runtime's when, elementwise,
+ *   |cand - ref| <= tol(o) * max(rms(ref), tiny(dtype))
+ * where rms is over the reference output's finite elements and tiny is the dtype's
+ * smallest normal (1 for integer dtypes); a NaN or an infinity in the candidate where the
+ * reference is finite fails, and where the reference is NaN (or +-inf) the candidate
+ * must be NaN (the same infinity). tol(o) is derived in docs/llir.md from the reference's
+ * precision rules: the largest sum, over a path of g from an input to output o, of the
+ * rounding weight of every node on it (ll_node_rounding_weight); 0 (exact comparison)
+ * for an output that no float rounding reaches, e.g. Int, I64 and Bool outputs computed
+ * from integers only. */
+
+/* The unit roundoff of a float dtype (2^-24 f32, 2^-11 f16, 2^-8 bf16, 2^-4 E4M3, 2^-3
+ * E5M2); 0 for integer dtypes and Bool. */
+double ll_unit_roundoff(hl_dtype t);
+
+/* The rounding weight of node id of g at the given dim values (NULL: the profile
+ * values): how much, in units of the RMS of the values involved, the node's roundings
+ * can make two evaluations differ (docs/llir.md): one ulp, 2 u(f32), for a correctly
+ * rounded f32 op (Add, Mul, Mod, Recip, Sqrt), two, 4 u(f32), for Exp2, Log2 and Sin,
+ * plus 2 u(dtype) when the result is stored narrower than f32; 2 u(target) for a cast to
+ * a float (0 for a float widened to f32); 2 (K - 1) u(f32) for a SumReduce of K terms
+ * (its f32 accumulation, in any order), plus 2 u(dtype) when narrower; 0 for everything
+ * exact (inputs, constants, integer ops, comparisons, copies, Max). LM_EARG for a bad
+ * id, LM_EDIM / LM_EEVAL when K cannot be evaluated. */
+int ll_node_rounding_weight(const hl_graph *g, const int64_t *dim_values, uint32_t id,
+                            double *out, lm_err *err);
+
+/* tol(o) for every output o of g (tol[0 .. hl_graph_output_count)) at the dim values
+ * (NULL: the profile values). */
+int ll_output_tolerances(const hl_graph *g, const int64_t *dim_values, double *tol,
+                         lm_err *err);
+
+/* What the comparison found for one output. */
+typedef struct ll_out_cmp {
+    double tol;        /* tol(o), in units of max(rms, tiny) */
+    double rms;        /* RMS of the reference's finite elements */
+    double max_err;    /* the largest |cand - ref| over finite pairs, in those units; inf
+                          when a non-finite value disagrees */
+    size_t n_bad;      /* elements outside the tolerance */
+    size_t first_bad;  /* the first of them (SIZE_MAX when none) */
+    double cand, ref;  /* the two values there */
+} ll_out_cmp;
+
+/* Compares cand[0 .. n) with ref[0 .. n) (n = hl_graph_output_count(g); ref as hl_run
+ * gave it for g at dim_values) with the tolerances above. per_output (NULL, or n
+ * records) receives each output's findings. 0 when every output agrees; LM_EMISMATCH
+ * with err naming the first output that does not (its index and name, the first element
+ * outside the tolerance with both values, the tolerance and the largest error, in units
+ * of RMS); LM_ESHAPE / LM_EDTYPE when an output's dims or dtype differ; LM_EARG. */
+int ll_compare_outputs(const hl_graph *g, const int64_t *dim_values, const hl_tensor *cand,
+                       const hl_tensor *ref, ll_out_cmp *per_output, lm_err *err);
 
 #ifdef __cplusplus
 }
