@@ -6,7 +6,7 @@
 
 #include "llir.h"
 
-#include <check.h>
+#include "lm_check.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
