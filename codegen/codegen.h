@@ -58,8 +58,9 @@ typedef enum cg_param_kind {
 
 typedef struct cg_param {
     cg_param_kind kind;
-    uint32_t buf; /* CG_P_BUFFER */
-    uint32_t dim; /* CG_P_DIM */
+    uint32_t buf;  /* CG_P_BUFFER */
+    uint32_t dim;  /* CG_P_DIM */
+    bool written;  /* CG_P_BUFFER: the kernel stores into it (else reads it only) */
 } cg_param;
 
 #define CG_MAX_PARAMS 48
