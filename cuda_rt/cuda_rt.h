@@ -495,8 +495,10 @@ void rt_matmul_spec_init(rt_matmul_spec *s, int64_t m, int64_t n, int64_t k, rt_
 bool rt_matmul_spec_equal(const rt_matmul_spec *a, const rt_matmul_spec *b);
 /* xxHash of the fields (not of the struct's bytes, so padding never matters). */
 uint64_t rt_matmul_spec_hash(const rt_matmul_spec *s);
-/* Validates: sizes, leading dimensions against the stored shapes, strides, type and
- * compute combinations, fp8 rules. Fails with RT_EARG naming the field. */
+/* Validates: sizes, leading dimensions against the stored shapes, strides (with batch > 1:
+ * A and B any stride >= 0, so their batches may overlap; C one matrix or more, or 0; D one
+ * matrix or more), type and compute combinations, fp8 rules. Fails with RT_EARG naming
+ * the field. */
 int rt_matmul_spec_check(const rt_matmul_spec *s, lm_err *err);
 /* Bytes of one element. */
 size_t rt_dtype_size(rt_dtype t);

@@ -132,9 +132,12 @@ uint64_t rt_matmul_spec_hash(const rt_matmul_spec *s)
     return XXH3_64bits(f, sizeof f);
 }
 
-/* Stored matrix rows x cols (row-major reading) and its ld/stride checks. */
+/* Stored matrix rows x cols (row-major reading) and its ld/stride checks. A read-only
+ * operand (A, B) may take any batch stride >= 0: its batches may overlap (interleaved heads,
+ * stride 0 broadcasts); cuBLASLt states no bound on a batch stride (docs/cuda_rt.md). */
 static int check_operand(const char *name, int64_t rows, int64_t cols, rt_order order, int64_t ld,
-                         int64_t stride, int32_t batch, bool stride0_ok, lm_err *err)
+                         int64_t stride, int32_t batch, bool stride0_ok, bool read_only,
+                         lm_err *err)
 {
     int64_t need = order == RT_ROW_MAJOR ? cols : rows;
     if (ld < need)
@@ -145,7 +148,12 @@ static int check_operand(const char *name, int64_t rows, int64_t cols, rt_order 
                        order == RT_ROW_MAJOR ? "row-major" : "column-major", (long long)rows,
                        (long long)cols);
     int64_t span = ld * (order == RT_ROW_MAJOR ? rows : cols);
-    if (batch > 1 && stride < span && !(stride0_ok && stride == 0))
+    if (batch > 1 && read_only && stride < 0)
+        return RT_FAIL(err, RT_EARG,
+                       "matmul spec: stride_%s = %lld is negative with batch %d; fix: use >= 0 "
+                       "(0 broadcasts; batches of %s may overlap)",
+                       name, (long long)stride, batch, name);
+    if (batch > 1 && !read_only && stride < span && !(stride0_ok && stride == 0))
         return RT_FAIL(err, RT_EARG,
                        "matmul spec: stride_%s = %lld is below one matrix (%lld elements) with "
                        "batch %d; fix: use >= %lld%s",
@@ -219,11 +227,11 @@ int rt_matmul_spec_check(const rt_matmul_spec *s, lm_err *err)
     }
     int64_t m = s->m, n = s->n, k = s->k;
     if (check_operand("a", s->trans_a ? k : m, s->trans_a ? m : k, s->order_a, s->lda, s->stride_a,
-                      s->batch, true, err) ||
+                      s->batch, true, true, err) ||
         check_operand("b", s->trans_b ? n : k, s->trans_b ? k : n, s->order_b, s->ldb, s->stride_b,
-                      s->batch, true, err) ||
-        check_operand("c", m, n, s->order_d, s->ldc, s->stride_c, s->batch, true, err) ||
-        check_operand("d", m, n, s->order_d, s->ldd, s->stride_d, s->batch, false, err))
+                      s->batch, true, true, err) ||
+        check_operand("c", m, n, s->order_d, s->ldc, s->stride_c, s->batch, true, false, err) ||
+        check_operand("d", m, n, s->order_d, s->ldd, s->stride_d, s->batch, false, false, err))
         return err->code;
     return 0;
 }

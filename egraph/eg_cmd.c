@@ -1,43 +1,23 @@
 /* eg_cmd.c: top-level commands of the rules language and schedules.
  *
  * Each command runs inside an error boundary (guarded): an error raised anywhere below
- * (eg__throw) lands here, the command's compile scratch and pending writes are dropped,
- * and the command returns its error code. Commands before it keep their effects. */
-#include "eg_internal.h"
+ * (eg__throw) lands here, the command's compile scratch, scoped buffers and pending
+ * writes are dropped, and the command returns its error code. Commands before it keep
+ * their effects. A command is also the unit of the time limit (eg_options.time_limit_s
+ * bounds each top-level run or run-schedule as a whole) and of provenance (the rows a
+ * command inserts outside rules carry its origin). */
+#include "eg_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-query *eg__compile_facts(eg_engine *e, const sx *const *facts, uint32_t n);
-action *eg__compile_actions(eg_engine *e, const sx *const *acts, uint32_t n, uint32_t *nacts,
-                            uint32_t *nslots);
-aexpr *eg__compile_expr(eg_engine *e, const sx *s);
-bool eg__declare(eg_engine *e, const sx *s);
-void eg__cc_abort(eg_engine *e);
-void eg__fmt_f64(double d, char *buf, size_t n);
-
-static const char *head(const sx *s)
-{
-    return (s->kind == SX_LIST && s->n > 0 && s->items[0]->kind == SX_SYM) ? s->items[0]->text
-                                                                           : NULL;
-}
-
 static _Noreturn void type_error(eg_engine *e, const sx *at, const char *msg)
 {
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, at, "%s", msg);
+    eg__throw(e, LM_ETYPE, at, "%s", msg);
 }
 
-/* Scratch freed by the boundary when a command fails. */
-typedef struct {
-    query *q;
-    action *acts;
-    uint32_t nacts;
-    aexpr *ex;
-    eg_value *vals;
-    char *text; /* input file contents */
-} scratch;
+typedef eg_scratch scratch;
 
 static void scratch_free(scratch *s)
 {
@@ -48,40 +28,66 @@ static void scratch_free(scratch *s)
     eg__actions_free(s->acts, s->nacts);
     eg__aexpr_free(s->ex);
     eg__free(s->vals);
-    eg__free(s->text);
+    free(s->text);
+    eg__free(s->fields);
     memset(s, 0, sizeof *s);
 }
 
 static void exec_command(eg_engine *e, const sx *s, scratch *sc);
 
+/* Runs one command under its own boundary. Its scratch lives in the engine, one per
+ * nesting level (include and fail run commands inside commands), not in this frame: it
+ * changes between setjmp and longjmp, and the engine's copy is what the unwinding reads. */
 static int guarded(eg_engine *e, const sx *s)
 {
+    if (e->failed)
+        return eg__fail(e->err, LM_ENOMEM, s,
+                        "the engine ran out of memory in an earlier call; free it with "
+                        "eg_engine_free");
+    if (e->depth >= EG_MAX_NESTING)
+        return eg__fail(e->err, LM_ELIMIT, s,
+                        "commands nested too deeply (include or fail more than %d levels "
+                        "deep; does a file include itself?)",
+                        EG_MAX_NESTING);
     jmp_buf jb;
     jmp_buf *saved = e->jmp;
     const sx *saved_at = e->cur_at;
+    uint32_t saved_origin = e->cur_origin;
+    double saved_start = e->cmd_start;
     uint32_t smark = e->nscoped; /* scoped buffers open around this command stay open */
-    scratch *sc = eg__calloc(1, sizeof *sc);
+    scratch *sc = &e->scratch[e->depth++];
+    memset(sc, 0, sizeof *sc);
     e->jmp = &jb;
     e->cur_at = s; /* errors without a better location name the command */
+    e->cur_origin = ORIGIN_PENDING;
+    e->cmd_start = eg__now();
     int rc = 0;
     if (setjmp(jb) == 0) {
         exec_command(e, s, sc);
     } else {
-        rc = e->err->code ? e->err->code : EG_ERR_RUNTIME;
-        eg__cc_abort(e);
-        eg__scoped_unwind(e, smark);
-        e->npend = 0;
-        e->npend_vals = 0;
-        e->in_search = false;
-        e->dirty_off = false;
-        for (uint32_t i = 0; i < e->ntables; i++)
-            e->tables[i].hi = UINT32_MAX;
+        rc = e->thrown ? e->thrown : LM_ERUNTIME;
+        eg__unwind(e, smark);
     }
     scratch_free(sc);
-    eg__free(sc);
+    e->depth--;
     e->jmp = saved;
     e->cur_at = saved_at;
+    e->cur_origin = saved_origin;
+    e->cmd_start = saved_start;
     return rc;
+}
+
+void eg__unwind(eg_engine *e, uint32_t smark)
+{
+    eg__cc_abort(e);
+    eg__scoped_unwind(e, smark);
+    e->npend = 0;
+    e->npend_vals = 0;
+    e->nsxstack = 0;
+    e->in_search = false;
+    e->dirty_off = false;
+    for (uint32_t i = 0; i < e->ntables; i++)
+        e->tables[i].hi = UINT32_MAX;
 }
 
 int eg__command(eg_engine *e, const sx *form)
@@ -102,18 +108,13 @@ int eg__run_program(eg_engine *e, uint32_t first, uint32_t n)
 
 static bool run_cmd(eg_engine *e, const sx *s, uint32_t from, scratch *sc);
 
-static bool limit_hit(eg_engine *e)
-{
-    return e->last_stop == EG_STOP_NODE_LIMIT || e->last_stop == EG_STOP_TIME_LIMIT ||
-           e->last_stop == EG_STOP_ITER_LIMIT || e->last_stop == EG_STOP_MEM_LIMIT;
-}
-
 static bool sched(eg_engine *e, const sx *s, scratch *sc);
 
+/* A limit that stopped a run stops the whole schedule: e->limit_stopped. */
 static bool sched_seq(eg_engine *e, const sx *s, uint32_t from, scratch *sc)
 {
     bool any = false;
-    for (uint32_t i = from; i < s->n && !limit_hit(e); i++)
+    for (uint32_t i = from; i < s->n && !e->limit_stopped; i++)
         any |= sched(e, s->items[i], sc);
     return any;
 }
@@ -127,14 +128,14 @@ static bool sched(eg_engine *e, const sx *s, scratch *sc)
         eg__run_ruleset(e, (uint32_t)rs, 1, NULL, &ch);
         return ch;
     }
-    const char *h = head(s);
+    const char *h = eg__sx_head(s);
     if (!h)
         type_error(e, s,
                    "expected a schedule: a ruleset, (run ...), (saturate ...), "
                    "(seq ...) or (repeat n ...)");
     if (strcmp(h, "saturate") == 0) {
         bool any = false;
-        while (!limit_hit(e) && sched_seq(e, s, 1, sc))
+        while (!e->limit_stopped && sched_seq(e, s, 1, sc))
             any = true;
         return any;
     }
@@ -143,7 +144,7 @@ static bool sched(eg_engine *e, const sx *s, scratch *sc)
         if (s->n < 2 || s->items[1]->kind != SX_INT || s->items[1]->i < 0)
             type_error(e, s, "(repeat n schedules...) expects a count");
         bool any = false;
-        for (int64_t i = 0; i < s->items[1]->i && !limit_hit(e); i++) {
+        for (int64_t i = 0; i < s->items[1]->i && !e->limit_stopped; i++) {
             bool c = sched_seq(e, s, 2, sc);
             any |= c;
             if (!c) break;
@@ -152,6 +153,24 @@ static bool sched(eg_engine *e, const sx *s, scratch *sc)
     }
     if (strcmp(h, "run") == 0) return run_cmd(e, s, 1, sc);
     type_error(e, s, "unknown schedule form");
+}
+
+/* The line a run or a schedule stopped by a limit writes on the log (the same for both). */
+static void report_stop(eg_engine *e)
+{
+    eg_stop_reason why = e->last_stop;
+    if (why == EG_STOP_MEM_LIMIT)
+        fprintf(e->log,
+                "run stopped: memory limit reached (%llu bytes held, limit %llu; %llu rows, "
+                "%llu iterations); results so far kept\n",
+                (unsigned long long)e->mem.bytes, (unsigned long long)e->opt.mem_limit,
+                (unsigned long long)eg_node_count(e), (unsigned long long)e->iterations);
+    else if (why == EG_STOP_NODE_LIMIT || why == EG_STOP_TIME_LIMIT || why == EG_STOP_ITER_LIMIT)
+        fprintf(e->log, "run stopped: %s (%llu rows, %llu iterations); results so far kept\n",
+                why == EG_STOP_NODE_LIMIT   ? "node limit reached"
+                : why == EG_STOP_TIME_LIMIT ? "time limit reached"
+                                            : "iteration limit reached",
+                (unsigned long long)eg_node_count(e), (unsigned long long)e->iterations);
 }
 
 /* (run [ruleset] [n] [:until facts...]) */
@@ -179,24 +198,12 @@ static bool run_cmd(eg_engine *e, const sx *s, uint32_t from, scratch *sc)
     }
     if (i < s->n) type_error(e, s->items[i], "unexpected argument to run");
     bool ch;
-    eg_stop_reason why = eg__run_ruleset(e, rs, n, until, &ch);
+    eg__run_ruleset(e, rs, n, until, &ch);
     if (until) {
         eg__query_free(sc->q);
         eg__free(sc->q);
         sc->q = NULL;
     }
-    if (why == EG_STOP_MEM_LIMIT)
-        fprintf(e->log,
-                "run stopped: memory limit reached (%llu bytes held, limit %llu; %llu rows, "
-                "%llu iterations); results so far kept\n",
-                (unsigned long long)e->mem.bytes, (unsigned long long)e->opt.mem_limit,
-                (unsigned long long)eg_node_count(e), (unsigned long long)e->iterations);
-    else if (why == EG_STOP_NODE_LIMIT || why == EG_STOP_TIME_LIMIT || why == EG_STOP_ITER_LIMIT)
-        fprintf(e->log, "run stopped: %s (%llu rows, %llu iterations); results so far kept\n",
-                why == EG_STOP_NODE_LIMIT   ? "node limit reached"
-                : why == EG_STOP_TIME_LIMIT ? "time limit reached"
-                                            : "iteration limit reached",
-                (unsigned long long)eg_node_count(e), (unsigned long long)e->iterations);
     return ch;
 }
 
@@ -214,13 +221,10 @@ static void cmd_check(eg_engine *e, const sx *s, scratch *sc)
 {
     eg__rebuild(e);
     sc->q = eg__compile_facts(e, (const sx *const *)s->items + 1, s->n - 1);
-    sc->vals = eg__calloc(sc->q->nvars + 1, sizeof(eg_value));
+    sc->vals = eg__calloc(e, sc->q->nvars + 1, sizeof(eg_value));
     bool hit = false;
     eg__query_run(e, sc->q, true, 0, true, sc->vals, on_any, &hit);
-    if (!hit) {
-        e->err->code = EG_ERR_RUNTIME;
-        eg__throw(e, s, "check failed: no match for the facts");
-    }
+    if (!hit) eg__throw(e, LM_ERUNTIME, s, "check failed: no match for the facts");
 }
 
 /* ---- printing ---- */
@@ -240,7 +244,7 @@ static void print_size(eg_engine *e, const sx *s)
         fprintf(e->out, "%u\n", e->tables[ti].nlive);
         return;
     }
-    eg_table **ts = eg__calloc(e->ntables + 1, sizeof(eg_table *));
+    eg_table **ts = eg__scoped_alloc(e, (e->ntables + 1) * sizeof(eg_table *));
     uint32_t n = 0;
     for (uint32_t i = 0; i < e->ntables; i++)
         if (!e->tables[i].hidden) ts[n++] = &e->tables[i];
@@ -249,7 +253,7 @@ static void print_size(eg_engine *e, const sx *s)
     for (uint32_t i = 0; i < n; i++)
         fprintf(e->out, "%s(%s %u)", i ? "\n " : "", ts[i]->name, ts[i]->nlive);
     fputs(")\n", e->out);
-    eg__free(ts);
+    eg__scoped_free(e, ts);
 }
 
 static void print_function(eg_engine *e, const sx *s)
@@ -264,8 +268,8 @@ static void print_function(eg_engine *e, const sx *s)
     FILE *f = e->opt.snapshot ? e->log : e->out;
     eg_table *t = &e->tables[ti];
     /* e-class values print as their cheapest term, as egglog does */
-    uint32_t *brow = NULL, *btab = NULL;
-    uint64_t *cost = eg__extract_costs(e, &brow, &btab);
+    eg_costs costs;
+    eg__costs_compute(e, &costs);
     fputs("(\n", f);
     int64_t k = 0;
     for (uint32_t r = 0; r < t->nrows && (lim < 0 || k < lim); r++) {
@@ -279,21 +283,19 @@ static void print_function(eg_engine *e, const sx *s)
             fprintf(f, "(%s", t->name);
             for (uint32_t c = 0; c < t->n_in; c++) {
                 fputc(' ', f);
-                eg__print_term(e, f, t->in_sort[c], row[c], cost, brow, btab);
+                eg__print_term(e, f, t->in_sort[c], row[c], &costs);
             }
             fputc(')', f);
         }
         if (t->has_out) {
             fputs(" -> ", f);
-            eg__print_term(e, f, t->out_sort, row[t->n_in], cost, brow, btab);
+            eg__print_term(e, f, t->out_sort, row[t->n_in], &costs);
         }
         fputc('\n', f);
         k++;
     }
     fputs(")\n", f);
-    eg__free(cost);
-    eg__free(brow);
-    eg__free(btab);
+    eg__costs_free(e, &costs);
 }
 
 typedef struct {
@@ -310,28 +312,19 @@ static int cmp_variant(const void *a, const void *b)
 }
 
 /* (extract e n): up to n e-nodes of e's class, cheapest first, children at their best. */
-static void print_variants(eg_engine *e, uint32_t sort, eg_value v, int64_t n, const uint64_t *cost,
-                           const uint32_t *brow, const uint32_t *btab)
+static void print_variants(eg_engine *e, eg_value v, int64_t n, const eg_costs *costs)
 {
     uint32_t cls = eg__find(e, (uint32_t)v);
-    variant *vs = NULL;
-    uint32_t nv = 0, cap = 0;
-    for (uint32_t ti = 0; ti < e->ntables; ti++) {
-        eg_table *t = &e->tables[ti];
-        if (t->kind != TK_CONSTRUCTOR || t->unextractable) continue;
-        for (uint32_t r = 0; r < t->nrows; r++) {
-            if (t->flags[r] & (RF_DEAD | RF_SUBSUMED)) continue;
-            const eg_value *row = t->cols + (size_t)r * t->ncols;
-            if (eg__find(e, (uint32_t)row[t->n_in]) != cls) continue;
-            uint64_t c = t->cost;
-            for (uint32_t k = 0; k < t->n_in; k++) {
-                uint64_t cc = eg__value_cost(e, t->in_sort[k], row[k], cost);
-                c = (cc == UINT64_MAX || c > UINT64_MAX - cc) ? UINT64_MAX : c + cc;
-            }
-            if (c == UINT64_MAX) continue;
-            EG_GROW(vs, cap, nv + 1);
-            vs[nv++] = (variant){c, ti, r};
-        }
+    uint32_t nv = 0, cap = 64;
+    variant *vs = eg__scoped_alloc(e, cap * sizeof *vs);
+    for (eg_rowpos p = {0, 0}; eg__next_extractable(e, &p); p.row++) {
+        const eg_table *t = &e->tables[p.table];
+        const eg_value *row = t->cols + (size_t)p.row * t->ncols;
+        if (eg__find(e, (uint32_t)row[t->n_in]) != cls) continue;
+        uint64_t c = eg__node_cost(e, t, row, costs->cost);
+        if (c == UINT64_MAX) continue;
+        if (nv == cap) vs = eg__scoped_grow(e, vs, cap *= 2, sizeof *vs);
+        vs[nv++] = (variant){c, p.table, p.row};
     }
     qsort(vs, nv, sizeof *vs, cmp_variant);
     fputs("(\n", e->out);
@@ -341,13 +334,12 @@ static void print_variants(eg_engine *e, uint32_t sort, eg_value v, int64_t n, c
         fprintf(e->out, "   (%s", t->name);
         for (uint32_t k = 0; k < t->n_in; k++) {
             fputc(' ', e->out);
-            eg__print_term(e, e->out, t->in_sort[k], row[k], cost, brow, btab);
+            eg__print_term(e, e->out, t->in_sort[k], row[k], costs);
         }
         fputs(")\n", e->out);
     }
     fputs(")\n", e->out);
-    eg__free(vs);
-    (void)sort;
+    eg__scoped_free(e, vs);
 }
 
 static void cmd_extract(eg_engine *e, const sx *s, scratch *sc)
@@ -358,29 +350,21 @@ static void cmd_extract(eg_engine *e, const sx *s, scratch *sc)
     eg__rebuild(e);
     uint32_t sort = sc->ex->sort;
     v = eg__canon(e, sort, v);
-    uint32_t *brow = NULL, *btab = NULL;
-    uint64_t *cost = eg__extract_costs(e, &brow, &btab);
-    uint64_t c = eg__value_cost(e, sort, v, cost);
-    if (c == UINT64_MAX) {
-        eg__free(cost);
-        eg__free(brow);
-        eg__free(btab);
-        e->err->code = EG_ERR_RUNTIME;
-        eg__throw(e, s, "extract: no extractable term for this value");
-    }
+    eg_costs costs;
+    eg__costs_compute(e, &costs);
+    uint64_t c = eg__value_cost(e, sort, v, costs.cost);
+    if (c == UINT64_MAX)
+        eg__throw(e, LM_ERUNTIME, s, "extract: no extractable term for this value");
     bool variants = s->n >= 3;
     if (e->opt.snapshot) {
         if (!variants) fprintf(e->out, "(extraction-costs %llu)\n", (unsigned long long)c);
     } else if (!variants || !eg__is_eq(e, sort)) {
-        eg__print_term(e, e->out, sort, v, cost, brow, btab);
+        eg__print_term(e, e->out, sort, v, &costs);
         fputc('\n', e->out);
     } else {
-        print_variants(e, sort, v, s->items[2]->kind == SX_INT ? s->items[2]->i : 1, cost, brow,
-                       btab);
+        print_variants(e, v, s->items[2]->kind == SX_INT ? s->items[2]->i : 1, &costs);
     }
-    eg__free(cost);
-    eg__free(brow);
-    eg__free(btab);
+    eg__costs_free(e, &costs);
 }
 
 /* ---- let, input, include ---- */
@@ -389,46 +373,36 @@ static void cmd_let(eg_engine *e, const sx *s, scratch *sc)
 {
     if (s->n != 3 || s->items[1]->kind != SX_SYM) type_error(e, s, "(let name expr) expected");
     const char *name = s->items[1]->text;
-    if (eg__global_find(e, name) >= 0) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s->items[1], "global %s is already defined; globals cannot be redefined",
-                  name);
-    }
-    if (eg__table_find(e, name) >= 0) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s->items[1], "'%s' is already the name of a table", name);
-    }
+    if (eg__global_find(e, name) >= 0)
+        eg__throw(e, LM_ETYPE, s->items[1],
+                  "global %s is already defined; globals cannot be redefined", name);
+    if (eg__table_find(e, name) >= 0)
+        eg__throw(e, LM_ETYPE, s->items[1], "'%s' is already the name of a table", name);
     sc->ex = eg__compile_expr(e, s->items[2]);
     eg_value v = eg__eval(e, sc->ex, NULL);
-    EG_GROW(e->globals, e->capglobals, e->nglobals + 1);
-    global *g = &e->globals[e->nglobals++];
-    g->name = eg__strdup(name);
+    EG_GROW(e, e->globals, e->capglobals, e->nglobals + 1);
+    global *g = &e->globals[e->nglobals];
+    g->name = eg__strdup(e, name);
     g->sort = sc->ex->sort;
     g->val = v;
+    e->nglobals++;
     eg__rebuild(e);
 }
 
-static char *slurp(const char *path, size_t *len)
+/* Reads a file named by a program (include, input) into the scratch; an unreadable file,
+ * a directory or standard input ("-") given by name is a located LM_EIO. */
+static char *read_named_file(eg_engine *e, const sx *at, const char *what, scratch *sc)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = eg__alloc(cap);
-    size_t k;
-    while ((k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += k;
-        if (n + 1 >= cap) buf = eg__realloc(buf, cap *= 2);
+    lm_err ferr;
+    lm_err_clear(&ferr);
+    free(sc->text);
+    sc->text = lm_read_file(at->text, 0, NULL, &ferr);
+    if (!sc->text) {
+        if (ferr.code == LM_ENOMEM) eg__oom(e, 0);
+        eg__throw(e, LM_EIO, at, "cannot read %s file '%s': %s", what, at->text,
+                  ferr.msg[0] ? ferr.msg : "unreadable");
     }
-    fclose(f);
-    buf[n] = 0;
-    if (len) *len = n;
-    return buf;
-}
-
-char *eg__slurp(const char *path, size_t *len);
-char *eg__slurp(const char *path, size_t *len)
-{
-    return slurp(path, len);
+    return sc->text;
 }
 
 static void parse_field(eg_engine *e, const sx *at, uint32_t sort, char *f, eg_value *out,
@@ -449,7 +423,7 @@ static void parse_field(eg_engine *e, const sx *at, uint32_t sort, char *f, eg_v
     case SORT_F64: {
         double d = strtod(f, &end);
         if (*end || !*f) goto bad;
-        memcpy(out, &d, sizeof d);
+        *out = eg_value_f64(d);
         return;
     }
     case SORT_STRING:
@@ -467,10 +441,12 @@ static void parse_field(eg_engine *e, const sx *at, uint32_t sort, char *f, eg_v
         break;
     }
 bad:
-    e->err->code = EG_ERR_RUNTIME;
-    eg__throw(e, at, "input line %u: cannot read '%s' as %s", line, f, e->sorts[sort].name);
+    eg__throw(e, LM_ERUNTIME, at, "input line %u: cannot read '%.200s' as %s", line, f,
+              e->sorts[sort].name);
 }
 
+/* (input table "file"): one row per non-empty line, its fields separated by tabs (whatever
+ * the file's extension, as egglog reads it), any number of fields per line. */
 static void cmd_input(eg_engine *e, const sx *s, scratch *sc)
 {
     if (s->n != 3 || s->items[1]->kind != SX_SYM || s->items[2]->kind != SX_STR)
@@ -479,18 +455,10 @@ static void cmd_input(eg_engine *e, const sx *s, scratch *sc)
     if (ti < 0) type_error(e, s->items[1], "unknown table in input");
     eg_table *t = &e->tables[ti];
     if (t->kind == TK_CONSTRUCTOR) type_error(e, s, "input cannot fill a constructor");
-    for (uint32_t c = 0; c < t->ncols; c++) {
-        uint32_t so = c < t->n_in ? t->in_sort[c] : t->out_sort;
-        if (eg__is_eq(e, so))
+    for (uint32_t c = 0; c < t->ncols; c++)
+        if (eg__is_eq(e, eg__col_sort(t, c)))
             type_error(e, s, "input needs a table whose columns are primitive sorts");
-    }
-    char *text = sc->text = slurp(s->items[2]->text, NULL);
-    if (!text) {
-        e->err->code = EG_ERR_IO;
-        eg__throw(e, s->items[2], "cannot read input file '%s': %s", s->items[2]->text,
-                  strerror(errno));
-    }
-    /* the text is parsed line by line; the scratch frees it, also on error */
+    char *text = read_named_file(e, s->items[2], "input", sc);
     uint32_t line = 0;
     char *p = text;
     while (*p) {
@@ -500,98 +468,88 @@ static void cmd_input(eg_engine *e, const sx *s, scratch *sc)
         size_t l = strlen(p);
         if (l && p[l - 1] == '\r') p[--l] = 0;
         if (l) {
-            char *fields[32];
             uint32_t nf = 0;
-            char *q = p;
-            for (;;) {
-                if (nf < 32) fields[nf++] = q;
+            for (char *q = p;;) { /* split in place; the scratch holds the field pointers */
+                if (nf == sc->capfields) {
+                    uint32_t nc = sc->capfields ? sc->capfields * 2 : 16;
+                    sc->fields = eg__array(e, sc->fields, nc, sizeof(char *));
+                    sc->capfields = nc;
+                }
+                sc->fields[nf++] = q;
                 char *tab = strchr(q, '\t');
                 if (!tab) break;
                 *tab = 0;
                 q = tab + 1;
             }
-            eg_value row[32];
-            if (nf != t->ncols) {
-                e->err->code = EG_ERR_RUNTIME;
-                eg__throw(e, s, "input line %u has %u fields; %s needs %u", line, nf, t->name,
-                          t->ncols);
-            }
-            for (uint32_t c = 0; c < nf; c++) {
-                char tmp[4096];
-                snprintf(tmp, sizeof tmp, "%s", fields[c]);
-                uint32_t so = c < t->n_in ? t->in_sort[c] : t->out_sort;
-                parse_field(e, s, so, tmp, &row[c], line);
-            }
+            if (nf != t->ncols)
+                eg__throw(e, LM_ERUNTIME, s, "input line %u has %u fields; %s needs %u", line, nf,
+                          t->name, t->ncols);
+            eg_value row[EG_MAX_COLS];
+            for (uint32_t c = 0; c < nf; c++)
+                parse_field(e, s, eg__col_sort(t, c), sc->fields[c], &row[c], line);
             if (t->kind == TK_RELATION)
-                eg__lookup_or_insert(e, t, row);
+                eg__lookup_or_insert(e, t, row, e->cur_origin);
             else
-                eg__insert(e, t, row, false);
+                eg__insert(e, t, row, false, e->cur_origin);
         }
         if (!nl) break;
         p = nl + 1;
     }
-    eg__free(text);
-    sc->text = NULL;
     eg__rebuild(e);
 }
 
-static void cmd_include(eg_engine *e, const sx *s)
+static void cmd_include(eg_engine *e, const sx *s, scratch *sc)
 {
     if (s->n != 2 || s->items[1]->kind != SX_STR) type_error(e, s, "(include \"file\") expected");
     const char *path = s->items[1]->text;
-    char *text = slurp(path, NULL);
-    if (!text) {
-        e->err->code = EG_ERR_IO;
-        eg__throw(e, s->items[1], "cannot read included file '%s': %s", path, strerror(errno));
-    }
-    EG_GROW(e->files, e->capfiles, e->nfiles + 1);
-    e->files[e->nfiles++] = eg__strdup(path);
-    const char *fname = e->files[e->nfiles - 1];
-    sx **forms = NULL;
-    uint32_t n = 0;
-    int rc = eg__sx_parse(text, fname, &forms, &n, e->err);
-    eg__free(text);
-    if (rc) longjmp(*e->jmp, 1); /* e->err holds the parse error */
-    /* the forms stay alive: rules keep pointers to their source */
-    for (uint32_t i = 0; i < n; i++) {
-        EG_GROW(e->progs, e->capprogs, e->nprogs + 1);
-        e->progs[e->nprogs++] = forms[i];
-    }
-    eg__free(forms);
-    uint32_t first = e->nprogs - n;
+    char *text = read_named_file(e, s->items[1], "included", sc);
+    const char *fname = eg__keep_file(e, path);
+    uint32_t first, n;
+    eg__sx_parse(e, text, fname, &first, &n);
+    free(sc->text);
+    sc->text = NULL;
+    /* the included commands run as commands of their own; the first failure ends the
+     * include with its error (already recorded) */
     for (uint32_t i = 0; i < n; i++) {
         int r = guarded(e, e->progs[first + i]);
-        if (r) longjmp(*e->jmp, 1);
+        if (r) {
+            e->thrown = r;
+            longjmp(*e->jmp, 1);
+        }
     }
 }
 
 /* ---- push / pop ---- */
 
+/* Saves the database. The frame is counted first and filled in steps whose counts cover
+ * only what is complete, so an out-of-memory failure part-way leaves it freeable. */
 void eg__push(eg_engine *e)
 {
     eg__rebuild(e);
-    EG_GROW(e->frames, e->capframes, e->nframes + 1);
+    EG_GROW(e, e->frames, e->capframes, e->nframes + 1);
     frame *f = &e->frames[e->nframes++];
     memset(f, 0, sizeof *f);
-    f->ntables = e->ntables;
-    f->tables = eg__calloc(e->ntables + 1, sizeof(eg_table));
-    for (uint32_t i = 0; i < e->ntables; i++)
-        eg__table_copy(&f->tables[i], &e->tables[i]);
-    f->nids = e->nids;
-    f->uf = eg__marray(&e->mem, NULL, e->nids + 1, sizeof(uint32_t));
+    f->tables = eg__calloc(e, e->ntables + 1, sizeof(eg_table));
+    for (uint32_t i = 0; i < e->ntables; i++) {
+        f->ntables = i + 1; /* table_copy leaves a freeable table if it fails */
+        eg__table_copy(e, &f->tables[i], &e->tables[i]);
+    }
+    f->uf = eg__marray(e, NULL, e->nids + 1, sizeof(uint32_t));
     if (e->nids) memcpy(f->uf, e->uf, e->nids * sizeof(uint32_t));
-    f->nglobals = e->nglobals;
-    f->globals = eg__calloc(e->nglobals + 1, sizeof(global));
+    f->nids = e->nids;
+    f->globals = eg__calloc(e, e->nglobals + 1, sizeof(global));
     for (uint32_t i = 0; i < e->nglobals; i++) {
         f->globals[i] = e->globals[i];
-        f->globals[i].name = eg__strdup(e->globals[i].name);
+        f->globals[i].name = NULL;
+        f->nglobals = i + 1;
+        f->globals[i].name = eg__strdup(e, e->globals[i].name);
     }
+    f->rule_seen = eg__array(e, NULL, e->nrules + 1, sizeof(uint32_t));
+    for (uint32_t i = 0; i < e->nrules; i++)
+        f->rule_seen[i] = e->rules[i].seen;
     f->nsorts = e->nsorts;
     f->nrules = e->nrules;
     f->nrulesets = e->nrulesets;
-    f->rule_seen = eg__array(NULL, e->nrules + 1, sizeof(uint32_t));
-    for (uint32_t i = 0; i < e->nrules; i++)
-        f->rule_seen[i] = e->rules[i].seen;
     f->ts = e->ts;
 }
 
@@ -601,35 +559,18 @@ int eg__pop(eg_engine *e)
     frame *f = &e->frames[--e->nframes];
     uint32_t nt = f->ntables;
     for (uint32_t i = 0; i < e->ntables; i++) {
-        eg__table_fini(&e->tables[i]);
+        eg__table_fini(e, &e->tables[i]);
         if (i >= nt) {
             eg__free(e->tables[i].name);
             eg__free(e->tables[i].in_sort);
             eg__aexpr_free(e->tables[i].merge_expr);
         }
     }
-    for (uint32_t i = 0; i < nt; i++) {
-        eg_table *t = &e->tables[i];
-        eg_table *s = &f->tables[i];
-        t->cols = s->cols;
-        t->ts = s->ts;
-        t->flags = s->flags;
-        t->khash = s->khash;
-        t->slotpos = s->slotpos;
-        t->nrows = s->nrows;
-        t->cap = s->nrows;
-        t->nlive = s->nlive;
-        t->slots = s->slots;
-        t->nslots = s->nslots;
-        t->nused = s->nused;
-        t->version = s->version + 1000003;
-        t->hi = UINT32_MAX;
-        t->six = NULL;
-        t->nsix = t->capsix = 0;
-    }
+    for (uint32_t i = 0; i < nt; i++) /* the frame's storage becomes the tables' again */
+        eg__table_take(&e->tables[i], &f->tables[i]);
     eg__free(f->tables);
     e->ntables = nt;
-    eg__mfree(&e->mem, e->uf);
+    eg__mfree(e, e->uf);
     e->uf = f->uf;
     eg__rebuild_reset(e);
     e->canon_unions = e->unions; /* the frame was taken after a rebuild: rows are canonical */
@@ -675,30 +616,59 @@ int eg__pop(eg_engine *e)
 
 /* ---- dispatch ---- */
 
+/* (fail command): the command must fail when it runs. As in egglog, a command that does
+ * not type-check is an error of the program, not a failure fail accepts (egglog checks
+ * types before it runs anything), and so is running out of memory. */
+static void cmd_fail(eg_engine *e, const sx *s)
+{
+    if (s->n != 2) type_error(e, s, "(fail command) expected");
+    lm_err inner;
+    lm_err_clear(&inner);
+    lm_err *outer = e->err;
+    e->err = &inner;
+    int rc = guarded(e, s->items[1]);
+    e->err = outer;
+    if (rc == 0)
+        eg__throw(e, LM_ERUNTIME, s,
+                  "the command inside fail succeeded, but it was expected to fail");
+    if (rc == LM_ETYPE || rc == LM_EPARSE || rc == LM_ELIMIT || rc == LM_ENOMEM) {
+        lm_err_copy(e->err, &inner);
+        e->thrown = e->err ? e->err->code : rc;
+        longjmp(*e->jmp, 1);
+    }
+}
+
+/* run and run-schedule: a limit that stops a run stops the rest of the command, which
+ * reports it once on the log. */
+static void cmd_run(eg_engine *e, const sx *s, scratch *sc, bool schedule)
+{
+    e->limit_stopped = false;
+    if (schedule) {
+        eg__rebuild(e);
+        sched_seq(e, s, 1, sc);
+    } else {
+        run_cmd(e, s, 1, sc);
+    }
+    if (e->limit_stopped) report_stop(e);
+    e->limit_stopped = false;
+}
+
 static void exec_command(eg_engine *e, const sx *s, scratch *sc)
 {
-    const char *h = head(s);
+    const char *h = eg__sx_head(s);
     if (!h) {
         if (s->kind == SX_LIST && s->n == 0) return;
         type_error(e, s, "expected a command (a parenthesized form)");
     }
     if (eg__declare(e, s)) return;
     if (strcmp(h, "run") == 0) {
-        run_cmd(e, s, 1, sc);
+        cmd_run(e, s, sc, false);
     } else if (strcmp(h, "run-schedule") == 0) {
-        eg__rebuild(e);
-        sched_seq(e, s, 1, sc);
+        cmd_run(e, s, sc, true);
     } else if (strcmp(h, "check") == 0) {
         cmd_check(e, s, sc);
     } else if (strcmp(h, "fail") == 0) {
-        if (s->n != 2) type_error(e, s, "(fail command) expected");
-        int rc = guarded(e, s->items[1]);
-        if (rc == 0) {
-            e->err->code = EG_ERR_RUNTIME;
-            eg__throw(e, s, "the command inside fail succeeded, but it was expected to fail");
-        }
-        e->err->code = 0;
-        e->err->msg[0] = 0;
+        cmd_fail(e, s);
     } else if (strcmp(h, "extract") == 0) {
         cmd_extract(e, s, sc);
     } else if (strcmp(h, "print-size") == 0) {
@@ -710,7 +680,7 @@ static void exec_command(eg_engine *e, const sx *s, scratch *sc)
     } else if (strcmp(h, "let") == 0) {
         cmd_let(e, s, sc);
     } else if (strcmp(h, "include") == 0) {
-        cmd_include(e, s);
+        cmd_include(e, s, sc);
     } else if (strcmp(h, "input") == 0) {
         cmd_input(e, s, sc);
     } else if (strcmp(h, "push") == 0) {
@@ -720,14 +690,11 @@ static void exec_command(eg_engine *e, const sx *s, scratch *sc)
     } else if (strcmp(h, "pop") == 0) {
         int64_t n = s->n >= 2 && s->items[1]->kind == SX_INT ? s->items[1]->i : 1;
         for (int64_t i = 0; i < n; i++)
-            if (eg__pop(e)) {
-                e->err->code = EG_ERR_RUNTIME;
-                eg__throw(e, s, "pop without a matching push");
-            }
+            if (eg__pop(e)) eg__throw(e, LM_ERUNTIME, s, "pop without a matching push");
     } else {
         uint32_t nslots = 0;
         sc->acts = eg__compile_actions(e, (const sx *const *)&s, 1, &sc->nacts, &nslots);
-        sc->vals = eg__calloc(nslots + 1, sizeof(eg_value));
+        sc->vals = eg__calloc(e, nslots + 1, sizeof(eg_value));
         eg__exec_actions(e, sc->acts, sc->nacts, sc->vals);
         eg__rebuild(e);
     }

@@ -35,12 +35,22 @@ static void cc_free(cc *c)
     eg__free(c->fin_done);
     eg__free(c->fin_src);
     eg__free(c->fin_grounded);
+    eg__free(c->fin_map);
+    if (c->fin_name)
+        for (uint32_t i = 0; i < c->fin_n; i++)
+            eg__free(c->fin_name[i]);
+    eg__free(c->fin_name);
+    eg__free(c->fin_sort);
+    eg__free(c->fin_const);
+    eg__free(c->fin_cval);
+    eg__free(c->fin_glob);
     eg__free(c);
 }
 
 cc *eg__cc_new(eg_engine *e)
 {
-    cc *c = eg__calloc(1, sizeof *c);
+    cc *c = eg__calloc(e, 1, sizeof *c);
+    c->e = e;
     e->cc = c;
     return c;
 }
@@ -51,7 +61,6 @@ void eg__cc_done(eg_engine *e)
     e->cc = NULL;
 }
 
-void eg__cc_abort(eg_engine *e);
 void eg__cc_abort(eg_engine *e)
 {
     eg__cc_done(e);
@@ -103,32 +112,29 @@ const char *eg__sort_name(eg_engine *e, uint32_t s)
     return s == NOSORT ? "?" : e->sorts[s].name;
 }
 
-const char *eg__sx_head(const sx *s)
-{
-    return (s->kind == SX_LIST && s->n > 0 && s->items[0]->kind == SX_SYM) ? s->items[0]->text
-                                                                           : NULL;
-}
-
 /* ====================================================================================
  * Query variables
  * ==================================================================================== */
 
 static uint32_t new_var(cc *c, const char *name, uint32_t sort, const sx *at)
 {
+    eg_engine *e = c->e;
     query *q = &c->q;
     if (q->nvars + 1 > c->capvars) {
         uint32_t n = c->capvars ? c->capvars * 2 : 16;
-        q->var_name = eg__array(q->var_name, n, sizeof(char *));
-        q->var_sort = eg__array(q->var_sort, n, sizeof(uint32_t));
-        q->is_const = eg__array(q->is_const, n, sizeof(bool));
-        q->const_val = eg__array(q->const_val, n, sizeof(eg_value));
-        q->const_global = eg__array(q->const_global, n, sizeof(int32_t));
-        c->alias = eg__array(c->alias, n, sizeof(uint32_t));
-        c->var_at = eg__array(c->var_at, n, sizeof(sx *));
+        q->var_name = eg__array(e, q->var_name, n, sizeof(char *));
+        q->var_sort = eg__array(e, q->var_sort, n, sizeof(uint32_t));
+        q->is_const = eg__array(e, q->is_const, n, sizeof(bool));
+        q->const_val = eg__array(e, q->const_val, n, sizeof(eg_value));
+        q->const_global = eg__array(e, q->const_global, n, sizeof(int32_t));
+        c->alias = eg__array(e, c->alias, n, sizeof(uint32_t));
+        c->var_at = eg__array(e, c->var_at, n, sizeof(sx *));
         c->capvars = n;
     }
-    uint32_t v = q->nvars++;
-    q->var_name[v] = name ? eg__strdup(name) : NULL;
+    uint32_t v = q->nvars;
+    q->var_name[v] = NULL;
+    q->var_name[v] = name ? eg__strdup(e, name) : NULL; /* counted once it is set */
+    q->nvars++;
     q->var_sort[v] = sort;
     q->is_const[v] = false;
     q->const_val[v] = 0;
@@ -152,11 +158,11 @@ static void set_sort(eg_engine *e, cc *c, uint32_t v, uint32_t sort, const sx *a
     if (*s == NOSORT)
         *s = sort;
     else if (sort != NOSORT && *s != sort) {
-        e->err->code = EG_ERR_TYPE;
         if (c->q.var_name[v])
-            eg__throw(e, at, "type mismatch: variable %s has sort %s here but %s elsewhere",
+            eg__throw(e, LM_ETYPE, at,
+                      "type mismatch: variable %s has sort %s here but %s elsewhere",
                       c->q.var_name[v], eg__sort_name(e, sort), eg__sort_name(e, *s));
-        eg__throw(e, at, "type mismatch: expected %s, got %s", eg__sort_name(e, *s),
+        eg__throw(e, LM_ETYPE, at, "type mismatch: expected %s, got %s", eg__sort_name(e, *s),
                   eg__sort_name(e, sort));
     }
 }
@@ -181,10 +187,12 @@ static void unify(eg_engine *e, cc *c, uint32_t a, uint32_t b, const sx *at)
             q->never = true; /* two different literals */
         } else {
             /* compared at run time, when the globals' canonical values are known */
-            EG_GROW(q->prims, c->capprims, q->nprims + 1);
-            q_prim *p = &q->prims[q->nprims++];
+            EG_GROW(e, q->prims, c->capprims, q->nprims + 1);
+            q_prim *p = &q->prims[q->nprims];
+            memset(p, 0, sizeof *p);
+            p->args = eg__calloc(e, 3, sizeof(uint32_t));
+            q->nprims++;
             p->prim = eg__prim_eq();
-            p->args = eg__calloc(3, sizeof(uint32_t));
             p->args[0] = a;
             p->args[1] = b;
             p->nargs = 2;
@@ -202,9 +210,13 @@ static void unify(eg_engine *e, cc *c, uint32_t a, uint32_t b, const sx *at)
         q->var_name[a] = q->var_name[b];
         q->var_name[b] = NULL;
     } else if (q->var_name[b]) {
-        EG_GROW(c->an, c->capan, c->nan + 1);
-        c->av = eg__array(c->av, c->capan, sizeof(uint32_t));
-        c->an[c->nan] = eg__strdup(q->var_name[b]);
+        if (c->nan + 1 > c->capan) { /* both arrays grow before either is used */
+            uint32_t nc = c->capan ? c->capan * 2 : 8;
+            c->an = eg__array(e, c->an, nc, sizeof(char *));
+            c->av = eg__array(e, c->av, nc, sizeof(uint32_t));
+            c->capan = nc;
+        }
+        c->an[c->nan] = eg__strdup(e, q->var_name[b]);
         c->av[c->nan++] = b;
     }
     c->alias[b] = a;
@@ -219,12 +231,11 @@ static int32_t var_by_name(cc *c, const char *name)
     return -1;
 }
 
-static uint32_t const_var(eg_engine *e, cc *c, uint32_t sort, eg_value val, const sx *at)
+static uint32_t const_var(cc *c, uint32_t sort, eg_value val, const sx *at)
 {
     uint32_t v = new_var(c, NULL, sort, at);
     c->q.is_const[v] = true;
     c->q.const_val[v] = val;
-    (void)e;
     return v;
 }
 
@@ -270,42 +281,49 @@ static bool literal(eg_engine *e, const sx *s, uint32_t *sort, eg_value *val)
 
 static uint32_t add_atom(cc *c, uint32_t table, uint32_t ncols)
 {
+    eg_engine *e = c->e;
     query *q = &c->q;
-    EG_GROW(q->atoms, c->capatoms, q->natoms + 1);
-    q_atom *a = &q->atoms[q->natoms++];
+    EG_GROW(e, q->atoms, c->capatoms, q->natoms + 1);
+    q_atom *a = &q->atoms[q->natoms];
+    a->var = eg__calloc(e, ncols + 1, sizeof(uint32_t));
     a->table = table;
     a->ncols = ncols;
-    a->var = eg__calloc(ncols + 1, sizeof(uint32_t));
-    return q->natoms - 1;
+    return q->natoms++;
 }
 
-uint32_t eg__cc_term(eg_engine *e, cc *c, const sx *s);
-
-static void check_arity(eg_engine *e, const sx *s, const char *what, uint32_t want, uint32_t got)
+/* The head of a call (name args...) in a query or an expression, resolved once for both:
+ * the table it names (with its arity checked), or NULL for a known primitive; an unknown
+ * name, a form that is not a call and too many arguments are refused here. */
+static eg_table *call_head(eg_engine *e, const sx *s, const char *what, int32_t *ti_out)
 {
-    if (want != got) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "wrong number of arguments: %s takes %u, got %u", what, want, got);
+    const char *h = eg__sx_head(s);
+    if (!h) eg__throw(e, LM_ETYPE, s, "expected %s", what);
+    uint32_t nargs = s->n - 1;
+    if (nargs > EG_MAX_ARGS)
+        eg__throw(e, LM_ELIMIT, s, "too many arguments (%u; at most %d)", nargs, EG_MAX_ARGS);
+    int32_t ti = eg__table_find(e, h);
+    *ti_out = ti;
+    if (ti >= 0) {
+        eg_table *t = &e->tables[ti];
+        if (t->n_in != nargs)
+            eg__throw(e, LM_ETYPE, s, "wrong number of arguments: %s takes %u, got %u", t->name,
+                      t->n_in, nargs);
+        return t;
     }
+    bool known = false;
+    uint32_t dummy[1];
+    eg__prim_resolve(e, h, dummy, 0, &known);
+    if (!known) eg__throw(e, LM_ETYPE, s, "unknown function or primitive '%s'", h);
+    return NULL;
 }
 
 static uint32_t q_call(eg_engine *e, cc *c, const sx *s, bool as_fact)
 {
-    const char *h = eg__sx_head(s);
-    if (!h) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "expected a call (name args...) in a query");
-    }
+    int32_t ti;
+    eg_table *t = call_head(e, s, "a call (name args...) in a query", &ti);
     uint32_t nargs = s->n - 1;
-    int32_t ti = eg__table_find(e, h);
-    if (ti >= 0) {
-        eg_table *t = &e->tables[ti];
-        check_arity(e, s, t->name, t->n_in, nargs);
-        uint32_t argv[32];
-        if (nargs > 31) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s, "too many arguments (at most 31)");
-        }
+    if (t) {
+        uint32_t argv[EG_MAX_ARGS];
         for (uint32_t i = 0; i < nargs; i++) {
             argv[i] = eg__cc_term(e, c, s->items[i + 1]);
             set_sort(e, c, argv[i], t->in_sort[i], s->items[i + 1]);
@@ -320,31 +338,20 @@ static uint32_t q_call(eg_engine *e, cc *c, const sx *s, bool as_fact)
         if (t->has_out) c->q.atoms[ai].var[nargs] = out;
         if (!t->has_out) {
             if (as_fact) return NOSORT;
-            return const_var(e, c, SORT_UNIT, 0, s);
+            return const_var(c, SORT_UNIT, 0, s);
         }
         return out;
     }
     /* primitive */
     query *q = &c->q;
-    if (nargs > 31) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "too many arguments (at most 31)");
-    }
-    uint32_t *args = eg__calloc(nargs + 1, sizeof(uint32_t));
-    EG_GROW(q->prims, c->capprims, q->nprims + 1);
-    q_prim *p = &q->prims[q->nprims++];
-    p->prim = NULL;
-    p->args = args;
+    EG_GROW(e, q->prims, c->capprims, q->nprims + 1);
+    q_prim *p = &q->prims[q->nprims];
+    memset(p, 0, sizeof *p);
+    p->args = eg__calloc(e, nargs + 1, sizeof(uint32_t));
+    q->nprims++;
     p->nargs = nargs;
     p->res = NOSORT;
     uint32_t pi = q->nprims - 1;
-    bool known = false;
-    uint32_t dummy[1];
-    eg__prim_resolve(e, h, dummy, 0, &known);
-    if (!known) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "unknown function or primitive '%s'", h);
-    }
     for (uint32_t i = 0; i < nargs; i++) {
         uint32_t v = eg__cc_term(e, c, s->items[i + 1]);
         q->prims[pi].args[i] = v;
@@ -359,40 +366,37 @@ uint32_t eg__cc_term(eg_engine *e, cc *c, const sx *s)
 {
     uint32_t sort;
     eg_value val;
-    if (literal(e, s, &sort, &val)) return const_var(e, c, sort, val, s);
+    if (literal(e, s, &sort, &val)) return const_var(c, sort, val, s);
     if (s->kind == SX_SYM) {
         if (strcmp(s->text, "_") == 0) return new_var(c, NULL, NOSORT, s);
         int32_t v = var_by_name(c, s->text);
         if (v >= 0) return eg__cc_vfind(c, (uint32_t)v);
         int32_t g = eg__global_find(e, s->text);
         if (g >= 0) {
-            uint32_t cv = const_var(e, c, e->globals[g].sort, 0, s);
+            uint32_t cv = const_var(c, e->globals[g].sort, 0, s);
             c->q.const_global[cv] = g;
             return cv;
         }
         int32_t ti = eg__table_find(e, s->text);
         if (ti >= 0 && e->tables[ti].n_in == 0) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s, "'%s' is a table: write (%s) to use its value", s->text, s->text);
+            eg__throw(e, LM_ETYPE, s, "'%s' is a table: write (%s) to use its value", s->text,
+                      s->text);
         }
         return new_var(c, s->text, NOSORT, s);
     }
     if (s->kind == SX_LIST) return q_call(e, c, s, false);
-    e->err->code = EG_ERR_TYPE;
-    eg__throw(e, s, "unexpected term in a query");
+    eg__throw(e, LM_ETYPE, s, "unexpected term in a query");
 }
 
 static void q_fact(eg_engine *e, cc *c, const sx *f)
 {
     const char *h = eg__sx_head(f);
     if (!h) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, f, "a fact must be a call or (= a b)");
+        eg__throw(e, LM_ETYPE, f, "a fact must be a call or (= a b)");
     }
     if (strcmp(h, "=") == 0) {
         if (f->n < 3) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, f, "(= a b) needs at least two terms");
+            eg__throw(e, LM_ETYPE, f, "(= a b) needs at least two terms");
         }
         uint32_t a = eg__cc_term(e, c, f->items[1]);
         for (uint32_t i = 2; i < f->n; i++) {
@@ -411,8 +415,8 @@ void eg__cc_finish(eg_engine *e, cc *c)
     /* resolve primitives to a fixpoint on known argument sorts */
     bool progress = true;
     uint32_t unresolved = q->nprims;
-    bool *done = c->fin_done = eg__calloc(q->nprims + 1, sizeof(bool));
-    const sx **src = c->fin_src = eg__calloc(q->nprims + 1, sizeof(sx *));
+    bool *done = c->fin_done = eg__calloc(e, q->nprims + 1, sizeof(bool));
+    const sx **src = c->fin_src = eg__calloc(e, q->nprims + 1, sizeof(sx *));
     for (uint32_t i = 0; i < q->nprims; i++)
         src[i] = q->prims[i].at;
     while (progress && unresolved) {
@@ -421,15 +425,16 @@ void eg__cc_finish(eg_engine *e, cc *c)
             if (done[i]) continue;
             q_prim *p = &q->prims[i];
             if (p->prim) { /* internal, already resolved */
-                set_sort(e, c, p->res, p->prim->ret, src[i]);
+                set_sort(e, c, p->res,
+                         eg__prim_ret(p->prim, q->var_sort[eg__cc_vfind(c, p->args[0])]), src[i]);
                 done[i] = true;
                 unresolved--;
                 progress = true;
                 continue;
             }
-            uint32_t sorts[32];
+            uint32_t sorts[EG_MAX_ARGS];
             bool all = true;
-            for (uint32_t a = 0; a < p->nargs && a < 32; a++) {
+            for (uint32_t a = 0; a < p->nargs; a++) {
                 sorts[a] = q->var_sort[eg__cc_vfind(c, p->args[a])];
                 if (sorts[a] == NOSORT) all = false;
             }
@@ -445,12 +450,12 @@ void eg__cc_finish(eg_engine *e, cc *c)
                                           eg__sort_name(e, sorts[a]));
                 buf[o] = 0;
                 const sx *at = src[i];
-                e->err->code = EG_ERR_TYPE;
-                eg__throw(e, at, "no primitive '%s' takes (%s) (wrong arity or argument sorts)",
+                eg__throw(e, LM_ETYPE, at,
+                          "no primitive '%s' takes (%s) (wrong arity or argument sorts)",
                           at->items[0]->text, buf);
             }
             p->prim = pr;
-            set_sort(e, c, p->res, pr->ret, src[i]);
+            set_sort(e, c, p->res, eg__prim_ret(pr, p->nargs ? sorts[0] : NOSORT), src[i]);
             done[i] = true;
             unresolved--;
             progress = true;
@@ -463,14 +468,13 @@ void eg__cc_finish(eg_engine *e, cc *c)
                 at = src[i];
                 break;
             }
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, at,
+        eg__throw(e, LM_ETYPE, at,
                   "cannot infer the sorts of this primitive call: its variables are not bound by "
                   "any table atom (ungrounded)");
     }
     /* grounding: const, in an atom, or result of a prim over grounded args */
     uint32_t nv = q->nvars;
-    bool *gr = c->fin_grounded = eg__calloc(nv + 1, sizeof(bool));
+    bool *gr = c->fin_grounded = eg__calloc(e, nv + 1, sizeof(bool));
     for (uint32_t v = 0; v < nv; v++)
         if (q->is_const[eg__cc_vfind(c, v)]) gr[eg__cc_vfind(c, v)] = true;
     for (uint32_t a = 0; a < q->natoms; a++)
@@ -498,17 +502,15 @@ void eg__cc_finish(eg_engine *e, cc *c)
             const char *nm =
                 q->var_name[r] ? q->var_name[r] : (q->var_name[v] ? q->var_name[v] : NULL);
             const sx *at = c->var_at[v];
-            e->err->code = EG_ERR_TYPE;
             if (nm)
-                eg__throw(e, at,
+                eg__throw(e, LM_ETYPE, at,
                           "variable %s is ungrounded: it must appear as an argument or result of a "
                           "table in the query",
                           nm);
-            eg__throw(e, at, "ungrounded term: it must be bound by a table in the query");
+            eg__throw(e, LM_ETYPE, at, "ungrounded term: it must be bound by a table in the query");
         }
         if (q->var_sort[r] == NOSORT) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, c->var_at[v], "cannot infer the sort of variable %s",
+            eg__throw(e, LM_ETYPE, c->var_at[v], "cannot infer the sort of variable %s",
                       q->var_name[r] ? q->var_name[r] : "_");
         }
     }
@@ -518,18 +520,20 @@ void eg__cc_finish(eg_engine *e, cc *c)
     c->fin_done = NULL;
     c->fin_src = NULL;
     c->fin_grounded = NULL;
-    /* compact: representatives in increasing order get dense new ids */
-    uint32_t *map = eg__array(NULL, nv + 1, sizeof(uint32_t));
+    /* compact: representatives in increasing order get dense new ids (the new arrays are
+     * built in the scratch, so a failed allocation part-way frees them) */
+    uint32_t *map = c->fin_map = eg__array(e, NULL, nv + 1, sizeof(uint32_t));
     uint32_t n = 0;
     for (uint32_t v = 0; v < nv; v++)
         if (eg__cc_vfind(c, v) == v) map[v] = n++;
     for (uint32_t v = 0; v < nv; v++)
         map[v] = map[eg__cc_vfind(c, v)];
-    char **nn = eg__calloc(n + 1, sizeof(char *));
-    uint32_t *ns = eg__calloc(n + 1, sizeof(uint32_t));
-    bool *nc = eg__calloc(n + 1, sizeof(bool));
-    eg_value *ncv = eg__calloc(n + 1, sizeof(eg_value));
-    int32_t *ng = eg__calloc(n + 1, sizeof(int32_t));
+    char **nn = c->fin_name = eg__calloc(e, n + 1, sizeof(char *));
+    c->fin_n = n;
+    uint32_t *ns = c->fin_sort = eg__calloc(e, n + 1, sizeof(uint32_t));
+    bool *nc = c->fin_const = eg__calloc(e, n + 1, sizeof(bool));
+    eg_value *ncv = c->fin_cval = eg__calloc(e, n + 1, sizeof(eg_value));
+    int32_t *ng = c->fin_glob = eg__calloc(e, n + 1, sizeof(int32_t));
     for (uint32_t v = 0; v < nv; v++) {
         uint32_t r = eg__cc_vfind(c, v);
         if (r != v) {
@@ -545,14 +549,14 @@ void eg__cc_finish(eg_engine *e, cc *c)
         ng[m] = q->const_global[v];
     }
     /* names of merged variables: keep them reachable through slot names */
+    c->slot_name = eg__calloc(e, n + 8, sizeof(char *));
+    c->slot_sort = eg__calloc(e, n + 8, sizeof(uint32_t));
     c->capslots = n + 8;
-    c->slot_name = eg__calloc(c->capslots, sizeof(char *));
-    c->slot_sort = eg__calloc(c->capslots, sizeof(uint32_t));
+    c->nslots = n; /* the names are NULL until set */
     for (uint32_t v = 0; v < n; v++) {
-        c->slot_name[v] = nn[v] ? eg__strdup(nn[v]) : NULL;
+        c->slot_name[v] = nn[v] ? eg__strdup(e, nn[v]) : NULL;
         c->slot_sort[v] = ns[v];
     }
-    c->nslots = n;
     for (uint32_t v = 0; v < nv; v++)
         eg__free(q->var_name[v]);
     eg__free(q->var_name);
@@ -566,6 +570,11 @@ void eg__cc_finish(eg_engine *e, cc *c)
     q->const_val = ncv;
     q->const_global = ng;
     q->nvars = n;
+    c->fin_name = NULL; /* now the query's */
+    c->fin_sort = NULL;
+    c->fin_const = NULL;
+    c->fin_cval = NULL;
+    c->fin_glob = NULL;
     c->capvars = n;
     for (uint32_t a = 0; a < q->natoms; a++)
         for (uint32_t k = 0; k < q->atoms[a].ncols; k++)
@@ -578,6 +587,7 @@ void eg__cc_finish(eg_engine *e, cc *c)
     for (uint32_t i = 0; i < c->nan; i++)
         c->av[i] = map[c->av[i]];
     eg__free(map);
+    c->fin_map = NULL;
     for (uint32_t v = 0; v < n; v++)
         c->alias[v] = v;
 }
@@ -594,9 +604,9 @@ void eg__cc_facts(eg_engine *e, cc *c, const sx *const *facts, uint32_t nfacts)
  * Action expressions
  * ==================================================================================== */
 
-aexpr *eg__cc_mk_expr(aexpr_kind k, uint32_t sort, const sx *at)
+aexpr *eg__cc_mk_expr(eg_engine *e, aexpr_kind k, uint32_t sort, const sx *at)
 {
-    aexpr *a = eg__calloc(1, sizeof *a);
+    aexpr *a = eg__calloc(e, 1, sizeof *a);
     a->kind = k;
     a->sort = sort;
     a->at = at;
@@ -614,21 +624,22 @@ int32_t eg__cc_slot(cc *c, const char *name)
 
 uint32_t eg__cc_add_slot(cc *c, const char *name, uint32_t sort)
 {
-    EG_GROW(c->slot_name, c->capslots, c->nslots + 1);
-    c->slot_sort = eg__array(c->slot_sort, c->capslots, sizeof(uint32_t));
-    c->slot_name[c->nslots] = name ? eg__strdup(name) : NULL;
+    eg_engine *e = c->e;
+    if (c->nslots + 1 > c->capslots) { /* both arrays grow before either is used */
+        uint32_t nc = c->capslots ? c->capslots * 2 : 8;
+        c->slot_name = eg__array(e, c->slot_name, nc, sizeof(char *));
+        c->slot_sort = eg__array(e, c->slot_sort, nc, sizeof(uint32_t));
+        c->capslots = nc;
+    }
+    c->slot_name[c->nslots] = name ? eg__strdup(e, name) : NULL;
     c->slot_sort[c->nslots] = sort;
     return c->nslots++;
 }
 
-/* Builds an expression; *holder receives it as soon as it exists so a throw frees it. */
-aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder);
-
 static void expect_sort(eg_engine *e, const sx *at, uint32_t want, uint32_t got)
 {
     if (want != NOSORT && got != want) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, at, "type mismatch: expected %s, got %s", eg__sort_name(e, want),
+        eg__throw(e, LM_ETYPE, at, "type mismatch: expected %s, got %s", eg__sort_name(e, want),
                   eg__sort_name(e, got));
     }
 }
@@ -638,7 +649,7 @@ aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **hold
     uint32_t sort;
     eg_value val;
     if (literal(e, s, &sort, &val)) {
-        aexpr *a = eg__cc_mk_expr(AE_CONST, sort, s);
+        aexpr *a = eg__cc_mk_expr(e, AE_CONST, sort, s);
         a->c = val;
         *holder = a;
         expect_sort(e, s, want, sort);
@@ -647,7 +658,7 @@ aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **hold
     if (s->kind == SX_SYM) {
         int32_t v = eg__cc_slot(c, s->text);
         if (v >= 0) {
-            aexpr *a = eg__cc_mk_expr(AE_VAR, c->slot_sort[v], s);
+            aexpr *a = eg__cc_mk_expr(e, AE_VAR, c->slot_sort[v], s);
             a->var = (uint32_t)v;
             *holder = a;
             expect_sort(e, s, want, a->sort);
@@ -655,30 +666,24 @@ aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **hold
         }
         int32_t g = eg__global_find(e, s->text);
         if (g >= 0) {
-            aexpr *a = eg__cc_mk_expr(AE_GLOBAL, e->globals[g].sort, s);
+            aexpr *a = eg__cc_mk_expr(e, AE_GLOBAL, e->globals[g].sort, s);
             a->global = (uint32_t)g;
             *holder = a;
             expect_sort(e, s, want, a->sort);
             return a;
         }
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "unbound variable '%s' (not bound by the query, a let, or a global)",
-                  s->text);
+        eg__throw(e, LM_ETYPE, s,
+                  "unbound variable '%s' (not bound by the query, a let, or a global)", s->text);
     }
-    const char *h = eg__sx_head(s);
-    if (!h) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "expected an expression");
-    }
+    int32_t ti;
+    eg_table *t = call_head(e, s, "an expression", &ti);
     uint32_t nargs = s->n - 1;
-    int32_t ti = eg__table_find(e, h);
-    if (ti >= 0) {
-        eg_table *t = &e->tables[ti];
-        check_arity(e, s, t->name, t->n_in, nargs);
-        aexpr *a = eg__cc_mk_expr(AE_TABLE, t->has_out ? t->out_sort : SORT_UNIT, s);
+    const char *h = eg__sx_head(s);
+    if (t) {
+        aexpr *a = eg__cc_mk_expr(e, AE_TABLE, t->has_out ? t->out_sort : SORT_UNIT, s);
         *holder = a;
         a->table = (uint32_t)ti;
-        a->args = eg__calloc(nargs + 1, sizeof(aexpr *));
+        a->args = eg__calloc(e, nargs + 1, sizeof(aexpr *));
         for (uint32_t i = 0; i < nargs; i++) {
             a->nargs = i + 1; /* before the call: a throw inside must still free args[i] */
             eg__cc_expr(e, c, s->items[i + 1], e->tables[ti].in_sort[i], &a->args[i]);
@@ -687,20 +692,10 @@ aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **hold
         return a;
     }
     bool known = false;
-    uint32_t dummy[1];
-    eg__prim_resolve(e, h, dummy, 0, &known);
-    if (!known) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "unknown function or primitive '%s'", h);
-    }
-    aexpr *a = eg__cc_mk_expr(AE_PRIM, NOSORT, s);
+    aexpr *a = eg__cc_mk_expr(e, AE_PRIM, NOSORT, s);
     *holder = a;
-    a->args = eg__calloc(nargs + 1, sizeof(aexpr *));
-    uint32_t sorts[32];
-    if (nargs > 31) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "too many arguments (at most 31)");
-    }
+    a->args = eg__calloc(e, nargs + 1, sizeof(aexpr *));
+    uint32_t sorts[EG_MAX_ARGS];
     for (uint32_t i = 0; i < nargs; i++) {
         a->nargs = i + 1;
         eg__cc_expr(e, c, s->items[i + 1], NOSORT, &a->args[i]);
@@ -714,11 +709,11 @@ aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **hold
             o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "",
                                   eg__sort_name(e, sorts[i]));
         buf[o] = 0;
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "no primitive '%s' takes (%s) (wrong arity or argument sorts)", h, buf);
+        eg__throw(e, LM_ETYPE, s, "no primitive '%s' takes (%s) (wrong arity or argument sorts)", h,
+                  buf);
     }
     a->prim = p;
-    a->sort = p->ret;
+    a->sort = eg__prim_ret(p, nargs ? sorts[0] : NOSORT);
     expect_sort(e, s, want, a->sort);
     return a;
 }
@@ -729,7 +724,8 @@ aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **hold
 
 action *eg__cc_new_action(cc *c, action_kind k, const sx *at)
 {
-    EG_GROW(c->acts, c->capacts, c->nacts + 1);
+    eg_engine *e = c->e;
+    EG_GROW(e, c->acts, c->capacts, c->nacts + 1);
     action *a = &c->acts[c->nacts++];
     memset(a, 0, sizeof *a);
     a->kind = k;
@@ -742,18 +738,18 @@ eg_table *eg__cc_table_call(eg_engine *e, const sx *s, int32_t *ti_out)
     const char *h = eg__sx_head(s);
     int32_t ti = h ? eg__table_find(e, h) : -1;
     if (ti < 0) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "expected a call of a function, constructor or relation%s%s%s",
+        eg__throw(e, LM_ETYPE, s, "expected a call of a function, constructor or relation%s%s%s",
                   h ? " (unknown name '" : "", h ? h : "", h ? "')" : "");
     }
+    int32_t ti2;
+    eg_table *t = call_head(e, s, "a call", &ti2);
     *ti_out = ti;
-    check_arity(e, s, e->tables[ti].name, e->tables[ti].n_in, s->n - 1);
-    return &e->tables[ti];
+    return t;
 }
 
 void eg__cc_table_args(eg_engine *e, cc *c, action *a, const sx *call, eg_table *t)
 {
-    a->args = eg__calloc(call->n, sizeof(aexpr *));
+    a->args = eg__calloc(e, call->n, sizeof(aexpr *));
     for (uint32_t i = 0; i + 1 < call->n; i++) {
         a->nargs = i + 1;
         eg__cc_expr(e, c, call->items[i + 1], t->in_sort[i], &a->args[i]);
@@ -764,18 +760,16 @@ void eg__cc_action(eg_engine *e, cc *c, const sx *s)
 {
     const char *h = eg__sx_head(s);
     if (!h) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "expected an action");
+        eg__throw(e, LM_ETYPE, s, "expected an action");
     }
     if (strcmp(h, "let") == 0) {
         if (s->n != 3 || s->items[1]->kind != SX_SYM) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s, "(let name expr) expected");
+            eg__throw(e, LM_ETYPE, s, "(let name expr) expected");
         }
         const char *name = s->items[1]->text;
         if (eg__cc_slot(c, name) >= 0) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s->items[1], "variable %s is already bound; let cannot rebind it", name);
+            eg__throw(e, LM_ETYPE, s->items[1],
+                      "variable %s is already bound; let cannot rebind it", name);
         }
         action *a = eg__cc_new_action(c, AC_LET, s);
         eg__cc_expr(e, c, s->items[2], NOSORT, &a->a);
@@ -785,15 +779,13 @@ void eg__cc_action(eg_engine *e, cc *c, const sx *s)
     }
     if (strcmp(h, "set") == 0) {
         if (s->n != 3) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s, "(set (f args...) value) expected");
+            eg__throw(e, LM_ETYPE, s, "(set (f args...) value) expected");
         }
         int32_t ti;
         eg_table *t = eg__cc_table_call(e, s->items[1], &ti);
         if (t->kind != TK_FUNCTION) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s, "cannot set %s: it is a %s; use union (or call it) instead", t->name,
-                      t->kind == TK_RELATION ? "relation" : "constructor");
+            eg__throw(e, LM_ETYPE, s, "cannot set %s: it is a %s; use union (or call it) instead",
+                      t->name, t->kind == TK_RELATION ? "relation" : "constructor");
         }
         action *a = eg__cc_new_action(c, AC_SET, s);
         a->table = (uint32_t)ti;
@@ -803,15 +795,14 @@ void eg__cc_action(eg_engine *e, cc *c, const sx *s)
     }
     if (strcmp(h, "delete") == 0 || strcmp(h, "subsume") == 0) {
         if (s->n != 2) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s, "(%s (f args...)) expected", h);
+            eg__throw(e, LM_ETYPE, s, "(%s (f args...)) expected", h);
         }
         int32_t ti;
         eg_table *t = eg__cc_table_call(e, s->items[1], &ti);
         bool sub = h[0] == 's';
         if (sub && t->kind == TK_FUNCTION) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s, "cannot subsume %s: only constructors and relations can be subsumed",
+            eg__throw(e, LM_ETYPE, s,
+                      "cannot subsume %s: only constructors and relations can be subsumed",
                       t->name);
         }
         action *a = eg__cc_new_action(c, sub ? AC_SUBSUME : AC_DELETE, s);
@@ -821,15 +812,13 @@ void eg__cc_action(eg_engine *e, cc *c, const sx *s)
     }
     if (strcmp(h, "union") == 0) {
         if (s->n != 3) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s, "(union a b) expected");
+            eg__throw(e, LM_ETYPE, s, "(union a b) expected");
         }
         action *a = eg__cc_new_action(c, AC_UNION, s);
         eg__cc_expr(e, c, s->items[1], NOSORT, &a->a);
         a = &c->acts[c->nacts - 1];
         if (!eg__is_eq(e, a->a->sort)) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s->items[1],
+            eg__throw(e, LM_ETYPE, s->items[1],
                       "cannot union values of sort %s: only user sorts (e-classes) "
                       "can be unioned",
                       eg__sort_name(e, a->a->sort));
@@ -839,7 +828,8 @@ void eg__cc_action(eg_engine *e, cc *c, const sx *s)
     }
     if (strcmp(h, "panic") == 0) {
         action *a = eg__cc_new_action(c, AC_PANIC, s);
-        a->msg = eg__strdup(s->n > 1 && s->items[1]->kind == SX_STR ? s->items[1]->text : "panic");
+        a->msg =
+            eg__strdup(e, s->n > 1 && s->items[1]->kind == SX_STR ? s->items[1]->text : "panic");
         return;
     }
     action *a = eg__cc_new_action(c, AC_EXPR, s);
@@ -850,22 +840,18 @@ void eg__cc_action(eg_engine *e, cc *c, const sx *s)
  * Queries for check / until, actions at top level
  * ==================================================================================== */
 
-query *eg__compile_facts(eg_engine *e, const sx *const *facts, uint32_t n);
 query *eg__compile_facts(eg_engine *e, const sx *const *facts, uint32_t n)
 {
     cc *c = eg__cc_new(e);
     eg__cc_facts(e, c, facts, n);
     eg__cc_finish(e, c);
-    query *q = eg__calloc(1, sizeof *q);
+    query *q = eg__calloc(e, 1, sizeof *q);
     *q = c->q;
     memset(&c->q, 0, sizeof c->q);
     eg__cc_done(e);
     return q;
 }
 
-/* Compiles top-level actions; returns them with their slot count. */
-action *eg__compile_actions(eg_engine *e, const sx *const *acts, uint32_t n, uint32_t *nacts,
-                            uint32_t *nslots);
 action *eg__compile_actions(eg_engine *e, const sx *const *acts, uint32_t n, uint32_t *nacts,
                             uint32_t *nslots)
 {
@@ -881,8 +867,6 @@ action *eg__compile_actions(eg_engine *e, const sx *const *acts, uint32_t n, uin
     return a;
 }
 
-/* Compiles one expression with no variables (globals allowed). */
-aexpr *eg__compile_expr(eg_engine *e, const sx *s);
 aexpr *eg__compile_expr(eg_engine *e, const sx *s)
 {
     cc *c = eg__cc_new(e);

@@ -3,13 +3,14 @@
 #ifndef EG_COMPILE_H
 #define EG_COMPILE_H
 
-#include "eg_internal.h"
+#include "eg_int.h"
 
 #define NOSORT UINT32_MAX
 
 /* The compile scratch of one command: everything being built, freed by eg__cc_done or by
  * the command boundary (eg__cc_abort) if the command fails. */
 typedef struct cc {
+    eg_engine *e; /* the engine (allocations) */
     query q;
     uint32_t capvars, capatoms, capprims;
     uint32_t *alias;
@@ -30,12 +31,17 @@ typedef struct cc {
     bool *fin_done;     /* prim i resolved */
     const sx **fin_src; /* prim i's source form */
     bool *fin_grounded; /* var representative v is grounded */
+    uint32_t *fin_map;  /* old variable -> new (compaction) */
+    char **fin_name;    /* the compacted query's arrays until they are the query's */
+    uint32_t fin_n, *fin_sort;
+    bool *fin_const;
+    eg_value *fin_cval;
+    int32_t *fin_glob;
 } cc;
 
 struct cc *eg__cc_new(eg_engine *e);
 void eg__cc_done(eg_engine *e);
 const char *eg__sort_name(eg_engine *e, uint32_t s);
-const char *eg__sx_head(const sx *s);
 
 /* queries */
 uint32_t eg__cc_vfind(cc *c, uint32_t v);
@@ -46,7 +52,8 @@ void eg__cc_finish(eg_engine *e, cc *c);
 /* actions */
 int32_t eg__cc_slot(cc *c, const char *name);
 uint32_t eg__cc_add_slot(cc *c, const char *name, uint32_t sort);
-aexpr *eg__cc_mk_expr(aexpr_kind k, uint32_t sort, const sx *at);
+aexpr *eg__cc_mk_expr(eg_engine *e, aexpr_kind k, uint32_t sort, const sx *at);
+/* Builds an expression; *holder receives it as soon as it exists so a throw frees it. */
 aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder);
 action *eg__cc_new_action(cc *c, action_kind k, const sx *at);
 eg_table *eg__cc_table_call(eg_engine *e, const sx *s, int32_t *ti_out);

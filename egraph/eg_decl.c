@@ -13,13 +13,11 @@
 static uint32_t sort_of(eg_engine *e, const sx *s)
 {
     if (s->kind != SX_SYM) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "expected a sort name");
+        eg__throw(e, LM_ETYPE, s, "expected a sort name");
     }
     int32_t i = eg__sort_find(e, s->text);
     if (i < 0) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "unknown sort '%s'", s->text);
+        eg__throw(e, LM_ETYPE, s, "unknown sort '%s'", s->text);
     }
     return (uint32_t)i;
 }
@@ -27,19 +25,19 @@ static uint32_t sort_of(eg_engine *e, const sx *s)
 static void check_fresh_name(eg_engine *e, const sx *at, const char *name)
 {
     if (eg__table_find(e, name) >= 0 || eg__sort_find(e, name) >= 0) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, at, "'%s' is already defined", name);
+        eg__throw(e, LM_ETYPE, at, "'%s' is already defined", name);
     }
 }
 
 static uint32_t add_sort(eg_engine *e, const sx *at, const char *name)
 {
     check_fresh_name(e, at, name);
-    EG_GROW(e->sorts, e->capsorts, e->nsorts + 1);
-    e->sorts[e->nsorts].name = eg__strdup(name);
-    e->sorts[e->nsorts].kind = SK_EQ;
-    e->sorts[e->nsorts].canon = true;
-    e->sorts[e->nsorts].pair_prims = NULL;
+    EG_GROW(e, e->sorts, e->capsorts, e->nsorts + 1);
+    eg_sort *s = &e->sorts[e->nsorts];
+    memset(s, 0, sizeof *s);
+    s->name = eg__strdup(e, name);
+    s->kind = SK_EQ;
+    s->canon = true;
     return e->nsorts++;
 }
 
@@ -47,36 +45,30 @@ static eg_table *add_table(eg_engine *e, const sx *at, const char *name, table_k
                            const sx *const *in, uint32_t n_in, uint32_t out)
 {
     check_fresh_name(e, at, name);
-    if (n_in > 30) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, at, "'%s' has %u columns; at most 30 are supported", name, n_in);
-    }
-    uint32_t *ins = eg__calloc(n_in + 1, sizeof(uint32_t));
-    for (uint32_t i = 0; i < n_in; i++) {
-        if (in[i]->kind != SX_SYM || eg__sort_find(e, in[i]->text) < 0) {
-            eg__free(ins);
-            sort_of(e, in[i]);
-        }
-        ins[i] = (uint32_t)eg__sort_find(e, in[i]->text);
-    }
-    EG_GROW(e->tables, e->captables, e->ntables + 1);
+    if (n_in > EG_MAX_ARGS)
+        eg__throw(e, LM_ELIMIT, at, "'%s' has %u input columns; at most %d are supported", name,
+                  n_in, EG_MAX_ARGS);
+    for (uint32_t i = 0; i < n_in; i++) /* every sort is checked before anything is made */
+        sort_of(e, in[i]);
+    EG_GROW(e, e->tables, e->captables, e->ntables + 1);
     eg_table *t = &e->tables[e->ntables];
     memset(t, 0, sizeof *t);
     eg__table_init(t);
-    t->mem = &e->mem;
+    t->id = e->ntables++; /* counted now: what follows is freed with the engine if it fails */
+    t->name = eg__strdup(e, name);
+    t->in_sort = eg__calloc(e, n_in + 1, sizeof(uint32_t));
+    for (uint32_t i = 0; i < n_in; i++)
+        t->in_sort[i] = (uint32_t)eg__sort_find(e, in[i]->text);
     t->hi = UINT32_MAX;
-    t->name = eg__strdup(name);
-    t->id = e->ntables++;
     t->kind = k;
     t->n_in = n_in;
-    t->in_sort = ins;
     t->has_out = k != TK_RELATION && out != SORT_UNIT;
     t->out_sort = k == TK_RELATION ? SORT_UNIT : out;
     t->ncols = n_in + (t->has_out ? 1 : 0);
     t->merge = k == TK_CONSTRUCTOR ? MG_UNION : MG_NONE;
     t->cost = 1;
     for (uint32_t i = 0; i < n_in; i++)
-        if (eg__needs_canon(e, ins[i])) t->has_eq = true;
+        if (eg__needs_canon(e, t->in_sort[i])) t->has_eq = true;
     if (t->has_out && eg__needs_canon(e, t->out_sort)) t->has_eq = true;
     return t;
 }
@@ -84,8 +76,7 @@ static eg_table *add_table(eg_engine *e, const sx *at, const char *name, table_k
 static uint32_t list_len(eg_engine *e, const sx *s, const char *what)
 {
     if (s->kind != SX_LIST) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "expected a list of %s", what);
+        eg__throw(e, LM_ETYPE, s, "expected a list of %s", what);
     }
     return s->n;
 }
@@ -94,8 +85,7 @@ static uint32_t list_len(eg_engine *e, const sx *s, const char *what)
 static void variant(eg_engine *e, const sx *v, uint32_t sort)
 {
     if (v->kind != SX_LIST || v->n < 1 || v->items[0]->kind != SX_SYM) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, v, "expected a constructor (Name sorts...)");
+        eg__throw(e, LM_ETYPE, v, "expected a constructor (Name sorts...)");
     }
     uint32_t n = 1;
     while (n < v->n && !(v->items[n]->kind == SX_SYM && v->items[n]->text[0] == ':'))
@@ -117,14 +107,13 @@ static void decl_function(eg_engine *e, const sx *s, table_kind k)
 {
     /* (constructor name (sorts) out opts...) (function name (sorts) out opts...) */
     if (s->n < 4 || s->items[1]->kind != SX_SYM) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "(%s name (input sorts...) output-sort ...) expected", eg__sx_head(s));
+        eg__throw(e, LM_ETYPE, s, "(%s name (input sorts...) output-sort ...) expected",
+                  eg__sx_head(s));
     }
     list_len(e, s->items[2], "input sorts");
     uint32_t out = sort_of(e, s->items[3]);
     if (k == TK_CONSTRUCTOR && !eg__is_eq(e, out)) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s->items[3],
+        eg__throw(e, LM_ETYPE, s->items[3],
                   "constructor %s must return a user sort (declared with sort or datatype), not %s",
                   s->items[1]->text, e->sorts[out].name);
     }
@@ -136,16 +125,14 @@ static void decl_function(eg_engine *e, const sx *s, table_kind k)
         for (uint32_t i = 4; i < s->n; i++)
             if (eg__sx_is(s->items[i], ":merge") || eg__sx_is(s->items[i], ":no-merge")) {
                 if (++nmerge > 1) {
-                    e->err->code = EG_ERR_TYPE;
-                    eg__throw(e, s->items[i],
+                    eg__throw(e, LM_ETYPE, s->items[i],
                               "function %s says how values merge more than once: keep one "
                               ":merge or :no-merge",
                               t->name);
                 }
             }
         if (nmerge == 0) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s,
+            eg__throw(e, LM_ETYPE, s,
                       "function %s must say how values merge: add :merge (e.g. (min old new)) or "
                       ":no-merge",
                       t->name);
@@ -178,11 +165,9 @@ static void decl_function(eg_engine *e, const sx *s, table_kind k)
         } else if (o->kind == SX_SYM && strncmp(o->text, ":internal-", 10) == 0) {
             /* egglog's internal flags: accepted and ignored */
         } else if (o->kind == SX_SYM && o->text[0] == ':') {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, o, "unknown option %s for %s", o->text, eg__sx_head(s));
+            eg__throw(e, LM_ETYPE, o, "unknown option %s for %s", o->text, eg__sx_head(s));
         } else {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, o, "unexpected option in %s declaration", eg__sx_head(s));
+            eg__throw(e, LM_ETYPE, o, "unexpected option in %s declaration", eg__sx_head(s));
         }
     }
 }
@@ -190,8 +175,7 @@ static void decl_function(eg_engine *e, const sx *s, table_kind k)
 static void decl_datatype(eg_engine *e, const sx *s)
 {
     if (s->n < 2 || s->items[1]->kind != SX_SYM) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "(datatype Name variants...) expected");
+        eg__throw(e, LM_ETYPE, s, "(datatype Name variants...) expected");
     }
     uint32_t sort = add_sort(e, s->items[1], s->items[1]->text);
     for (uint32_t i = 2; i < s->n; i++)
@@ -204,8 +188,7 @@ static void decl_datatype_star(eg_engine *e, const sx *s)
     for (uint32_t i = 1; i < s->n; i++) {
         const sx *d = s->items[i];
         if (d->kind != SX_LIST || d->n < 1 || d->items[0]->kind != SX_SYM) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, d, "(Name variants...) expected in datatype*");
+            eg__throw(e, LM_ETYPE, d, "(Name variants...) expected in datatype*");
         }
         if (eg__sx_is(d->items[0], "sort")) continue;
         add_sort(e, d->items[0], d->items[0]->text);
@@ -213,8 +196,7 @@ static void decl_datatype_star(eg_engine *e, const sx *s)
     for (uint32_t i = 1; i < s->n; i++) {
         const sx *d = s->items[i];
         if (eg__sx_is(d->items[0], "sort")) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, d, "container sorts are not supported in datatype*");
+            eg__throw(e, LM_ETYPE, d, "container sorts are not supported in datatype*");
         }
         uint32_t sort = (uint32_t)eg__sort_find(e, d->items[0]->text);
         for (uint32_t k = 1; k < d->n; k++)
@@ -233,8 +215,7 @@ static uint32_t rule_ruleset(eg_engine *e, const sx *s, uint32_t from)
             const sx *n = s->items[i + 1];
             int32_t r = n->kind == SX_SYM ? eg__ruleset_find(e, n->text) : -1;
             if (r < 0) {
-                e->err->code = EG_ERR_TYPE;
-                eg__throw(e, n, "unknown ruleset '%s' (declare it with (ruleset name))",
+                eg__throw(e, LM_ETYPE, n, "unknown ruleset '%s' (declare it with (ruleset name))",
                           n->kind == SX_SYM ? n->text : "?");
             }
             return (uint32_t)r;
@@ -247,8 +228,8 @@ static const char *rule_name(eg_engine *e, const sx *s, uint32_t from)
     for (uint32_t i = from; i + 1 < s->n; i++) {
         if (!eg__sx_is(s->items[i], ":name")) continue;
         if (s->items[i + 1]->kind != SX_STR) {
-            e->err->code = EG_ERR_PARSE;
-            eg__throw(e, s->items[i + 1], ":name takes a string, as in :name \"my-rule\"");
+            eg__throw(e, LM_EPARSE, s->items[i + 1],
+                      ":name takes a string, as in :name \"my-rule\"");
         }
         return s->items[i + 1]->text;
     }
@@ -268,8 +249,7 @@ static void check_options(eg_engine *e, const sx *s, uint32_t from, const char *
                 ok = true;
                 if (with_arg[k]) {
                     if (i + 1 >= s->n) {
-                        e->err->code = EG_ERR_TYPE;
-                        eg__throw(e, o, "option %s needs a value", allowed[k]);
+                        eg__throw(e, LM_ETYPE, o, "option %s needs a value", allowed[k]);
                     }
                     i++;
                 }
@@ -277,10 +257,10 @@ static void check_options(eg_engine *e, const sx *s, uint32_t from, const char *
         }
         if (!ok && o->kind == SX_SYM && strncmp(o->text, ":internal-", 10) == 0) ok = true;
         if (!ok) {
-            e->err->code = EG_ERR_TYPE;
             if (o->kind == SX_SYM && o->text[0] == ':')
-                eg__throw(e, o, "unknown option %s for %s", o->text, eg__sx_head(s));
-            eg__throw(e, o, "unexpected argument to %s (options start with ':')", eg__sx_head(s));
+                eg__throw(e, LM_ETYPE, o, "unknown option %s for %s", o->text, eg__sx_head(s));
+            eg__throw(e, LM_ETYPE, o, "unexpected argument to %s (options start with ':')",
+                      eg__sx_head(s));
         }
     }
 }
@@ -296,7 +276,17 @@ static bool has_flag(const sx *s, uint32_t from, const char *flag)
 static void install_rule(eg_engine *e, cc *c, uint32_t rs, const char *name, bool naive,
                          const sx *at)
 {
-    EG_GROW(e->rules, e->caprules, e->nrules + 1);
+    char buf[64];
+    if (!name) {
+        snprintf(buf, sizeof buf, "%s:%u:%u", at->file ? at->file : "<input>", at->line, at->col);
+        name = buf;
+    }
+    /* everything that can fail comes before the scratch is moved into the rule */
+    EG_GROW(e, e->rules, e->caprules, e->nrules + 1);
+    ruleset *R = &e->rulesets[rs];
+    EG_GROW(e, R->rules, R->caprules, R->nrules + 1);
+    uint32_t origin = eg__origin_new(e, EG_ORIGIN_RULE, at, name); /* owned by the engine */
+    char *rname = eg__strdup(e, name); /* the last thing that can fail */
     rule *r = &e->rules[e->nrules];
     memset(r, 0, sizeof *r);
     r->q = c->q;
@@ -310,14 +300,8 @@ static void install_rule(eg_engine *e, cc *c, uint32_t rs, const char *name, boo
     r->naive = naive;
     r->seen = 0;
     r->at = at;
-    char buf[64];
-    if (!name) {
-        snprintf(buf, sizeof buf, "%s:%u:%u", at->file ? at->file : "<input>", at->line, at->col);
-        name = buf;
-    }
-    r->name = eg__strdup(name);
-    ruleset *R = &e->rulesets[rs];
-    EG_GROW(R->rules, R->caprules, R->nrules + 1);
+    r->origin = origin;
+    r->name = rname;
     R->rules[R->nrules++] = e->nrules;
     e->nrules++;
 }
@@ -325,8 +309,7 @@ static void install_rule(eg_engine *e, cc *c, uint32_t rs, const char *name, boo
 static void cmd_rule(eg_engine *e, const sx *s)
 {
     if (s->n < 3 || s->items[1]->kind != SX_LIST || s->items[2]->kind != SX_LIST) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "(rule (facts...) (actions...) [:ruleset r] [:name n]) expected");
+        eg__throw(e, LM_ETYPE, s, "(rule (facts...) (actions...) [:ruleset r] [:name n]) expected");
     }
     static const char *const opts[] = {":ruleset", ":name", ":naive", ":unsafe-seminaive"};
     static const bool args[] = {true, true, false, false};
@@ -349,8 +332,7 @@ static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
     uint32_t root = eg__cc_term(e, c, lhs);
     if (when) {
         if (when->kind != SX_LIST) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, when, ":when expects a list of facts");
+            eg__throw(e, LM_ETYPE, when, ":when expects a list of facts");
         }
         eg__cc_facts(e, c, (const sx *const *)when->items, when->n);
     }
@@ -360,24 +342,23 @@ static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
     if (c->q.var_name[r]) {
         rootname = NULL;
     } else {
-        c->q.var_name[r] = eg__strdup(rootname);
+        c->q.var_name[r] = eg__strdup(e, rootname);
     }
-    c->root_name = eg__strdup(c->q.var_name[r]);
+    c->root_name = eg__strdup(e, c->q.var_name[r]);
     eg__cc_finish(e, c);
     int32_t slot = eg__cc_slot(c, c->root_name);
     if (slot < 0) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, lhs, "the left side of a rewrite must be a term");
+        eg__throw(e, LM_ETYPE, lhs, "the left side of a rewrite must be a term");
     }
     uint32_t rsort = c->slot_sort[slot];
     action *a = eg__cc_new_action(c, eg__is_eq(e, rsort) ? AC_UNION : AC_EXPR, s);
     if (a->kind == AC_UNION) {
-        a->a = eg__cc_mk_expr(AE_VAR, rsort, lhs);
+        a->a = eg__cc_mk_expr(e, AE_VAR, rsort, lhs);
         a->a->var = (uint32_t)slot;
         eg__cc_expr(e, c, rhs, rsort, &c->acts[c->nacts - 1].b);
     } else {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, lhs, "rewrite of a %s value: the left side must be a term of a user sort",
+        eg__throw(e, LM_ETYPE, lhs,
+                  "rewrite of a %s value: the left side must be a term of a user sort",
                   eg__sort_name(e, rsort));
     }
     if (subsume) {
@@ -394,8 +375,8 @@ static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
 static void cmd_rewrite(eg_engine *e, const sx *s, bool bi)
 {
     if (s->n < 3) {
-        e->err->code = EG_ERR_TYPE;
-        eg__throw(e, s, "(%s lhs rhs [:when (facts)] [:ruleset r]) expected", eg__sx_head(s));
+        eg__throw(e, LM_ETYPE, s, "(%s lhs rhs [:when (facts)] [:ruleset r]) expected",
+                  eg__sx_head(s));
     }
     const sx *when = NULL;
     for (uint32_t i = 3; i + 1 < s->n; i++)
@@ -414,7 +395,6 @@ static void cmd_rewrite(eg_engine *e, const sx *s, bool bi)
  * Declaration commands (called from eg_cmd.c)
  * ==================================================================================== */
 
-bool eg__declare(eg_engine *e, const sx *s);
 bool eg__declare(eg_engine *e, const sx *s)
 {
     const char *h = eg__sx_head(s);
@@ -425,14 +405,13 @@ bool eg__declare(eg_engine *e, const sx *s)
         decl_datatype_star(e, s);
     } else if (strcmp(h, "sort") == 0) {
         if (s->n < 2 || s->items[1]->kind != SX_SYM) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s, "(sort Name) expected");
+            eg__throw(e, LM_ETYPE, s, "(sort Name) expected");
         }
         if (s->n >= 3 && s->items[2]->kind == SX_LIST) {
             const sx *c = s->items[2];
             if (c->n != 3 || !eg__sx_is(c->items[0], "Pair")) {
-                e->err->code = EG_ERR_TYPE;
-                eg__throw(e, c, "container sort (%s) is not supported; only (Pair A B) is",
+                eg__throw(e, LM_ETYPE, c,
+                          "container sort (%s) is not supported; only (Pair A B) is",
                           eg__sx_head(c) ? eg__sx_head(c) : "?");
             }
             uint32_t a = sort_of(e, c->items[1]), b = sort_of(e, c->items[2]);
@@ -441,7 +420,7 @@ bool eg__declare(eg_engine *e, const sx *s)
             e->sorts[id].elem[0] = a;
             e->sorts[id].elem[1] = b;
             e->sorts[id].canon = e->sorts[a].canon || e->sorts[b].canon;
-            eg__pair_prims_init(&e->sorts[id], id);
+            eg__pair_prims_init(e, &e->sorts[id], id);
             return true;
         }
         add_sort(e, s->items[1], s->items[1]->text);
@@ -451,24 +430,21 @@ bool eg__declare(eg_engine *e, const sx *s)
         decl_function(e, s, TK_FUNCTION);
     } else if (strcmp(h, "relation") == 0) {
         if (s->n != 3 || s->items[1]->kind != SX_SYM) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s, "(relation name (sorts...)) expected");
+            eg__throw(e, LM_ETYPE, s, "(relation name (sorts...)) expected");
         }
         list_len(e, s->items[2], "sorts");
         add_table(e, s, s->items[1]->text, TK_RELATION, (const sx *const *)s->items[2]->items,
                   s->items[2]->n, SORT_UNIT);
     } else if (strcmp(h, "ruleset") == 0) {
         if (s->n != 2 || s->items[1]->kind != SX_SYM) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s, "(ruleset name) expected");
+            eg__throw(e, LM_ETYPE, s, "(ruleset name) expected");
         }
         if (eg__ruleset_find(e, s->items[1]->text) >= 0) {
-            e->err->code = EG_ERR_TYPE;
-            eg__throw(e, s, "ruleset '%s' is already defined", s->items[1]->text);
+            eg__throw(e, LM_ETYPE, s, "ruleset '%s' is already defined", s->items[1]->text);
         }
-        EG_GROW(e->rulesets, e->caprulesets, e->nrulesets + 1);
+        EG_GROW(e, e->rulesets, e->caprulesets, e->nrulesets + 1);
         memset(&e->rulesets[e->nrulesets], 0, sizeof(ruleset));
-        e->rulesets[e->nrulesets++].name = eg__strdup(s->items[1]->text);
+        e->rulesets[e->nrulesets++].name = eg__strdup(e, s->items[1]->text);
     } else if (strcmp(h, "rule") == 0) {
         cmd_rule(e, s);
     } else if (strcmp(h, "rewrite") == 0) {

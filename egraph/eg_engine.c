@@ -1,11 +1,11 @@
 /* eg_engine.c: the engine value: creation and teardown, interned strings, the
- * union-find over e-class ids, name lookup, and the one place errors are raised. */
-#include "eg_internal.h"
+ * union-find over e-class ids, name lookup, provenance records, and the one door every
+ * error of the engine goes through (eg__failv). */
+#include "eg_int.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <xxhash.h>
 
 /* A hash index from names to dense indexes (tables, globals). Entries are only ever
@@ -17,13 +17,6 @@ typedef struct name_map {
     uint32_t nslots, nindexed;
 } name_map;
 
-double eg__now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void eg_options_default(eg_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -31,44 +24,63 @@ void eg_options_default(eg_options *o)
 
 static void add_sort(eg_engine *e, const char *name, sort_kind k)
 {
-    EG_GROW(e->sorts, e->capsorts, e->nsorts + 1);
-    e->sorts[e->nsorts].name = eg__strdup(name);
-    e->sorts[e->nsorts].kind = k;
-    e->sorts[e->nsorts].pair_prims = NULL;
-    e->sorts[e->nsorts].canon = false;
+    EG_GROW(e, e->sorts, e->capsorts, e->nsorts + 1);
+    eg_sort *s = &e->sorts[e->nsorts];
+    memset(s, 0, sizeof *s);
+    s->name = eg__strdup(e, name);
+    s->kind = k;
     e->nsorts++;
 }
 
-eg_engine *eg_engine_new(const eg_options *opt)
+static void engine_init(eg_engine *e, void *ctx)
 {
-    eg_engine *e = eg__calloc(1, sizeof *e);
-    if (opt)
-        e->opt = *opt;
-    else
-        eg_options_default(&e->opt);
-    e->out = e->opt.out ? e->opt.out : stdout;
-    e->log = e->opt.log ? e->opt.log : stderr;
+    (void)ctx;
     add_sort(e, "Unit", SK_UNIT);
     add_sort(e, "bool", SK_BOOL);
     add_sort(e, "i64", SK_I64);
     add_sort(e, "f64", SK_F64);
     add_sort(e, "String", SK_STRING);
-    EG_GROW(e->rulesets, e->caprulesets, 1);
+    EG_GROW(e, e->rulesets, e->caprulesets, 1);
     memset(&e->rulesets[0], 0, sizeof e->rulesets[0]);
-    e->rulesets[0].name = eg__strdup("");
+    e->rulesets[0].name = eg__strdup(e, "");
     e->nrulesets = 1;
+    e->tmap = eg__calloc(e, 1, sizeof(name_map));
+    e->gmap = eg__calloc(e, 1, sizeof(name_map));
+    eg__origin_new(e, EG_ORIGIN_API, NULL, "api"); /* origin 0: rows made through the C API */
+}
+
+eg_engine *eg_engine_new(const eg_options *opt, lm_err *err)
+{
+    eg_options o;
+    if (opt)
+        o = *opt;
+    else
+        eg_options_default(&o);
+    /* the engine itself is the first allocation (eg_options.fail_alloc == 1 fails it) */
+    eg_engine *e = o.fail_alloc == 1 ? NULL : calloc(1, sizeof *e);
+    if (!e) {
+        eg__fail(err, LM_ENOMEM, NULL, "eg_engine_new: out of memory (allocating the engine)");
+        return NULL;
+    }
+    e->opt = o;
+    e->nalloc = 1;
+    e->out = o.out ? o.out : stdout;
+    e->log = o.log ? o.log : stderr;
     e->ts = 1;
-    e->tmap = eg__calloc(1, sizeof(name_map));
-    e->gmap = eg__calloc(1, sizeof(name_map));
+    e->cur_origin = 0;
+    if (eg__guard(e, err, "eg_engine_new", engine_init, NULL) != 0) {
+        eg_engine_free(e);
+        return NULL;
+    }
     return e;
 }
 
 void eg__frame_free(eg_engine *e, frame *f)
 {
     for (uint32_t i = 0; i < f->ntables; i++)
-        eg__table_fini(&f->tables[i]);
+        eg__table_fini(e, &f->tables[i]);
     eg__free(f->tables);
-    eg__mfree(&e->mem, f->uf);
+    eg__mfree(e, f->uf);
     for (uint32_t i = 0; i < f->nglobals; i++)
         eg__free(f->globals[i].name);
     eg__free(f->globals);
@@ -99,11 +111,11 @@ void eg_engine_free(eg_engine *e)
         eg__free(e->sorts[i].pair_prims);
     }
     eg__free(e->sorts);
-    eg__mfree(&e->mem, e->pairs);
-    eg__mfree(&e->mem, e->pair_hash);
-    eg__mfree(&e->mem, e->pair_slots);
+    eg__mfree(e, e->pairs);
+    eg__mfree(e, e->pair_hash);
+    eg__mfree(e, e->pair_slots);
     for (uint32_t i = 0; i < e->ntables; i++) {
-        eg__table_fini(&e->tables[i]);
+        eg__table_fini(e, &e->tables[i]);
         eg__free(e->tables[i].name);
         eg__free(e->tables[i].in_sort);
         eg__aexpr_free(e->tables[i].merge_expr);
@@ -120,88 +132,108 @@ void eg_engine_free(eg_engine *e)
     for (uint32_t i = 0; i < e->nglobals; i++)
         eg__free(e->globals[i].name);
     eg__free(e->globals);
-    eg__free(e->tmap->slots);
+    if (e->tmap) eg__free(e->tmap->slots);
     eg__free(e->tmap);
-    eg__free(e->gmap->slots);
+    if (e->gmap) eg__free(e->gmap->slots);
     eg__free(e->gmap);
     for (uint32_t i = 0; i < e->nstrs; i++)
-        eg__mfree(&e->mem, e->strs[i]);
-    eg__mfree(&e->mem, e->strs);
-    eg__mfree(&e->mem, e->str_hash);
-    eg__mfree(&e->mem, e->str_slots);
-    eg__mfree(&e->mem, e->uf);
-    eg__mfree(&e->mem, e->pend);
-    eg__mfree(&e->mem, e->pend_vals);
+        eg__mfree(e, e->strs[i]);
+    eg__mfree(e, e->strs);
+    eg__mfree(e, e->str_hash);
+    eg__mfree(e, e->str_slots);
+    eg__mfree(e, e->uf);
+    eg__mfree(e, e->pend);
+    eg__mfree(e, e->pend_vals);
     eg__uses_drop(e);
-    eg__mfree(&e->mem, e->dirty);
-    eg__mfree(&e->mem, e->seeds);
-    eg__mfree(&e->mem, e->heap);
+    eg__mfree(e, e->dirty);
+    eg__mfree(e, e->seeds);
+    eg__mfree(e, e->heap);
     for (uint32_t i = 0; i < e->nframes; i++)
         eg__frame_free(e, &e->frames[i]);
     eg__free(e->frames);
-    for (uint32_t i = 0; i < e->nprogs; i++)
-        eg__sx_free(e->progs[i]);
     eg__free(e->progs);
+    eg__free(e->sxstack);
+    eg__arena_free(e);
+    for (uint32_t i = 0; i < e->norigins; i++)
+        eg__free(e->origins[i].name);
+    eg__free(e->origins);
     for (uint32_t i = 0; i < e->nfiles; i++)
         eg__free(e->files[i]);
     eg__free(e->files);
 #if defined(EG_CHECK_ACCOUNT)
     /* every counted block was freed through the account: it must come back to zero */
-    if (e->mem.bytes != 0 || e->mem.underflow) {
+    if (!e->failed && (e->mem.bytes != 0 || e->mem.underflow)) {
         fprintf(stderr, "egraph: memory account off by %zu bytes at engine free%s\n", e->mem.bytes,
                 e->mem.underflow ? " (a block freed outside its account)" : "");
         abort();
     }
 #endif
-    eg__free(e);
+    free(e); /* allocated by eg_engine_new with calloc */
 }
 
-/* ---- errors: raised here and only here ---- */
+/* ---- errors: the door ---- */
 
-static void vformat(eg_error *err, const sx *at, const char *fmt, va_list ap)
+int eg__failv(lm_err *err, int code, const sx *at, const char *fmt, va_list ap)
 {
-    size_t off = 0;
+    lm_loc loc = {.node_id = LM_NONE};
     if (at) {
-        int k = snprintf(err->msg, sizeof err->msg, "%s:%u:%u: ", at->file ? at->file : "<input>",
-                         at->line, at->col);
-        off = k > 0 && (size_t)k < sizeof err->msg ? (size_t)k : 0;
+        loc.file = at->file ? at->file : "<input>";
+        loc.line = at->line;
+        loc.col = at->col;
     }
-    vsnprintf(err->msg + off, sizeof err->msg - off, fmt, ap);
+    return lm_err_setv(err, code, at ? &loc : NULL, fmt, ap);
 }
 
-void eg__errorf(eg_error *err, const sx *at, const char *fmt, ...)
+int eg__fail(lm_err *err, int code, const sx *at, const char *fmt, ...)
 {
-    if (!err) return;
     va_list ap;
     va_start(ap, fmt);
-    vformat(err, at, fmt, ap);
+    int rc = eg__failv(err, code, at, fmt, ap);
     va_end(ap);
+    return rc;
 }
 
-int eg__fail(eg_engine *e, const sx *at, const char *fmt, ...)
-{
-    if (e->err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vformat(e->err, at, fmt, ap);
-        va_end(ap);
-        if (!e->err->code) e->err->code = EG_ERR_TYPE;
-    }
-    return -1;
-}
-
-/* Raises an error out of the current command (code taken from e->err->code, set by the
- * caller before, or EG_ERR_RUNTIME). The command boundary (eg__command's caller) frees
- * the command's scratch and restores a usable state. */
-void eg__throw(eg_engine *e, const sx *at, const char *fmt, ...)
+/* Raises an error out of the current command or API call: records it in the caller's
+ * record and unwinds to the innermost boundary (eg__guard, the command boundary), which
+ * frees the command's scratch and restores a usable state. An error without a location
+ * of its own gets the command's. */
+void eg__throw(eg_engine *e, int code, const sx *at, const char *fmt, ...)
 {
     va_list ap;
     if (!at) at = e->cur_at;
     va_start(ap, fmt);
-    vformat(e->err, at, fmt, ap);
+    e->thrown = eg__failv(e->err, code, at, fmt, ap);
     va_end(ap);
-    if (!e->err->code) e->err->code = EG_ERR_RUNTIME;
     longjmp(*e->jmp, 1);
+}
+
+/* ---- provenance ---- */
+
+uint32_t eg__origin_new(eg_engine *e, eg_origin_kind kind, const sx *at, const char *name)
+{
+    EG_GROW(e, e->origins, e->caporigins, (size_t)e->norigins + 1);
+    origin_rec *o = &e->origins[e->norigins];
+    o->kind = kind;
+    o->at = at;
+    o->name = eg__strdup(e, name); /* the record counts only once complete */
+    return e->norigins++;
+}
+
+uint32_t eg__origin_command(eg_engine *e)
+{
+    const char *h = e->cur_at ? eg__sx_head(e->cur_at) : NULL;
+    e->cur_origin = eg__origin_new(e, EG_ORIGIN_COMMAND, e->cur_at, h ? h : "command");
+    return e->cur_origin;
+}
+
+const char *eg__keep_file(eg_engine *e, const char *name)
+{
+    if (!name) name = "<input>";
+    /* the same name again (eg_run_schedule in a loop) is kept once */
+    if (e->nfiles && strcmp(e->files[e->nfiles - 1], name) == 0) return e->files[e->nfiles - 1];
+    EG_GROW(e, e->files, e->capfiles, e->nfiles + 1);
+    e->files[e->nfiles] = eg__strdup(e, name);
+    return e->files[e->nfiles++];
 }
 
 /* ---- strings ---- */
@@ -211,14 +243,14 @@ uint32_t eg__intern(eg_engine *e, const char *s, size_t n)
     uint64_t h = XXH3_64bits(s, n);
     if (e->str_nslots == 0 || (e->nstrs + 1) * 2 > e->str_nslots) {
         uint32_t ns = e->str_nslots ? e->str_nslots * 2 : 64;
-        uint32_t *sl = eg__mcalloc(&e->mem, ns, sizeof *sl);
+        uint32_t *sl = eg__mcalloc(e, ns, sizeof *sl);
         for (uint32_t i = 0; i < e->nstrs; i++) {
             uint32_t j = (uint32_t)e->str_hash[i] & (ns - 1);
             while (sl[j])
                 j = (j + 1) & (ns - 1);
             sl[j] = i + 1;
         }
-        eg__mfree(&e->mem, e->str_slots);
+        eg__mfree(e, e->str_slots);
         e->str_slots = sl;
         e->str_nslots = ns;
     }
@@ -229,9 +261,13 @@ uint32_t eg__intern(eg_engine *e, const char *s, size_t n)
             return id;
         j = (j + 1) & (e->str_nslots - 1);
     }
-    EG_MGROW(&e->mem, e->strs, e->capstrs, e->nstrs + 1);
-    e->str_hash = eg__marray(&e->mem, e->str_hash, e->capstrs, sizeof *e->str_hash);
-    e->strs[e->nstrs] = eg__mstrndup(&e->mem, s, n);
+    if (e->nstrs + 1 > e->capstrs) { /* both arrays grow before either is used */
+        uint32_t nc = e->capstrs ? e->capstrs * 2 : 64;
+        e->str_hash = eg__marray(e, e->str_hash, nc, sizeof *e->str_hash);
+        e->strs = eg__marray(e, e->strs, nc, sizeof *e->strs);
+        e->capstrs = nc;
+    }
+    e->strs[e->nstrs] = eg__mstrndup(e, s, n);
     e->str_hash[e->nstrs] = h;
     e->str_slots[j] = e->nstrs + 1;
     return e->nstrs++;
@@ -246,7 +282,7 @@ const char *eg__str(const eg_engine *e, uint32_t id)
 
 uint32_t eg__new_id(eg_engine *e)
 {
-    EG_MGROW(&e->mem, e->uf, e->capids, e->nids + 1);
+    EG_MGROW(e, e->uf, e->capids, e->nids + 1);
     e->uf[e->nids] = e->nids;
     return e->nids++;
 }
@@ -267,7 +303,7 @@ bool eg__union(eg_engine *e, uint32_t a, uint32_t b)
     if (e->dirty_off) {
         e->dirty_lost = true;
     } else { /* an indexed rebuild visits the rows that hold b */
-        EG_MGROW(&e->mem, e->dirty, e->capdirty, (size_t)e->ndirty + 1);
+        EG_MGROW(e, e->dirty, e->capdirty, (size_t)e->ndirty + 1);
         e->dirty[e->ndirty++] = b;
     }
     e->unions++;
@@ -305,17 +341,27 @@ static void map_put(name_map *m, const eg_engine *e, name_of_fn name_of, uint32_
     m->slots[j] = i + 1;
 }
 
+/* The index is only an optimisation: when it cannot grow (out of memory), names are
+ * found by a linear scan instead, newest first as the index would. */
 static int32_t map_find(name_map *m, const eg_engine *e, name_of_fn name_of, uint32_t count,
                         const char *name)
 {
+    if (!m) return -1;
     if (m->nindexed > count) m->nindexed = 0, memset(m->slots, 0, m->nslots * sizeof(uint32_t));
     if (m->nindexed < count) {
         if ((uint64_t)count * 2 > m->nslots) {
             uint32_t ns = m->nslots ? m->nslots : 64;
             while ((uint64_t)count * 2 > ns)
                 ns *= 2;
+            /* the engine is const to readers; only the lazily built index changes */
+            uint32_t *sl = e->failed ? NULL : eg__try_calloc((eg_engine *)e, ns, sizeof(uint32_t));
+            if (!sl) {
+                for (uint32_t i = count; i-- > 0;)
+                    if (strcmp(name_of(e, i), name) == 0) return (int32_t)i;
+                return -1;
+            }
             eg__free(m->slots);
-            m->slots = eg__calloc(ns, sizeof(uint32_t));
+            m->slots = sl;
             m->nslots = ns;
             m->nindexed = 0;
         }
@@ -334,6 +380,7 @@ static int32_t map_find(name_map *m, const eg_engine *e, name_of_fn name_of, uin
 
 void eg__names_reset(eg_engine *e)
 {
+    if (!e->tmap || !e->gmap) return;
     e->tmap->nindexed = 0;
     e->gmap->nindexed = 0;
     if (e->tmap->nslots) memset(e->tmap->slots, 0, e->tmap->nslots * sizeof(uint32_t));

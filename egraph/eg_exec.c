@@ -25,14 +25,10 @@
  * none, and otherwise expands the atom with the fewest candidates, binding its columns.
  * The order is thus chosen per partial binding, never fixed in advance, so a
  * large intermediate result is avoided whenever some atom already constrains it. */
+#include "eg_int.h"
+
 #include <assert.h>
-#include "eg_internal.h"
-
 #include <string.h>
-
-void eg__fmt_f64(double d, char *buf, size_t n);
-
-eg_value eg__pair_canon(eg_engine *e, uint32_t sort, eg_value v);
 
 eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v)
 {
@@ -78,14 +74,14 @@ typedef struct {
     int kind; /* 0 range [lo, hi), 1 index group, 2 single row */
     uint32_t lo, hi;
     const uint32_t *rows;
-    uint32_t mask;
+    colmask mask;
 } source;
 
-static uint32_t atom_mask(const jctx *j, const q_atom *a)
+static colmask atom_mask(const jctx *j, const q_atom *a)
 {
-    uint32_t m = 0;
+    colmask m = 0;
     for (uint32_t c = 0; c < a->ncols; c++)
-        if (j->bound[a->var[c]]) m |= 1u << c;
+        if (j->bound[a->var[c]]) m |= (colmask)1 << c;
     return m;
 }
 
@@ -95,7 +91,7 @@ static uint32_t atom_source(jctx *j, uint32_t ai, source *src)
     const q_atom *a = &j->q->atoms[ai];
     eg_table *t = &j->e->tables[a->table];
     uint32_t hi = j->vhi[ai];
-    uint32_t mask = atom_mask(j, a);
+    colmask mask = atom_mask(j, a);
     src->mask = mask;
     if (mask == 0) {
         src->kind = 0;
@@ -103,9 +99,9 @@ static uint32_t atom_source(jctx *j, uint32_t ai, source *src)
         src->hi = j->mode[ai] == 1 ? j->split[ai] : hi;
         return src->hi - src->lo;
     }
-    uint32_t inmask = t->n_in >= 32 ? UINT32_MAX : (1u << t->n_in) - 1;
+    colmask inmask = t->n_in >= 64 ? ~(colmask)0 : ((colmask)1 << t->n_in) - 1;
     if ((mask & inmask) == inmask) {
-        eg_value key[32];
+        eg_value key[EG_MAX_COLS];
         for (uint32_t c = 0; c < t->n_in; c++)
             key[c] = j->vals[a->var[c]];
         int64_t r = eg__table_lookup(t, key, eg__key_hash(key, t->n_in));
@@ -114,8 +110,8 @@ static uint32_t atom_source(jctx *j, uint32_t ai, source *src)
         src->lo = (uint32_t)r;
         return 1;
     }
-    const sindex *ix = eg__table_six(t, mask, hi);
-    eg_value byc[32];
+    const sindex *ix = eg__table_six(j->e, t, mask, hi);
+    eg_value byc[EG_MAX_COLS];
     for (uint32_t c = 0; c < a->ncols; c++)
         if (mask >> c & 1) byc[c] = j->vals[a->var[c]];
     int64_t g = eg__six_lookup(t, ix, byc);
@@ -133,11 +129,11 @@ static void join(jctx *j, uint32_t ndone);
 static void try_row(jctx *j, uint32_t ai, const source *src, uint32_t r, uint32_t ndone)
 {
     /* a join that visits many rows but matches few must still honour the time limit */
-    if (++j->visits >= (1u << 20)) {
+    if (++j->visits >= EG_LIMIT_CHECK_VISITS) {
         j->visits = 0;
         eg_engine *e = j->e;
         if (e->in_search && e->opt.time_limit_s > 0 &&
-            eg__now() - e->run_start > e->opt.time_limit_s) {
+            eg__now() - e->cmd_start > e->opt.time_limit_s) {
             e->limit_stop = EG_STOP_TIME_LIMIT;
             j->stop = true;
             return;
@@ -196,7 +192,7 @@ static void join(jctx *j, uint32_t ndone)
             for (uint32_t k = 0; k < p->nargs; k++)
                 if (!j->bound[p->args[k]]) ready = false;
             if (!ready) continue;
-            eg_value args[32], out;
+            eg_value args[EG_MAX_ARGS], out;
             for (uint32_t k = 0; k < p->nargs; k++)
                 args[k] = j->vals[p->args[k]];
             const char *why;
@@ -265,22 +261,33 @@ static void join(jctx *j, uint32_t ndone)
 void *eg__scoped_alloc(eg_engine *e, size_t bytes)
 {
     assert(e->nscoped < EG_SCOPED_DEPTH);
-    void *p = eg__mcalloc(&e->mem, 1, bytes ? bytes : 1);
+    void *p = eg__mcalloc(e, 1, bytes ? bytes : 1);
     e->scoped[e->nscoped++] = p;
     return p;
+}
+
+void *eg__scoped_grow(eg_engine *e, void *p, size_t n, size_t size)
+{
+    uint32_t i = e->nscoped;
+    while (i > 0 && e->scoped[i - 1] != p)
+        i--;
+    assert(i > 0);
+    void *q = eg__marray(e, p, n ? n : 1, size); /* p stays registered if this fails */
+    e->scoped[i - 1] = q;
+    return q;
 }
 
 void eg__scoped_free(eg_engine *e, void *p)
 {
     assert(e->nscoped > 0 && e->scoped[e->nscoped - 1] == p);
     e->nscoped--;
-    eg__mfree(&e->mem, p);
+    eg__mfree(e, p);
 }
 
 void eg__scoped_unwind(eg_engine *e, uint32_t mark)
 {
     while (e->nscoped > mark)
-        eg__mfree(&e->mem, e->scoped[--e->nscoped]);
+        eg__mfree(e, e->scoped[--e->nscoped]);
 }
 
 void eg__query_run(eg_engine *e, query *q, bool naive, uint32_t seen, bool subsumed_ok,
@@ -355,6 +362,7 @@ static void canon_row(eg_engine *e, const eg_table *t, eg_value *row)
 static void print_key(eg_engine *e, const eg_table *t, const eg_value *row, char *buf, size_t n)
 {
     size_t o = (size_t)snprintf(buf, n, "(%s", t->name);
+    if (o >= n - 32) o = n - 32;
     for (uint32_t c = 0; c < t->n_in && o < n - 32; c++) {
         uint32_t s = t->in_sort[c];
         if (s == SORT_I64)
@@ -378,16 +386,16 @@ static eg_value merge_values(eg_engine *e, eg_table *t, const eg_value *row, eg_
         if (old == nw) return old;
         char buf[256];
         print_key(e, t, row, buf, sizeof buf);
-        e->err->code = EG_ERR_RUNTIME;
-        eg__throw(e, NULL,
+        eg__throw(e, LM_ERUNTIME, NULL,
                   "function %s has no :merge and was given two different values for %s; add a "
                   ":merge to the declaration",
                   t->name, buf);
     }
     case MG_EXPR: {
-        eg_value vals[64];
-        vals[0] = old;
-        vals[1] = nw;
+        /* as egglog: a value equal to the old one (after canonicalization) changes nothing,
+         * and the merge expression does not run (it may build terms) */
+        if (old == nw) return old;
+        eg_value vals[2] = {old, nw};
         eg_value m = eg__eval(e, t->merge_expr, vals);
         return eg__canon(e, t->out_sort, m);
     }
@@ -395,15 +403,15 @@ static eg_value merge_values(eg_engine *e, eg_table *t, const eg_value *row, eg_
     return old;
 }
 
-void eg__insert(eg_engine *e, eg_table *t, const eg_value *row_in, bool subsumed)
+void eg__insert(eg_engine *e, eg_table *t, const eg_value *row_in, bool subsumed, uint32_t origin)
 {
-    eg_value row[32];
+    eg_value row[EG_MAX_COLS];
     memcpy(row, row_in, t->ncols * sizeof(eg_value));
     canon_row(e, t, row);
     uint64_t h = eg__key_hash(row, t->n_in);
     int64_t r = eg__table_lookup(t, row, h);
     if (r < 0) {
-        eg__table_append(e, t, row, h, subsumed ? RF_SUBSUMED : 0);
+        eg__table_append(e, t, row, h, subsumed ? RF_SUBSUMED : 0, origin);
         e->changed = true;
         return;
     }
@@ -416,13 +424,13 @@ void eg__insert(eg_engine *e, eg_table *t, const eg_value *row_in, bool subsumed
         }
         return;
     }
-    eg_value old = t->cols[(size_t)ri * t->ncols + t->n_in];
+    eg_value old = eg__canon(e, t->out_sort, t->cols[(size_t)ri * t->ncols + t->n_in]);
     eg_value m = merge_values(e, t, row, old, row[t->n_in]);
     /* the merge may have grown the table: re-find the row */
     r = eg__table_lookup(t, row, h);
     if (r < 0) return;
     ri = (uint32_t)r;
-    old = t->cols[(size_t)ri * t->ncols + t->n_in];
+    eg_value stored = t->cols[(size_t)ri * t->ncols + t->n_in];
     if (t->merge == MG_UNION) {
         if (subsumed && !(t->flags[ri] & RF_SUBSUMED)) {
             t->flags[ri] |= RF_SUBSUMED;
@@ -431,19 +439,22 @@ void eg__insert(eg_engine *e, eg_table *t, const eg_value *row_in, bool subsumed
         return;
     }
     bool sub = subsumed || (t->flags[ri] & RF_SUBSUMED);
-    if (m == old && sub == !!(t->flags[ri] & RF_SUBSUMED)) return;
-    if (m == old) {
+    if (m == stored && sub == !!(t->flags[ri] & RF_SUBSUMED)) return;
+    if (m == stored) {
         t->flags[ri] |= RF_SUBSUMED;
         e->changed = true;
         return;
     }
-    eg__table_kill(t, ri);
+    /* a new value (or the old one made canonical): the row is replaced; it keeps its
+     * origin when only canonicalization changed it */
+    uint32_t keep = eg__canon(e, t->out_sort, stored) == m ? t->origin[ri] : origin;
     row[t->n_in] = m;
-    eg__table_append(e, t, row, h, sub ? RF_SUBSUMED : 0);
+    eg__table_kill(t, ri);
+    eg__table_append(e, t, row, h, sub ? RF_SUBSUMED : 0, keep);
     e->changed = true;
 }
 
-eg_value eg__lookup_or_insert(eg_engine *e, eg_table *t, eg_value *key)
+eg_value eg__lookup_or_insert(eg_engine *e, eg_table *t, eg_value *key, uint32_t origin)
 {
     for (uint32_t c = 0; c < t->n_in; c++)
         key[c] = eg__canon(e, t->in_sort[c], key[c]);
@@ -453,14 +464,14 @@ eg_value eg__lookup_or_insert(eg_engine *e, eg_table *t, eg_value *key)
         if (!t->has_out) return 0;
         return eg__canon(e, t->out_sort, t->cols[(size_t)r * t->ncols + t->n_in]);
     }
-    eg_value row[32];
+    eg_value row[EG_MAX_COLS];
     memcpy(row, key, t->n_in * sizeof(eg_value));
     eg_value out = 0;
     if (t->has_out) {
         out = eg__new_id(e);
         row[t->n_in] = out;
     }
-    eg__table_append(e, t, row, h, 0);
+    eg__table_append(e, t, row, h, 0, origin);
     e->changed = true;
     return out;
 }
@@ -481,20 +492,18 @@ eg_value eg__eval(eg_engine *e, const aexpr *a, eg_value *vals)
         return eg__canon(e, g->sort, g->val);
     }
     case AE_PRIM: {
-        eg_value args[32], out;
+        eg_value args[EG_MAX_ARGS], out;
         for (uint32_t i = 0; i < a->nargs; i++)
             args[i] = eg__eval(e, a->args[i], vals);
         const char *why;
-        if (eg__prim_call(e, a->prim, args, a->nargs, &out, &why) != PR_OK) {
-            e->err->code = EG_ERR_RUNTIME;
-            eg__throw(e, a->at, "primitive %s failed%s%s", a->prim->name, why ? ": " : "",
-                      why ? why : "");
-        }
+        if (eg__prim_call(e, a->prim, args, a->nargs, &out, &why) != PR_OK)
+            eg__throw(e, LM_ERUNTIME, a->at, "primitive %s failed%s%s", a->prim->name,
+                      why ? ": " : "", why ? why : "");
         return out;
     }
     case AE_TABLE: {
         eg_table *t = &e->tables[a->table];
-        eg_value key[32];
+        eg_value key[EG_MAX_COLS];
         for (uint32_t i = 0; i < a->nargs; i++)
             key[i] = eg__eval(e, a->args[i], vals);
         if (t->kind == TK_FUNCTION) {
@@ -504,25 +513,26 @@ eg_value eg__eval(eg_engine *e, const aexpr *a, eg_value *vals)
             if (r < 0) {
                 char buf[256];
                 print_key(e, t, key, buf, sizeof buf);
-                e->err->code = EG_ERR_RUNTIME;
-                eg__throw(e, a->at, "lookup of %s failed: the function has no value there", buf);
+                eg__throw(e, LM_ERUNTIME, a->at,
+                          "lookup of %s failed: the function has no value there", buf);
             }
             return t->has_out ? eg__canon(e, t->out_sort, t->cols[(size_t)r * t->ncols + t->n_in])
                               : 0;
         }
-        return eg__lookup_or_insert(e, t, key);
+        return eg__lookup_or_insert(e, t, key, e->cur_origin);
     }
     }
     return 0;
 }
 
-static void pend(eg_engine *e, uint32_t table, const eg_value *row, uint32_t n, uint8_t op)
+static void pend(eg_engine *e, uint32_t table, const eg_value *row, uint32_t n, pend_kind op)
 {
-    EG_MGROW(&e->mem, e->pend, e->cappend, e->npend + 1);
+    EG_MGROW(e, e->pend, e->cappend, e->npend + 1);
+    EG_MGROW(e, e->pend_vals, e->cappend_vals, e->npend_vals + n + 1);
     pending_op *p = &e->pend[e->npend++];
     p->table = table;
-    p->op = op;
-    EG_MGROW(&e->mem, e->pend_vals, e->cappend_vals, e->npend_vals + n + 1);
+    p->op = (uint8_t)op;
+    p->origin = e->cur_origin;
     p->off = e->npend_vals;
     memcpy(e->pend_vals + p->off, row, n * sizeof(eg_value));
     e->npend_vals += n;
@@ -538,23 +548,23 @@ void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *va
             break;
         case AC_SET: {
             eg_table *t = &e->tables[a->table];
-            eg_value row[32];
+            eg_value row[EG_MAX_COLS];
             for (uint32_t k = 0; k < a->nargs; k++)
                 row[k] = eg__eval(e, a->args[k], vals);
             row[t->n_in] = eg__eval(e, a->b, vals);
             if (e->in_search)
-                pend(e, a->table, row, t->ncols, 0);
+                pend(e, a->table, row, t->ncols, PEND_SET);
             else
-                eg__insert(e, t, row, false);
+                eg__insert(e, t, row, false, e->cur_origin);
             break;
         }
         case AC_DELETE:
         case AC_SUBSUME: {
             eg_table *t = &e->tables[a->table];
-            eg_value row[32];
+            eg_value row[EG_MAX_COLS];
             for (uint32_t k = 0; k < a->nargs; k++)
                 row[k] = eg__eval(e, a->args[k], vals);
-            pend(e, a->table, row, t->n_in, a->kind == AC_DELETE ? 1 : 2);
+            pend(e, a->table, row, t->n_in, a->kind == AC_DELETE ? PEND_DELETE : PEND_SUBSUME);
             if (!e->in_search) eg__flush_pending(e);
             break;
         }
@@ -564,20 +574,19 @@ void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *va
             break;
         }
         case AC_PANIC:
-            e->err->code = EG_ERR_RUNTIME;
-            eg__throw(e, a->at, "panic: %s", a->msg);
+            eg__throw(e, LM_ERUNTIME, a->at, "panic: %s", a->msg);
         case AC_EXPR: {
             const aexpr *x = a->a;
             if (x->kind == AE_TABLE && e->tables[x->table].kind == TK_RELATION) {
                 eg_table *t = &e->tables[x->table];
-                eg_value row[32];
+                eg_value row[EG_MAX_COLS];
                 for (uint32_t k = 0; k < x->nargs; k++)
                     row[k] = eg__eval(e, x->args[k], vals);
                 /* staged like set: applied after this iteration's deletes, as egglog does */
                 if (e->in_search)
-                    pend(e, x->table, row, t->n_in, 3);
+                    pend(e, x->table, row, t->n_in, PEND_INSERT);
                 else
-                    eg__lookup_or_insert(e, t, row);
+                    eg__lookup_or_insert(e, t, row, e->cur_origin);
             } else {
                 (void)eg__eval(e, x, vals);
             }
@@ -594,7 +603,7 @@ void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *va
 static void apply_delete(eg_engine *e, const pending_op *p)
 {
     eg_table *t = &e->tables[p->table];
-    eg_value key[32];
+    eg_value key[EG_MAX_COLS];
     memcpy(key, e->pend_vals + p->off, t->n_in * sizeof(eg_value));
     for (uint32_t c = 0; c < t->n_in; c++)
         key[c] = eg__canon(e, t->in_sort[c], key[c]);
@@ -608,14 +617,14 @@ static void apply_delete(eg_engine *e, const pending_op *p)
 static void apply_other(eg_engine *e, const pending_op *p)
 {
     eg_table *t = &e->tables[p->table];
-    eg_value key[32];
-    memcpy(key, e->pend_vals + p->off, (p->op == 0 ? t->ncols : t->n_in) * sizeof(eg_value));
-    if (p->op == 0) {
-        eg__insert(e, t, key, false);
+    eg_value key[EG_MAX_COLS];
+    memcpy(key, e->pend_vals + p->off, (p->op == PEND_SET ? t->ncols : t->n_in) * sizeof(eg_value));
+    if (p->op == PEND_SET) {
+        eg__insert(e, t, key, false, p->origin);
         return;
     }
-    if (p->op == 3) {
-        eg__lookup_or_insert(e, t, key);
+    if (p->op == PEND_INSERT) {
+        eg__lookup_or_insert(e, t, key, p->origin);
         return;
     }
     for (uint32_t c = 0; c < t->n_in; c++)
@@ -623,7 +632,7 @@ static void apply_other(eg_engine *e, const pending_op *p)
     uint64_t h = eg__key_hash(key, t->n_in);
     int64_t r = eg__table_lookup(t, key, h);
     if (r < 0) {
-        eg__lookup_or_insert(e, t, key);
+        eg__lookup_or_insert(e, t, key, p->origin);
         r = eg__table_lookup(t, key, h);
     }
     if (r >= 0 && !(t->flags[r] & RF_SUBSUMED)) {
@@ -636,11 +645,11 @@ void eg__flush_pending(eg_engine *e)
 {
     if (!e->npend) return;
     for (uint32_t i = 0; i < e->npend; i++)
-        if (e->pend[i].op == 1) apply_delete(e, &e->pend[i]);
+        if (e->pend[i].op == PEND_DELETE) apply_delete(e, &e->pend[i]);
     /* apply_other may queue nothing (not in search), but merges may grow e->pend's tables;
      * e->pend itself is not appended to outside the search phase */
     for (uint32_t i = 0; i < e->npend; i++)
-        if (e->pend[i].op != 1) apply_other(e, &e->pend[i]);
+        if (e->pend[i].op != PEND_DELETE) apply_other(e, &e->pend[i]);
     e->npend = 0;
     e->npend_vals = 0;
 }
@@ -666,7 +675,7 @@ static bool limits_hit(eg_engine *e)
         e->limit_stop = EG_STOP_MEM_LIMIT;
         return true;
     }
-    if (e->opt.time_limit_s > 0 && eg__now() - e->run_start > e->opt.time_limit_s) {
+    if (e->opt.time_limit_s > 0 && eg__now() - e->cmd_start > e->opt.time_limit_s) {
         e->limit_stop = EG_STOP_TIME_LIMIT;
         return true;
     }
@@ -678,7 +687,7 @@ static bool on_match(eg_engine *e, void *ctx, eg_value *vals)
     rule *r = ((mctx *)ctx)->r;
     r->matches++;
     eg__exec_actions(e, r->acts, r->nacts, vals);
-    if (++e->match_tick >= 4096) {
+    if (++e->match_tick >= EG_LIMIT_CHECK_MATCHES) {
         e->match_tick = 0;
         if ((e->opt.node_limit || e->opt.mem_limit || e->opt.time_limit_s > 0) && limits_hit(e))
             return false;
@@ -705,9 +714,9 @@ uint64_t eg_node_count(const eg_engine *e)
 static bool until_holds(eg_engine *e, query *until)
 {
     bool hit = false;
-    eg_value *vals = eg__calloc(until->nvars + 1, sizeof(eg_value));
+    eg_value *vals = eg__scoped_alloc(e, (until->nvars + 1) * sizeof(eg_value));
     eg__query_run(e, until, true, 0, true, vals, on_until, &hit);
-    eg__free(vals);
+    eg__scoped_free(e, vals);
     return hit;
 }
 
@@ -726,13 +735,16 @@ static bool iteration(eg_engine *e, uint32_t rs)
     for (uint32_t k = 0; k < R->nrules; k++)
         if (e->rules[R->rules[k]].nslots > maxslots) maxslots = e->rules[R->rules[k]].nslots;
     eg_value *vals = eg__scoped_alloc(e, (maxslots + 1) * sizeof(eg_value));
+    uint32_t cmd_origin = e->cur_origin;
     for (uint32_t k = 0; k < R->nrules && !e->limit_stop; k++) {
         rule *r = &e->rules[R->rules[k]];
         double r0 = eg__now();
         uint64_t m0 = r->matches;
         mctx mc = {r};
         bool naive = r->naive || e->opt.naive;
+        e->cur_origin = r->origin; /* the rows its actions make are the rule's */
         eg__query_run(e, &r->q, naive, r->seen, false, vals, on_match, &mc);
+        e->cur_origin = cmd_origin;
         if (!e->limit_stop) r->seen = cur + 1; /* an interrupted rule re-matches later */
         double dt = eg__now() - r0;
         r->time_s += dt;
@@ -758,8 +770,6 @@ static eg_stop_reason run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *
                                   bool *changed)
 {
     *changed = false;
-    double start = eg__now();
-    e->run_start = start;
     e->limit_stop = 0;
     for (uint64_t i = 0; i < n; i++) {
         if (until && until_holds(e, until)) return e->last_stop = EG_STOP_UNTIL;
@@ -769,7 +779,7 @@ static eg_stop_reason run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *
             return e->last_stop = EG_STOP_NODE_LIMIT;
         if (e->opt.mem_limit && e->mem.bytes >= e->opt.mem_limit)
             return e->last_stop = EG_STOP_MEM_LIMIT;
-        if (e->opt.time_limit_s > 0 && eg__now() - start > e->opt.time_limit_s)
+        if (e->opt.time_limit_s > 0 && eg__now() - e->cmd_start > e->opt.time_limit_s)
             return e->last_stop = EG_STOP_TIME_LIMIT;
         bool c = iteration(e, rs);
         if (e->opt.progress)
@@ -796,5 +806,6 @@ eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *unt
     e->dirty_off = true;
     eg_stop_reason why = run_ruleset(e, rs, n, until, changed);
     e->dirty_off = false;
+    if (why >= EG_STOP_NODE_LIMIT) e->limit_stopped = true; /* the command reports it */
     return why;
 }

@@ -5,56 +5,57 @@
  * that class. Costs are computed by iterating to a fixpoint over all non-subsumed rows of
  * extractable constructors; ties keep the first node found (table order, then row order),
  * so the choice is deterministic. */
-#include "eg_internal.h"
+#include "eg_int.h"
 
+#include <stdlib.h>
 #include <string.h>
-
-void eg__fmt_f64(double d, char *buf, size_t n);
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-uint64_t *eg__extract_costs(eg_engine *e, uint32_t **best_row, uint32_t **best_tab)
+uint64_t eg__node_cost(eg_engine *e, const eg_table *t, const eg_value *row, const uint64_t *cost)
 {
-    uint64_t *cost = eg__array(NULL, e->nids + 1, sizeof(uint64_t));
-    uint32_t *br = eg__array(NULL, e->nids + 1, sizeof(uint32_t));
-    uint32_t *bt = eg__array(NULL, e->nids + 1, sizeof(uint32_t));
+    uint64_t c = t->cost;
+    for (uint32_t k = 0; k < t->n_in && c != UINT64_MAX; k++)
+        c = sat_add(c, eg__is_eq(e, t->in_sort[k]) ? cost[eg__find(e, (uint32_t)row[k])] : 1);
+    return c;
+}
+
+void eg__costs_compute(eg_engine *e, eg_costs *c)
+{
+    c->cost = eg__scoped_alloc(e, ((size_t)e->nids + 1) * sizeof(uint64_t));
+    c->row = eg__scoped_alloc(e, ((size_t)e->nids + 1) * sizeof(uint32_t));
+    c->tab = eg__scoped_alloc(e, ((size_t)e->nids + 1) * sizeof(uint32_t));
     for (uint32_t i = 0; i < e->nids; i++) {
-        cost[i] = UINT64_MAX;
-        br[i] = bt[i] = UINT32_MAX;
+        c->cost[i] = UINT64_MAX;
+        c->row[i] = c->tab[i] = UINT32_MAX;
     }
     bool changed = true;
     while (changed) {
         changed = false;
-        for (uint32_t ti = 0; ti < e->ntables; ti++) {
-            eg_table *t = &e->tables[ti];
-            if (t->kind != TK_CONSTRUCTOR || t->unextractable) continue;
-            for (uint32_t r = 0; r < t->nrows; r++) {
-                if (t->flags[r] & (RF_DEAD | RF_SUBSUMED)) continue;
-                const eg_value *row = t->cols + (size_t)r * t->ncols;
-                uint64_t c = t->cost;
-                for (uint32_t k = 0; k < t->n_in && c != UINT64_MAX; k++) {
-                    if (eg__is_eq(e, t->in_sort[k]))
-                        c = sat_add(c, cost[eg__find(e, (uint32_t)row[k])]);
-                    else
-                        c = sat_add(c, 1);
-                }
-                if (c == UINT64_MAX) continue;
-                uint32_t out = eg__find(e, (uint32_t)row[t->n_in]);
-                if (c < cost[out]) {
-                    cost[out] = c;
-                    br[out] = r;
-                    bt[out] = ti;
-                    changed = true;
-                }
+        for (eg_rowpos p = {0, 0}; eg__next_extractable(e, &p); p.row++) {
+            const eg_table *t = &e->tables[p.table];
+            const eg_value *row = t->cols + (size_t)p.row * t->ncols;
+            uint64_t cost = eg__node_cost(e, t, row, c->cost);
+            if (cost == UINT64_MAX) continue;
+            uint32_t out = eg__find(e, (uint32_t)row[t->n_in]);
+            if (cost < c->cost[out]) {
+                c->cost[out] = cost;
+                c->row[out] = p.row;
+                c->tab[out] = p.table;
+                changed = true;
             }
         }
     }
-    *best_row = br;
-    *best_tab = bt;
-    return cost;
+}
+
+void eg__costs_free(eg_engine *e, eg_costs *c)
+{
+    eg__scoped_free(e, c->tab);
+    eg__scoped_free(e, c->row);
+    eg__scoped_free(e, c->cost);
 }
 
 uint64_t eg__value_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *cost)
@@ -107,76 +108,128 @@ void eg__print_value(eg_engine *e, FILE *f, uint32_t sort, eg_value v)
     }
 }
 
-static void print_term_rec(eg_engine *e, FILE *f, uint32_t sort, eg_value v, const uint64_t *cost,
-                           const uint32_t *br, const uint32_t *bt, int depth)
+static void print_term_rec(eg_engine *e, FILE *f, uint32_t sort, eg_value v, const eg_costs *c,
+                           int depth)
 {
     if (!eg__is_eq(e, sort)) {
         eg__print_value(e, f, sort, v);
         return;
     }
-    uint32_t c = eg__find(e, (uint32_t)v);
-    if (bt[c] == UINT32_MAX || depth > 10000) {
+    uint32_t id = eg__find(e, (uint32_t)v);
+    if (c->tab[id] == UINT32_MAX || depth > 10000) {
         eg__print_value(e, f, sort, v);
         return;
     }
-    eg_table *t = &e->tables[bt[c]];
-    const eg_value *row = t->cols + (size_t)br[c] * t->ncols;
+    eg_table *t = &e->tables[c->tab[id]];
+    const eg_value *row = t->cols + (size_t)c->row[id] * t->ncols;
     fprintf(f, "(%s", t->name);
     for (uint32_t k = 0; k < t->n_in; k++) {
         fputc(' ', f);
-        print_term_rec(e, f, t->in_sort[k], row[k], cost, br, bt, depth + 1);
+        print_term_rec(e, f, t->in_sort[k], row[k], c, depth + 1);
     }
     fputc(')', f);
 }
 
-void eg__print_term(eg_engine *e, FILE *f, uint32_t sort, eg_value v, const uint64_t *cost,
-                    const uint32_t *br, const uint32_t *bt)
+void eg__print_term(eg_engine *e, FILE *f, uint32_t sort, eg_value v, const eg_costs *c)
 {
-    print_term_rec(e, f, sort, v, cost, br, bt, 0);
+    print_term_rec(e, f, sort, v, c, 0);
 }
 
 /* ---- serialization ---- */
 
 typedef struct {
     uint32_t *cls_of_id; /* e-class id -> dense class, UINT32_MAX none */
+    uint32_t *sort_of_id;
     uint32_t *lit_sort;
     eg_value *lit_val;
     uint32_t nlit, caplit;
 } ser_ctx;
 
-static uint32_t lit_class(ser_ctx *c, uint32_t base, uint32_t sort, eg_value v)
+static uint32_t lit_class(eg_engine *e, ser_ctx *c, uint32_t sort, eg_value v)
 {
     for (uint32_t i = 0; i < c->nlit; i++)
-        if (c->lit_sort[i] == sort && c->lit_val[i] == v) return base + i;
-    EG_GROW(c->lit_sort, c->caplit, c->nlit + 1);
-    c->lit_val = eg__array(c->lit_val, c->caplit, sizeof(eg_value));
+        if (c->lit_sort[i] == sort && c->lit_val[i] == v) return i;
+    if (c->nlit == c->caplit) {
+        c->caplit *= 2;
+        c->lit_sort = eg__scoped_grow(e, c->lit_sort, c->caplit, sizeof(uint32_t));
+        c->lit_val = eg__scoped_grow(e, c->lit_val, c->caplit, sizeof(eg_value));
+    }
     c->lit_sort[c->nlit] = sort;
     c->lit_val[c->nlit] = v;
-    return base + c->nlit++;
+    return c->nlit++;
 }
 
-int eg_serialize(eg_engine *e, const eg_value *roots, const int *root_sorts, size_t nroots,
-                 eg_serialized *out, eg_error *err)
+typedef struct {
+    const eg_serialize_opts *opt;
+    eg_serialized *out;
+} ser_args;
+
+static int cmp_fval(const void *a, const void *b)
 {
-    memset(out, 0, sizeof *out);
-    eg_error local;
-    eg_error *saved = e->err;
-    e->err = err ? err : &local;
-    e->err->code = 0;
-    jmp_buf jb;
-    jmp_buf *sj = e->jmp;
-    e->jmp = &jb;
-    if (setjmp(jb)) {
-        e->jmp = sj;
-        e->err = saved;
-        return EG_ERR_RUNTIME;
+    const eg_sfval *x = a, *y = b;
+    if (x->eclass != y->eclass) return x->eclass < y->eclass ? -1 : 1;
+    return x->func < y->func ? -1 : (x->func > y->func);
+}
+
+static bool per_class_function(const eg_engine *e, const eg_table *t)
+{
+    return t->kind == TK_FUNCTION && t->n_in == 1 && eg__is_eq(e, t->in_sort[0]);
+}
+
+/* The functions included per class: the requested ones (checked), or all that qualify. */
+static void ser_functions(eg_engine *e, const eg_serialize_opts *opt, eg_serialized *out,
+                          const ser_ctx *c)
+{
+    if (!opt || (!opt->all_functions && !opt->nfunctions)) return;
+    out->func_table = eg__calloc(e, e->ntables + 1, sizeof(uint32_t));
+    for (size_t i = 0; i < opt->nfunctions; i++) {
+        int ti = opt->functions[i];
+        if (ti < 0 || (uint32_t)ti >= e->ntables || !per_class_function(e, &e->tables[ti]))
+            eg__throw(e, LM_EARG, NULL,
+                      "eg_serialize: table %d is not a function of one e-class input (only "
+                      "those are serialized per class)",
+                      ti);
     }
+    for (uint32_t ti = 0; ti < e->ntables; ti++) { /* in table order, each once */
+        bool want = opt->all_functions && per_class_function(e, &e->tables[ti]);
+        for (size_t i = 0; i < opt->nfunctions && !want; i++)
+            want = opt->functions[i] == (int)ti;
+        if (want) out->func_table[out->n_funcs++] = ti;
+    }
+    size_t n = 0;
+    for (uint32_t f = 0; f < out->n_funcs; f++)
+        n += e->tables[out->func_table[f]].nlive;
+    out->fvals = eg__calloc(e, n + 1, sizeof(eg_sfval));
+    for (uint32_t f = 0; f < out->n_funcs; f++) {
+        const eg_table *t = &e->tables[out->func_table[f]];
+        for (uint32_t r = 0; r < t->nrows; r++) {
+            if (t->flags[r] & RF_DEAD) continue;
+            const eg_value *row = t->cols + (size_t)r * t->ncols;
+            uint32_t cls = c->cls_of_id[eg__find(e, (uint32_t)row[0])];
+            if (cls == UINT32_MAX) continue; /* its input has no node in the snapshot */
+            eg_sfval *fv = &out->fvals[out->n_fvals++];
+            fv->eclass = cls;
+            fv->func = f;
+            fv->sort = t->out_sort;
+            fv->value = eg__canon(e, t->out_sort, row[1]);
+            fv->value_class = eg__is_eq(e, t->out_sort) ? c->cls_of_id[fv->value] : UINT32_MAX;
+        }
+    }
+    qsort(out->fvals, out->n_fvals, sizeof *out->fvals, cmp_fval);
+}
+
+static void do_serialize(eg_engine *e, void *ctx)
+{
+    ser_args *a = ctx;
+    const eg_serialize_opts *opt = a->opt;
+    eg_serialized *out = a->out;
     eg__rebuild(e);
-    e->jmp = sj;
-    e->err = saved;
     ser_ctx c = {0};
-    c.cls_of_id = eg__array(NULL, e->nids + 1, sizeof(uint32_t));
-    uint32_t *sort_of_id = eg__calloc(e->nids + 1, sizeof(uint32_t));
+    c.cls_of_id = eg__scoped_alloc(e, ((size_t)e->nids + 1) * sizeof(uint32_t));
+    c.sort_of_id = eg__scoped_alloc(e, ((size_t)e->nids + 1) * sizeof(uint32_t));
+    c.caplit = 16;
+    c.lit_sort = eg__scoped_alloc(e, c.caplit * sizeof(uint32_t));
+    c.lit_val = eg__scoped_alloc(e, c.caplit * sizeof(eg_value));
     for (uint32_t i = 0; i < e->nids; i++)
         c.cls_of_id[i] = UINT32_MAX;
     /* e-classes: every canonical id that is the output of a constructor row */
@@ -187,15 +240,12 @@ int eg_serialize(eg_engine *e, const eg_value *roots, const int *root_sorts, siz
             if (t->flags[r] & RF_DEAD) continue;
             uint32_t id = eg__find(e, (uint32_t)t->cols[(size_t)r * t->ncols + t->n_in]);
             c.cls_of_id[id] = 0;
-            sort_of_id[id] = t->out_sort;
+            c.sort_of_id[id] = t->out_sort;
         }
     }
     uint32_t ncls = 0;
     for (uint32_t i = 0; i < e->nids; i++)
-        if (c.cls_of_id[i] == 0)
-            c.cls_of_id[i] = ncls++;
-        else
-            c.cls_of_id[i] = UINT32_MAX;
+        c.cls_of_id[i] = c.cls_of_id[i] == 0 ? ncls++ : UINT32_MAX;
     uint32_t nnodes = 0, nchild = 0;
     for (uint32_t ti = 0; ti < e->ntables; ti++) {
         eg_table *t = &e->tables[ti];
@@ -203,8 +253,8 @@ int eg_serialize(eg_engine *e, const eg_value *roots, const int *root_sorts, siz
         nnodes += t->nlive;
         nchild += t->nlive * t->n_in;
     }
-    out->nodes = eg__calloc(nnodes + 1, sizeof(eg_snode));
-    out->children = eg__calloc(nchild + 1, sizeof(uint32_t));
+    out->nodes = eg__calloc(e, nnodes + 1, sizeof(eg_snode));
+    out->children = eg__calloc(e, nchild + 1, sizeof(uint32_t));
     uint32_t ni = 0, ci = 0;
     for (uint32_t ti = 0; ti < e->ntables; ti++) {
         eg_table *t = &e->tables[ti];
@@ -220,6 +270,7 @@ int eg_serialize(eg_engine *e, const eg_value *roots, const int *root_sorts, siz
             n->nchildren = t->n_in;
             n->cost = t->cost;
             n->subsumed = (t->flags[r] & RF_SUBSUMED) != 0;
+            n->origin = t->origin[r];
             for (uint32_t k = 0; k < t->n_in; k++) {
                 uint32_t so = t->in_sort[k];
                 if (eg__is_eq(e, so)) {
@@ -227,11 +278,11 @@ int eg_serialize(eg_engine *e, const eg_value *roots, const int *root_sorts, siz
                     uint32_t cl = c.cls_of_id[id];
                     if (cl == UINT32_MAX) { /* a class with no constructor node: give it one now */
                         cl = c.cls_of_id[id] = ncls++;
-                        sort_of_id[id] = so;
+                        c.sort_of_id[id] = so;
                     }
                     out->children[ci++] = cl;
                 } else {
-                    out->children[ci++] = UINT32_MAX - 1 - lit_class(&c, 0, so, row[k]);
+                    out->children[ci++] = UINT32_MAX - 1 - lit_class(e, &c, so, row[k]);
                 }
             }
         }
@@ -241,15 +292,16 @@ int eg_serialize(eg_engine *e, const eg_value *roots, const int *root_sorts, siz
         if (out->children[k] >= UINT32_MAX - 1 - c.nlit && out->children[k] != UINT32_MAX)
             out->children[k] = ncls + (UINT32_MAX - 1 - out->children[k]);
     uint32_t total = ncls + c.nlit;
+    out->class_sort = eg__calloc(e, total + 1, sizeof(uint32_t));
+    out->class_value = eg__calloc(e, total + 1, sizeof(uint64_t));
     out->n_classes = total;
-    out->class_sort = eg__calloc(total + 1, sizeof(uint32_t));
-    out->class_value = eg__calloc(total + 1, sizeof(uint64_t));
     for (uint32_t i = 0; i < e->nids; i++)
         if (c.cls_of_id[i] != UINT32_MAX) {
-            out->class_sort[c.cls_of_id[i]] = sort_of_id[i];
+            out->class_sort[c.cls_of_id[i]] = c.sort_of_id[i];
             out->class_value[c.cls_of_id[i]] = i;
         }
-    out->nodes = eg__array(out->nodes, ni + c.nlit + 1, sizeof(eg_snode));
+    out->n_nodes = ni;
+    out->nodes = eg__array(e, out->nodes, ni + c.nlit + 1, sizeof(eg_snode));
     for (uint32_t l = 0; l < c.nlit; l++) {
         out->class_sort[ncls + l] = c.lit_sort[l];
         out->class_value[ncls + l] = c.lit_val[l];
@@ -264,19 +316,32 @@ int eg_serialize(eg_engine *e, const eg_value *roots, const int *root_sorts, siz
         n->cost = 1;
     }
     out->n_nodes = ni;
-    out->roots = eg__calloc(nroots + 1, sizeof(uint32_t));
+    size_t nroots = opt ? opt->nroots : 0;
+    out->roots = eg__calloc(e, nroots + 1, sizeof(uint32_t));
     for (size_t i = 0; i < nroots; i++) {
-        uint32_t so = (uint32_t)root_sorts[i];
-        if (so < e->nsorts && eg__is_eq(e, so) && roots[i] < e->nids) {
-            uint32_t id = eg__find(e, (uint32_t)roots[i]);
+        uint32_t so = (uint32_t)opt->root_sorts[i];
+        if (so < e->nsorts && eg__is_eq(e, so) && opt->roots[i] < e->nids) {
+            uint32_t id = eg__find(e, (uint32_t)opt->roots[i]);
             if (c.cls_of_id[id] != UINT32_MAX) out->roots[out->n_roots++] = c.cls_of_id[id];
         }
     }
-    eg__free(c.cls_of_id);
-    eg__free(c.lit_sort);
-    eg__free(c.lit_val);
-    eg__free(sort_of_id);
-    return 0;
+    ser_functions(e, opt, out, &c);
+    out->with_origins = opt && opt->origins;
+    eg__scoped_free(e, c.lit_val);
+    eg__scoped_free(e, c.lit_sort);
+    eg__scoped_free(e, c.sort_of_id);
+    eg__scoped_free(e, c.cls_of_id);
+}
+
+int eg_serialize(eg_engine *e, const eg_serialize_opts *opt, eg_serialized *out, lm_err *err)
+{
+    if (!out) return eg__fail(err, LM_EARG, NULL, "eg_serialize: no output");
+    memset(out, 0, sizeof *out);
+    if (opt && ((opt->nroots && (!opt->roots || !opt->root_sorts)) ||
+                (opt->nfunctions && !opt->functions)))
+        return eg__fail(err, LM_EARG, NULL, "eg_serialize: counts without arrays in the options");
+    ser_args a = {opt, out};
+    return eg__guard(e, err, "eg_serialize", do_serialize, &a);
 }
 
 void eg_serialized_free(eg_serialized *s)
@@ -287,6 +352,8 @@ void eg_serialized_free(eg_serialized *s)
     eg__free(s->nodes);
     eg__free(s->children);
     eg__free(s->roots);
+    eg__free(s->func_table);
+    eg__free(s->fvals);
     memset(s, 0, sizeof *s);
 }
 
@@ -305,10 +372,90 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-int eg_serialized_write_json(const eg_engine *e, const eg_serialized *s, FILE *f)
+/* A value as egglog prints it, as a JSON string. */
+static void json_value_text(eg_engine *e, FILE *f, uint32_t sort, eg_value v)
 {
+    char buf[4096];
+    FILE *m = fmemopen(buf, sizeof buf, "w");
+    if (m) {
+        eg__print_value(e, m, sort, v);
+        fclose(m);
+        buf[sizeof buf - 1] = 0;
+        json_str(f, buf);
+    } else {
+        json_str(f, "?");
+    }
+}
+
+/* A function's value in class_data (see eg_serialized_write_json). */
+static void json_fval(eg_engine *e, FILE *f, const eg_sfval *fv)
+{
+    if (eg__is_eq(e, fv->sort)) {
+        if (fv->value_class == UINT32_MAX)
+            fputs("null", f);
+        else
+            fprintf(f, "\"c%u\"", fv->value_class);
+        return;
+    }
+    switch (e->sorts[fv->sort].kind) {
+    case SK_I64:
+        fprintf(f, "%lld", (long long)(int64_t)fv->value);
+        return;
+    case SK_BOOL:
+        fputs(fv->value ? "true" : "false", f);
+        return;
+    case SK_UNIT:
+        fputs("null", f);
+        return;
+    case SK_STRING:
+        json_str(f, eg__str(e, (uint32_t)fv->value));
+        return;
+    case SK_F64: {
+        double d = eg_value_as_f64(fv->value);
+        if (d == d && d - d == 0) { /* finite */
+            char buf[64];
+            eg__fmt_f64(d, buf, sizeof buf);
+            fputs(buf, f);
+            return;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    json_value_text(e, f, fv->sort, fv->value);
+}
+
+/* The name of an origin as the JSON writes it: a rule's name, "head file:line:col" for a
+ * command, "api". */
+static void json_origin(eg_engine *e, FILE *f, uint32_t origin)
+{
+    const origin_rec *o = origin < e->norigins ? &e->origins[origin] : NULL;
+    if (!o) {
+        json_str(f, "?");
+        return;
+    }
+    if (o->kind != EG_ORIGIN_COMMAND || !o->at) {
+        json_str(f, o->name);
+        return;
+    }
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s %s:%u:%u", o->name, o->at->file ? o->at->file : "<input>",
+             o->at->line, o->at->col);
+    json_str(f, buf);
+}
+
+typedef struct {
+    const eg_serialized *s;
+    FILE *f;
+} json_ctx;
+
+static void do_write_json(eg_engine *e, void *ctx)
+{
+    const eg_serialized *s = ((json_ctx *)ctx)->s;
+    FILE *f = ((json_ctx *)ctx)->f;
     /* a representative node per class, for children references */
-    uint32_t *rep = eg__array(NULL, s->n_classes + 1, sizeof(uint32_t));
+    uint32_t *rep = eg__scoped_alloc(e, ((size_t)s->n_classes + 1) * sizeof(uint32_t));
     for (uint32_t i = 0; i < s->n_classes; i++)
         rep[i] = UINT32_MAX;
     for (uint32_t i = 0; i < s->n_nodes; i++)
@@ -317,20 +464,10 @@ int eg_serialized_write_json(const eg_engine *e, const eg_serialized *s, FILE *f
     for (uint32_t i = 0; i < s->n_nodes; i++) {
         const eg_snode *n = &s->nodes[i];
         fprintf(f, "%s\"n%u\":{\"op\":", i ? "," : "", i);
-        if (n->table == UINT32_MAX) {
-            char buf[4096];
-            FILE *m = fmemopen(buf, sizeof buf, "w");
-            if (m) {
-                eg__print_value((eg_engine *)e, m, n->sort, n->literal);
-                fclose(m);
-                buf[sizeof buf - 1] = 0;
-                json_str(f, buf);
-            } else {
-                json_str(f, "?");
-            }
-        } else {
+        if (n->table == UINT32_MAX)
+            json_value_text(e, f, n->sort, n->literal);
+        else
             json_str(f, n->op);
-        }
         fputs(",\"children\":[", f);
         for (uint32_t k = 0; k < n->nchildren; k++) {
             uint32_t cl = s->children[n->child_start + k];
@@ -338,18 +475,39 @@ int eg_serialized_write_json(const eg_engine *e, const eg_serialized *s, FILE *f
         }
         fprintf(f, "],\"eclass\":\"c%u\",\"cost\":%llu.0", n->eclass, (unsigned long long)n->cost);
         if (n->subsumed) fputs(",\"subsumed\":true", f);
+        if (s->with_origins && n->table != UINT32_MAX) {
+            fputs(",\"origin\":", f);
+            json_origin(e, f, n->origin);
+        }
         fputc('}', f);
     }
     fputs("},\"root_eclasses\":[", f);
     for (uint32_t i = 0; i < s->n_roots; i++)
         fprintf(f, "%s\"c%u\"", i ? "," : "", s->roots[i]);
     fputs("],\"class_data\":{", f);
+    uint32_t fv = 0;
     for (uint32_t i = 0; i < s->n_classes; i++) {
         fprintf(f, "%s\"c%u\":{\"type\":", i ? "," : "", i);
         json_str(f, e->sorts[s->class_sort[i]].name);
+        for (; fv < s->n_fvals && s->fvals[fv].eclass == i; fv++) {
+            fputc(',', f);
+            json_str(f, e->tables[s->func_table[s->fvals[fv].func]].name);
+            fputc(':', f);
+            json_fval(e, f, &s->fvals[fv]);
+        }
         fputc('}', f);
     }
     fputs("}}\n", f);
-    eg__free(rep);
-    return ferror(f) ? EG_ERR_IO : 0;
+    eg__scoped_free(e, rep);
+}
+
+int eg_serialized_write_json(eg_engine *e, const eg_serialized *s, FILE *f, lm_err *err)
+{
+    if (!s || !f)
+        return eg__fail(err, LM_EARG, NULL, "eg_serialized_write_json: no snapshot or file");
+    json_ctx x = {s, f};
+    int rc = eg__guard(e, err, "eg_serialized_write_json", do_write_json, &x);
+    if (rc) return rc;
+    if (ferror(f)) return eg__fail(err, LM_EIO, NULL, "eg_serialized_write_json: writing failed");
+    return 0;
 }

@@ -1,14 +1,21 @@
-/* eg_prim.c: primitive functions on i64, f64, String and bool.
+/* eg_prim.c: primitive functions on i64, f64, String, bool, Unit and pairs.
  *
  * A primitive is looked up by name and argument sorts (names are overloaded: + works on
- * i64, f64 and String). Predicates (<, >, <=, >=, !=) return Unit and fail when false;
- * a failing primitive makes a query row not match, and makes an action an error. */
-#include "eg_internal.h"
+ * i64, f64 and String). Predicates (<, >, <=, >=, !=, value-eq, guard) return Unit and
+ * fail when false; a failing primitive makes a query row not match, and makes an action
+ * an error. The set and the semantics are egglog's (its i64, f64, bool, String and Unit
+ * sorts and its primitives over every sort): i64 arithmetic fails on overflow, a shift by
+ * a negative amount or by 64 or more fails, f64 division and remainder by zero fail,
+ * to-i64 saturates (NaN gives 0), min and max order NaN above every number. Beyond
+ * egglog: abs, neg and unary - on i64; exp, log, sqrt, floor, ceil, round on f64; < and >
+ * on String (byte order). */
+#include "eg_int.h"
 
 #include <math.h>
-#include <xxhash.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 enum {
     OP_IADD,
@@ -75,7 +82,12 @@ enum {
     OP_NE_S,
     OP_NE_B,
     OP_NE_U,
-    OP_EQ
+    OP_EQ,
+    OP_GUARD,
+    OP_VALUE_EQ,
+    OP_BOOL_NE,
+    OP_ORD_MIN,
+    OP_ORD_MAX
 };
 
 #define I SORT_I64
@@ -83,6 +95,7 @@ enum {
 #define S SORT_STRING
 #define B SORT_BOOL
 #define U SORT_UNIT
+#define ANY SORT_ANY
 
 static const eg_prim prims[] = {
     {"+", 2, I, I, I, OP_IADD},
@@ -142,7 +155,8 @@ static const eg_prim prims[] = {
     {"<", 2, S, S, U, OP_SLT},
     {">", 2, S, S, U, OP_SGT},
     {"and", 2, B, B, B, OP_BAND},
-    {"or", 2, B, B, B, OP_BOR},
+    {"or", -2, B, B, B, OP_BOR},
+    {"guard", 1, B, B, U, OP_GUARD},
     {"not", 1, B, B, B, OP_BNOT},
     {"xor", 2, B, B, B, OP_BXOR},
     {"=>", 2, B, B, B, OP_BIMP},
@@ -151,31 +165,43 @@ static const eg_prim prims[] = {
     {"!=", 2, S, S, U, OP_NE_S},
     {"!=", 2, B, B, U, OP_NE_B},
     {"!=", 2, U, U, U, OP_NE_U},
+    /* over every sort (both arguments of one sort) */
+    {"!=", 2, ANY, ANY, U, OP_NE_U},
+    {"value-eq", 2, ANY, ANY, U, OP_VALUE_EQ},
+    {"bool-!=", 2, ANY, ANY, B, OP_BOOL_NE},
+    {"ordering-min", 2, ANY, ANY, ANY, OP_ORD_MIN},
+    {"ordering-max", 2, ANY, ANY, ANY, OP_ORD_MAX},
 };
 #undef I
 #undef F
 #undef S
 #undef B
 #undef U
-
-/* != on user sorts compares e-class ids; it is the one primitive over every sort. */
-static const eg_prim prim_ne_eq = {"!=", 2, UINT32_MAX, UINT32_MAX, SORT_UNIT, OP_NE_U};
+#undef ANY
 
 /* Internal: equality of two query constants (e.g. two globals in a check). */
-static const eg_prim prim_eq = {"=", 2, UINT32_MAX, UINT32_MAX, SORT_UNIT, OP_EQ};
+static const eg_prim prim_eq = {"=", 2, SORT_ANY, SORT_ANY, SORT_UNIT, OP_EQ};
 const eg_prim *eg__prim_eq(void)
 {
     return &prim_eq;
 }
 
-void eg__pair_prims_init(eg_sort *s, uint32_t self)
+uint32_t eg__prim_ret(const eg_prim *p, uint32_t arg0)
 {
-    eg_prim *p = eg__calloc(3, sizeof(eg_prim));
+    return p->ret == SORT_ANY ? arg0 : p->ret;
+}
+
+void eg__pair_prims_init(eg_engine *e, eg_sort *s, uint32_t self)
+{
+    eg_prim *p = eg__calloc(e, 3, sizeof(eg_prim));
     p[0] = (eg_prim){"pair", 2, s->elem[0], s->elem[1], self, EG_OP_PAIR};
     p[1] = (eg_prim){"pair-first", 1, self, self, s->elem[0], EG_OP_PAIR_FIRST};
     p[2] = (eg_prim){"pair-second", 1, self, self, s->elem[1], EG_OP_PAIR_SECOND};
     s->pair_prims = p;
 }
+
+static const eg_prim *prim_find(const char *name, const uint32_t *arg_sorts, uint32_t nargs,
+                                bool *name_known);
 
 const eg_prim *eg__prim_resolve(const eg_engine *e, const char *name, const uint32_t *arg_sorts,
                                 uint32_t nargs, bool *name_known)
@@ -193,7 +219,7 @@ const eg_prim *eg__prim_resolve(const eg_engine *e, const char *name, const uint
         }
     }
     bool known = false;
-    const eg_prim *p = eg__prim_find(name, arg_sorts, nargs, &known);
+    const eg_prim *p = prim_find(name, arg_sorts, nargs, &known);
     if (known)
         *name_known = true;
     else if (!*name_known)
@@ -207,14 +233,14 @@ static eg_value pair_intern(eg_engine *e, eg_value a, eg_value b)
     uint64_t h = XXH3_64bits(k, sizeof k);
     if (e->pair_nslots == 0 || (e->npairs + 1) * 2 > e->pair_nslots) {
         uint32_t ns = e->pair_nslots ? e->pair_nslots * 2 : 64;
-        uint32_t *sl = eg__mcalloc(&e->mem, ns, sizeof *sl);
+        uint32_t *sl = eg__mcalloc(e, ns, sizeof *sl);
         for (uint32_t i = 0; i < e->npairs; i++) {
             uint32_t j = (uint32_t)e->pair_hash[i] & (ns - 1);
             while (sl[j])
                 j = (j + 1) & (ns - 1);
             sl[j] = i + 1;
         }
-        eg__mfree(&e->mem, e->pair_slots);
+        eg__mfree(e, e->pair_slots);
         e->pair_slots = sl;
         e->pair_nslots = ns;
     }
@@ -224,8 +250,12 @@ static eg_value pair_intern(eg_engine *e, eg_value a, eg_value b)
         if (e->pairs[2 * id] == a && e->pairs[2 * id + 1] == b) return id;
         j = (j + 1) & (e->pair_nslots - 1);
     }
-    EG_MGROW(&e->mem, e->pair_hash, e->cappairs, e->npairs + 1);
-    e->pairs = eg__marray(&e->mem, e->pairs, 2 * (size_t)e->cappairs, sizeof(eg_value));
+    if (e->npairs + 1 > e->cappairs) { /* both arrays grow before either is used */
+        uint32_t nc = e->cappairs ? e->cappairs * 2 : 64;
+        e->pairs = eg__marray(e, e->pairs, 2 * (size_t)nc, sizeof(eg_value));
+        e->pair_hash = eg__marray(e, e->pair_hash, nc, sizeof *e->pair_hash);
+        e->cappairs = nc;
+    }
     e->pairs[2 * e->npairs] = a;
     e->pairs[2 * e->npairs + 1] = b;
     e->pair_hash[e->npairs] = h;
@@ -233,8 +263,6 @@ static eg_value pair_intern(eg_engine *e, eg_value a, eg_value b)
     return e->npairs++;
 }
 
-/* The pair with canonical elements (interning it if new). */
-eg_value eg__pair_canon(eg_engine *e, uint32_t sort, eg_value v);
 eg_value eg__pair_canon(eg_engine *e, uint32_t sort, eg_value v)
 {
     if (v >= e->npairs) return v;
@@ -245,8 +273,9 @@ eg_value eg__pair_canon(eg_engine *e, uint32_t sort, eg_value v)
     return pair_intern(e, a, b);
 }
 
-const eg_prim *eg__prim_find(const char *name, const uint32_t *arg_sorts, uint32_t nargs,
-                             bool *name_known)
+/* The first overload of name that takes the argument sorts (the table's order). */
+static const eg_prim *prim_find(const char *name, const uint32_t *arg_sorts, uint32_t nargs,
+                                bool *name_known)
 {
     *name_known = false;
     for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++) {
@@ -254,7 +283,11 @@ const eg_prim *eg__prim_find(const char *name, const uint32_t *arg_sorts, uint32
         if (strcmp(p->name, name) != 0) continue;
         *name_known = true;
         if (p->nargs >= 0 && (uint32_t)p->nargs != nargs) continue;
-        if (p->nargs < 0 && nargs < 1) continue;
+        if (p->nargs == -1 && nargs < 1) continue;
+        if (p->arg == SORT_ANY) { /* two arguments of one sort, any sort */
+            if (nargs == 2 && arg_sorts[0] == arg_sorts[1]) return p;
+            continue;
+        }
         bool ok = true;
         for (uint32_t a = 0; a < nargs && ok; a++) {
             uint32_t want = (a == 1) ? p->arg2 : p->arg;
@@ -262,11 +295,6 @@ const eg_prim *eg__prim_find(const char *name, const uint32_t *arg_sorts, uint32
             if (arg_sorts[a] != want) ok = false;
         }
         if (ok) return p;
-    }
-    if (strcmp(name, "!=") == 0) {
-        *name_known = true;
-        if (nargs == 2 && arg_sorts[0] == arg_sorts[1] && arg_sorts[0] >= SORT_NBUILTIN)
-            return &prim_ne_eq;
     }
     return NULL;
 }
@@ -293,8 +321,10 @@ static eg_value of_i(int64_t i)
     return (eg_value)i;
 }
 
-/* Shortest text that reads back as the same double, always with a '.' or exponent. */
-static void fmt_f64(double d, char *buf, size_t n)
+/* The shortest digits that read back as d, in egglog's form (Rust's Debug for f64):
+ * plain decimals with at least one fractional digit for 1e-4 <= |d| < 1e16 (and 0),
+ * otherwise a mantissa and an exponent without '+' or leading zeros ("1e20", "1.5e-7"). */
+void eg__fmt_f64(double d, char *buf, size_t n)
 {
     if (isnan(d)) {
         snprintf(buf, n, "NaN");
@@ -304,23 +334,74 @@ static void fmt_f64(double d, char *buf, size_t n)
         snprintf(buf, n, d < 0 ? "-inf" : "inf");
         return;
     }
-    for (int p = 1; p <= 17; p++) {
-        snprintf(buf, n, "%.*g", p, d);
-        double back;
-        if (sscanf(buf, "%lf", &back) == 1 && back == d) break;
+    char sci[40];
+    for (int p = 0; p <= 17; p++) {
+        snprintf(sci, sizeof sci, "%.*e", p, d);
+        if (strtod(sci, NULL) == d) break;
     }
-    if (!strpbrk(buf, ".e")) {
-        size_t l = strlen(buf);
-        if (l + 3 < n) memcpy(buf + l, ".0", 3);
-    } else if (strchr(buf, 'e')) {
-        /* egglog writes plain decimals; keep %g's exponent form for huge values */
+    /* sci is "[-]D[.DDD]e[+-]X": collect the digits and the exponent */
+    char dig[32];
+    size_t nd = 0;
+    const char *q = sci;
+    bool neg = *q == '-';
+    if (neg) q++;
+    for (; *q && *q != 'e'; q++)
+        if (*q >= '0' && *q <= '9' && nd < sizeof dig - 1) dig[nd++] = *q;
+    dig[nd] = 0;
+    int x = *q == 'e' ? atoi(q + 1) : 0;
+    while (nd > 1 && dig[nd - 1] == '0') /* trailing zeros of the mantissa */
+        dig[--nd] = 0;
+    double ad = fabs(d);
+    size_t o = 0;
+    char out[400];
+    if (neg) out[o++] = '-';
+    if (d == 0 || (ad >= 1e-4 && ad < 1e16)) {
+        if (x >= 0) {
+            for (int k = 0; k <= x; k++)
+                out[o++] = (size_t)k < nd ? dig[k] : '0';
+            out[o++] = '.';
+            if ((size_t)x + 1 < nd)
+                for (size_t k = (size_t)x + 1; k < nd; k++)
+                    out[o++] = dig[k];
+            else
+                out[o++] = '0';
+        } else {
+            out[o++] = '0';
+            out[o++] = '.';
+            for (int k = 0; k < -x - 1; k++)
+                out[o++] = '0';
+            for (size_t k = 0; k < nd; k++)
+                out[o++] = dig[k];
+        }
+        out[o] = 0;
+    } else {
+        out[o++] = dig[0];
+        if (nd > 1) {
+            out[o++] = '.';
+            for (size_t k = 1; k < nd; k++)
+                out[o++] = dig[k];
+        }
+        snprintf(out + o, sizeof out - o, "e%d", x);
     }
+    snprintf(buf, n, "%s", out);
 }
 
-void eg__fmt_f64(double d, char *buf, size_t n);
-void eg__fmt_f64(double d, char *buf, size_t n)
+/* f64 order for min and max: NaN above every number (egglog's ordered floats). */
+static bool f_less(double a, double b)
 {
-    fmt_f64(d, buf, n);
+    if (isnan(a)) return false;
+    if (isnan(b)) return true;
+    return a < b;
+}
+
+/* The length in UTF-8 characters (count-matches and replace with an empty pattern match
+ * at every character boundary, as egglog's strings do). */
+static size_t utf8_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80) n++;
+    return n;
 }
 
 static prim_status pred(bool b, eg_value *out)
@@ -338,14 +419,19 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
     char buf[64];
     switch (p->op) {
     case OP_IADD:
-        *out = of_i((int64_t)((uint64_t)x + (uint64_t)y));
-        return PR_OK;
     case OP_ISUB:
-        *out = of_i((int64_t)((uint64_t)x - (uint64_t)y));
+    case OP_IMUL: {
+        int64_t z;
+        bool ovf = p->op == OP_IADD   ? __builtin_add_overflow(x, y, &z)
+                   : p->op == OP_ISUB ? __builtin_sub_overflow(x, y, &z)
+                                      : __builtin_mul_overflow(x, y, &z);
+        if (ovf) {
+            *why = "integer overflow";
+            return PR_FAIL;
+        }
+        *out = of_i(z);
         return PR_OK;
-    case OP_IMUL:
-        *out = of_i((int64_t)((uint64_t)x * (uint64_t)y));
-        return PR_OK;
+    }
     case OP_IDIV:
     case OP_IMOD:
         if (y == 0) {
@@ -368,10 +454,12 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
         *out = of_i(x ^ y);
         return PR_OK;
     case OP_ISHL:
-        *out = (y < 0 || y > 63) ? 0 : of_i((int64_t)((uint64_t)x << y));
-        return PR_OK;
     case OP_ISHR:
-        *out = (y < 0 || y > 63) ? of_i(x < 0 ? -1 : 0) : of_i(x >> y);
+        if (y < 0 || y > 63) {
+            *why = "shift amount outside 0..63";
+            return PR_FAIL;
+        }
+        *out = p->op == OP_ISHL ? of_i((int64_t)((uint64_t)x << y)) : of_i(x >> y);
         return PR_OK;
     case OP_INOT:
         *out = of_i(~x);
@@ -440,10 +528,12 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
         *out = of_f(fx * fy);
         return PR_OK;
     case OP_FDIV:
-        *out = of_f(fx / fy);
-        return PR_OK;
     case OP_FMOD:
-        *out = of_f(fmod(fx, fy));
+        if (fy == 0) {
+            *why = "division by zero";
+            return PR_FAIL;
+        }
+        *out = of_f(p->op == OP_FDIV ? fx / fy : fmod(fx, fy));
         return PR_OK;
     case OP_FPOW:
         *out = of_f(pow(fx, fy));
@@ -452,10 +542,10 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
         *out = of_f(-fx);
         return PR_OK;
     case OP_FMIN:
-        *out = of_f(fx < fy ? fx : fy);
+        *out = of_f(f_less(fy, fx) ? fy : fx);
         return PR_OK;
     case OP_FMAX:
-        *out = of_f(fx > fy ? fx : fy);
+        *out = of_f(f_less(fx, fy) ? fy : fx);
         return PR_OK;
     case OP_FEXP:
         *out = of_f(exp(fx));
@@ -477,23 +567,22 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
     case OP_FABS:
         *out = of_f(fabs(fx));
         return PR_OK;
-    case OP_FLT:
-        return pred(fx < fy, out);
+    case OP_FLT: /* ordered floats: NaN equals NaN and is above every number */
+        return pred(f_less(fx, fy), out);
     case OP_FGT:
-        return pred(fx > fy, out);
+        return pred(f_less(fy, fx), out);
     case OP_FLE:
-        return pred(fx <= fy, out);
+        return pred(!f_less(fy, fx), out);
     case OP_FGE:
-        return pred(fx >= fy, out);
-    case OP_FTOI:
-        if (!(fx > -9.2e18 && fx < 9.2e18)) {
-            *why = "f64 out of the range of i64";
-            return PR_FAIL;
-        }
-        *out = of_i((int64_t)fx);
+        return pred(!f_less(fx, fy), out);
+    case OP_FTOI: /* saturating, NaN to 0 (as egglog) */
+        *out = isnan(fx)                      ? 0
+               : fx >= 9223372036854775807.0  ? of_i(INT64_MAX)
+               : fx <= -9223372036854775808.0 ? of_i(INT64_MIN)
+                                              : of_i((int64_t)fx);
         return PR_OK;
     case OP_FTOS:
-        fmt_f64(fx, buf, sizeof buf);
+        eg__fmt_f64(fx, buf, sizeof buf);
         *out = eg__intern(e, buf, strlen(buf));
         return PR_OK;
     case OP_FFLOOR:
@@ -509,7 +598,7 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
         size_t len = 0;
         for (uint32_t i = 0; i < nargs; i++)
             len += strlen(eg__str(e, (uint32_t)a[i]));
-        char *s = eg__alloc(len + 1);
+        char *s = eg__scoped_alloc(e, len + 1);
         size_t o = 0;
         for (uint32_t i = 0; i < nargs; i++) {
             const char *t = eg__str(e, (uint32_t)a[i]);
@@ -519,14 +608,16 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
         }
         s[o] = 0;
         *out = eg__intern(e, s, o);
-        eg__free(s);
+        eg__scoped_free(e, s);
         return PR_OK;
     }
     case OP_SCOUNT: {
         const char *s = eg__str(e, (uint32_t)a[0]), *t = eg__str(e, (uint32_t)a[1]);
         size_t tl = strlen(t);
         int64_t c = 0;
-        if (tl)
+        if (!tl)
+            c = (int64_t)utf8_chars(s) + 1;
+        else
             for (const char *q = strstr(s, t); q; q = strstr(q + tl, t))
                 c++;
         *out = of_i(c);
@@ -536,25 +627,37 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
         const char *s = eg__str(e, (uint32_t)a[0]), *t = eg__str(e, (uint32_t)a[1]),
                    *r = eg__str(e, (uint32_t)a[2]);
         size_t tl = strlen(t), rl = strlen(r), sl = strlen(s);
-        if (!tl) {
-            *out = a[0];
-            return PR_OK;
-        }
         size_t cnt = 0;
-        for (const char *q = strstr(s, t); q; q = strstr(q + tl, t))
-            cnt++;
-        char *res = eg__alloc(sl + cnt * rl + 1), *w = res;
-        const char *q = s, *m;
-        while ((m = strstr(q, t))) {
-            memcpy(w, q, (size_t)(m - q));
-            w += m - q;
-            memcpy(w, r, rl);
-            w += rl;
-            q = m + tl;
+        if (!tl)
+            cnt = utf8_chars(s) + 1;
+        else
+            for (const char *q = strstr(s, t); q; q = strstr(q + tl, t))
+                cnt++;
+        if (rl && cnt > (SIZE_MAX - sl - 1) / rl) eg__oom(e, SIZE_MAX);
+        char *res = eg__scoped_alloc(e, sl + cnt * rl + 1), *w = res;
+        if (!tl) { /* the replacement before every character and at the end */
+            for (const char *q = s;; q++) {
+                if (((unsigned char)*q & 0xC0) != 0x80) {
+                    memcpy(w, r, rl);
+                    w += rl;
+                }
+                if (!*q) break;
+                *w++ = *q;
+            }
+            *w = 0;
+        } else {
+            const char *q = s, *m;
+            while ((m = strstr(q, t))) {
+                memcpy(w, q, (size_t)(m - q));
+                w += m - q;
+                memcpy(w, r, rl);
+                w += rl;
+                q = m + tl;
+            }
+            strcpy(w, q);
         }
-        strcpy(w, q);
         *out = eg__intern(e, res, strlen(res));
-        eg__free(res);
+        eg__scoped_free(e, res);
         return PR_OK;
     }
     case OP_SLT:
@@ -564,8 +667,25 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
     case OP_BAND:
         *out = a[0] && a[1];
         return PR_OK;
-    case OP_BOR:
-        *out = a[0] || a[1];
+    case OP_BOR: {
+        bool any = false;
+        for (uint32_t i = 0; i < nargs; i++)
+            any = any || a[i];
+        *out = any;
+        return PR_OK;
+    }
+    case OP_GUARD:
+        return pred(a[0] != 0, out);
+    case OP_VALUE_EQ:
+        return pred(a[0] == a[1], out);
+    case OP_BOOL_NE:
+        *out = a[0] != a[1];
+        return PR_OK;
+    case OP_ORD_MIN: /* the engine's value order, as egglog's primitives use its own */
+        *out = a[0] < a[1] ? a[0] : a[1];
+        return PR_OK;
+    case OP_ORD_MAX:
+        *out = a[0] > a[1] ? a[0] : a[1];
         return PR_OK;
     case OP_BNOT:
         *out = !a[0];
@@ -577,7 +697,6 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
         *out = !a[0] || a[1];
         return PR_OK;
     case OP_NE_F:
-        return pred(fx != fy, out);
     case OP_NE_I:
     case OP_NE_S:
     case OP_NE_B:

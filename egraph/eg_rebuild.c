@@ -28,13 +28,11 @@
  * compacted (row numbers change), by pop, and when dead rows' entries outnumber the live
  * ones. Pairs holding e-class ids are not indexed: an engine with such columns always
  * rebuilds with full passes. */
-#include "eg_internal.h"
+#include "eg_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-eg_value eg__pair_canon(eg_engine *e, uint32_t sort, eg_value v);
 
 #define NO_USE UINT32_MAX
 
@@ -64,20 +62,21 @@ HOT_INLINE bool row_stale(eg_engine *e, const eg_table *t, const eg_value *row)
 static void reinsert(eg_engine *e, uint32_t ti, uint32_t r)
 {
     eg_table *t = &e->tables[ti];
-    eg_value tmp[32];
+    eg_value tmp[EG_MAX_COLS];
     memcpy(tmp, t->cols + (size_t)r * t->ncols, t->ncols * sizeof(eg_value));
     bool sub = t->flags[r] & RF_SUBSUMED;
+    uint32_t origin = t->origin[r]; /* the row is the same node, made canonical */
     eg__table_kill(t, r);
-    eg__insert(e, t, tmp, sub);
+    eg__insert(e, t, tmp, sub, origin);
 }
 
 /* ---- the uses index ---- */
 
 void eg__uses_drop(eg_engine *e)
 {
-    eg__mfree(&e->mem, e->use_head);
-    eg__mfree(&e->mem, e->use_next);
-    eg__mfree(&e->mem, e->use_key);
+    eg__mfree(e, e->use_head);
+    eg__mfree(e, e->use_next);
+    eg__mfree(e, e->use_key);
     e->use_head = e->use_next = NULL;
     e->use_key = NULL;
     e->nuse_head = e->capuse_head = 0;
@@ -88,15 +87,15 @@ void eg__uses_drop(eg_engine *e)
 static void use_add(eg_engine *e, uint32_t id, uint64_t key)
 {
     if (id >= e->nuse_head) {
-        EG_MGROW(&e->mem, e->use_head, e->capuse_head, (size_t)e->nids + 1);
+        EG_MGROW(e, e->use_head, e->capuse_head, (size_t)e->nids + 1);
         for (uint32_t i = e->nuse_head; i < e->capuse_head; i++)
             e->use_head[i] = NO_USE;
         e->nuse_head = e->capuse_head;
     }
     if (e->nuse + 1 > e->capuse) {
         uint32_t nc = e->capuse ? e->capuse * 2 : 1024;
-        e->use_next = eg__marray(&e->mem, e->use_next, nc, sizeof(uint32_t));
-        e->use_key = eg__marray(&e->mem, e->use_key, nc, sizeof(uint64_t));
+        e->use_next = eg__marray(e, e->use_next, nc, sizeof(uint32_t));
+        e->use_key = eg__marray(e, e->use_key, nc, sizeof(uint64_t));
         e->capuse = nc;
     }
     e->use_next[e->nuse] = e->use_head[id];
@@ -150,7 +149,7 @@ static int pair_cmp(const void *a, const void *b)
 int eg__uses_check(eg_engine *e, char *why, size_t n)
 {
     if (!e->uses_on) return 0;
-    use_pair *all = eg__array(NULL, (size_t)e->nuse + 1, sizeof *all);
+    use_pair *all = eg__scoped_alloc(e, ((size_t)e->nuse + 1) * sizeof *all);
     size_t m = 0;
     for (uint32_t id = 0; id < e->nuse_head; id++)
         for (uint32_t u = e->use_head[id]; u != NO_USE; u = e->use_next[u])
@@ -175,7 +174,7 @@ int eg__uses_check(eg_engine *e, char *why, size_t n)
             }
         }
     }
-    eg__free(all);
+    eg__scoped_free(e, all);
     return rc;
 }
 
@@ -183,7 +182,7 @@ int eg__uses_check(eg_engine *e, char *why, size_t n)
 
 static void heap_push(eg_engine *e, uint64_t k)
 {
-    EG_MGROW(&e->mem, e->heap, e->capheap, (size_t)e->nheap + 1);
+    EG_MGROW(e, e->heap, e->capheap, (size_t)e->nheap + 1);
     uint64_t *h = e->heap;
     uint32_t i = e->nheap++;
     while (i > 0) {
@@ -274,7 +273,7 @@ static void indexed_pass(eg_engine *e)
  * columns holding e-class ids, and when the merged ids are few next to the rows. */
 static bool want_index(eg_engine *e, bool allow)
 {
-    if (!allow || e->opt.rebuild_index < 0) return false;
+    if (!allow || e->opt.rebuild == EG_REBUILD_FULL) return false;
     uint64_t rows = 0;
     for (uint32_t ti = 0; ti < e->ntables; ti++) {
         const eg_table *t = &e->tables[ti];
@@ -285,13 +284,13 @@ static bool want_index(eg_engine *e, bool allow)
         }
         rows += t->nlive;
     }
-    if (e->opt.rebuild_index > 0) return true;
+    if (e->opt.rebuild == EG_REBUILD_INDEXED) return true;
     if (e->uses_on) {
         /* rebuild the index when dead rows' entries dominate it */
         if (e->nuse > 3 * (uint64_t)e->nuse_built + 65536) uses_build(e);
         return (uint64_t)e->nseeds * 4 < rows;
     }
-    return rows >= 4096 && (uint64_t)e->nseeds * 64 < rows;
+    return rows >= EG_INDEX_MIN_ROWS && (uint64_t)e->nseeds * EG_INDEX_SEED_RATIO < rows;
 }
 
 static void rebuild(eg_engine *e, bool allow_index)
@@ -334,7 +333,7 @@ static void rebuild(eg_engine *e, bool allow_index)
     for (uint32_t ti = 0; ti < e->ntables; ti++) {
         eg_table *t = &e->tables[ti];
         if (t->nrows - t->nlive > t->nrows / 2 && t->nrows > 64) {
-            eg__table_compact(t);
+            eg__table_compact(e, t);
             if (e->uses_on && t->has_eq) eg__uses_drop(e); /* row numbers changed */
         }
     }

@@ -3,8 +3,13 @@
  * Produces a tree of sx nodes, each carrying its file, line and column, so every later
  * error can name where it arose. Comments run from ';' to the end of the line. Atoms:
  * integers (i64), floats (with '.', 'e', or the words inf/-inf/NaN), strings in double
- * quotes with \" \\ \n \t escapes, and symbols (anything else up to space or paren). */
-#include "eg_internal.h"
+ * quotes with \" \\ \n \t escapes, and symbols (anything else up to space or paren).
+ *
+ * Nodes, their texts and their item arrays live in the engine's arena (eg__arena_alloc)
+ * for the engine's life: rules point into their source. A list's items are collected on
+ * the engine's reader stack (e->sxstack) and copied to the arena when the list closes, so
+ * an error or a failed allocation part-way leaves nothing unowned. */
+#include "eg_int.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -13,16 +18,17 @@
 #include <string.h>
 
 typedef struct {
+    eg_engine *e;
     const char *s;
     size_t i, n;
     uint32_t line, col;
     const char *file;
-    eg_error *err;
 } reader;
 
 static sx *mk(reader *r, sx_kind k, uint32_t line, uint32_t col)
 {
-    sx *x = eg__calloc(1, sizeof *x);
+    sx *x = eg__arena_alloc(r->e, sizeof *x);
+    memset(x, 0, sizeof *x);
     x->kind = k;
     x->line = line;
     x->col = col;
@@ -30,14 +36,19 @@ static sx *mk(reader *r, sx_kind k, uint32_t line, uint32_t col)
     return x;
 }
 
-void eg__sx_free(sx *s)
+static char *arena_strndup(eg_engine *e, const char *s, size_t n)
 {
-    if (!s) return;
-    for (uint32_t i = 0; i < s->n; i++)
-        eg__sx_free(s->items[i]);
-    eg__free(s->items);
-    eg__free(s->text);
-    eg__free(s);
+    if (n == SIZE_MAX) eg__oom(e, n);
+    char *d = eg__arena_alloc(e, n + 1);
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
+const char *eg__sx_head(const sx *s)
+{
+    return (s->kind == SX_LIST && s->n > 0 && s->items[0]->kind == SX_SYM) ? s->items[0]->text
+                                                                           : NULL;
 }
 
 bool eg__sx_is(const sx *s, const char *sym)
@@ -77,10 +88,10 @@ static void skip_ws(reader *r)
     }
 }
 
-static void rerr(reader *r, uint32_t line, uint32_t col, const char *msg)
+static _Noreturn void rerr(reader *r, int code, uint32_t line, uint32_t col, const char *msg)
 {
-    snprintf(r->err->msg, sizeof r->err->msg, "%s:%u:%u: %s", r->file, line, col, msg);
-    r->err->code = EG_ERR_PARSE;
+    sx at = {.kind = SX_SYM, .line = line, .col = col, .file = r->file};
+    eg__throw(r->e, code, &at, "%s", msg);
 }
 
 static bool is_delim(int c)
@@ -106,10 +117,8 @@ static sx *read_atom(reader *r)
             errno = 0;
             long long v = strtoll(buf, &end, 10);
             if (*end == 0) {
-                if (errno == ERANGE) {
-                    rerr(r, line, col, "integer literal out of the range of i64");
-                    return NULL;
-                }
+                if (errno == ERANGE)
+                    rerr(r, LM_EPARSE, line, col, "integer literal out of the range of i64");
                 sx *x = mk(r, SX_INT, line, col);
                 x->i = v;
                 return x;
@@ -128,33 +137,34 @@ static sx *read_atom(reader *r)
         }
     }
     sx *x = mk(r, SX_SYM, line, col);
-    x->text = eg__strndup(t, len);
+    x->text = arena_strndup(r->e, t, len);
     return x;
 }
 
+/* A string literal is never longer than its source text, so its text is decoded in
+ * place into an arena buffer of that size: one pass to find the end, one to copy. */
 static sx *read_string(reader *r)
 {
     uint32_t line = r->line, col = r->col;
     adv(r);
-    size_t cap = 16, n = 0;
-    char *buf = eg__alloc(cap);
-    for (;;) {
+    size_t start = r->i;
+    for (;;) { /* find the closing quote */
         int c = peekc(r);
-        if (c == -1) {
-            eg__free(buf);
-            rerr(r, line, col, "unterminated string literal (add the closing \")");
-            return NULL;
-        }
+        if (c == -1)
+            rerr(r, LM_EPARSE, line, col, "unterminated string literal (add the closing \")");
         adv(r);
         if (c == '"') break;
-        if (c == '\\') {
-            int d = peekc(r);
-            if (d == -1) continue;
-            adv(r);
+        if (c == '\\' && peekc(r) != -1) adv(r);
+    }
+    size_t end = r->i - 1, n = 0;
+    char *buf = eg__arena_alloc(r->e, end - start + 1);
+    for (size_t k = start; k < end; k++) {
+        char c = r->s[k];
+        if (c == '\\' && k + 1 < end) {
+            char d = r->s[++k];
             c = d == 'n' ? '\n' : d == 't' ? '\t' : d;
         }
-        if (n + 2 > cap) buf = eg__realloc(buf, cap *= 2);
-        buf[n++] = (char)c;
+        buf[n++] = c;
     }
     buf[n] = 0;
     sx *x = mk(r, SX_STR, line, col);
@@ -166,61 +176,44 @@ static sx *read_form(reader *r, int depth)
 {
     skip_ws(r);
     int c = peekc(r);
-    if (c == -1) return NULL;
-    if (c == ')') {
-        rerr(r, r->line, r->col, "unexpected ')' (no list is open here)");
-        return NULL;
-    }
+    if (c == ')') rerr(r, LM_EPARSE, r->line, r->col, "unexpected ')' (no list is open here)");
     if (c == '"') return read_string(r);
     if (c != '(') return read_atom(r);
-    if (depth > 2000) {
-        rerr(r, r->line, r->col, "lists nested too deeply (more than 2000 levels)");
-        return NULL;
-    }
+    if (depth > EG_MAX_DEPTH)
+        rerr(r, LM_ELIMIT, r->line, r->col,
+             "lists nested too deeply (more than " EG_MAX_DEPTH_TEXT " levels)");
+    eg_engine *e = r->e;
     sx *l = mk(r, SX_LIST, r->line, r->col);
     adv(r);
-    uint32_t cap = 0;
+    uint32_t base = e->nsxstack; /* this list's items are the stack above base */
     for (;;) {
         skip_ws(r);
         c = peekc(r);
-        if (c == -1) {
-            rerr(r, l->line, l->col, "unclosed '(' (add the matching ')')");
-            eg__sx_free(l);
-            return NULL;
-        }
-        if (c == ')') {
-            adv(r);
-            return l;
-        }
+        if (c == -1) rerr(r, LM_EPARSE, l->line, l->col, "unclosed '(' (add the matching ')')");
+        if (c == ')') break;
         sx *it = read_form(r, depth + 1);
-        if (!it) {
-            eg__sx_free(l);
-            return NULL;
-        }
-        EG_GROW(l->items, cap, l->n + 1);
-        l->items[l->n++] = it;
+        EG_GROW(e, e->sxstack, e->capsxstack, (size_t)e->nsxstack + 1);
+        e->sxstack[e->nsxstack++] = it;
     }
+    adv(r);
+    l->n = e->nsxstack - base;
+    l->items = eg__arena_alloc(e, (l->n ? l->n : 1) * sizeof(sx *));
+    if (l->n) memcpy(l->items, e->sxstack + base, l->n * sizeof(sx *));
+    e->nsxstack = base;
+    return l;
 }
 
-int eg__sx_parse(const char *text, const char *file, sx ***out, uint32_t *n, eg_error *err)
+void eg__sx_parse(eg_engine *e, const char *text, const char *file, uint32_t *first, uint32_t *n)
 {
-    reader r = {text, 0, strlen(text), 1, 1, file, err};
-    sx **forms = NULL;
-    uint32_t cnt = 0, cap = 0;
+    reader r = {e, text, 0, strlen(text), 1, 1, file};
+    e->nsxstack = 0; /* what an earlier failed parse left */
+    *first = e->nprogs;
     for (;;) {
         skip_ws(&r);
         if (peekc(&r) == -1) break;
         sx *f = read_form(&r, 0);
-        if (!f) {
-            for (uint32_t i = 0; i < cnt; i++)
-                eg__sx_free(forms[i]);
-            eg__free(forms);
-            return -1;
-        }
-        EG_GROW(forms, cap, cnt + 1);
-        forms[cnt++] = f;
+        EG_GROW(e, e->progs, e->capprogs, (size_t)e->nprogs + 1);
+        e->progs[e->nprogs++] = f;
     }
-    *out = forms;
-    *n = cnt;
-    return 0;
+    *n = e->nprogs - *first;
 }

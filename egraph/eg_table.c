@@ -5,7 +5,7 @@
  * columns in `mask`; group g's rows are rows[gstart[g] .. gstart[g+1]), in row order.
  * An index covers rows [0, hi) and is valid while the table's version is unchanged
  * (rows only die between search phases, never during one). */
-#include "eg_internal.h"
+#include "eg_int.h"
 
 #include <string.h>
 #include <xxhash.h>
@@ -17,6 +17,7 @@ void eg__table_init(eg_table *t)
     t->flags = NULL;
     t->khash = NULL;
     t->slotpos = NULL;
+    t->origin = NULL;
     t->nrows = t->cap = t->nlive = 0;
     t->slots = NULL;
     t->nslots = t->nused = 0;
@@ -25,65 +26,89 @@ void eg__table_init(eg_table *t)
     t->version = 0;
 }
 
-static void six_free(eg_table *t, sindex *ix)
+static void six_free(eg_engine *e, sindex *ix)
 {
     eg__free(ix->slots);
     eg__free(ix->gfirst);
     eg__free(ix->gstart);
     eg__free(ix->rows);
-    eg__mem_sub(t->mem, ix->bytes);
+    eg__free(ix->w_grp);
+    eg__free(ix->w_cnt);
+    eg__free(ix->w_hash);
+    eg__mem_sub(e, ix->bytes);
 }
 
-void eg__table_clear_six(eg_table *t)
+void eg__table_clear_six(eg_engine *e, eg_table *t)
 {
     for (uint32_t i = 0; i < t->nsix; i++)
-        six_free(t, &t->six[i]);
+        six_free(e, &t->six[i]);
     t->nsix = 0;
 }
 
-void eg__table_fini(eg_table *t)
+void eg__table_fini(eg_engine *e, eg_table *t)
 {
-    eg__mfree(t->mem, t->cols);
-    eg__mfree(t->mem, t->ts);
-    eg__mfree(t->mem, t->flags);
-    eg__mfree(t->mem, t->khash);
-    eg__mfree(t->mem, t->slotpos);
-    eg__mfree(t->mem, t->slots);
-    eg__table_clear_six(t);
-    eg__mfree(t->mem, t->six);
-    t->cols = NULL;
-    t->ts = NULL;
-    t->flags = NULL;
-    t->khash = NULL;
-    t->slotpos = NULL;
-    t->slots = NULL;
-    t->six = NULL;
-    t->nrows = t->cap = t->nlive = t->nslots = t->nused = t->nsix = t->capsix = 0;
+    eg__mfree(e, t->cols);
+    eg__mfree(e, t->ts);
+    eg__mfree(e, t->flags);
+    eg__mfree(e, t->khash);
+    eg__mfree(e, t->slotpos);
+    eg__mfree(e, t->origin);
+    eg__mfree(e, t->slots);
+    eg__table_clear_six(e, t);
+    eg__mfree(e, t->six);
+    eg__table_init(t);
 }
 
-void eg__table_copy(eg_table *dst, const eg_table *src)
+/* Copies src's storage into dst (for push). dst holds no storage until each array is
+ * complete, so a copy cut short by a failed allocation is freed by eg__table_fini. */
+void eg__table_copy(eg_engine *e, eg_table *dst, const eg_table *src)
 {
     *dst = *src;
-    size_t nc = (size_t)src->ncols;
-    dst->cap = src->nrows;
-    eg_mem_acct *m = src->mem;
-    dst->cols = eg__marray(m, NULL, (size_t)src->nrows * nc + 1, sizeof(eg_value));
-    dst->ts = eg__marray(m, NULL, src->nrows + 1, sizeof(uint32_t));
-    dst->flags = eg__marray(m, NULL, src->nrows + 1, 1);
-    dst->khash = eg__marray(m, NULL, src->nrows + 1, sizeof(uint64_t));
-    dst->slotpos = eg__marray(m, NULL, src->nrows + 1, sizeof(uint32_t));
-    dst->slots = eg__marray(m, NULL, src->nslots + 1, sizeof(uint64_t));
-    if (src->nrows) {
-        memcpy(dst->cols, src->cols, (size_t)src->nrows * nc * sizeof(eg_value));
-        memcpy(dst->ts, src->ts, src->nrows * sizeof(uint32_t));
-        memcpy(dst->flags, src->flags, src->nrows);
-        memcpy(dst->khash, src->khash, src->nrows * sizeof(uint64_t));
-        memcpy(dst->slotpos, src->slotpos, src->nrows * sizeof(uint32_t));
+    eg__table_init(dst);
+    size_t nc = (size_t)src->ncols, n = src->nrows;
+    dst->cols = eg__marray(e, NULL, n * nc + 1, sizeof(eg_value));
+    dst->ts = eg__marray(e, NULL, n + 1, sizeof(uint32_t));
+    dst->flags = eg__marray(e, NULL, n + 1, 1);
+    dst->khash = eg__marray(e, NULL, n + 1, sizeof(uint64_t));
+    dst->slotpos = eg__marray(e, NULL, n + 1, sizeof(uint32_t));
+    dst->origin = eg__marray(e, NULL, n + 1, sizeof(uint32_t));
+    dst->slots = eg__marray(e, NULL, src->nslots + 1, sizeof(uint64_t));
+    if (n) {
+        memcpy(dst->cols, src->cols, n * nc * sizeof(eg_value));
+        memcpy(dst->ts, src->ts, n * sizeof(uint32_t));
+        memcpy(dst->flags, src->flags, n);
+        memcpy(dst->khash, src->khash, n * sizeof(uint64_t));
+        memcpy(dst->slotpos, src->slotpos, n * sizeof(uint32_t));
+        memcpy(dst->origin, src->origin, n * sizeof(uint32_t));
     }
     if (src->nslots) memcpy(dst->slots, src->slots, src->nslots * sizeof(uint64_t));
+    dst->nrows = src->nrows;
+    dst->cap = src->nrows;
+    dst->nlive = src->nlive;
+    dst->nslots = src->nslots;
+    dst->nused = src->nused;
+    dst->version = src->version;
+}
 
+void eg__table_take(eg_table *dst, eg_table *src)
+{
+    dst->cols = src->cols;
+    dst->ts = src->ts;
+    dst->flags = src->flags;
+    dst->khash = src->khash;
+    dst->slotpos = src->slotpos;
+    dst->origin = src->origin;
+    dst->nrows = src->nrows;
+    dst->cap = src->nrows;
+    dst->nlive = src->nlive;
+    dst->slots = src->slots;
+    dst->nslots = src->nslots;
+    dst->nused = src->nused;
+    dst->version = src->version + 1000003; /* no index built before the push is valid */
+    dst->hi = UINT32_MAX;
     dst->six = NULL;
     dst->nsix = dst->capsix = 0;
+    eg__table_init(src);
 }
 
 uint64_t eg__key_hash(const eg_value *key, uint32_t n)
@@ -121,9 +146,9 @@ int64_t eg__table_lookup(const eg_table *t, const eg_value *key, uint64_t h)
     }
 }
 
-static void rehash(eg_table *t, uint32_t ns)
+static void rehash(eg_engine *e, eg_table *t, uint32_t ns)
 {
-    uint64_t *sl = eg__mcalloc(t->mem, ns, sizeof *sl);
+    uint64_t *sl = eg__mcalloc(e, ns, sizeof *sl);
     for (uint32_t r = 0; r < t->nrows; r++) {
         if (t->flags[r] & RF_DEAD) continue;
         uint32_t j = (uint32_t)t->khash[r] & (ns - 1);
@@ -132,35 +157,44 @@ static void rehash(eg_table *t, uint32_t ns)
         sl[j] = slot_of(t->khash[r], r);
         t->slotpos[r] = j;
     }
-    eg__mfree(t->mem, t->slots);
+    eg__mfree(e, t->slots);
     t->slots = sl;
     t->nslots = ns;
     t->nused = t->nlive;
 }
 
-uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64_t h, uint8_t flags)
+uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64_t h, uint8_t flags,
+                          uint32_t origin)
 {
-    if (t->nrows + 1 > t->cap) {
+    if (t->nrows + 1 > t->cap) { /* each array grows on its own; cap moves after all did */
+        if (t->cap > UINT32_MAX / 2) eg__oom(e, SIZE_MAX);
         uint32_t nc = t->cap ? t->cap * 2 : 16;
-        eg_mem_acct *m = t->mem;
-        t->cols = eg__marray(m, t->cols, (size_t)nc * (t->ncols ? t->ncols : 1), sizeof(eg_value));
-        t->ts = eg__marray(m, t->ts, nc, sizeof(uint32_t));
-        t->flags = eg__marray(m, t->flags, nc, 1);
-        t->khash = eg__marray(m, t->khash, nc, sizeof(uint64_t));
-        t->slotpos = eg__marray(m, t->slotpos, nc, sizeof(uint32_t));
+        t->cols = eg__marray(e, t->cols, (size_t)nc * (t->ncols ? t->ncols : 1), sizeof(eg_value));
+        t->ts = eg__marray(e, t->ts, nc, sizeof(uint32_t));
+        t->flags = eg__marray(e, t->flags, nc, 1);
+        t->khash = eg__marray(e, t->khash, nc, sizeof(uint64_t));
+        t->slotpos = eg__marray(e, t->slotpos, nc, sizeof(uint32_t));
+        t->origin = eg__marray(e, t->origin, nc, sizeof(uint32_t));
         t->cap = nc;
     }
     if (t->nslots == 0 || (t->nused + 1) * 2 > t->nslots) {
         uint32_t ns = 16;
         while ((t->nlive + 1) * 4 > ns)
             ns *= 2; /* live load <= 1/4 after a rehash */
-        rehash(t, ns);
+        rehash(e, t, ns);
+    }
+    if (origin == ORIGIN_PENDING) origin = eg__origin_command(e); /* the command's first row */
+    if (e->uses_on && t->has_eq) { /* its entries first: the row exists only once they do */
+        uint32_t r = t->nrows;
+        memcpy(t->cols + (size_t)r * t->ncols, row, t->ncols * sizeof(eg_value));
+        eg__uses_add_row(e, t, r);
     }
     uint32_t r = t->nrows++;
     memcpy(t->cols + (size_t)r * t->ncols, row, t->ncols * sizeof(eg_value));
     t->ts[r] = e->ts;
     t->flags[r] = flags;
     t->khash[r] = h;
+    t->origin[r] = origin;
     uint32_t j = (uint32_t)h & (t->nslots - 1);
     while (t->slots[j] != 0 && t->slots[j] != SLOT_DELETED)
         j = (j + 1) & (t->nslots - 1);
@@ -168,7 +202,6 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
     t->slots[j] = slot_of(h, r);
     t->slotpos[r] = j;
     t->nlive++;
-    if (e->uses_on && t->has_eq) eg__uses_add_row(e, t, r);
     return r;
 }
 
@@ -188,7 +221,7 @@ void eg__table_kill(eg_table *t, uint32_t r)
 }
 
 /* Drops dead rows, keeping the order (and so the timestamp order) of the live ones. */
-void eg__table_compact(eg_table *t)
+void eg__table_compact(eg_engine *e, eg_table *t)
 {
     if (t->nlive == t->nrows) return;
     uint32_t w = 0;
@@ -200,15 +233,21 @@ void eg__table_compact(eg_table *t)
             t->ts[w] = t->ts[r];
             t->flags[w] = t->flags[r];
             t->khash[w] = t->khash[r];
+            t->origin[w] = t->origin[r];
         }
         w++;
     }
     t->nrows = w;
     t->version++;
+    /* the primary index must be rebuilt (row numbers changed): the old slots are stale, so
+     * they are dropped before the new ones are allocated */
+    eg__mfree(e, t->slots);
+    t->slots = NULL;
+    t->nslots = t->nused = 0;
     uint32_t ns = 16;
     while ((t->nlive + 1) * 4 > ns)
         ns *= 2;
-    rehash(t, ns);
+    rehash(e, t, ns);
 }
 
 /* The first row whose timestamp is >= ts (rows are in timestamp order). */
@@ -225,23 +264,23 @@ uint32_t eg__table_first_ts(const eg_table *t, uint32_t ts)
     return lo;
 }
 
-static uint64_t masked_hash(const eg_value *row, uint32_t mask, uint32_t ncols)
+static uint64_t masked_hash(const eg_value *row, colmask mask, uint32_t ncols)
 {
-    eg_value k[32];
+    eg_value k[EG_MAX_COLS];
     uint32_t n = 0;
     for (uint32_t c = 0; c < ncols; c++)
         if (mask >> c & 1) k[n++] = row[c];
     return XXH3_64bits(k, n * sizeof(eg_value));
 }
 
-static bool masked_eq(const eg_value *a, const eg_value *b, uint32_t mask, uint32_t ncols)
+static bool masked_eq(const eg_value *a, const eg_value *b, colmask mask, uint32_t ncols)
 {
     for (uint32_t c = 0; c < ncols; c++)
         if ((mask >> c & 1) && a[c] != b[c]) return false;
     return true;
 }
 
-const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
+const sindex *eg__table_six(eg_engine *e, eg_table *t, colmask mask, uint32_t hi)
 {
     for (uint32_t i = 0; i < t->nsix; i++) {
         sindex *ix = &t->six[i];
@@ -250,13 +289,13 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
     /* drop stale indexes of this mask */
     for (uint32_t i = 0; i < t->nsix;) {
         if (t->six[i].mask == mask) {
-            six_free(t, &t->six[i]);
+            six_free(e, &t->six[i]);
             t->six[i] = t->six[--t->nsix];
         } else {
             i++;
         }
     }
-    EG_MGROW(t->mem, t->six, t->capsix, t->nsix + 1);
+    EG_MGROW(e, t->six, t->capsix, t->nsix + 1);
     sindex *ix = &t->six[t->nsix++];
     memset(ix, 0, sizeof *ix);
     ix->mask = mask;
@@ -267,12 +306,11 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
         ns *= 2;
     /* the index's arrays are counted once, when it is complete (ix->bytes): one search
      * phase builds many small indexes, and counting each growth step costs time */
-    ix->slots = eg__calloc(ns, sizeof(uint32_t));
+    ix->slots = eg__calloc(e, ns, sizeof(uint32_t));
     ix->nslots = ns;
-    uint32_t *grp = eg__array(NULL, hi + 1, sizeof(uint32_t)); /* row -> group; freed below */
-    uint32_t *cnt = NULL, capg = 0, ng = 0;
-    uint64_t *gh = NULL;
-    uint32_t capgh = 0;
+    ix->w_grp = eg__array(e, NULL, hi + 1, sizeof(uint32_t)); /* row -> group */
+    uint32_t *grp = ix->w_grp;
+    uint32_t capg = 0, ng = 0, capgh = 0, capgf = 0;
     for (uint32_t r = 0; r < hi; r++) {
         if (t->flags[r] & RF_DEAD) continue;
         const eg_value *row = t->cols + (size_t)r * t->ncols;
@@ -281,7 +319,7 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
         uint32_t g = UINT32_MAX;
         while (ix->slots[j]) {
             uint32_t c = ix->slots[j] - 1;
-            if (gh[c] == h &&
+            if (ix->w_hash[c] == h &&
                 masked_eq(t->cols + (size_t)ix->gfirst[c] * t->ncols, row, mask, t->ncols)) {
                 g = c;
                 break;
@@ -289,20 +327,21 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
             j = (j + 1) & (ns - 1);
         }
         if (g == UINT32_MAX) {
-            EG_GROW(cnt, capg, ng + 1);
-            EG_GROW(gh, capgh, ng + 1);
-            ix->gfirst = eg__array(ix->gfirst, capg, sizeof(uint32_t));
+            EG_GROW(e, ix->w_cnt, capg, ng + 1);
+            EG_GROW(e, ix->w_hash, capgh, ng + 1);
+            EG_GROW(e, ix->gfirst, capgf, ng + 1);
             g = ng++;
-            cnt[g] = 0;
-            gh[g] = h;
+            ix->w_cnt[g] = 0;
+            ix->w_hash[g] = h;
             ix->gfirst[g] = r;
             ix->slots[j] = g + 1;
         }
-        cnt[g]++;
+        ix->w_cnt[g]++;
         grp[r] = g;
     }
+    uint32_t *cnt = ix->w_cnt;
     ix->ngroups = ng;
-    ix->gstart = eg__array(NULL, ng + 1, sizeof(uint32_t));
+    ix->gstart = eg__array(e, NULL, ng + 1, sizeof(uint32_t));
     uint32_t acc = 0;
     for (uint32_t g = 0; g < ng; g++) {
         ix->gstart[g] = acc;
@@ -310,16 +349,19 @@ const sindex *eg__table_six(eg_table *t, uint32_t mask, uint32_t hi)
         cnt[g] = ix->gstart[g];
     }
     ix->gstart[ng] = acc;
-    ix->rows = eg__array(NULL, acc + 1, sizeof(uint32_t));
-    ix->bytes = ((size_t)ns + capg + ng + 1 + acc + 1) * sizeof(uint32_t);
-    eg__mem_add(t->mem, ix->bytes);
+    ix->rows = eg__array(e, NULL, acc + 1, sizeof(uint32_t));
+    ix->bytes = ((size_t)ns + capgf + ng + 1 + acc + 1) * sizeof(uint32_t);
+    eg__mem_add(e, ix->bytes);
     for (uint32_t r = 0; r < hi; r++) {
         if (t->flags[r] & RF_DEAD) continue;
         ix->rows[cnt[grp[r]]++] = r;
     }
-    eg__free(cnt); /* the work arrays above are not counted: they live only in this call */
-    eg__free(grp);
-    eg__free(gh);
+    /* the work arrays are not counted: they live only while the index is built */
+    eg__free(ix->w_cnt);
+    eg__free(ix->w_grp);
+    eg__free(ix->w_hash);
+    ix->w_cnt = ix->w_grp = NULL;
+    ix->w_hash = NULL;
     return ix;
 }
 
@@ -335,4 +377,15 @@ int64_t eg__six_lookup(const eg_table *t, const sindex *ix, const eg_value *vals
         j = (j + 1) & (ix->nslots - 1);
     }
     return -1;
+}
+
+bool eg__next_extractable(const eg_engine *e, eg_rowpos *pos)
+{
+    for (; pos->table < e->ntables; pos->table++, pos->row = 0) {
+        const eg_table *t = &e->tables[pos->table];
+        if (t->kind != TK_CONSTRUCTOR || t->unextractable) continue;
+        for (; pos->row < t->nrows; pos->row++)
+            if (!(t->flags[pos->row] & (RF_DEAD | RF_SUBSUMED))) return true;
+    }
+    return false;
 }

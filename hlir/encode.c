@@ -463,9 +463,13 @@ static hl_status eval(esink *s, const tbuf *b, uint32_t t, eg_value *out)
     case TM_F64:
         *out = eg_value_f64(x->v.f);
         return HL_OK;
-    case TM_STR:
-        *out = eg_value_string(s->e, x->v.s);
+    case TM_STR: {
+        lm_err ee = {0};
+        if (eg_value_string(s->e, x->v.s, out, &ee) != 0)
+            return hl_error_set(s->base.err, HL_ERR_ARG, HL_NONE,
+                                "encode: the e-graph rejected a string: %s", ee.msg);
         return HL_OK;
+    }
     case TM_REF:
         *out = s->enc->node_class[x->v.ref];
         return HL_OK;
@@ -477,7 +481,7 @@ static hl_status eval(esink *s, const tbuf *b, uint32_t t, eg_value *out)
         hl_status st = eval(s, b, b->args[x->first + i], &vals[i]);
         if (st) return st;
     }
-    eg_error ee;
+    lm_err ee = {0};
     if (eg_add_term(s->e, s->table[x->ctor], vals, x->nargs, out, &ee) != 0)
         return hl_error_set(s->base.err, HL_ERR_ARG, HL_NONE,
                             "encode: the e-graph rejected a %s term: %s", hl__ctor_name[x->ctor],
@@ -505,7 +509,7 @@ static hl_status esink_set(sink *sk, ctor fn, const tbuf *b, uint32_t arg, uint3
     hl_status st = eval(s, b, arg, &a);
     if (!st) st = eval(s, b, val, &v);
     if (st) return st;
-    eg_error ee;
+    lm_err ee = {0};
     if (eg_set(s->e, s->table[fn], &a, 1, v, &ee) != 0)
         return hl_error_set(sk->err, HL_ERR_ARG, HL_NONE,
                             "encode: the e-graph rejected (set (%s ...)): %s", hl__ctor_name[fn],
@@ -735,7 +739,7 @@ hl_status hl_encode_declare(eg_engine *e, hl_error *err)
     for (int c = 0; c < C_COUNT; c++)
         found += eg_table_lookup(e, hl__ctor_name[c]) >= 0;
     if (found == 0) {
-        eg_error ee;
+        lm_err ee = {0};
         if (eg_run_text(e, hl_encode_schema(), "hlir/encode.egg", &ee) != 0 ||
             eg_run_text(e, hl_encode_dtype_rules(), "hlir/encode_dtype.egg", &ee) != 0)
             return hl_error_set(err, HL_ERR_ARG, HL_NONE, "encode: the schema did not load: %s",

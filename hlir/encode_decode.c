@@ -762,8 +762,8 @@ done:
 hl_graph *hl_graph_decode_engine(eg_engine *e, hl_error *err)
 {
     eg_serialized s;
-    eg_error ee;
-    if (eg_serialize(e, NULL, NULL, 0, &s, &ee) != 0) {
+    lm_err ee = {0};
+    if (eg_serialize(e, NULL, &s, &ee) != 0) {
         hl_error_set(err, HL_ERR_ARG, HL_NONE, "decode: the e-graph did not serialize: %s", ee.msg);
         return NULL;
     }

@@ -37,6 +37,10 @@ uint32_t ll__graph_add_dim(ll_graph *g, const char *name, int64_t lo, int64_t hi
  * ll_graph_node shows. */
 uint32_t ll__graph_push(ll_graph *g, const ll_node *n, lm_err *err);
 
+/* The index of origin text `name` ("rule 'fuse-add'") in the graph's origin table, for
+ * ll_node.origin (ll_graph_origin gives the text back); LM_NONE with LM_ENOMEM in err. */
+uint32_t ll__graph_add_origin(ll_graph *g, const char *name, lm_err *err);
+
 /* Ends the building: every id a node refers to exists, the LL_INPUT nodes' prim.index
  * values are 0..k-1 once each, and so are the LL_OUTPUT nodes'; they become
  * ll_graph_input(i) and ll_graph_output(i). LM_EARG naming the node otherwise. */

@@ -8,20 +8,11 @@
 #ifndef LUMINAL_LL_PRIV_H
 #define LUMINAL_LL_PRIV_H
 
-#include "llir.h"
+#include "ll_int.h"
 
 #include <stdarg.h>
 
-/* ---- doors (ll_door.c) ---- */
-
-/* The module's error door: records code, loc (may be NULL) and the message in err as
- * lm_err_set does (the first error wins) and returns the code held. Every error of these
- * files goes through here. */
-int ll__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
+/* ---- doors: ll__fail and ll__alloc are ll_int.h's ---- */
 
 /* As ll__fail, with the message prefixed by the node's description (ll__node_desc), and
  * loc naming the node id. */
@@ -35,18 +26,6 @@ int ll__fail_node(lm_err *err, int code, const ll_graph *g, uint32_t id, const c
  * and provenance (e-class and engine rule, "from hlir" when it has none). */
 void ll__node_desc(const ll_graph *g, uint32_t id, char *buf, size_t cap);
 
-/* The allocation door: n * size bytes (checked for overflow), NULL on failure (the caller
- * raises LM_ENOMEM). ll__zalloc zero-fills. ll__free accepts NULL. */
-void *ll__alloc(size_t n, size_t size);
-void *ll__zalloc(size_t n, size_t size);
-void ll__free(void *p);
-/* For tests: after n more successful allocations, the next one fails (once); -1 turns
- * this off. ll__mem_fail_fired tells whether it has. */
-void ll__mem_fail_after(long n);
-bool ll__mem_fail_fired(void);
-
-/* The registered name of op, "?" for LL_OP_NONE or an op outside the registry. */
-const char *ll__op_name(ll_op op);
 /* The primitive op computes (HL_OP_COUNT for matmuls, plumbing, IO and unknown ops). */
 hl_op ll__op_prim(ll_op op);
 const char *ll__kind_name(ll_kind k);

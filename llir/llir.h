@@ -74,15 +74,18 @@ typedef enum ll_field_sort {
     LL_F_DTYPE,     /* a DType */
     LL_F_F64,
     LL_F_I64,
-    LL_F_STRING
+    LL_F_STRING,
+    LL_F_IR         /* an IR child (only the IO constructors Output and OutputJoin have
+                       them: their inputs are columns, not an IList) */
 } ll_field_sort;
 
 /* How the dtype of one operand (or the output) is determined. */
 typedef enum ll_dt_rule {
-    LL_DT_NONE = 0,  /* no such operand */
+    LL_DT_NONE = 0,  /* no such operand (for `out`: the node has no dtype, OutputJoin) */
     LL_DT_FIELD,     /* the DType field `arg` of the kind */
     LL_DT_FIXED,     /* the dtype `arg` (an hl_dtype) */
-    LL_DT_AS_INPUT,  /* the same as input `arg` (IO and plumbing nodes) */
+    LL_DT_AS_INPUT,  /* the same as input `arg` (IO and plumbing nodes, HLIR kinds) */
+    LL_DT_ANY,       /* any dtype (an input of Output, of FInl, of an HLIR kind) */
 } ll_dt_rule;
 
 typedef struct ll_dt_contract {
@@ -98,9 +101,13 @@ typedef struct ll_field {
     ll_field_sort sort;
 } ll_field;
 
-/* One registered constructor. For Op kinds, `name` is the OpKind constructor; for IO
- * nodes, the IR constructor. inputs is the length of the node's IList (or, for Blas,
- * the largest; the kind's fields say which are present: ll_op_input_count). */
+/* One registered constructor. For Op kinds, `name` is the OpKind constructor and
+ * `fields` are its columns in order; the inputs are the Op's IList, n_inputs long (for
+ * Blas the largest: a and b, then c when its field beta is 1, then bias when its
+ * epilogue has one, so in[] are the contracts of a, b, c, bias in that order, whichever
+ * are present). For the IO constructors, `name` is the IR constructor and `fields` are
+ * all its columns, the IR ones (sort LL_F_IR) being its inputs, in order.
+ * Op, ICons and INil are the encoding's structure, not registered constructors. */
 typedef struct ll_op_info {
     const char *name;
     ll_dialect dialect;
@@ -118,15 +125,79 @@ typedef uint16_t ll_op; /* an index into the registry */
 
 /* The registry: a static table, the same in every process. */
 uint32_t ll_op_count(void);
-const ll_op_info *ll_op_get(ll_op op); /* op < ll_op_count() (asserted) */
+const ll_op_info *ll_op_get(ll_op op); /* NULL for op >= ll_op_count() */
 /* The op registered under a constructor name, or LL_OP_NONE. */
 ll_op ll_op_find(const char *name);
 
 /* Checks an engine holding the rules against the registry, both ways: every registered
  * constructor is declared with its fields' sorts in order and its sort (IR or OpKind),
- * and every constructor of sort OpKind or IR the rules declare is registered. Fails with
- * LM_EVERIFY naming the constructor and what differs. */
+ * and every constructor of sort OpKind or IR the rules declare is registered; the
+ * encoding's Op, ICons and INil are declared with their arity. Fails with LM_EVERIFY
+ * naming the constructor and what differs (a field's sort, the output sort, the arity,
+ * a constructor declared but not registered). */
 int ll_registry_check(const eg_engine *e, lm_err *err);
+
+/* The number of inputs a node of kind op with these fields has: n_inputs, except for
+ * Blas: 2, plus 1 when beta is 1, plus 1 when the epilogue has a bias. */
+uint32_t ll_op_input_count(ll_op op, double beta, int64_t epilogue);
+
+/* ==================================================================================
+ * Saturation
+ * ==================================================================================
+ *
+ * The rules (rules.dsl) declare the backend constructors and their rules, and give the
+ * schedule as facts of a relation `(relation phase (i64 String String))`: (order, name,
+ * schedule text), e.g. (phase 1 "fuse" "(saturate fuse)"). ll_saturate runs the rules
+ * text in an engine that holds an encoded graph, checks the registry, then runs each
+ * phase's schedule with eg_run_schedule in increasing order, timing each and reading the
+ * engine's size and counted memory after it. */
+
+#define LL_MAX_PHASES 32
+#define LL_PHASE_NAME 64
+
+typedef struct ll_sat_opts {
+    uint64_t node_limit; /* rows in the whole e-graph (eg_node_count); 0 = none */
+    uint64_t mem_limit;  /* the engine's counted bytes (eg_mem_bytes); 0 = none */
+    double time_limit_s; /* wall time of the whole saturation; 0 = none */
+} ll_sat_opts;
+
+/* Fills the limits of eo from o, so the engine stops inside a phase that reaches one
+ * (node and memory limits hold at every moment; the time limit bounds each phase's one
+ * eg_run_schedule call). Create the engine with these options: the driver also checks
+ * the totals after every phase and the time left before it, but only the engine can
+ * stop a phase in the middle. Other fields of eo are left as they are. */
+void ll_sat_engine_options(const ll_sat_opts *o, eg_options *eo);
+
+typedef struct ll_phase_report {
+    char name[LL_PHASE_NAME];
+    int64_t order;
+    eg_stop_reason stop; /* why the phase's last run stopped (the engine tells no
+                            iteration count through its API) */
+    double seconds;      /* wall time of the phase */
+    uint64_t rows;       /* eg_node_count after the phase */
+    uint64_t bytes;      /* eg_mem_bytes after the phase */
+} ll_phase_report;
+
+typedef struct ll_sat_report {
+    uint32_t n_phases; /* the phases that ran, including one that failed */
+    ll_phase_report phase[LL_MAX_PHASES];
+    double seconds; /* the whole saturation, loading the rules included */
+} ll_sat_report;
+
+/* Runs the rules text (rules_name names it in messages; NULL gives "<rules>") in e,
+ * checks the registry (ll_registry_check), reads the phases and runs them in order.
+ * o may be NULL (no limits). rep (may be NULL) is filled with what ran, also on failure.
+ * Fails with the engine's code for a rules text it refuses (located in the text), with
+ * LM_EVERIFY for a registry mismatch or a malformed phase table (no phase relation, no
+ * phases, two phases of one order, a name longer than LL_PHASE_NAME - 1 bytes, more
+ * than LL_MAX_PHASES), with the engine's code naming the phase for a schedule it
+ * refuses, and with LM_ELIMIT naming the phase, the limit and the sizes when a phase
+ * reaches a limit (the phases after it do not run; what it made stays in e). */
+int ll_saturate(eg_engine *e, const char *rules, const char *rules_name, const ll_sat_opts *o,
+                ll_sat_report *rep, lm_err *err);
+
+/* One line per phase (name, stop reason, seconds, rows, bytes) and a total. */
+void ll_sat_report_fprint(const ll_sat_report *rep, FILE *f);
 
 /* ==================================================================================
  * Matmuls
@@ -161,46 +232,85 @@ typedef struct ll_matmul {
  * The search space
  * ================================================================================== */
 
-/* A saturated e-graph, read into dense arrays. Classes of sorts IR, IList and OpKind
- * are searchable: a genome chooses one of their nodes. Every other class (expressions,
- * lists of them, dtypes, literals) is read through its canonical node: the node of
- * least tree size, ties to the lowest index (docs/llir.md). Subsumed nodes, nodes of
- * unregistered HLIR-only kinds and nodes whose child class has no node left are not
- * choices (they were removed by cleanup, or are unreachable). */
+/* A saturated e-graph, read into dense arrays (docs/llir.md, "The search space").
+ *
+ * Classes of sorts IR, IList and OpKind are searchable: a genome chooses one of their
+ * nodes. Every other class (expressions, lists of them, dtypes, literals) is read
+ * through its canonical node: the node of least tree size among those llir can read
+ * (the rules-only helpers MReplace, RowMajor, ... and subsumed nodes are not), ties to
+ * the lowest index. A node is a choice when it is not subsumed, is not of an HLIR kind
+ * (those are never part of a program), and every class it reads has a choice (or a
+ * canonical node) and a program without a cycle (a finite least height); removing
+ * choices is iterated to a fixpoint. Every IR class has a context: top-level (Input,
+ * kernels, FStore, Blas), region (F*, FLoad, FInl) or sink (Output, OutputJoin).
+ *
+ * Searchable classes are numbered 0 .. n-1 in increasing class order, their choices in
+ * increasing node order, so the same engine gives the same space byte for byte. The
+ * space borrows the engine: it must outlive the space and not change while it lives. */
 typedef struct ll_space ll_space;
 
 typedef struct ll_space_stats {
     uint32_t classes;            /* all classes of the serialization */
     uint32_t searchable;         /* IR, IList and OpKind classes with at least one choice */
     uint32_t reachable;          /* searchable classes reachable from the root */
+    uint32_t decisions;          /* reachable searchable classes with two or more choices */
     uint64_t choices;            /* nodes over the searchable classes */
     double log2_programs;        /* sum over reachable searchable classes of log2(choices):
                                     an upper bound of the number of programs */
     uint32_t pruned;             /* nodes left out because a child class became empty */
-    uint32_t per_dialect[LL_D_COUNT]; /* choices per dialect */
+    uint32_t subsumed;           /* nodes of searchable classes left out as subsumed */
+    uint32_t hlir_only;          /* nodes of HLIR kinds left out */
+    uint32_t per_dialect[LL_D_COUNT]; /* choices of IR classes per dialect (an Op node's is
+                                         its kind's) */
 } ll_space_stats;
 
 /* Serializes e (which must hold an encoding whose root IR class is `root`, e.g. from
- * hl_graph_encode)
- * and builds the space. Checks: every IR class has a dtype (the `dtype` function), every
- * node's kind is registered or HLIR-only, the root class survives cleanup (else
- * LM_EVERIFY naming the last rule that emptied it). Returns NULL with err set. */
+ * hl_graph_encode, and the rules' constructors) and builds the space. Checks, each a
+ * LM_EVERIFY naming the class and node:
+ *   - every constructor with nodes of sort IR or OpKind is registered (naming it), with
+ *     the registry's arity;
+ *   - every IR class but the sinks has a dtype (the `dtype` function), and the e-graph
+ *     dtype check: every node of an IR class has the class's dtype by its contract (from
+ *     its DType fields, its inputs' classes or a fixed dtype), and every input with a
+ *     dtype contract reads a class of that dtype; a violation names the node, both
+ *     dtypes and the rule that inserted the node;
+ *   - a class's choices agree on the context (no class mixes top-level and region
+ *     nodes), an OpKind class's choices are one op, an IList class's choices have one
+ *     length, and every Op node's IList has as many entries, of the context its kind
+ *     reads, as its kind has inputs (a kernel reading a region value is refused);
+ *   - the fields of every backend kind that is a choice form its op (out_strides
+ *     contiguous, a KMatmul's strides a matmul, Blas's fields in range), decoded once;
+ *   - the Dim and Input declarations are well formed;
+ *   - the root class survives.
+ * A violation names the node and the rule or command that inserted it (the engine's
+ * provenance). Returns NULL with err set (LM_ENOMEM too). */
 ll_space *ll_space_new(eg_engine *e, eg_value root, lm_err *err);
 void ll_space_free(ll_space *s);
 void ll_space_get_stats(const ll_space *s, ll_space_stats *out);
-/* Choices per op (registry index), e.g. how many KAdd nodes: counts[ll_op_count()]. */
+/* Choices of IR classes per op (registry index), e.g. how many KAdd alternatives:
+ * counts[ll_op_count()]. */
 void ll_space_op_counts(const ll_space *s, uint32_t *counts);
-/* The printed summary of `luminal_search --emit space`. */
+/* The printed summary of `luminal_search --emit space`: classes, searchable, reachable,
+ * choices, log2 of the number of programs, choices per dialect and per op. */
 void ll_space_fprint_summary(const ll_space *s, FILE *f);
-/* The egraph-serialize JSON (e-graph viewers read it), with the dtype of every IR class
- * and the rule that inserted every node. */
+/* The egraph-serialize JSON (e-graph viewers read it) of the whole e-graph, with
+ * "dtype" in the class data of every IR class that has one and the "origin" of every
+ * node (the rule or command that inserted it). LM_EIO when writing fails. */
 int ll_space_write_json(const ll_space *s, FILE *f, lm_err *err);
 
-/* Searchable classes are numbered 0 .. n-1 in increasing class order. */
 uint32_t ll_space_class_count(const ll_space *s);
 uint32_t ll_space_choice_count(const ll_space *s, uint32_t cls);
-/* The registered op of choice j of searchable class cls (LL_OP_NONE for IList nodes). */
+/* The registered op of choice j of searchable class cls: the constructor of an IO or
+ * OpKind node, the kind of an Op node (its OpKind class's choices are one op);
+ * LL_OP_NONE for IList nodes. */
 ll_op ll_space_choice_op(const ll_space *s, uint32_t cls, uint32_t j);
+/* The serialization's index of searchable class cls, and the serialized node of its
+ * choice j (the "n<index>" of ll_space_write_json). */
+uint32_t ll_space_class_eclass(const ll_space *s, uint32_t cls);
+uint32_t ll_space_choice_node(const ll_space *s, uint32_t cls, uint32_t j);
+/* The searchable class of the root, and whether class cls is reachable from it. */
+uint32_t ll_space_root(const ll_space *s);
+bool ll_space_reachable(const ll_space *s, uint32_t cls);
 
 /* ==================================================================================
  * Genomes
@@ -219,7 +329,8 @@ typedef struct ll_genome {
 int ll_genome_init(ll_genome *g, const ll_space *s, lm_err *err); /* every choice 0 */
 void ll_genome_fini(ll_genome *g);
 int ll_genome_copy(ll_genome *dst, const ll_genome *src, lm_err *err);
-/* Sets one choice, updating the hash in O(1). */
+/* Sets one choice, updating the hash in O(1). cls < g->n (asserted); the choice is not
+ * checked (validation and repair handle one out of range). */
 void ll_genome_set(ll_genome *g, const ll_space *s, uint32_t cls, uint32_t choice);
 uint64_t ll_genome_rehash(const ll_genome *g, const ll_space *s);
 
@@ -230,14 +341,24 @@ int ll_genome_random(ll_genome *g, const ll_space *s, lm_pcg32 *rng, lm_err *err
 int ll_genome_most_fused(ll_genome *g, const ll_space *s, lm_err *err);
 int ll_genome_least_fused(ll_genome *g, const ll_space *s, lm_err *err);
 
-/* Checks a genome: every class the root reaches has a valid choice, the chosen nodes
- * form no cycle, every chosen IList has the length its op expects, every chosen kind is
- * a registered backend op (not HLIR-only). LM_EVERIFY naming the class and the problem. */
+/* Checks a genome: every choice is below its class's count, and walking from the root
+ * over the chosen nodes: no cycle, every chosen IList has the length its op expects,
+ * every chosen kind is a registered backend op (not HLIR-only), and region ops (F*,
+ * FLoad, FInl) are reached only inside a region (under FStore, F* or FInl) and every
+ * other op only outside one. LM_EVERIFY naming the class, the node and the problem. */
 int ll_genome_validate(const ll_genome *g, const ll_space *s, lm_err *err);
-/* Makes a genome valid, deterministically from rng: walking from the root, a choice that
- * closes a cycle or is not a program node is replaced by the first alternative (in a
- * rotation drawn from rng) that is valid. Fails only when no valid program exists. */
+/* Makes a genome valid, deterministically from rng (NULL: no randomness, alternatives
+ * in index order after the current choice): walking from the root, a choice that closes
+ * a cycle, or all of whose alternatives below fail, is replaced by the first
+ * alternative in a rotation drawn from rng that completes; a walk that takes too long
+ * (more than 16 steps per choice of the space) falls back to the space's acyclic
+ * choice of least height for every class not yet settled. Classes the walk does not
+ * reach keep their choices. Fails only when no valid program exists (the space's root
+ * has none, which ll_space_new already refuses). */
 int ll_genome_repair(ll_genome *g, const ll_space *s, lm_pcg32 *rng, lm_err *err);
+
+/* One line: the hash, then the choice of every reachable class with two or more. */
+void ll_genome_fprint(const ll_genome *g, const ll_space *s, FILE *f);
 
 /* ==================================================================================
  * The LLIR graph
@@ -265,26 +386,31 @@ typedef struct ll_node {
     hl_expr shape[HL_MAX_DIMS];
     uint32_t n_in;    /* inputs: LLIR node ids (for Blas: A, B, then C, then bias) */
     uint32_t in[LL_MAX_IN];
-    hl_dtype in_dtype[LL_MAX_IN]; /* the dtype the op's contract reads input i in (the
-                         kind's DType fields, ll_op_info.in): the verifier requires the
-                         producer's dtype; the executor reads the producer's bytes as
-                         this dtype whatever they hold, as the GPU would */
+    hl_dtype in_dtype[LL_MAX_IN]; /* the dtype the op's contract reads input i as (KCast:
+                         its DTfrom; Blas: DTa, DTb, DTc, DTbias; LL_OUTPUT: its input's) */
     hl_node prim;     /* LL_KERNEL (not KMatmul), LL_FUSED: the primitive, with
                          prim.in[i].node == in[i] and prim.in[i].view the view input i is
-                         read through; LL_OUTPUT: prim.in[0].view, name and index;
-                         LL_INPUT: name and index */
+                         read through (a reduction's axis is its last dim); LL_OUTPUT:
+                         prim.in[0].view, name and index; LL_INPUT: name and index. For
+                         the other nodes prim.op is HL_OP_COUNT and prim is zero */
     ll_matmul mm;     /* KMatmul and Blas */
     uint32_t eclass;  /* the e-class the node came from (serialization index), or LM_NONE */
     uint32_t enode;   /* the e-node chosen, or LM_NONE */
-    uint32_t origin;  /* the rule or command that inserted the e-node (engine provenance) */
+    uint32_t origin;  /* the rule or command that inserted the e-node: an index into the
+                         graph's origin table (ll_graph_origin), or LM_NONE */
 } ll_node;
 
 typedef struct ll_graph ll_graph;
 
 /* Builds the LLIR graph a valid genome picks, then verifies it (ll_graph_verify).
- * Top-level nodes come in Kahn order, lowest class first; interior nodes of a region
- * follow their region node. Fails with err naming the class (LM_EVERIFY), or
- * LM_ENOMEM. */
+ * Node order: every Input in index order (also inputs nothing reads: they are the
+ * program's interface), then the top-level nodes the outputs reach in Kahn order, lowest
+ * class first, each region node followed at once by its interior nodes (inputs before
+ * users), then every Output in index order. The graph owns everything (its own
+ * expression pool, names); it does not refer to s or the engine. Fails with err naming
+ * the class and node (LM_EVERIFY for a genome that is not valid or fields that do not
+ * form the op: out_strides that are not contiguous, a KMatmul whose strides are not a
+ * matmul, a Blas field out of range), or LM_ENOMEM. */
 ll_graph *ll_graph_from_genome(const ll_space *s, const ll_genome *g, lm_err *err);
 
 /* The reference lowering: every HLIR node of g as its own standalone kernel (no fusion,
@@ -299,7 +425,13 @@ ll_graph *ll_graph_from_hlir(const hl_graph *g, lm_err *err);
 
 void ll_graph_free(ll_graph *g);
 
-/* The graph's expression pool (every hl_expr of its nodes), dims and nodes. */
+/* The text of a node's origin (ll_node.origin): the rule ("rule 'fuse-add'") or command
+ * that inserted its e-node; "origin unknown" for LM_NONE (a node from HLIR, or an e-graph
+ * without provenance). The string lives as long as the graph. */
+const char *ll_graph_origin(const ll_graph *g, uint32_t origin);
+
+/* The graph's expression pool (every hl_expr of its nodes), dims and nodes. Indexes out
+ * of range give NULL (LM_NONE for the node ids of inputs and outputs). */
 const hl_expr_pool *ll_graph_exprs(const ll_graph *g);
 uint32_t ll_graph_dim_count(const ll_graph *g);
 const hl_dim *ll_graph_dim_at(const ll_graph *g, uint32_t i);
@@ -311,21 +443,32 @@ uint32_t ll_graph_input(const ll_graph *g, uint32_t i);   /* node id */
 uint32_t ll_graph_output_count(const ll_graph *g);
 uint32_t ll_graph_output(const ll_graph *g, uint32_t i);  /* node id */
 
-/* The verifier, run on every graph built: shapes by the primitive's shape rule, every
- * view within the buffer it reads (at every dim value in range), every edge's dtype
+/* The verifier, run on every graph built: ids and order (inputs before users, a
+ * region's interior right after it), shapes by the primitive's shape rule (expressions
+ * compare as ids of the graph's pool), each primitive's dtype rule, every edge's dtype
  * equal to what the consumer's contract expects, interior nodes only inside their
- * region. A violation is LM_EVERIFY naming the node, the operand, both dtypes and the
- * rule that inserted the node. */
+ * region, and every view within the buffer it reads. Views are checked at the dims'
+ * corner values (every dim at lo or hi, all corners for up to 6 dims, else all at lo
+ * and all at hi) and at their profile values, each position range computed exactly
+ * (an affine stride by its ends, any other by interval arithmetic, falling back to
+ * every position when that bound is not tight enough), so a view of a valid HLIR graph
+ * is never refused; a reach that is not monotone in the dims between those points is
+ * checked only at them. A violation is LM_EVERIFY naming the node, the operand (both
+ * dtypes, or the reach, the buffer's size and the dim values) and the rule that
+ * inserted the node. */
 int ll_graph_verify(const ll_graph *g, lm_err *err);
 
-/* 128 bits of XXH3 over the graph's canonical form (nodes, fields, expressions as
- * structure, not ids): two genomes that give one program give one fingerprint. */
+/* 128 bits of XXH3 over the graph's canonical form (dims, then every node in order with
+ * its fields, expressions as structure, not pool ids; e-class, e-node and origin are
+ * left out): two genomes that give one program give one fingerprint. */
 typedef struct ll_fingerprint {
     uint64_t lo, hi;
 } ll_fingerprint;
 ll_fingerprint ll_graph_fingerprint(const ll_graph *g);
 
-/* A readable listing, one line per node, deterministic. */
+/* A readable listing: the dims, then one line per node (interior nodes indented under
+ * their region), e.g. `%5 = KAdd f32 [S, 4] (%1 [S, 4]:[4*z, z]) (%2 [S, 4]:[0, z])`.
+ * Deterministic; e-classes are not printed, so equal programs dump equal text. */
 void ll_graph_dump(const ll_graph *g, FILE *f);
 
 /* ==================================================================================

@@ -65,6 +65,9 @@ def main():
     cols = rows[0][1]
     if len(cols) != 3 or cols[1] != "1" or cols[2] != kv.get("root class"):
         fail("Shl row %r: expected (x, 1) -> root class %s" % (cols, kv.get("root class")))
+    # provenance: the Shl term was added from C, so its origin is the API
+    if kv.get("origin Shl[0]") != "api":
+        fail("Shl row origin %r, expected 'api'" % kv.get("origin Shl[0]"))
 
     with open(out_json) as f:
         doc = json.load(f)
@@ -95,6 +98,10 @@ def check_serialized(doc, n_nodes, n_classes):
             fail("node %s: cost is not a number" % nid)
         classes.add(node["eclass"])
         ops[node["op"]] = ops.get(node["op"], 0) + 1
+        # provenance (asked for with eg_serialize_opts.origins): every node of a
+        # constructor names who made it; the rules' nodes name their rewrite's position
+        if node["op"] in ("Num", "Var", "Add", "Mul", "Shl") and not isinstance(node.get("origin"), str):
+            fail("node %s lacks its origin" % nid)
     if len(classes) != n_classes:
         fail("JSON has %d classes, expected %d" % (len(classes), n_classes))
     roots = doc["root_eclasses"]
@@ -104,6 +111,9 @@ def check_serialized(doc, n_nodes, n_classes):
     root_ops = sorted(n["op"] for n in nodes.values() if n["eclass"] == roots[0])
     if root_ops != ["Add", "Mul", "Mul", "Shl"]:
         fail("root class ops %r, expected Add, Mul, Mul, Shl" % root_ops)
+    rule_made = [n for n in nodes.values() if n.get("origin", "").startswith("embed-rules:")]
+    if not rule_made:
+        fail("no node names a rule of embed-rules as its origin")
     want_ops = {"Num": 3, "Var": 1, "Add": 3, "Mul": 4, "Shl": 1}
     for op, count in want_ops.items():
         if ops.get(op) != count:

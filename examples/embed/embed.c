@@ -34,7 +34,7 @@ static const char *PROGRAM = "(datatype Math\n"
                              "(rewrite (Add a a) (Mul (Num 2) a))\n";
 
 /* Prints the engine's message and returns 1 when rc is an error, 0 otherwise. */
-static int failed(int rc, const eg_error *err, const char *what)
+static int failed(int rc, const lm_err *err, const char *what)
 {
     if (rc == 0) return 0;
     fprintf(stderr, "embed: %s: %s\n", what, err->msg);
@@ -43,7 +43,7 @@ static int failed(int rc, const eg_error *err, const char *what)
 
 /* Adds table(args) and returns its e-class through *out; 1 on failure. */
 static int add(eg_engine *e, const char *table, const eg_value *args, size_t n, eg_value *out,
-               eg_error *err)
+               lm_err *err)
 {
     int t = eg_table_lookup(e, table);
     if (t < 0) {
@@ -63,24 +63,30 @@ static int print_rows(eg_engine *e, const char *name)
     eg_value cols[8];
     if (ncols > sizeof cols / sizeof cols[0]) return 1;
     size_t cursor = 0, i = 0;
-    int more;
-    while ((more = eg_table_next_row(e, t, &cursor, cols)) == 1) {
+    eg_row_info info;
+    lm_err err = {0};
+    while (eg_table_next_row(e, t, &cursor, cols, &info, &err)) {
         printf("row %s[%zu]:", name, i++);
         for (size_t c = 0; c < ncols; c++)
             printf(" %" PRIu64, cols[c]);
         printf("\n");
+        /* which rule or command made the row (provenance) */
+        eg_origin o;
+        if (eg_origin_get(e, info.origin, &o, &err) == 0)
+            printf("origin %s[%zu]: %s\n", name, i - 1, o.name);
     }
-    return more < 0;
+    return err.code != 0;
 }
 
 static int experiment(eg_engine *e, const char *json_path)
 {
-    eg_error err;
+    lm_err err = {0}; /* the caller owns and clears the record; errors stick in it */
     if (failed(eg_run_text(e, PROGRAM, "embed-rules", &err), &err, "rules")) return 1;
 
     /* (x * 1) + (0 + x), built bottom-up from C, and x * 2 for the union below. */
     eg_value x, two, one, zero, x2, x1, sum0, root, shl;
-    eg_value sx = eg_value_string(e, "x");
+    eg_value sx;
+    if (failed(eg_value_string(e, "x", &sx, &err), &err, "string")) return 1;
     eg_value i2 = eg_value_i64(2), i1 = eg_value_i64(1), i0 = eg_value_i64(0);
     if (add(e, "Var", &sx, 1, &x, &err) || add(e, "Num", &i2, 1, &two, &err) ||
         add(e, "Num", &i1, 1, &one, &err) || add(e, "Num", &i0, 1, &zero, &err))
@@ -123,7 +129,8 @@ static int experiment(eg_engine *e, const char *json_path)
     eg_string_free(term);
 
     eg_serialized s;
-    if (failed(eg_serialize(e, &root, &math, 1, &s, &err), &err, "serialize")) return 1;
+    eg_serialize_opts so = {.roots = &root, .root_sorts = &math, .nroots = 1, .origins = true};
+    if (failed(eg_serialize(e, &so, &s, &err), &err, "serialize")) return 1;
     printf("classes: %" PRIu32 "\n", s.n_classes);
     printf("serialized nodes: %" PRIu32 "\n", s.n_nodes);
     printf("roots: %" PRIu32 "\n", s.n_roots);
@@ -134,7 +141,7 @@ static int experiment(eg_engine *e, const char *json_path)
             perror(json_path);
             rc = 1;
         } else {
-            rc = eg_serialized_write_json(e, &s, f) != 0;
+            rc = eg_serialized_write_json(e, &s, f, &err) != 0;
             if (fclose(f) != 0) rc = 1;
             if (rc)
                 fprintf(stderr, "embed: cannot write %s\n", json_path);
@@ -154,7 +161,12 @@ int main(int argc, char **argv)
     }
     eg_options o;
     eg_options_default(&o);
-    eg_engine *e = eg_engine_new(&o);
+    lm_err err = {0};
+    eg_engine *e = eg_engine_new(&o, &err);
+    if (!e) {
+        fprintf(stderr, "embed: %s\n", err.msg);
+        return 1;
+    }
     int rc = experiment(e, argc == 2 ? argv[1] : NULL);
     eg_engine_free(e);
     return rc;

@@ -180,6 +180,58 @@ START_TEST(spec_overlapping_batches_are_rejected)
 }
 END_TEST
 
+/* A and B are only read: batches that overlap are fine (cuBLASLt bounds no batch stride;
+ * docs/cuda_rt.md). Heads interleaved in one row-major [S, H*D] tensor, as attention reads
+ * them: batch h starts 64 elements after batch h-1, rows are 2048 apart. C and D are still
+ * refused below one matrix, and a negative batch stride is refused for every operand. */
+START_TEST(spec_read_only_batches_may_overlap)
+{
+    enum { S = 128, H = 32, D = 64 };
+    rt_matmul_spec s;
+    lm_err err = {0};
+    /* scores = q k^T per head: A = q_h (S x D, lda H*D), B = k_h^T (k_h stored S x D, trans) */
+    rt_matmul_spec_init(&s, S, S, D, RT_BF16);
+    s.batch = H;
+    s.lda = H * D;
+    s.stride_a = D;
+    s.trans_b = true;
+    s.ldb = H * D;
+    s.stride_b = D;
+    s.stride_c = s.stride_d = S * S;
+    ck_assert_msg(rt_matmul_spec_check(&s, &err) == 0, "%s", err.msg);
+    /* p v per head: A = p_h contiguous, B = v_h (S x D, ldb H*D, batch stride D) */
+    rt_matmul_spec_init(&s, S, D, S, RT_BF16);
+    s.batch = H;
+    s.stride_a = S * S;
+    s.ldb = H * D;
+    s.stride_b = D;
+    s.stride_c = s.stride_d = S * D;
+    ck_assert_msg(rt_matmul_spec_check(&s, &err) == 0, "%s", err.msg);
+    /* an A batch stride of 1 (every batch but one element apart) is still only a read */
+    s.stride_a = 1;
+    ck_assert_msg(rt_matmul_spec_check(&s, &err) == 0, "%s", err.msg);
+    /* negative: refused, naming the field */
+    s.stride_b = -D;
+    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "stride_b = -64"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "fix:"));
+    /* C and D are written (C by D when C == D): overlapping C batches are refused */
+    rt_matmul_spec_init(&s, S, D, S, RT_BF16);
+    s.batch = H;
+    s.ldb = H * D;
+    s.stride_b = D;
+    s.stride_c = D;
+    lm_err_clear(&err);
+    ck_assert_int_eq(rt_matmul_spec_check(&s, &err), RT_EARG);
+    ck_assert_ptr_nonnull(strstr(err.msg, "stride_c"));
+    /* with one batch any stride goes: nothing is repeated */
+    rt_matmul_spec_init(&s, S, D, S, RT_BF16);
+    s.stride_a = -5;
+    lm_err_clear(&err);
+    ck_assert_msg(rt_matmul_spec_check(&s, &err) == 0, "%s", err.msg);
+}
+END_TEST
+
 START_TEST(spec_type_mismatches_are_rejected)
 {
     rt_matmul_spec s;
@@ -239,6 +291,7 @@ static Suite *cuda_rt_matmul_spec_suite(void)
     tcase_add_test(tc, spec_defaults_are_valid_for_every_type);
     tcase_add_test(tc, spec_short_leading_dimension_is_named);
     tcase_add_test(tc, spec_overlapping_batches_are_rejected);
+    tcase_add_test(tc, spec_read_only_batches_may_overlap);
     tcase_add_test(tc, spec_type_mismatches_are_rejected);
     tcase_add_test(tc, spec_fp8_needs_the_tn_form);
     suite_add_tcase(s, tc);

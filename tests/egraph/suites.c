@@ -2,4 +2,5 @@
 #include "test_eg.h"
 
 const lm_suite_fn lm_check_suites[] = {core_suite,     join_suite,    errors_suite, api_suite,
-                                       schedule_suite, rebuild_suite, NULL};
+                                       schedule_suite, rebuild_suite, oom_suite,
+                                       lang_suite,     NULL};

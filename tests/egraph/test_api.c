@@ -18,14 +18,15 @@ static char *serialize_json(eg_engine *e)
     int sort = eg_sort_lookup(e, "M");
     int mul = eg_table_lookup(e, "Mul");
     eg_value row[3];
-    ck_assert_int_eq(eg_table_row(e, mul, 0, row), 0);
+    ck_assert_int_eq(eg_table_row(e, mul, 0, row, NULL, NULL), 0);
     eg_serialized s;
     eg_value root = row[2];
-    ck_assert_int_eq(eg_serialize(e, &root, &sort, 1, &s, NULL), 0);
+    eg_serialize_opts so = {.roots = &root, .root_sorts = &sort, .nroots = 1};
+    ck_assert_int_eq(eg_serialize(e, &so, &s, NULL), 0);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    ck_assert_int_eq(eg_serialized_write_json(e, &s, f), 0);
+    ck_assert_int_eq(eg_serialized_write_json(e, &s, f, NULL), 0);
     fclose(f);
     eg_serialized_free(&s);
     return buf;
@@ -54,7 +55,9 @@ START_TEST(two_engines_do_not_interfere)
     T_RUN(a, "(R 3)");
     ck_assert_uint_eq(t_size(a, "R"), 3);
     ck_assert_uint_eq(t_size(b, "R"), 1);
-    eg_value s1 = eg_value_string(a, "hello"), s2 = eg_value_string(b, "other");
+    eg_value s1, s2;
+    ck_assert_int_eq(eg_value_string(a, "hello", &s1, NULL), 0);
+    ck_assert_int_eq(eg_value_string(b, "other", &s2, NULL), 0);
     ck_assert_str_eq(eg_value_as_string(a, s1), "hello");
     ck_assert_str_eq(eg_value_as_string(b, s2), "other");
     eg_engine_free(a);
@@ -67,7 +70,7 @@ START_TEST(serialized_structure_has_dense_classes_and_children)
     eg_engine *e = t_engine();
     T_RUN(e, "(datatype M (Num i64) (Add M M)) (let $t (Add (Num 1) (Num 1)))");
     eg_serialized s;
-    ck_assert_int_eq(eg_serialize(e, NULL, NULL, 0, &s, NULL), 0);
+    ck_assert_int_eq(eg_serialize(e, NULL, &s, NULL), 0);
     /* classes: Num 1, Add; literal class: 1 */
     ck_assert_uint_eq(s.n_classes, 3);
     ck_assert_uint_eq(s.n_nodes, 3);
@@ -95,7 +98,7 @@ START_TEST(terms_added_from_c_are_matched_by_rules)
     ck_assert_int_eq(eg_add_term(e, neg, &n5, 1, &m1, NULL), 0);
     ck_assert_int_eq(eg_add_term(e, neg, &m1, 1, &m2, NULL), 0);
     eg_stop_reason why;
-    eg_error err;
+    lm_err err = {0};
     ck_assert_msg(eg_run_schedule(e, "(saturate (run))", &why, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(why, EG_STOP_SATURATED);
     ck_assert_uint_eq(eg_find(e, m2), eg_find(e, n5));
@@ -112,17 +115,17 @@ START_TEST(rows_are_readable_in_order)
     ck_assert_uint_eq(eg_table_arity(e, f), 1);
     ck_assert_int_eq(eg_table_has_output(e, f), 1);
     eg_value row[2];
-    ck_assert_int_eq(eg_table_row(e, f, 1, row), 0);
+    ck_assert_int_eq(eg_table_row(e, f, 1, row, NULL, NULL), 0);
     ck_assert_int_eq(eg_value_as_i64(row[0]), 2);
     ck_assert_int_eq(eg_value_as_i64(row[1]), 20);
-    ck_assert_int_eq(eg_table_row(e, f, 2, row), EG_ERR_ARG);
+    ck_assert_int_eq(eg_table_row(e, f, 2, row, NULL, NULL), EG_ERR_ARG);
     /* after a delete the table has a dead row: both readers skip it */
     T_RUN(e, "(set (f 3) 30) (delete (f 1))");
-    ck_assert_int_eq(eg_table_row(e, f, 0, row), 0);
+    ck_assert_int_eq(eg_table_row(e, f, 0, row, NULL, NULL), 0);
     ck_assert_int_eq(eg_value_as_i64(row[0]), 2);
     size_t cursor = 0;
     int64_t keys = 0, n = 0;
-    while (eg_table_next_row(e, f, &cursor, row) == 1) {
+    while (eg_table_next_row(e, f, &cursor, row, NULL, NULL)) {
         keys = keys * 10 + eg_value_as_i64(row[0]);
         n++;
     }
@@ -153,7 +156,7 @@ static int run_folder_checking_invariants(const char *dir)
         char path[8192];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         eg_engine *e = t_engine();
-        eg_error err;
+        lm_err err = {0};
         int rc = eg_run_file(e, path, &err);
         ck_assert_msg(rc == 0, "%s: %s", names[i], err.msg);
         ck_assert_int_eq(eg_rebuild(e, &err), 0);
@@ -200,7 +203,7 @@ START_TEST(api_misuse_is_an_argument_error_not_a_crash)
     T_RUN(e, "(datatype M (Num i64)) (function f (i64) M :merge old) (relation R (i64))");
     int f = eg_table_lookup(e, "f"), num = eg_table_lookup(e, "Num");
     eg_value k = eg_value_i64(1), out;
-    eg_error err;
+    lm_err err = {0};
     ck_assert_int_eq(eg_set(e, f, &k, 1, 123456, &err), EG_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "eg_set"));
     ck_assert_int_eq(eg_add_term(e, 99, &k, 1, &out, &err), EG_ERR_ARG);
@@ -210,7 +213,8 @@ START_TEST(api_misuse_is_an_argument_error_not_a_crash)
     eg_value roots[2] = {out, 777777};
     int sorts[2] = {eg_sort_lookup(e, "M"), eg_sort_lookup(e, "M")};
     eg_serialized s;
-    ck_assert_int_eq(eg_serialize(e, roots, sorts, 2, &s, &err), 0);
+    eg_serialize_opts so = {.roots = roots, .root_sorts = sorts, .nroots = 2};
+    ck_assert_int_eq(eg_serialize(e, &so, &s, &err), 0);
     ck_assert_uint_eq(s.n_roots, 1);
     eg_serialized_free(&s);
     ck_assert_int_eq(eg_table_lookup(e, "nope"), -1);

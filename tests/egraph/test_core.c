@@ -6,7 +6,7 @@
 
 static void invariants(eg_engine *e)
 {
-    eg_error err;
+    lm_err err = {0};
     ck_assert_int_eq(eg_rebuild(e, &err), 0);
     ck_assert_msg(eg_check_invariants(e, &err) == 0, "%s", err.msg);
 }
@@ -98,7 +98,7 @@ START_TEST(no_merge_conflict_is_a_runtime_error)
 {
     eg_engine *e = t_engine();
     T_RUN(e, "(function f (i64) i64 :no-merge) (set (f 1) 1)");
-    eg_error err = t_fail(e, "(set (f 1) 2)");
+    lm_err err = t_fail(e, "(set (f 1) 2)");
     ck_assert_int_eq(err.code, EG_ERR_RUNTIME);
     ck_assert_ptr_nonnull(strstr(err.msg, "bad.egg:1:1: function f has no :merge"));
     /* the engine stays usable and keeps the first value */
@@ -146,7 +146,7 @@ START_TEST(extraction_counts_node_costs_and_literals)
     int sort = eg_sort_lookup(e, "E");
     int add = eg_table_lookup(e, "Add");
     eg_value row[3];
-    ck_assert_int_eq(eg_table_row(e, add, 0, row), 0);
+    ck_assert_int_eq(eg_table_row(e, add, 0, row, NULL, NULL), 0);
     char *term = NULL;
     uint64_t cost = 0;
     ck_assert_int_eq(eg_extract(e, sort, row[2], &term, &cost, NULL), 0);
@@ -165,7 +165,7 @@ START_TEST(push_pop_restores_tables_and_declarations)
              "(push) (set (foo) 2) (relation tmp (i64)) (tmp 1) (check (= (foo) 2)) (pop)"
              "(check (= (foo) 1))");
     ck_assert_int_eq(eg_table_lookup(e, "tmp"), -1);
-    eg_error err = t_fail(e, "(pop)");
+    lm_err err = t_fail(e, "(pop)");
     ck_assert_ptr_nonnull(strstr(err.msg, "bad.egg:1:1:"));
     eg_engine_free(e);
 }
@@ -187,7 +187,7 @@ END_TEST
 START_TEST(function_without_merge_behaviour_is_refused)
 {
     eg_engine *e = t_engine();
-    eg_error err = t_fail(e, "(function f (i64) i64)");
+    lm_err err = t_fail(e, "(function f (i64) i64)");
     ck_assert_int_eq(err.code, EG_ERR_TYPE);
     ck_assert_ptr_nonnull(strstr(err.msg, "bad.egg:1:1: function f must say how values merge"));
     eg_engine_free(e);

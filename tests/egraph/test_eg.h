@@ -14,13 +14,13 @@ static inline eg_engine *t_engine(void)
     eg_options o;
     eg_options_default(&o);
     o.snapshot = 1;
-    return eg_engine_new(&o);
+    return eg_engine_new(&o, NULL);
 }
 
 /* Runs program text; fails the test with the engine's message on error. */
 #define T_RUN(e, text)                                                                             \
     do {                                                                                           \
-        eg_error err_;                                                                             \
+        lm_err err_ = {0};                                                                         \
         int rc_ = eg_run_text((e), (text), "test.egg", &err_);                                     \
         ck_assert_msg(rc_ == 0, "program failed: %s", err_.msg);                                   \
     } while (0)
@@ -33,9 +33,9 @@ static inline size_t t_size(eg_engine *e, const char *table)
 }
 
 /* Runs text expecting failure; returns the error (code and message). */
-static inline eg_error t_fail(eg_engine *e, const char *text)
+static inline lm_err t_fail(eg_engine *e, const char *text)
 {
-    eg_error err;
+    lm_err err = {0};
     memset(&err, 0, sizeof err);
     int rc = eg_run_text(e, text, "bad.egg", &err);
     ck_assert_msg(rc != 0, "program was expected to fail: %s", text);
@@ -52,5 +52,7 @@ Suite *rebuild_suite(void);
 /* the tests that need ../shared, run by egraph_shared */
 Suite *api_shared_suite(void);
 Suite *errors_shared_suite(void);
+Suite *oom_suite(void);
+Suite *lang_suite(void);
 
 #endif

@@ -104,9 +104,9 @@ START_TEST(semi_naive_equals_naive)
     eg_options o;
     eg_options_default(&o);
     o.snapshot = 1;
-    eg_engine *a = eg_engine_new(&o);
+    eg_engine *a = eg_engine_new(&o, NULL);
     o.naive = 1;
-    eg_engine *b = eg_engine_new(&o);
+    eg_engine *b = eg_engine_new(&o, NULL);
     T_RUN(a, closure_prog);
     T_RUN(b, closure_prog);
     ck_assert_uint_eq(eg_table_count(a), eg_table_count(b));

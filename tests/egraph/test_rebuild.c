@@ -33,16 +33,16 @@ static char *unions_program(int n)
     return buf;
 }
 
-/* Runs text with the given rebuild_index mode; returns eg_dump's text and the stats. */
-static void run_mode(const char *text, int mode, char **dump, char **stats)
+/* Runs text with the given rebuild mode; returns eg_dump's text and the stats. */
+static void run_mode(const char *text, eg_rebuild_mode mode, char **dump, char **stats)
 {
     eg_options o;
     eg_options_default(&o);
     o.snapshot = 1;
-    o.rebuild_index = mode;
-    eg_engine *e = eg_engine_new(&o);
+    o.rebuild = mode;
+    eg_engine *e = eg_engine_new(&o, NULL);
     T_RUN(e, text);
-    eg_error err;
+    lm_err err = {0};
     ck_assert_int_eq(eg_rebuild(e, &err), 0);
     ck_assert_msg(eg_check_invariants(e, &err) == 0, "%s", err.msg);
     size_t n;
@@ -68,9 +68,9 @@ START_TEST(top_level_unions_rebuild_from_the_index_with_the_same_result)
 {
     char *text = unions_program(3000);
     char *d_auto, *s_auto, *d_full, *s_full, *d_idx, *s_idx;
-    run_mode(text, 0, &d_auto, &s_auto);
-    run_mode(text, -1, &d_full, &s_full);
-    run_mode(text, 1, &d_idx, &s_idx);
+    run_mode(text, EG_REBUILD_AUTO, &d_auto, &s_auto);
+    run_mode(text, EG_REBUILD_FULL, &d_full, &s_full);
+    run_mode(text, EG_REBUILD_INDEXED, &d_idx, &s_idx);
     /* the automatic mode used the index for the unions, the full mode never did */
     ck_assert_uint_ge(passes(s_auto, "indexed"), 3000);
     ck_assert_uint_eq(passes(s_full, "indexed"), 0);
@@ -96,12 +96,12 @@ START_TEST(an_error_inside_an_indexed_pass_leaves_a_rebuildable_database)
     eg_options o;
     eg_options_default(&o);
     o.snapshot = 1;
-    o.rebuild_index = 1;
-    eg_engine *e = eg_engine_new(&o);
+    o.rebuild = EG_REBUILD_INDEXED;
+    eg_engine *e = eg_engine_new(&o, NULL);
     T_RUN(e, "(datatype T (Leaf i64) (Node T T)) (function c (T) i64 :no-merge)"
              "(Node (Leaf 1) (Leaf 2)) (Node (Leaf 3) (Leaf 4)) (Node (Leaf 5) (Leaf 6))"
              "(set (c (Leaf 1)) 10) (set (c (Leaf 3)) 20)");
-    eg_error err = t_fail(e, "(union (Leaf 1) (Leaf 3))");
+    lm_err err = t_fail(e, "(union (Leaf 1) (Leaf 3))");
     ck_assert_int_eq(err.code, EG_ERR_RUNTIME);
     T_RUN(e, "(union (Leaf 2) (Leaf 4)) (union (Leaf 5) (Leaf 6))");
     ck_assert_int_eq(eg_rebuild(e, &err), 0);

@@ -52,7 +52,7 @@ START_TEST(node_limit_stops_growth_cleanly)
     o.snapshot = 1;
     o.node_limit = 50;
     o.log = tmpfile();
-    eg_engine *e = eg_engine_new(&o);
+    eg_engine *e = eg_engine_new(&o, NULL);
     T_RUN(e, "(relation R (i64)) (R 0) (rule ((R x)) ((R (+ x 1)))) (run 1000)");
     ck_assert_int_eq(eg_last_stop(e), EG_STOP_NODE_LIMIT);
     ck_assert_uint_ge(t_size(e, "R"), 50);
@@ -69,7 +69,7 @@ START_TEST(node_limit_stops_inside_one_large_iteration)
     o.snapshot = 1;
     o.node_limit = 3000;
     o.log = tmpfile();
-    eg_engine *e = eg_engine_new(&o);
+    eg_engine *e = eg_engine_new(&o, NULL);
     T_RUN(e, "(relation A (i64)) (relation P (i64 i64)) (A 0) (ruleset grow)"
              "(rule ((A x) (< x 99)) ((A (+ x 1))) :ruleset grow)"
              "(run-schedule (saturate grow))"
@@ -79,7 +79,7 @@ START_TEST(node_limit_stops_inside_one_large_iteration)
     ck_assert_int_eq(eg_last_stop(e), EG_STOP_NODE_LIMIT);
     ck_assert_uint_ge(t_size(e, "P"), 2900);
     ck_assert_uint_lt(t_size(e, "P"), 10000);
-    eg_error err;
+    lm_err err = {0};
     ck_assert_msg(eg_check_invariants(e, &err) == 0, "%s", err.msg);
     eg_engine_free(e);
     fclose(o.log);
@@ -97,7 +97,7 @@ START_TEST(mem_limit_stops_unbounded_growth_cleanly)
     o.mem_limit = 4u << 20;
     o.log = tmpfile();
     ck_assert_ptr_nonnull(o.log);
-    eg_engine *e = eg_engine_new(&o);
+    eg_engine *e = eg_engine_new(&o, NULL);
     T_RUN(e, "(datatype N (Z) (S N) (P N N)) (Z)"
              "(rule ((= x (S y))) ((P x y) (S (S x))))"
              "(rule ((= x (Z))) ((S x)))"
@@ -109,7 +109,7 @@ START_TEST(mem_limit_stops_unbounded_growth_cleanly)
     ck_assert_uint_lt(eg_mem_peak(e), 2 * o.mem_limit);
     ck_assert_uint_gt(t_size(e, "S"), 1000);
     ck_assert_uint_eq(t_size(e, "after"), 1);
-    eg_error err;
+    lm_err err = {0};
     ck_assert_int_eq(eg_rebuild(e, &err), 0);
     ck_assert_msg(eg_check_invariants(e, &err) == 0, "%s", err.msg);
     char log[512] = {0};
@@ -131,7 +131,7 @@ START_TEST(mem_limit_stops_inside_one_large_iteration)
     o.snapshot = 1;
     o.mem_limit = 1u << 20;
     o.log = tmpfile();
-    eg_engine *e = eg_engine_new(&o);
+    eg_engine *e = eg_engine_new(&o, NULL);
     T_RUN(e, "(relation A (i64)) (relation P (i64 i64)) (A 0) (ruleset grow)"
              "(rule ((A x) (< x 999)) ((A (+ x 1))) :ruleset grow)"
              "(run-schedule (saturate grow))"
@@ -141,7 +141,7 @@ START_TEST(mem_limit_stops_inside_one_large_iteration)
     ck_assert_int_eq(eg_last_stop(e), EG_STOP_MEM_LIMIT);
     ck_assert_uint_gt(t_size(e, "P"), 0);
     ck_assert_uint_lt(t_size(e, "P"), 1000000);
-    eg_error err;
+    lm_err err = {0};
     ck_assert_msg(eg_check_invariants(e, &err) == 0, "%s", err.msg);
     eg_engine_free(e);
     fclose(o.log);

@@ -72,7 +72,7 @@ typedef struct {
 
 /* Computes the canonical form of e's database (rebuilds e first). Returns 0, or an
  * engine error code with err filled. The caller frees out with pg_canon_free. */
-int pg_canonicalize(eg_engine *e, const pg_schema *schema, pg_canon *out, eg_error *err);
+int pg_canonicalize(eg_engine *e, const pg_schema *schema, pg_canon *out, lm_err *err);
 void pg_canon_free(pg_canon *c);
 /* 1 when a and b are equal. */
 int pg_canon_equal(const pg_canon *a, const pg_canon *b);

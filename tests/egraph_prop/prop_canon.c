@@ -47,16 +47,15 @@ static int col_is_class(const pg_table *t, size_t c)
     return c < (size_t)t->ncols && t->col[c] != PG_I64;
 }
 
-static int fail(eg_error *err, const char *msg, const char *name)
+static int fail(lm_err *err, const char *msg, const char *name)
 {
     if (err) {
-        err->code = EG_ERR_ARG;
-        snprintf(err->msg, sizeof err->msg, "pg_canonicalize: %s %s", msg, name);
+        lm_err_set(err, LM_EARG, NULL, "pg_canonicalize: %s %s", msg, name);
     }
-    return EG_ERR_ARG;
+    return LM_EARG;
 }
 
-int pg_canonicalize(eg_engine *e, const pg_schema *schema, pg_canon *out, eg_error *err)
+int pg_canonicalize(eg_engine *e, const pg_schema *schema, pg_canon *out, lm_err *err)
 {
     memset(out, 0, sizeof *out);
     int rc = eg_rebuild(e, err);
@@ -81,8 +80,8 @@ int pg_canonicalize(eg_engine *e, const pg_schema *schema, pg_canon *out, eg_err
     for (int t = 0; t < schema->ntables; t++) {
         size_t cursor = 0, n = 0, size = eg_table_size(e, ti[t].engine_table);
         uint64_t row[PG_MAX_COLS + 1];
-        int more;
-        while ((more = eg_table_next_row(e, ti[t].engine_table, &cursor, row)) == 1) {
+        lm_err rerr = {0};
+        while (eg_table_next_row(e, ti[t].engine_table, &cursor, row, NULL, &rerr)) {
             if (n++ == size) break; /* more rows than eg_table_size says */
             for (size_t c = 0; c < ti[t].ncols; c++) {
                 cells[at + c] = row[c];
@@ -93,7 +92,7 @@ int pg_canonicalize(eg_engine *e, const pg_schema *schema, pg_canon *out, eg_err
             }
             at += ti[t].ncols;
         }
-        if (more < 0 || n != size) {
+        if (rerr.code || n != size) {
             free(cells);
             return fail(err, "the row cursor disagrees with eg_table_size for",
                         schema->tables[t].name);

@@ -34,18 +34,18 @@ static eg_engine *engine(FILE *devnull)
     o.time_limit_s = 1.0;
     o.out = devnull;
     o.log = devnull;
-    return eg_engine_new(&o);
+    return eg_engine_new(&o, NULL);
 }
 
 static char *serialized(eg_engine *e)
 {
     eg_serialized s;
-    eg_error ee;
-    if (eg_serialize(e, NULL, NULL, 0, &s, &ee) != 0) die("serialize", ee.msg);
+    lm_err ee = {0};
+    if (eg_serialize(e, NULL, &s, &ee) != 0) die("serialize", ee.msg);
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
-    if (!f || eg_serialized_write_json(e, &s, f) != 0) die("write json", NULL);
+    if (!f || eg_serialized_write_json(e, &s, f, NULL) != 0) die("write json", NULL);
     fclose(f);
     eg_serialized_free(&s);
     return buf;
@@ -73,7 +73,7 @@ static void check_fixed_point(const hl_graph *d, FILE *devnull)
     if (hl_graph_encode(d, a, &enc, &err) != HL_OK) die("encode of a decoded graph", err.msg);
     char *text = hl_graph_encode_text(d, true, &err);
     if (!text) die("encode text of a decoded graph", err.msg);
-    eg_error ee;
+    lm_err ee = {0};
     if (eg_run_text(b, text, "encoding", &ee) != 0) die("run of the encoding text", ee.msg);
     char *sa = serialized(a), *sb = serialized(b);
     if (strcmp(sa, sb) != 0) die("text and C paths differ", text);
@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(prog, data, size);
     prog[size] = 0;
     eg_engine *e = engine(devnull);
-    eg_error ee;
+    lm_err ee = {0};
     hl_error err;
     hl_error_clear(&err);
     if (hl_encode_declare(e, &err) != HL_OK) die("schema", err.msg);

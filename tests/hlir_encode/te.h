@@ -21,13 +21,13 @@
 static inline char *te_serialized(eg_engine *e)
 {
     eg_serialized s;
-    eg_error ee;
-    ck_assert_msg(eg_serialize(e, NULL, NULL, 0, &s, &ee) == 0, "serialize: %s", ee.msg);
+    lm_err ee = {0};
+    ck_assert_msg(eg_serialize(e, NULL, &s, &ee) == 0, "serialize: %s", ee.msg);
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
     ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(eg_serialized_write_json(e, &s, f), 0);
+    ck_assert_int_eq(eg_serialized_write_json(e, &s, f, NULL), 0);
     fclose(f);
     eg_serialized_free(&s);
     return buf;
@@ -36,7 +36,7 @@ static inline char *te_serialized(eg_engine *e)
 /* A new engine holding g encoded through the C API. */
 static inline eg_engine *te_encode_c(const hl_graph *g, hl_encoding *enc)
 {
-    eg_engine *e = eg_engine_new(NULL);
+    eg_engine *e = eg_engine_new(NULL, NULL);
     hl_error err;
     hl_error_clear(&err);
     hl_encoding local;
@@ -52,8 +52,8 @@ static inline eg_engine *te_encode_text(const hl_graph *g)
     hl_error_clear(&err);
     char *text = hl_graph_encode_text(g, true, &err);
     ck_assert_msg(text != NULL, "encode text: %s", err.msg);
-    eg_engine *e = eg_engine_new(NULL);
-    eg_error ee;
+    eg_engine *e = eg_engine_new(NULL, NULL);
+    lm_err ee = {0};
     ck_assert_msg(eg_run_text(e, text, "encoding", &ee) == 0, "run: %s", ee.msg);
     free(text);
     return e;

@@ -12,8 +12,8 @@ static const char *prog_head(void)
 /* decode of the engine that ran the schema plus program; NULL with err set on failure */
 static hl_graph *decode_text(const char *program, hl_error *err)
 {
-    eg_engine *e = eg_engine_new(NULL);
-    eg_error ee;
+    eg_engine *e = eg_engine_new(NULL, NULL);
+    lm_err ee = {0};
     ck_assert_msg(eg_run_text(e, prog_head(), "schema", &ee) == 0, "%s", ee.msg);
     ck_assert_msg(eg_run_text(e, program, "program", &ee) == 0, "%s", ee.msg);
     hl_error_clear(err);
@@ -202,13 +202,13 @@ static eg_engine *exp2_or_sin(uint32_t *cls, uint32_t *n_exp2, uint32_t *n_sin, 
     hl_output(g, "y", hl_exp2(g, hl_input(g, "x", HL_F32, 1, d)));
     eg_engine *e = te_encode_c(g, NULL);
     hl_graph_free(g);
-    eg_error ee;
+    lm_err ee = {0};
     ck_assert_msg(eg_run_text(e,
                               "(rewrite (Op (Exp2 ?a ?b ?c) ?l) (Op (Sin ?a ?b ?c) ?l))\n"
                               "(run 1)\n",
                               "rule", &ee) == 0,
                   "%s", ee.msg);
-    ck_assert_int_eq(eg_serialize(e, NULL, NULL, 0, s, &ee), 0);
+    ck_assert_int_eq(eg_serialize(e, NULL, s, &ee), 0);
     /* the two Op nodes of one class, told apart by their kind */
     *n_exp2 = *n_sin = UINT32_MAX;
     for (uint32_t i = 0; i < s->n_nodes; i++) {
@@ -266,11 +266,11 @@ START_TEST(a_cycle_among_the_chosen_nodes_is_reported)
     hl_output(g, "y", hl_exp2(g, x));
     hl_encoding enc;
     eg_engine *e = te_encode_c(g, &enc);
-    eg_error ee;
+    lm_err ee = {0};
     ck_assert_int_eq(eg_union(e, enc.node_class[0], enc.node_class[1], &ee), 0);
     ck_assert_int_eq(eg_rebuild(e, &ee), 0);
     eg_serialized s;
-    ck_assert_int_eq(eg_serialize(e, NULL, NULL, 0, &s, &ee), 0);
+    ck_assert_int_eq(eg_serialize(e, NULL, &s, &ee), 0);
     uint32_t *choice = malloc(s.n_classes * sizeof(uint32_t));
     for (uint32_t c = 0; c < s.n_classes; c++)
         choice[c] = UINT32_MAX;
@@ -391,7 +391,7 @@ START_TEST(a_saturated_e_graph_still_reads_back)
     hl_graph *g = hl_graph_generate(11, &o, &err);
     ck_assert_ptr_nonnull(g);
     eg_engine *e = te_encode_c(g, NULL);
-    eg_error ee;
+    lm_err ee = {0};
     ck_assert_msg(eg_run_text(e,
                               "(rewrite (Op (Mul ?s ?a ?b ?o) (ICons ?x (ICons ?y (INil))))"
                               " (Op (Mul ?s ?b ?a ?o) (ICons ?y (ICons ?x (INil)))))\n"
@@ -416,10 +416,10 @@ START_TEST(an_input_proved_equal_to_a_constant_stays_an_input)
     hl_output(g, "y", hl_exp2(g, x));
     hl_encoding enc;
     eg_engine *e = te_encode_c(g, &enc);
-    eg_error ee;
+    lm_err ee = {0};
     ck_assert_int_eq(eg_run_text(e, "(let c (Op (Constant 2.0) (INil)))", "c", &ee), 0);
     eg_serialized s;
-    ck_assert_int_eq(eg_serialize(e, NULL, NULL, 0, &s, &ee), 0);
+    ck_assert_int_eq(eg_serialize(e, NULL, &s, &ee), 0);
     eg_value cval = 0;
     for (uint32_t i = 0; i < s.n_nodes; i++)
         if (strcmp(s.nodes[i].op, "Constant") == 0)
@@ -458,7 +458,7 @@ START_TEST(random_choices_among_equal_alternatives_compute_the_same_bits)
         hl_graph *g = hl_graph_generate(seed, &o, &err);
         ck_assert_ptr_nonnull(g);
         eg_engine *e = te_encode_c(g, NULL);
-        eg_error ee;
+        lm_err ee = {0};
         ck_assert_msg(eg_run_text(e,
                                   "(rewrite (Op (Mul ?s ?a ?b ?o) (ICons ?x (ICons ?y (INil))))"
                                   " (Op (Mul ?s ?b ?a ?o) (ICons ?y (ICons ?x (INil)))))\n"
@@ -468,7 +468,7 @@ START_TEST(random_choices_among_equal_alternatives_compute_the_same_bits)
                                   "rules", &ee) == 0,
                       "%s", ee.msg);
         eg_serialized s;
-        ck_assert_int_eq(eg_serialize(e, NULL, NULL, 0, &s, &ee), 0);
+        ck_assert_int_eq(eg_serialize(e, NULL, &s, &ee), 0);
         uint32_t *choice = malloc(s.n_classes * sizeof(uint32_t));
         uint32_t *seen = calloc(s.n_classes, sizeof(uint32_t));
         uint32_t alternatives = 0;

@@ -69,11 +69,11 @@ static char *dtypes_of(const char *program, uint32_t n, bool saturate)
     eg_options o;
     eg_options_default(&o);
     o.out = out;
-    eg_engine *e = eg_engine_new(&o);
+    eg_engine *e = eg_engine_new(&o, NULL);
     hl_error err;
     hl_error_clear(&err);
     ck_assert_int_eq(hl_encode_declare(e, &err), HL_OK);
-    eg_error ee;
+    lm_err ee = {0};
     ck_assert_msg(eg_run_text(e, program, "program", &ee) == 0, "%s", ee.msg);
     if (saturate)
         ck_assert_msg(eg_run_text(e, "(run-schedule (saturate dtype_prop))", "run", &ee) == 0, "%s",
@@ -139,7 +139,7 @@ END_TEST
 
 START_TEST(declare_loads_the_schema_once)
 {
-    eg_engine *e = eg_engine_new(NULL);
+    eg_engine *e = eg_engine_new(NULL, NULL);
     hl_error err;
     hl_error_clear(&err);
     ck_assert_int_eq(hl_encode_declare(e, &err), HL_OK);
@@ -158,8 +158,8 @@ END_TEST
 
 START_TEST(declare_rejects_an_engine_with_other_meanings_for_the_names)
 {
-    eg_engine *e = eg_engine_new(NULL);
-    eg_error ee;
+    eg_engine *e = eg_engine_new(NULL, NULL);
+    lm_err ee = {0};
     ck_assert_int_eq(eg_run_text(e, "(datatype Thing (Op i64))", "mine", &ee), 0);
     hl_error err;
     hl_error_clear(&err);
@@ -293,7 +293,7 @@ START_TEST(encoding_reports_each_node_class_and_the_root)
     eg_value args[2] = {enc.node_class[hl_graph_output(g, 0)],
                         enc.node_class[hl_graph_output(g, 1)]};
     eg_value got;
-    eg_error ee;
+    lm_err ee = {0};
     uint64_t before = eg_node_count(e);
     ck_assert_int_eq(eg_add_term(e, oj, args, 2, &got, &ee), 0);
     ck_assert_uint_eq(eg_node_count(e), before); /* found, not added */
@@ -339,7 +339,7 @@ START_TEST(graphs_without_outputs_or_with_errors_are_refused)
     hl_output(g, "y", hl_sum_reduce(g, x, 5));
     ck_assert_int_ne(hl_graph_error(g)->code, HL_OK);
     hl_error_clear(&err);
-    eg_engine *e = eg_engine_new(NULL);
+    eg_engine *e = eg_engine_new(NULL, NULL);
     hl_encoding enc;
     ck_assert_int_eq(hl_graph_encode(g, e, &enc, &err), HL_ERR_ARG);
     ck_assert_ptr_nonnull(strstr(err.msg, "builder error"));
@@ -363,8 +363,8 @@ START_TEST(fprint_egraph_writes_the_schema_then_the_program)
     ck_assert_ptr_nonnull(strstr(buf + ls, "(let t0 (Input 0 \"x\""));
     ck_assert_str_eq(buf + n - strlen("(let root t2)\n"), "(let root t2)\n");
     /* and the engine accepts it as a program */
-    eg_engine *e = eg_engine_new(NULL);
-    eg_error ee;
+    eg_engine *e = eg_engine_new(NULL, NULL);
+    lm_err ee = {0};
     ck_assert_msg(eg_run_text(e, buf, "emitted", &ee) == 0, "%s", ee.msg);
     eg_engine_free(e);
     free(buf);

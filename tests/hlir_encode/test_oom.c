@@ -55,7 +55,7 @@ static void text_step(const hl_graph *g, bool *fired)
 
 static void c_step(const hl_graph *g, bool *fired)
 {
-    eg_engine *e = eg_engine_new(NULL);
+    eg_engine *e = eg_engine_new(NULL, NULL);
     hl_error err;
     hl_error_clear(&err);
     hl_encoding enc;

@@ -39,8 +39,8 @@ START_TEST(emit_egraph_prints_the_encoding_of_the_graph)
         ck_assert_msg(strcmp(out, want) == 0, "%s: --emit egraph differs from the encoding",
                       paths[i]);
         /* the printed program builds what the C path builds */
-        eg_engine *a = eg_engine_new(NULL);
-        eg_error ee;
+        eg_engine *a = eg_engine_new(NULL, NULL);
+        lm_err ee = {0};
         ck_assert_msg(eg_run_text(a, out, "emitted", &ee) == 0, "%s", ee.msg);
         eg_engine *b = te_encode_c(g, NULL);
         char *ja = te_serialized(a), *jb = te_serialized(b);

@@ -1,14 +1,15 @@
-/* eqsat: runs a program in the rules language (the egglog subset) with the engine.
+/* eqsat: runs a program in the rules language (egglog's core language) with the engine.
  *
  *   eqsat [--snapshot] [--stats] [--json] [--quiet] [--naive] [--node-limit N]
- *         [--iter-limit N] [--time-limit S] [--mem-limit BYTES] FILE
+ *         [--iter-limit N] [--time-limit S] [--mem-limit BYTES] FILE|-
  *
  * Command output goes to stdout as egglog prints it; --snapshot prints only what the
  * conformance snapshots compare (print-size and extraction costs). --stats prints, after
  * the program, per-ruleset and per-rule times and matches, iterations, table sizes and
  * peak memory on stderr (--json: as one JSON object on stderr). When stderr is a terminal,
- * iterations and rows are shown as they run, unless --quiet. Errors are printed as
- * file:line:col: message, exit status 1. */
+ * iterations and rows are shown as they run, unless --quiet. A run or schedule stopped by
+ * a limit says so on stderr and the program goes on. Errors are printed as
+ * file:line:col: message, exit status 1; a directory or an unreadable file is an error. */
 #include "egraph.h"
 
 #include <errno.h>
@@ -22,9 +23,10 @@
 static const char usage_text[] =
     "usage: eqsat [options] FILE\n"
     "\n"
-    "Runs a program in the rules language (the egglog subset, docs/egraph.md) and prints\n"
-    "each command's output on stdout as egglog does. Errors go to stderr as\n"
-    "file:line:col: message, with exit status 1.\n"
+    "Runs a program in the rules language (egglog's core language, docs/egraph.md) and\n"
+    "prints each command's output on stdout as egglog does. FILE '-' reads standard input.\n"
+    "Errors go to stderr as file:line:col: message, with exit status 1 (also for a FILE\n"
+    "that cannot be read or is a directory).\n"
     "\n"
     "  --snapshot          print only what egglog's conformance snapshots hold\n"
     "                      (print-size, extraction costs)\n"
@@ -34,13 +36,14 @@ static const char usage_text[] =
     "  --quiet             no progress on stderr (shown only when stderr is a terminal)\n"
     "  --naive             match every rule against the whole database each iteration\n"
     "                      (the semi-naive evaluation's reference)\n"
-    "  --node-limit N      stop a run once the tables hold more than N rows\n"
-    "  --iter-limit N      stop runs after N iterations in total\n"
-    "  --time-limit S      stop a run after S seconds of wall time\n"
-    "  --mem-limit BYTES   stop a run once the engine's tables, indexes and pools hold\n"
+    "  --node-limit N      stop runs once the tables hold N rows or more\n"
+    "  --iter-limit N      stop runs once the whole program has run N iterations\n"
+    "  --time-limit S      stop each run or run-schedule command after S seconds of\n"
+    "                      wall time (the whole command, all its saturate and repeat loops)\n"
+    "  --mem-limit BYTES   stop runs once the engine's tables, indexes and pools hold\n"
     "                      BYTES or more (suffix K, M or G: KiB, MiB, GiB; e.g. 512M)\n"
-    "  (a run stopped by a limit says so on stderr and keeps the results so far; the\n"
-    "  program goes on with its next command)\n"
+    "  (a run or run-schedule stopped by a limit says so on stderr, \"run stopped: ...\",\n"
+    "  keeps the results so far, and the program goes on with its next command)\n"
     "  --help              this text\n";
 
 static void usage(FILE *f)
@@ -65,25 +68,12 @@ static int parse_count(const char *opt, const char *text, uint64_t *out)
 /* Parses a byte count with an optional K, M or G suffix (powers of 1024). */
 static int parse_bytes(const char *opt, const char *text, uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    unsigned shift = 0;
-    if (end != text && *end && !end[1]) {
-        shift = *end == 'K' || *end == 'k'   ? 10
-                : *end == 'M' || *end == 'm' ? 20
-                : *end == 'G' || *end == 'g' ? 30
-                                             : 0;
-        if (shift) end++;
-    }
-    if (text[0] == '-' || text[0] == '+' || end == text || *end || errno ||
-        (shift && v > (UINT64_MAX >> shift))) {
+    if (!lm_parse_bytes(text, out)) {
         fprintf(stderr,
                 "eqsat: %s expects a whole number of bytes, optionally with K, M or G, got '%s'\n",
                 opt, text);
         return 0;
     }
-    *out = (uint64_t)v << shift;
     return 1;
 }
 
@@ -109,11 +99,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--snapshot") == 0)
-            o.snapshot = 1;
+            o.snapshot = true;
         else if (strcmp(a, "--stats") == 0)
             stats = 1;
         else if (strcmp(a, "--naive") == 0)
-            o.naive = 1;
+            o.naive = true;
         else if (strcmp(a, "--json") == 0)
             json = 1;
         else if (strcmp(a, "--quiet") == 0)
@@ -133,7 +123,7 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
-        } else if (a[0] == '-' && a[1]) {
+        } else if (a[0] == '-' && a[1]) { /* "-" alone is standard input */
             fprintf(stderr, "eqsat: unknown option %s (see eqsat --help)\n", a);
             return 2;
         } else if (file) {
@@ -148,8 +138,12 @@ int main(int argc, char **argv)
         return 2;
     }
     o.progress = !quiet && !o.snapshot && isatty(STDERR_FILENO);
-    eg_engine *e = eg_engine_new(&o);
-    eg_error err;
+    lm_err err = {0};
+    eg_engine *e = eg_engine_new(&o, &err);
+    if (!e) {
+        fprintf(stderr, "eqsat: %s\n", err.msg);
+        return 1;
+    }
     int rc = eg_run_file(e, file, &err);
     fflush(stdout);
     if (o.progress) fputc('\n', stderr);

@@ -27,6 +27,12 @@ static const char USAGE[] =
     "  --emit egraph    print the graph's e-graph encoding as a program in the rules\n"
     "                   language: the schema (hlir/encode.egg), then one (let tK ...)\n"
     "                   per node in Kahn order (docs/encoding.md)\n"
+    "  --emit space     saturate the graph's e-graph with the rules and print the search\n"
+    "                   space: classes, searchable classes, choices, log2 of the number\n"
+    "                   of programs, alternatives per op (docs/llir.md); --json for JSON\n"
+    "  --emit space-json  the saturated e-graph as egraph-serialize JSON, with the dtype\n"
+    "                   of every IR class\n"
+    "  --rules FILE     the rules to saturate with, instead of the built-in ones\n"
     "  --reference      run the CPU reference runtime on seeded random inputs and print,\n"
     "                   per output: name, dtype, shape, sum, max |x| and the XXH3-64\n"
     "                   hash of its bytes\n"
@@ -84,6 +90,8 @@ typedef struct emitter {
 static const emitter EMITTERS[] = {
     {"hlir", emit_hlir},
     {"egraph", emit_egraph},
+    {"space", ls_emit_space},
+    {"space-json", ls_emit_space_json},
 };
 #define N_EMITTERS (sizeof EMITTERS / sizeof EMITTERS[0])
 
@@ -194,6 +202,10 @@ static int parse_args(int argc, char **argv, ls_opts *o)
                 return 2;
             }
             o->emit = next;
+            i++;
+        } else if (strcmp(a, "--rules") == 0) {
+            if (!next) return usage_error("%s needs a file", a);
+            o->rules = next;
             i++;
         } else if (strcmp(a, "--reference") == 0) {
             o->reference = true;

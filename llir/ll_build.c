@@ -1,29 +1,9 @@
-/* ll_build_shim.c - a small ll_graph and the builder interface on it (ll_build.h), with
- * the public read accessors of llir.h.
- *
- * This file is a stand-in: the graph struct of the genome builder (llir/ll_graph.c) is
- * the real one, and the interface of ll_build.h is re-implemented on it when the two
- * branches meet; nothing outside this file sees the struct below. It owns the pool, the
- * dims, the nodes and a copy of each IO node's name.
- *
- * Invariant once finished: every in[] and region id of every node is a node id (or
- * LM_NONE for region), inputs[i] is the LL_INPUT node with prim.index i, outputs[i] the
- * LL_OUTPUT node with prim.index i. */
+/* ll_build.c - the internal builder of ll_graph values (ll_build.h): how the HLIR
+ * lowering, the tests and the program loader create graphs. ll_graph_from_genome
+ * (ll_graph.c) fills the same struct directly. */
 #include "ll_build.h"
+#include "ll_int.h"
 #include "ll_priv.h"
-
-#include <string.h>
-
-struct ll_graph {
-    hl_expr_pool *pool;
-    hl_dim *dims;
-    uint32_t n_dims, cap_dims;
-    ll_node *nodes;
-    uint32_t n_nodes, cap_nodes;
-    uint32_t *inputs, n_inputs;
-    uint32_t *outputs, n_outputs;
-    bool finished;
-};
 
 ll_graph *ll__graph_alloc(lm_err *err)
 {
@@ -35,19 +15,6 @@ ll_graph *ll__graph_alloc(lm_err *err)
         return NULL;
     }
     return g;
-}
-
-void ll_graph_free(ll_graph *g)
-{
-    if (!g) return;
-    for (uint32_t i = 0; i < g->n_nodes; i++)
-        ll__free(g->nodes[i].prim.name);
-    ll__free(g->nodes);
-    ll__free(g->dims);
-    ll__free(g->inputs);
-    ll__free(g->outputs);
-    hl_expr_pool_free(g->pool);
-    ll__free(g);
 }
 
 hl_expr_pool *ll__graph_pool(ll_graph *g)
@@ -135,7 +102,7 @@ uint32_t ll__graph_push(ll_graph *g, const ll_node *n, lm_err *err)
             return LM_NONE;
         }
     void *arr = g->nodes;
-    if (grow(&arr, &g->cap_nodes, id + 1, sizeof(ll_node))) goto oom;
+    if (grow(&arr, &g->cap, id + 1, sizeof(ll_node))) goto oom;
     g->nodes = arr;
     ll_node c = *n;
     c.prim.name = NULL;
@@ -212,54 +179,10 @@ int ll__graph_finish(ll_graph *g, lm_err *err)
     return 0;
 }
 
-/* ---- the public accessors ---- */
 
-const hl_expr_pool *ll_graph_exprs(const ll_graph *g)
+uint32_t ll__graph_add_origin(ll_graph *g, const char *name, lm_err *err)
 {
-    return g->pool;
-}
-
-uint32_t ll_graph_dim_count(const ll_graph *g)
-{
-    return g->n_dims;
-}
-
-const hl_dim *ll_graph_dim_at(const ll_graph *g, uint32_t i)
-{
-    return i < g->n_dims ? &g->dims[i] : NULL;
-}
-
-const char *ll_graph_dim_name(const ll_graph *g, uint32_t i)
-{
-    return i < g->n_dims ? hl_var_name(g->pool, g->dims[i].var) : NULL;
-}
-
-uint32_t ll_graph_node_count(const ll_graph *g)
-{
-    return g->n_nodes;
-}
-
-const ll_node *ll_graph_node(const ll_graph *g, uint32_t id)
-{
-    return id < g->n_nodes ? &g->nodes[id] : NULL;
-}
-
-uint32_t ll_graph_input_count(const ll_graph *g)
-{
-    return g->n_inputs;
-}
-
-uint32_t ll_graph_input(const ll_graph *g, uint32_t i)
-{
-    return i < g->n_inputs ? g->inputs[i] : LM_NONE;
-}
-
-uint32_t ll_graph_output_count(const ll_graph *g)
-{
-    return g->n_outputs;
-}
-
-uint32_t ll_graph_output(const ll_graph *g, uint32_t i)
-{
-    return i < g->n_outputs ? g->outputs[i] : LM_NONE;
+    uint32_t o = ll__graph_intern_origin(g, name ? name : "");
+    if (o == LM_NONE) ll__fail(err, LM_ENOMEM, NULL, "llir graph: out of memory for an origin");
+    return o;
 }

@@ -1,0 +1,17 @@
+/* ll_err.c - the door every llir error goes through. A breakpoint on ll__fail stops at
+ * every error the module raises; it ends in base's lm_err_setv like every module's door. */
+#include "ll_int.h"
+
+int ll__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = lm_err_setv(err, code, loc, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int ll__oom(lm_err *err, const char *where)
+{
+    return ll__fail(err, LM_ENOMEM, NULL, "%s: out of memory", where);
+}

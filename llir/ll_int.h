@@ -1,0 +1,266 @@
+/* ll_int.h - what llir's files share: the allocation door, the error door, the engine
+ * adapter, the space's layout and the graph's layout.
+ *
+ * Memory goes through ll__alloc and friends (ll_mem.c), which check sizes for overflow
+ * and return NULL on failure; callers turn NULL into LM_ENOMEM and leave their
+ * structure as it was. Errors go through ll__fail (ll_err.c), which ends in lm_err_setv.
+ *
+ * Every call into the engine that can fail goes through ll_eg.c, which adds the context
+ * of the call (the phase, the schedule) to the engine's lm_err. llir calls no fallible hlir
+ * function: expressions are built with the hl_e_* constructors (HL_NONE on failure)
+ * and evaluated by llir's own evaluator (ll_expr.c).
+ */
+#ifndef LUMINAL_LL_INT_H
+#define LUMINAL_LL_INT_H
+
+#include "llir.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ==================================================================================
+ * Memory and errors
+ * ================================================================================== */
+
+/* n * size bytes, NULL on overflow or failure. Never returns NULL for n == 0. */
+void *ll__alloc(size_t n, size_t size);
+void *ll__zalloc(size_t n, size_t size);
+/* Resizes p to n * size bytes; on failure returns NULL and p is untouched. */
+void *ll__realloc(void *p, size_t n, size_t size);
+void ll__free(void *p);
+char *ll__strdup(const char *s);
+/* Grows *arr (of *cap elements of size bytes) to hold at least need elements, doubling.
+ * 0, or -1 with *arr and *cap untouched. */
+int ll__grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
+/* Tests only: the allocation after the next n fails (n = 0: the very next), once; -1
+ * disables. Thread-local. ll__mem_fail_fired tells whether it happened. */
+void ll__mem_fail_after(long n);
+bool ll__mem_fail_fired(void);
+
+/* The door every llir error goes through: lm_err_setv with the location. */
+int ll__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+int ll__oom(lm_err *err, const char *where);
+
+/* ==================================================================================
+ * The engine adapter (ll_eg.c)
+ * ================================================================================== */
+
+/* eg_run_text; the engine's message, its code as an lm_code. */
+int ll__eg_run_text(eg_engine *e, const char *text, const char *name, lm_err *err);
+/* eg_run_schedule; what names the schedule in a message ("phase 'fuse'"). */
+int ll__eg_run_schedule(eg_engine *e, const char *sched, const char *what, eg_stop_reason *why,
+                        lm_err *err);
+/* eg_serialize with one root of sort root_sort (the caller frees out). */
+int ll__eg_serialize(eg_engine *e, eg_value root, int root_sort, eg_serialized *out, lm_err *err);
+/* The next live row of a table (eg_table_next_row): true with cols filled, false at the
+ * end. */
+bool ll__eg_next_row(const eg_engine *e, int table, size_t *cursor, eg_value *cols);
+/* eg_serialized_write_json into a malloc'd string (free with free()). */
+char *ll__eg_json(eg_engine *e, const eg_serialized *s, lm_err *err);
+/* The provenance of serialized node n: LM_NONE until the engine has eg_row_origin, and
+ * its text ("origin unknown" for LM_NONE). */
+uint32_t ll__eg_origin(const eg_engine *e, const eg_serialized *s, uint32_t n);
+const char *ll__eg_origin_text(const eg_engine *e, uint32_t origin, char *buf, size_t cap);
+
+/* ==================================================================================
+ * Constructors the space reads
+ * ==================================================================================
+ *
+ * Every serialized node gets a code: a registry op (0 .. ll_op_count()-1), or one of
+ * these for the encoding's structure, expressions, lists and dtypes. */
+
+enum {
+    LL__C_OP = 0x1000, /* (Op OpKind IList) */
+    LL__C_ICONS,
+    LL__C_INIL,
+    LL__C_MNUM,
+    LL__C_MFLOAT,
+    LL__C_MITER,
+    LL__C_MVAR,
+    LL__C_MADD, /* the binary expression constructors, in hl_expr_kind order from ADD */
+    LL__C_MSUB,
+    LL__C_MMUL,
+    LL__C_MDIV,
+    LL__C_MCDIV,
+    LL__C_MMOD,
+    LL__C_MMIN,
+    LL__C_MMAX,
+    LL__C_MAND,
+    LL__C_MOR,
+    LL__C_MGTE,
+    LL__C_MLT,
+    LL__C_MFLOORTO,
+    LL__C_ECONS,
+    LL__C_ENIL,
+    LL__C_DT, /* LL__C_DT + hl_dtype: (F32) (F16) (Bf16) (Int) (Int64) (Bool) ... */
+    LL__C_DT_END = LL__C_DT + HL_DTYPE_COUNT,
+    LL__C_DIM,
+    LL__C_LITERAL, /* a literal node (i64, f64, String, ...) */
+    LL__C_HELPER,  /* a rules-only helper llir does not read (MReplace, RowMajor, ...) */
+    LL__C_UNKNOWN  /* a constructor of another sort (a rules' own helper datatype) */
+};
+
+/* The constructor code of a table name and its expected arity (children), or
+ * LL__C_UNKNOWN; registry names give their op. */
+uint16_t ll__ctor_code(const char *name, uint32_t *arity);
+/* The arity (columns) of a registered op: its fields, plus for Op kinds nothing (the
+ * inputs are in the IList). */
+uint32_t ll__op_arity(ll_op op);
+/* True for dialects of nodes inside a region (FUSED, LOAD, INLINE). */
+static inline bool ll__interior(ll_dialect d)
+{
+    return d == LL_D_FUSED || d == LL_D_LOAD || d == LL_D_INLINE;
+}
+
+/* ==================================================================================
+ * The space (ll_space.c builds it, ll_space_print.c prints it)
+ * ==================================================================================
+ *
+ *   per serialized class  ckind (what it is), sidx (its searchable index or LM_NONE),
+ *                         canon (canonical node of a non-searchable class), dtype (of an
+ *                         IR class: the `dtype` function; of a DType class: its value),
+ *                         ctx (IR: its context; IList: its entries' context), len (IList)
+ *   per searchable class  scls (its class), cstart (its choices: cstart[i] .. cstart[i+1]
+ *                         into the choice arrays), safe (the acyclic choice of least
+ *                         height), reach (reachable from the root)
+ *   per choice            cnode (the serialized node), cop (its op), kstart/kids (the
+ *                         searchable classes it reads, in child order)
+ */
+
+enum { LL__K_IR = 0, LL__K_ILIST, LL__K_OPKIND, LL__K_EXPR, LL__K_ELIST, LL__K_DTYPE,
+       LL__K_DIM, LL__K_LIT, LL__K_OTHER };
+
+/* Contexts of IR classes, as bits (a union of two is a mix). */
+enum { LL__X_NONE = 0, LL__X_TOP = 1, LL__X_REGION = 2, LL__X_SINK = 4 };
+
+typedef struct ll__dim {
+    const char *name; /* borrowed from the engine (or the space's names) */
+    int64_t lo, hi, profile;
+    bool declared; /* false: an MVar no Dim declares, given [1, 2^31-1] at 1 */
+} ll__dim;
+
+struct ll_space {
+    eg_engine *e; /* borrowed */
+    eg_serialized ser;
+    uint32_t nc, nn; /* classes, nodes */
+    int sort_i64, sort_f64, sort_str;
+    uint16_t *code;  /* per node */
+    uint8_t *ckind;  /* per class */
+    int8_t *dtype;   /* per class, -1 when none */
+    uint8_t *ctx;    /* per class */
+    uint32_t *len;   /* per IList class: its length */
+    uint32_t *canon; /* per class */
+    uint32_t *sidx;  /* per class */
+    uint32_t *nstart, *nlist; /* per class: its nodes (CSR over nlist) */
+
+    uint32_t ns;     /* searchable classes */
+    uint32_t *scls;
+    uint32_t *cstart;
+    uint32_t *safe;
+    uint8_t *reach;
+    uint32_t nch;    /* choices */
+    uint32_t *cnode;
+    ll_op *cop;
+    uint32_t *kstart, *kids;
+    uint32_t root_class, root_s;
+
+    uint32_t n_dims;
+    ll__dim *dims;
+    uint32_t n_inputs;
+    uint32_t *input_node; /* per input index: its Input node */
+
+    ll_space_stats stats;
+    uint32_t *op_counts; /* per registered op: its choices */
+};
+
+static inline uint32_t ll__kid(const ll_space *s, uint32_t node, uint32_t k)
+{
+    return s->ser.children[s->ser.nodes[node].child_start + k];
+}
+
+/* The dialect of a choice (its op's; LL_D_COUNT for IList nodes). */
+ll_dialect ll__choice_dialect(const ll_space *s, uint32_t choice);
+/* Tests only: the genome repair walk's step budget (0: the default), thread-local. */
+void ll__genome_repair_budget(uint64_t steps);
+/* The number of inputs an Op node's kind takes (Blas: from its beta and epilogue). */
+uint32_t ll__kind_inputs(const ll_space *s, uint32_t kind_node);
+
+/* ==================================================================================
+ * Expressions (ll_expr.c)
+ * ================================================================================== */
+
+/* Decodes the canonical form of class cls (an Expression) into pool p, memoised in
+ * memo[] (per class, HL_NONE when not yet decoded). LM_EVERIFY naming the class for a
+ * value that overflows int64, LM_ENOMEM. */
+typedef struct ll__xdec {
+    const ll_space *s;
+    hl_expr_pool *p;
+    hl_expr *memo;
+    lm_err *err;
+} ll__xdec;
+int ll__expr(ll__xdec *d, uint32_t cls, hl_expr *out);
+/* An EList of at most HL_MAX_DIMS entries. */
+int ll__elist(ll__xdec *d, uint32_t cls, const char *field, uint32_t *n, hl_expr *out);
+/* The dtype of DType class cls, or -1. */
+static inline int ll__dtype_of(const ll_space *s, uint32_t cls)
+{
+    return cls < s->nc && s->ckind[cls] == LL__K_DTYPE ? s->dtype[cls] : -1;
+}
+
+/* Values of expressions at one setting of the dims, for the verifier: every z-free
+ * expression of the pool evaluated once (val[id], ok[id] false when it overflows or
+ * divides by zero); z-dependent ones bounded over a range of z. */
+typedef struct ll__eval {
+    const hl_expr_pool *p;
+    const int64_t *dimv; /* per pool variable */
+    uint32_t n;          /* expressions evaluated */
+    int64_t *val;
+    uint8_t *ok;
+} ll__eval;
+int ll__eval_init(ll__eval *ev, const hl_expr_pool *p, const int64_t *dimv, lm_err *err);
+void ll__eval_fini(ll__eval *ev);
+/* The value of e at z (e may hold z). false when it cannot be evaluated. */
+bool ll__eval_at(const ll__eval *ev, hl_expr e, int64_t z, int64_t *out);
+/* Bounds of e over z in [0, n) (n >= 1) by interval arithmetic: 1 when *lo and *hi are
+ * the exact least and greatest values, 0 when they only enclose them, -1 when some value
+ * cannot be evaluated (overflow, a possible division by zero). */
+int ll__eval_range(const ll__eval *ev, hl_expr e, int64_t n, int64_t *lo, int64_t *hi);
+/* The exact least and greatest values by evaluating every z in [0, n); false when some
+ * value cannot be evaluated. O(n) evaluations. */
+bool ll__eval_scan(const ll__eval *ev, hl_expr e, int64_t n, int64_t *lo, int64_t *hi);
+
+/* ==================================================================================
+ * The graph (ll_graph.c builds it)
+ * ================================================================================== */
+
+struct ll_graph {
+    hl_expr_pool *pool;
+    uint32_t n_dims, cap_dims;
+    hl_dim *dims;
+    uint32_t n_nodes, cap;
+    ll_node *nodes;
+    uint32_t n_inputs, n_outputs;
+    uint32_t *inputs, *outputs;
+    uint32_t n_origins, cap_origins; /* the rules and commands nodes came from: */
+    char **origins;                  /* ll_node.origin indexes this table */
+    bool finished; /* ll_build.c: no more pushes */
+};
+
+/* The index of origin text `name` in g's table, added when new; LM_NONE when out of
+ * memory (the caller raises LM_ENOMEM). */
+uint32_t ll__graph_intern_origin(ll_graph *g, const char *name);
+
+/* Decodes the fields of every backend kind that is a choice of s once (into a scratch
+ * pool): out_strides contiguous, KMatmul strides a matmul, Blas fields in range, DType
+ * fields readable. LM_EVERIFY naming the kind's class and node (ll_graph.c). */
+int ll__check_kinds(const ll_space *s, lm_err *err);
+
+/* The text of an op for messages and dumps. */
+const char *ll__op_name(ll_op op);
+
+#endif /* LUMINAL_LL_INT_H */

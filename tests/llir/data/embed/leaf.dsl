@@ -1,0 +1,1 @@
+(let three (Num 3))

@@ -1,0 +1,179 @@
+/* tl.h - helpers shared by llir's tests: the test rules, engines holding an encoded and
+ * saturated graph, spaces, example graphs. Header-only (static functions). The tests
+ * are white-box where they plant faults (they read llir's private header). */
+#ifndef LUMINAL_TESTS_LLIR_TL_H
+#define LUMINAL_TESTS_LLIR_TL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* open_memstream */
+#endif
+#include "ll_int.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TL_DATA LUMINAL_SOURCE_DIR "/tests/llir/data"
+#define TL_EXAMPLES LUMINAL_SOURCE_DIR "/examples/graphs"
+#define TL_MAX_EXAMPLES 64
+
+static inline char *tl_read(const char *path)
+{
+    lm_err err = {0};
+    char *t = lm_read_file(path, 0, NULL, &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    return t;
+}
+
+/* The test rules, with every (phase ...) fact removed when strip_phases. */
+static inline char *tl_rules(bool strip_phases)
+{
+    char *t = tl_read(TL_DATA "/rules.dsl");
+    if (!strip_phases) return t;
+    for (char *p = t; (p = strstr(p, "\n(phase ")) != NULL;) {
+        char *e = strchr(p + 1, '\n');
+        memset(p + 1, ' ', (size_t)(e - p - 1)); /* blank the line, keep the length */
+        p = e;
+    }
+    return t;
+}
+
+/* a + b, malloc'd. */
+static inline char *tl_cat(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    char *r = malloc(na + nb + 2);
+    ck_assert_ptr_nonnull(r);
+    memcpy(r, a, na);
+    r[na] = '\n';
+    memcpy(r + na + 1, b, nb + 1);
+    return r;
+}
+
+/* s with the first occurrence of from replaced by to, malloc'd (from must occur). */
+static inline char *tl_replace(const char *s, const char *from, const char *to)
+{
+    const char *p = strstr(s, from);
+    ck_assert_msg(p != NULL, "'%s' not found", from);
+    size_t n = strlen(s), nf = strlen(from), nt = strlen(to);
+    char *r = malloc(n - nf + nt + 1);
+    ck_assert_ptr_nonnull(r);
+    memcpy(r, s, (size_t)(p - s));
+    memcpy(r + (p - s), to, nt);
+    memcpy(r + (p - s) + nt, p + nf, n - (size_t)(p - s) - nf + 1);
+    return r;
+}
+
+static inline hl_graph *tl_load(const char *path)
+{
+    hl_error he;
+    hl_error_clear(&he);
+    hl_graph *g = hl_graph_load_json(path, &he);
+    ck_assert_msg(g != NULL, "%s: %s", path, he.msg);
+    return g;
+}
+
+static inline hl_graph *tl_example(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.json", TL_EXAMPLES, name);
+    return tl_load(path);
+}
+
+/* The example graph files, sorted by name; returns their count. */
+static inline uint32_t tl_examples(char names[][256], uint32_t max)
+{
+    DIR *d = opendir(TL_EXAMPLES);
+    ck_assert_ptr_nonnull(d);
+    uint32_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name);
+        if (l < 6 || l > 120 || strcmp(de->d_name + l - 5, ".json") != 0 || n == max) continue;
+        ck_assert_uint_lt(strlen(TL_EXAMPLES) + l + 2, 256);
+        memcpy(names[n], TL_EXAMPLES "/", strlen(TL_EXAMPLES) + 1);
+        memcpy(names[n] + strlen(TL_EXAMPLES) + 1, de->d_name, l + 1);
+        n++;
+    }
+    closedir(d);
+    qsort(names, n, 256, (int (*)(const void *, const void *))strcmp);
+    return n;
+}
+
+/* An engine holding g encoded and saturated with rules (which may be NULL: the test
+ * rules), and its space. */
+typedef struct tl_env {
+    eg_engine *e;
+    hl_encoding enc;
+    ll_sat_report rep;
+    ll_space *s;
+} tl_env;
+
+/* Builds the environment; returns the first failure's code with err filled (the
+ * environment then holds what was built; free it with tl_fini). */
+static inline int tl_try(tl_env *t, const hl_graph *g, const char *rules, const eg_options *opt,
+                         lm_err *err)
+{
+    memset(t, 0, sizeof *t);
+    t->e = eg_engine_new(opt, NULL);
+    ck_assert_ptr_nonnull(t->e);
+    hl_error he;
+    hl_error_clear(&he);
+    ck_assert_msg(hl_graph_encode(g, t->e, &t->enc, &he) == HL_OK, "encode: %s", he.msg);
+    char *own = rules ? NULL : tl_rules(false);
+    int rc = ll_saturate(t->e, rules ? rules : own, "rules.dsl", NULL, &t->rep, err);
+    free(own);
+    if (rc) return rc;
+    t->s = ll_space_new(t->e, eg_find(t->e, t->enc.root), err);
+    return t->s ? LM_OK : err->code;
+}
+
+static inline void tl_build(tl_env *t, const hl_graph *g, const char *rules)
+{
+    lm_err err = {0};
+    int rc = tl_try(t, g, rules, NULL, &err);
+    ck_assert_msg(rc == LM_OK, "%s", err.msg);
+}
+
+static inline void tl_fini(tl_env *t)
+{
+    ll_space_free(t->s);
+    hl_encoding_fini(&t->enc);
+    eg_engine_free(t->e);
+    memset(t, 0, sizeof *t);
+}
+
+/* The graph a genome picks, asserting it builds (and so verifies). */
+static inline ll_graph *tl_graph(const ll_space *s, const ll_genome *g)
+{
+    lm_err err = {0};
+    ll_graph *lg = ll_graph_from_genome(s, g, &err);
+    ck_assert_msg(lg != NULL, "%s", err.msg);
+    return lg;
+}
+
+/* Text written by f(x, stream) into a malloc'd string. */
+static inline char *tl_dump(const ll_graph *g)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    ck_assert_ptr_nonnull(f);
+    ll_graph_dump(g, f);
+    fclose(f);
+    return buf;
+}
+
+static inline int tl_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+#endif /* LUMINAL_TESTS_LLIR_TL_H */
