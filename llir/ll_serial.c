@@ -27,7 +27,8 @@
  *                          "order_a", "order_b", "alpha", "beta", "epilogue",
  *                          "type_a", "type_b", "type_c", "type_d", "type_bias" }
  *                                                     (KMatmul and library calls)
- *                  "eclass", "enode", "origin" }      (when known)
+ *                  "eclass", "enode",                 (when known)
+ *                  "origin": "rule 'fuse-add'" }      (the origin's text, when known)
  *              ] }
  *
  * Expressions are hlir's text form (hl_e_print), in terms of the dims (a graph holding
@@ -237,7 +238,8 @@ static json_t *w_node(writer *w, uint32_t id)
     if (has_mm(n)) put(w, o, "mm", w_mm(w, &n->mm));
     if (n->eclass != LM_NONE) put(w, o, "eclass", w_id(w, n->eclass));
     if (n->enode != LM_NONE) put(w, o, "enode", w_id(w, n->enode));
-    if (n->origin != LM_NONE) put(w, o, "origin", w_id(w, n->origin));
+    if (n->origin != LM_NONE)
+        put(w, o, "origin", w_check(w, json_string(ll_graph_origin(w->g, n->origin))));
     return o;
 }
 
@@ -620,9 +622,16 @@ static int r_node(reader *r, json_t *o, uint32_t id)
         snprintf(k, sizeof k, "in_dtype[%u]", i);
         if (r_dtype_v(r, json_array_get(idt, i), k, &n.in_dtype[i])) return r->err->code;
     }
-    if (r_opt_id(r, o, "eclass", &n.eclass) || r_opt_id(r, o, "enode", &n.enode) ||
-        r_opt_id(r, o, "origin", &n.origin))
+    if (r_opt_id(r, o, "eclass", &n.eclass) || r_opt_id(r, o, "enode", &n.enode))
         return r->err->code;
+    json_t *origin = json_object_get(o, "origin");
+    if (origin) {
+        if (!json_is_string(origin))
+            return r_fail(r, LM_EPARSE, "origin", "expected the text of a rule or command");
+        lm_err oe = {0};
+        n.origin = ll__graph_add_origin(r->g, json_string_value(origin), &oe);
+        if (n.origin == LM_NONE) return r_fail(r, LM_ENOMEM, "origin", "%s", oe.msg);
+    }
     json_t *prim = json_object_get(o, "prim"), *mm = json_object_get(o, "mm");
     if (prim && r_prim(r, prim, &n.prim, id)) return r->err->code;
     if (mm && r_mm(r, mm, &n.mm, id)) return r->err->code;

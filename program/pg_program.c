@@ -586,9 +586,10 @@ pg_program *pg_program_load(const char *dir, const pg_options *opt, lm_err *err)
         goto fail;
     }
     lm_err le = {0};
-    if (!(p->llir = ll_graph_read_json(text, len, path, &le))) {
+    if (!(p->llir = ll_graph_read_json(text, len, path, &le)) ||
+        ll_graph_verify(p->llir, &le)) {
         lm_err_copy(err, &le);
-        pg__wrap(err, p->name, "loading");
+        pg__wrap(err, p->name, "loading %s", path);
         goto fail;
     }
     if (init_common(p, NULL, err)) goto fail;

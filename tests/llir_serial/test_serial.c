@@ -2,6 +2,7 @@
  * back writes the same bytes and runs to the same bits; regions, matmuls and library
  * calls keep every field; non-finite constants keep their bits; malformed files are
  * located errors; random corruption never crashes the reader or the executor. */
+#include "../llir/tl.h"
 #include "ll_build.h"
 #include "ll_lower.h"
 #include "ll_priv.h"
@@ -102,6 +103,48 @@ START_TEST(example_graphs_round_trip_to_the_same_bytes)
         }
         ll_graph_free(back);
         ll_graph_free(g);
+        hl_graph_free(h);
+    }
+}
+END_TEST
+
+START_TEST(genome_graphs_round_trip_with_their_provenance_and_fingerprint)
+{
+    const char *names[] = {"swiglu_mlp_bf16", "layernorm_gelu_f32_4096", "embedding_gather",
+                           "matmul_f32_2048"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        hl_graph *h = tl_example(names[i]);
+        tl_env t;
+        tl_build(&t, h, NULL);
+        lm_pcg32 rng;
+        lm_pcg_seed(&rng, 17, i);
+        for (int which = 0; which < 4; which++) {
+            ll_genome gn;
+            lm_err e = {0};
+            ck_assert(ll_genome_init(&gn, t.s, &e) == LM_OK);
+            int rc = which == 0   ? ll_genome_least_fused(&gn, t.s, &e)
+                     : which == 1 ? ll_genome_most_fused(&gn, t.s, &e)
+                                  : ll_genome_random(&gn, t.s, &rng, &e);
+            ck_assert_msg(rc == LM_OK, "%s", e.msg);
+            ll_graph *g = tl_graph(t.s, &gn);
+            ll_graph *back = round_trip(g, names[i]);
+            ck_assert_msg(ll_graph_verify(back, &e) == LM_OK, "%s: %s", names[i], e.msg);
+            ll_fingerprint a = ll_graph_fingerprint(g), b = ll_graph_fingerprint(back);
+            ck_assert(a.lo == b.lo && a.hi == b.hi);
+            bool origins = false;
+            for (uint32_t id = 0; id < ll_graph_node_count(g); id++) {
+                const ll_node *x = ll_graph_node(g, id), *y = ll_graph_node(back, id);
+                ck_assert_uint_eq(x->eclass, y->eclass);
+                ck_assert_uint_eq(x->enode, y->enode);
+                ck_assert_str_eq(ll_graph_origin(g, x->origin), ll_graph_origin(back, y->origin));
+                origins |= x->origin != LM_NONE;
+            }
+            ck_assert(origins); /* the rules' names came through */
+            ll_graph_free(back);
+            ll_graph_free(g);
+            ll_genome_fini(&gn);
+        }
+        tl_fini(&t);
         hl_graph_free(h);
     }
 }
@@ -358,6 +401,7 @@ static Suite *serial_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, generated_graphs_round_trip_to_the_same_bytes_and_bits);
     tcase_add_test(tc, example_graphs_round_trip_to_the_same_bytes);
+    tcase_add_test(tc, genome_graphs_round_trip_with_their_provenance_and_fingerprint);
     tcase_add_test(tc, library_calls_and_regions_keep_every_field);
     tcase_add_test(tc, non_finite_constants_keep_their_bits);
     tcase_add_test(tc, a_valid_small_file_reads);

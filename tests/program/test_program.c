@@ -665,6 +665,96 @@ START_TEST(a_grid_past_cudas_limit_names_the_kernel)
 }
 END_TEST
 
+/* ---- compiling ---- */
+
+static const char *const BROKEN =
+    "extern \"C\" __global__ void lm_kernel(float *x, long long n) {\n"
+    "  long long i = threadIdx.x;\n"
+    "  x[i] = undefined_thing * 2.0f;\n"
+    "}\n";
+
+START_TEST(compile_check_compiles_every_kernel_for_an_architecture_without_a_gpu)
+{
+    pf f;
+    pf_make(&f, true);
+    lm_err e = {0};
+    ck_assert_msg(pg_compile_check(&f.plan, 90, &e) == 0, "%s", e.msg);
+    ck_assert_msg(pg_compile_check(&f.plan, 80, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(pg_compile_check(&f.plan, 7, &e), LM_EARG);
+    lm_err_clear(&e);
+    /* a compile error names the kernel and its LLIR node, with the offending line */
+    free(f.plan.kernels[1].source);
+    f.plan.kernels[1].source = pf_strdup(BROKEN);
+    ck_assert_int_eq(pg_compile_check(&f.plan, 90, &e), LM_ECOMPILE);
+    char want[96];
+    snprintf(want, sizeof want, "kernel 1 (template 'elementwise', LLIR node %u)",
+             f.plan.kernels[1].llir_node);
+    ck_assert_msg(strstr(e.msg, want) != NULL, "%s", e.msg);
+    ck_assert_msg(strstr(e.msg, "sm_90") != NULL, "%s", e.msg);
+    ck_assert_msg(strstr(e.msg, "line 3:   x[i] = undefined_thing") != NULL, "%s", e.msg);
+    /* a malformed plan is refused before anything compiles */
+    lm_err_clear(&e);
+    f.plan.steps[0].index = 9;
+    ck_assert_int_eq(pg_compile_check(&f.plan, 90, &e), LM_EVERIFY);
+    pf_free(&f);
+}
+END_TEST
+
+START_TEST(kernels_compile_the_same_on_one_thread_or_several_and_report_the_first_error)
+{
+    for (uint32_t threads = 1; threads <= 3; threads += 2) {
+        pg_options o;
+        pg_options_default(&o);
+        o.compile_threads = threads;
+        fx x;
+        ck_assert_msg(open_prog(&x, false, &o, NULL), "%s", x.err.msg);
+        ck_assert_uint_eq(counters(&x).kernels_compiled, 4);
+        ck_assert_uint_eq(rt_mock_count_since(x.mock, "cuModuleLoadData", 0), 4);
+        for (uint32_t k = 0; k < 4; k++)
+            ck_assert_ptr_nonnull(x.p->gpu->kern[k]);
+        close_prog(&x);
+        /* two broken kernels: the lower one is named, whatever the threads did */
+        pf f;
+        pf_make(&f, false);
+        for (uint32_t k = 1; k <= 2; k++) {
+            free(f.plan.kernels[k].source);
+            f.plan.kernels[k].source = pf_strdup(k == 1 ? BROKEN : "this is not CUDA");
+        }
+        rt_mock *m = rt_mock_new(NULL);
+        o.mock = m;
+        o.backend = PG_BACKEND_GPU;
+        lm_err e = {0};
+        ck_assert_ptr_null(pg_program_new(&f.plan, f.g, &o, &e));
+        ck_assert_int_eq(e.code, LM_ECOMPILE);
+        ck_assert_msg(strstr(e.msg, "kernel 1 (template") != NULL, "%s", e.msg);
+        ck_assert_msg(strstr(e.msg, "undefined_thing") != NULL, "%s", e.msg);
+        ck_assert_uint_eq(rt_mock_live_objects(m), 0);
+        rt_mock_free(m);
+        pf_free(&f);
+    }
+    /* two kernels of one source: compiled once */
+    pf f;
+    pf_make(&f, false);
+    free(f.plan.kernels[3].source);
+    f.plan.kernels[3].source = pf_strdup(PF_SRC_MUL4);
+    rt_mock *m = rt_mock_new(NULL);
+    pg_options o;
+    pg_options_default(&o);
+    o.mock = m;
+    o.backend = PG_BACKEND_GPU;
+    lm_err e = {0};
+    pg_program *p = pg_program_new(&f.plan, f.g, &o, &e);
+    ck_assert_msg(p, "%s", e.msg);
+    pg_counters c;
+    pg_program_counters(p, &c);
+    ck_assert_uint_eq(c.kernels_compiled, 3);
+    ck_assert_ptr_eq(p->gpu->kern[2], p->gpu->kern[3]);
+    pg_program_free(p);
+    rt_mock_free(m);
+    pf_free(&f);
+}
+END_TEST
+
 /* ---- saved programs on the GPU ---- */
 
 START_TEST(a_plan_for_another_architecture_is_refused_on_the_gpu)
@@ -861,6 +951,8 @@ static Suite *program_suite(void)
     tcase_add_test(tc, out_of_device_memory_is_an_error_the_program_survives);
     tcase_add_test(tc, bad_plans_are_refused_naming_the_problem);
     tcase_add_test(tc, a_grid_past_cudas_limit_names_the_kernel);
+    tcase_add_test(tc, compile_check_compiles_every_kernel_for_an_architecture_without_a_gpu);
+    tcase_add_test(tc, kernels_compile_the_same_on_one_thread_or_several_and_report_the_first_error);
     tcase_add_test(tc, a_plan_for_another_architecture_is_refused_on_the_gpu);
     tcase_add_test(tc, the_cpu_backend_computes_what_the_llir_executor_does);
     tcase_add_test(tc, auto_runs_on_the_cpu_where_there_is_no_gpu_and_says_why);
