@@ -351,7 +351,9 @@ static int open_backend(pg_program *p, lm_err *err)
     if (pg__gpu_open(p, &ge) == 0) return 0;
     if (p->want == PG_BACKEND_AUTO && (ge.code == LM_ENODEV || ge.code == LM_ENVRTC)) {
         if (pg__cpu_open(p, err)) return err->code;
-        snprintf(p->note, sizeof p->note, "CPU: %.300s", ge.msg);
+        const char *why = ge.msg, *cut = strstr(why, "opening the GPU: ");
+        if (cut) why = cut + strlen("opening the GPU: ");
+        snprintf(p->note, sizeof p->note, "CPU: %.300s", why);
         return 0;
     }
     lm_err_copy(err, &ge);
@@ -559,6 +561,15 @@ pg_program *pg_program_load(const char *dir, const pg_options *opt, lm_err *err)
         goto fail;
     }
     if (pg__plan_read(p, dir, &lf, &lh, err)) goto fail;
+    if (!(opt && opt->name && opt->name[0])) { /* the name it was saved under */
+        char *title = pg__strdup(p->title);
+        if (!title) {
+            pg__fail(err, LM_ENOMEM, p->name, "out of memory");
+            goto fail;
+        }
+        pg__free(p->name);
+        p->name = title;
+    }
     size_t n = strlen(dir) + strlen(lf) + 2;
     if (!(path = pg__alloc(n, 1))) {
         pg__fail(err, LM_ENOMEM, p->name, "out of memory");

@@ -98,6 +98,7 @@ typedef struct pg_dim_buckets {
 typedef struct pg_options {
     pg_backend backend;       /* AUTO */
     const char *name;         /* the program's name in messages (new: "program"; load: the
+                                 name it was saved under; while its plan file is read, the
                                  directory's last component) */
     int arch;                 /* new: the compute capability the plan was written for, as
                                  major*10+minor (default 90); a GPU of another is refused */

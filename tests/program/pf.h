@@ -68,7 +68,7 @@ static const char *const PF_SRC_DOUBLE =
     "  long long total = n * 4;\n" PF_FOR "    out[i] = a[i] + b[i];\n"
     "}\n";
 
-static char *pf_strdup(const char *s)
+static inline char *pf_strdup(const char *s)
 {
     size_t n = strlen(s) + 1;
     char *d = malloc(n);
@@ -78,7 +78,7 @@ static char *pf_strdup(const char *s)
 
 /* The LLIR node computing HLIR node `hid`'s value: the top-level node whose prim is hid's
  * op over the same dtype, found in order (the fixture's ops are distinct enough). */
-static uint32_t pf_find(const ll_graph *g, ll_kind kind, hl_op op, uint32_t nth)
+static inline uint32_t pf_find(const ll_graph *g, ll_kind kind, hl_op op, uint32_t nth)
 {
     for (uint32_t id = 0; id < ll_graph_node_count(g); id++) {
         const ll_node *n = ll_graph_node(g, id);
@@ -88,7 +88,7 @@ static uint32_t pf_find(const ll_graph *g, ll_kind kind, hl_op op, uint32_t nth)
     return LM_NONE;
 }
 
-static hl_expr pf_e(pf *f, const char *text)
+static inline hl_expr pf_e(pf *f, const char *text)
 {
     hl_expr e;
     hl_error he;
@@ -97,7 +97,7 @@ static hl_expr pf_e(pf *f, const char *text)
     return e;
 }
 
-static void pf_buffer(pf *f, uint32_t b, cg_buf_kind kind, uint32_t index, hl_dtype dt,
+static inline void pf_buffer(pf *f, uint32_t b, cg_buf_kind kind, uint32_t index, hl_dtype dt,
                       const char *numel, uint32_t first, uint32_t last, uint32_t node)
 {
     cg_buffer *x = &f->plan.buffers[b];
@@ -111,7 +111,7 @@ static void pf_buffer(pf *f, uint32_t b, cg_buf_kind kind, uint32_t index, hl_dt
 }
 
 /* A kernel reading buffers r0 (and r1 when != LM_NONE), writing w, taking dim n last. */
-static void pf_kernel(pf *f, uint32_t k, const char *src, uint32_t node, const char *grid,
+static inline void pf_kernel(pf *f, uint32_t k, const char *src, uint32_t node, const char *grid,
                       uint32_t r0, uint32_t r1, uint32_t w)
 {
     cg_kernel *x = &f->plan.kernels[k];
@@ -131,7 +131,7 @@ static void pf_kernel(pf *f, uint32_t k, const char *src, uint32_t node, const c
     x->n_params = j;
 }
 
-static void pf_make_hi(pf *f, bool blas, int64_t hi)
+static inline void pf_make_hi(pf *f, bool blas, int64_t hi)
 {
     memset(f, 0, sizeof *f);
     f->blas = blas;
@@ -237,12 +237,12 @@ static void pf_make_hi(pf *f, bool blas, int64_t hi)
 }
 
 /* The fixture with n in [1, 256]. */
-static void pf_make(pf *f, bool blas)
+static inline void pf_make(pf *f, bool blas)
 {
     pf_make_hi(f, blas, 256);
 }
 
-static void pf_free(pf *f)
+static inline void pf_free(pf *f)
 {
     cg_plan *p = &f->plan;
     hl_expr_pool_free(p->exprs);
@@ -267,7 +267,7 @@ typedef struct pf_in {
     size_t nx;
 } pf_in;
 
-static void pf_inputs(pf_in *in, int64_t n, uint64_t seed)
+static inline void pf_inputs(pf_in *in, int64_t n, uint64_t seed)
 {
     in->nx = (size_t)n * 4;
     in->x = malloc(in->nx * sizeof(float));
@@ -283,13 +283,13 @@ static void pf_inputs(pf_in *in, int64_t n, uint64_t seed)
         in->w[i] = (float)lm_pcg_unit(&r) - 0.5f;
 }
 
-static void pf_inputs_free(pf_in *in)
+static inline void pf_inputs_free(pf_in *in)
 {
     free(in->x), free(in->y), free(in->w);
 }
 
 /* Sets the three inputs of p. */
-static void pf_set(pg_program *p, const pf_in *in)
+static inline void pf_set(pg_program *p, const pf_in *in)
 {
     lm_err e = {0};
     ck_assert_msg(pg_program_set_input_named(p, "x", in->x, in->nx * 4, &e) == 0, "%s", e.msg);
