@@ -938,6 +938,31 @@ int pg__gpu_run(pg_program *p, uint32_t vi, lm_err *err)
     return 0;
 }
 
+int pg__gpu_time(pg_program *p, uint32_t vi, uint32_t warmup, uint32_t trials,
+                 double timeout_ms, double *median, double *lo, double *hi, lm_err *err)
+{
+    pg_gpu *g = p->gpu;
+    note_input_addresses(p, g);
+    if (refresh(p, g, vi, err) || upload_inputs(p, g, err)) return err->code;
+    g->cur = vi;
+    rt_time_opts o;
+    rt_time_opts_default(&o);
+    o.warmup = warmup;
+    o.trials = trials;
+    if (timeout_ms > 0) o.timeout_ms = timeout_ms;
+    rt_timing t;
+    lm_err e = {0};
+    if (rt_exec_time(g->var[vi].exec, &o, &t, &e)) {
+        lm_err_copy(err, &e);
+        explain(p, err, "timing the graph replay");
+        return err->code;
+    }
+    *median = t.median_ms;
+    *lo = t.min_ms;
+    *hi = t.max_ms;
+    return 0;
+}
+
 int pg__gpu_download(pg_program *p, uint32_t i, lm_err *err)
 {
     pg_gpu *g = p->gpu;

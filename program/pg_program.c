@@ -856,19 +856,70 @@ void pg_program_set_replay_skip(pg_program *p, bool on)
     p->replay_skip = on;
 }
 
+/* Every input set at the current dims' size; the variant of the dims. */
+static uint32_t ready(pg_program *p, bool *device_inputs, lm_err *err)
+{
+    if (ensure_backend(p, err)) return LM_NONE;
+    *device_inputs = false;
+    for (uint32_t i = 0; i < p->plan.n_inputs; i++) {
+        if (!p->in[i].set) {
+            pg__fail(err, LM_EARG, p->name, "input '%s' (%u) was never set", p->inputs[i].name,
+                     i);
+            return LM_NONE;
+        }
+        if (check_input_bytes(p, i, p->in[i].bytes, err)) return LM_NONE;
+        *device_inputs |= p->in[i].device;
+    }
+    return pg__variant_of(p, p->dim_val, err);
+}
+
+/* After a run (or timing) that succeeded. */
+static int ran(pg_program *p, lm_err *err)
+{
+    p->ran = true;
+    p->inputs_changed = false;
+    memcpy(p->last_dims, p->dim_val, p->plan.n_dims * sizeof *p->dim_val);
+    for (uint32_t i = 0; i < p->plan.n_inputs; i++)
+        p->in[i].dirty = false;
+    for (uint32_t o = 0; o < p->plan.n_outputs; o++) {
+        pg_tensor_info info;
+        if (pg__io_info(p, &p->outputs[o], &info, err)) return err->code;
+        p->out[o].bytes = (size_t)info.bytes;
+        p->out[o].valid = p->backend == PG_BACKEND_CPU;
+    }
+    return 0;
+}
+
+int pg_program_time(pg_program *p, uint32_t warmup, uint32_t trials, double timeout_ms,
+                    double *median_ms, double *min_ms, double *max_ms, lm_err *err)
+{
+    if (lm_err_is_set(err)) return err->code;
+    bool dev;
+    uint32_t variant = ready(p, &dev, err);
+    if (variant == LM_NONE) return err->code;
+    if (p->backend != PG_BACKEND_GPU || p->stepwise)
+        return pg__fail(err, LM_EUNSUPPORTED, p->name,
+                        "timing needs the GPU backend and a graph (%s)", p->note);
+    if (trials < 1 || trials > 10000)
+        return pg__fail(err, LM_EARG, p->name, "timing: %u trials (1 .. 10000)", trials);
+    p->ran = false;
+    for (uint32_t o = 0; o < p->plan.n_outputs; o++)
+        p->out[o].valid = false;
+    double med, lo, hi;
+    if (pg__gpu_time(p, variant, warmup, trials, timeout_ms, &med, &lo, &hi, err))
+        return err->code;
+    p->count.timed_replays += (uint64_t)warmup + trials;
+    if (median_ms) *median_ms = med;
+    if (min_ms) *min_ms = lo;
+    if (max_ms) *max_ms = hi;
+    return ran(p, err);
+}
+
 int pg_program_run(pg_program *p, lm_err *err)
 {
     if (lm_err_is_set(err)) return err->code;
-    if (ensure_backend(p, err)) return err->code;
-    bool device_inputs = false;
-    for (uint32_t i = 0; i < p->plan.n_inputs; i++) {
-        if (!p->in[i].set)
-            return pg__fail(err, LM_EARG, p->name, "input '%s' (%u) was never set",
-                            p->inputs[i].name, i);
-        if (check_input_bytes(p, i, p->in[i].bytes, err)) return err->code;
-        device_inputs |= p->in[i].device;
-    }
-    uint32_t variant = pg__variant_of(p, p->dim_val, err);
+    bool device_inputs;
+    uint32_t variant = ready(p, &device_inputs, err);
     if (variant == LM_NONE) return err->code;
     if (p->replay_skip && p->ran && !p->inputs_changed && !device_inputs &&
         memcmp(p->last_dims, p->dim_val, p->plan.n_dims * sizeof *p->dim_val) == 0) {
@@ -885,18 +936,7 @@ int pg_program_run(pg_program *p, lm_err *err)
     for (uint32_t o = 0; o < p->plan.n_outputs; o++)
         p->out[o].valid = false;
     int rc = p->backend == PG_BACKEND_GPU ? pg__gpu_run(p, variant, err) : pg__cpu_run(p, err);
-    if (rc) return rc;
-    p->ran = true;
-    p->inputs_changed = false;
-    memcpy(p->last_dims, p->dim_val, p->plan.n_dims * sizeof *p->dim_val);
-    for (uint32_t i = 0; i < p->plan.n_inputs; i++)
-        p->in[i].dirty = false;
-    for (uint32_t o = 0; o < p->plan.n_outputs; o++) {
-        pg_tensor_info info;
-        if (pg__io_info(p, &p->outputs[o], &info, err)) return err->code;
-        p->out[o].bytes = (size_t)info.bytes;
-        p->out[o].valid = p->backend == PG_BACKEND_CPU;
-    }
+    if (rc || ran(p, err)) return err->code;
     p->count.runs++;
     p->count.replays++;
     return 0;

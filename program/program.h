@@ -236,6 +236,16 @@ int pg_program_set_input_device(pg_program *p, uint32_t i, uint64_t dptr, size_t
  * kernel fault says that the process must be restarted and how to name the kernel. */
 int pg_program_run(pg_program *p, lm_err *err);
 
+/* Times the replay on the GPU with CUDA events (cuda_rt's rt_exec_time): the graph is
+ * brought to the current dims and inputs as pg_program_run does (nothing is compiled:
+ * that happened when the program opened), then `warmup` launches and `trials` timed ones
+ * (1 .. 10000), the host waiting once at the end. *median_ms receives the median per
+ * replay; min_ms and max_ms may be NULL. Afterwards the outputs hold the last replay's.
+ * LM_EUNSUPPORTED on the CPU or stepwise; LM_ETIMEOUT past timeout_ms (the work may still
+ * run: the program must then be freed). */
+int pg_program_time(pg_program *p, uint32_t warmup, uint32_t trials, double timeout_ms,
+                    double *median_ms, double *min_ms, double *max_ms, lm_err *err);
+
 /* Output i of the last run in host memory owned by the program (*data), valid until the
  * next run or free; on the GPU copied from the device on the first call after a run.
  * LM_EARG before any run. */
@@ -256,6 +266,7 @@ typedef struct pg_counters {
     uint64_t replays;             /* of them, executions of the steps (GPU graph launches,
                                      stepwise runs, CPU runs) */
     uint64_t replays_skipped;     /* of them, skipped: nothing had changed */
+    uint64_t timed_replays;       /* graph launches of pg_program_time */
     uint64_t uploads, bytes_uploaded;        /* host-to-device input copies */
     uint64_t uploads_skipped, bytes_skipped; /* inputs set with unchanged bytes */
     uint64_t downloads, bytes_downloaded;    /* device-to-host output copies */

@@ -490,6 +490,32 @@ START_TEST(device_inputs_go_straight_to_the_kernels)
 }
 END_TEST
 
+START_TEST(timing_replays_the_graph_with_events_and_compiles_nothing)
+{
+    fx x;
+    ck_assert_msg(open_prog(&x, true, NULL, NULL), "%s", x.err.msg);
+    pf_in in;
+    pf_inputs(&in, 8, 1);
+    pf_set(x.p, &in);
+    uint32_t before = rt_mock_calls(x.mock);
+    double med, lo, hi;
+    ck_assert_msg(pg_program_time(x.p, 2, 5, 10000, &med, &lo, &hi, &x.err) == 0, "%s",
+                  x.err.msg);
+    ck_assert(med > 0 && lo <= med && med <= hi);
+    ck_assert_uint_eq(rt_mock_count_since(x.mock, "cuGraphLaunch", before), 7);
+    ck_assert_uint_eq(rt_mock_count_since(x.mock, "cuModuleLoadData", before), 0);
+    pg_counters c = counters(&x);
+    ck_assert_uint_eq(c.timed_replays, 7);
+    ck_assert_uint_eq(c.uploads, 3);
+    /* the outputs are the last replay's */
+    const void *out;
+    ck_assert_int_eq(pg_program_output(x.p, 0, &out, NULL, &x.err), 0);
+    ck_assert_int_eq(pg_program_time(x.p, 0, 0, 1000, &med, NULL, NULL, &x.err), LM_EARG);
+    pf_inputs_free(&in);
+    close_prog(&x);
+}
+END_TEST
+
 /* ---- errors ---- */
 
 START_TEST(a_fault_in_the_replay_says_the_process_must_restart)
@@ -856,6 +882,9 @@ START_TEST(the_cpu_backend_computes_what_the_llir_executor_does)
         }
         /* no device memory on the CPU */
         ck_assert_int_eq(pg_program_set_input_device(p, 0, 0x1000, 40 * 16, &e), LM_EUNSUPPORTED);
+        lm_err_clear(&e);
+        double ms;
+        ck_assert_int_eq(pg_program_time(p, 1, 1, 1000, &ms, NULL, NULL, &e), LM_EUNSUPPORTED);
         pg_program_free(p);
         pf_free(&f);
     }
@@ -945,6 +974,7 @@ static Suite *program_suite(void)
     tcase_add_test(tc, buckets_pick_a_variant_refuse_overlaps_and_name_values_outside);
     tcase_add_test(tc, unchanged_inputs_are_not_uploaded_and_unchanged_runs_are_skipped);
     tcase_add_test(tc, device_inputs_go_straight_to_the_kernels);
+    tcase_add_test(tc, timing_replays_the_graph_with_events_and_compiles_nothing);
     tcase_add_test(tc, a_fault_in_the_replay_says_the_process_must_restart);
     tcase_add_test(tc, stepwise_runs_name_the_faulting_kernel);
     tcase_add_test(tc, diagnose_names_the_faulting_kernel_from_a_child_and_the_caller_goes_on);
