@@ -335,6 +335,7 @@ static int r_get(reader *r, json_t *o, const char *key, bool required, json_t **
 
 static int r_int(reader *r, json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out)
 {
+    *out = 0;
     json_t *v;
     if (r_get(r, o, key, true, &v)) return r->err->code;
     if (!json_is_integer(v)) return r_fail(r, LM_EPARSE, key, "expected an integer");
@@ -360,6 +361,7 @@ static int r_opt_id(reader *r, json_t *o, const char *key, uint32_t *out)
 
 static int r_str(reader *r, json_t *o, const char *key, const char **out)
 {
+    *out = "";
     json_t *v;
     if (r_get(r, o, key, true, &v)) return r->err->code;
     if (!json_is_string(v)) return r_fail(r, LM_EPARSE, key, "expected a string");
@@ -369,6 +371,7 @@ static int r_str(reader *r, json_t *o, const char *key, const char **out)
 
 static int r_dtype_v(reader *r, json_t *v, const char *key, hl_dtype *out)
 {
+    *out = HL_F32;
     if (!json_is_string(v) || hl_dtype_parse(json_string_value(v), out) != 0)
         return r_fail(r, LM_EPARSE, key, "expected a dtype name (f32, f16, bf16, int, ...)");
     return 0;
@@ -376,6 +379,7 @@ static int r_dtype_v(reader *r, json_t *v, const char *key, hl_dtype *out)
 
 static int r_dtype(reader *r, json_t *o, const char *key, hl_dtype *out)
 {
+    *out = HL_F32;
     json_t *v;
     if (r_get(r, o, key, true, &v)) return r->err->code;
     return r_dtype_v(r, v, key, out);
@@ -384,6 +388,7 @@ static int r_dtype(reader *r, json_t *o, const char *key, hl_dtype *out)
 static int r_pick(reader *r, json_t *o, const char *key, const char *const *names, uint32_t n,
                   uint32_t *out)
 {
+    *out = 0;
     const char *s;
     if (r_str(r, o, key, &s)) return r->err->code;
     for (uint32_t i = 0; i < n; i++)
@@ -396,6 +401,7 @@ static int r_pick(reader *r, json_t *o, const char *key, const char *const *name
 
 static int r_expr_v(reader *r, json_t *v, const char *key, hl_expr *out)
 {
+    *out = HL_NONE;
     if (!json_is_string(v)) return r_fail(r, LM_EPARSE, key, "expected an expression string");
     hl_error he;
     hl_error_clear(&he);
@@ -410,6 +416,7 @@ static int r_expr_v(reader *r, json_t *v, const char *key, hl_expr *out)
 
 static int r_expr(reader *r, json_t *o, const char *key, hl_expr *out)
 {
+    *out = HL_NONE;
     json_t *v;
     if (r_get(r, o, key, true, &v)) return r->err->code;
     return r_expr_v(r, v, key, out);
@@ -418,6 +425,7 @@ static int r_expr(reader *r, json_t *o, const char *key, hl_expr *out)
 /* An array of at most max expressions; *n receives the count. */
 static int r_exprs(reader *r, json_t *o, const char *key, uint32_t max, hl_expr *out, uint32_t *n)
 {
+    *n = 0;
     json_t *a;
     if (r_get(r, o, key, true, &a)) return r->err->code;
     if (!json_is_array(a) || json_array_size(a) > max)
@@ -433,6 +441,7 @@ static int r_exprs(reader *r, json_t *o, const char *key, uint32_t max, hl_expr 
 
 static int r_f(reader *r, json_t *o, const char *key, bool single, double *out)
 {
+    *out = 0;
     json_t *v;
     if (r_get(r, o, key, true, &v)) return r->err->code;
     if (json_is_number(v)) {

@@ -325,6 +325,7 @@ static json_t *need(reader *r, json_t *o, const char *key)
 
 static int r_int(reader *r, json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out)
 {
+    *out = 0;
     json_t *v = need(r, o, key);
     if (!v) return r->err->code;
     if (!json_is_integer(v)) return r_fail(r, LM_EPARSE, key, "expected an integer");
@@ -338,6 +339,7 @@ static int r_int(reader *r, json_t *o, const char *key, int64_t lo, int64_t hi, 
 
 static int r_u32(reader *r, json_t *o, const char *key, uint32_t *out)
 {
+    *out = 0;
     int64_t x;
     if (r_int(r, o, key, 0, (int64_t)UINT32_MAX - 1, &x)) return r->err->code;
     *out = (uint32_t)x;
@@ -358,6 +360,7 @@ static int r_id(reader *r, json_t *o, const char *key, uint32_t *out)
 
 static int r_str(reader *r, json_t *o, const char *key, const char **out)
 {
+    *out = "";
     json_t *v = need(r, o, key);
     if (!v) return r->err->code;
     if (!json_is_string(v)) return r_fail(r, LM_EPARSE, key, "expected a string");
@@ -368,6 +371,7 @@ static int r_str(reader *r, json_t *o, const char *key, const char **out)
 static int r_pick(reader *r, json_t *o, const char *key, const char *const *names, uint32_t n,
                   uint32_t *out)
 {
+    *out = 0;
     const char *s;
     if (r_str(r, o, key, &s)) return r->err->code;
     for (uint32_t i = 0; i < n; i++)
@@ -380,6 +384,7 @@ static int r_pick(reader *r, json_t *o, const char *key, const char *const *name
 
 static int r_dtype(reader *r, json_t *o, const char *key, hl_dtype *out)
 {
+    *out = HL_F32;
     const char *s;
     if (r_str(r, o, key, &s)) return r->err->code;
     if (hl_dtype_parse(s, out) != 0)
@@ -389,6 +394,7 @@ static int r_dtype(reader *r, json_t *o, const char *key, hl_dtype *out)
 
 static int r_expr_v(reader *r, json_t *v, const char *key, hl_expr *out)
 {
+    *out = HL_NONE;
     if (!v || !json_is_string(v))
         return r_fail(r, LM_EPARSE, key, "expected an expression string");
     uint32_t nv = hl_var_count(r->p->exprs);
@@ -407,6 +413,7 @@ static int r_expr_v(reader *r, json_t *v, const char *key, hl_expr *out)
 
 static int r_expr(reader *r, json_t *o, const char *key, hl_expr *out)
 {
+    *out = HL_NONE;
     json_t *v = need(r, o, key);
     if (!v) return r->err->code;
     return r_expr_v(r, v, key, out);
@@ -425,6 +432,7 @@ static json_t *r_array(reader *r, json_t *o, const char *key, size_t max)
 
 static int r_f64(reader *r, json_t *o, const char *key, double *out)
 {
+    *out = 0;
     json_t *v = need(r, o, key);
     if (!v) return r->err->code;
     if (!json_is_number(v)) return r_fail(r, LM_EPARSE, key, "expected a number");
