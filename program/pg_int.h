@@ -58,8 +58,9 @@ int pg__plan_copy(cg_plan *dst, const cg_plan *src, const char *name, lm_err *er
 /* Frees what a plan made by pg__plan_copy or the plan reader owns, and zeroes it. */
 void pg__plan_fini(cg_plan *p);
 /* Checks every index, kind, range and expression id of the plan: LM_EVERIFY naming the
- * offending part. */
-int pg__plan_check(const cg_plan *p, const char *name, lm_err *err);
+ * offending part. own: the program's own form, variable i of the pool is dim i (else any
+ * one-to-one numbering, as a caller's plan may have). */
+int pg__plan_check(const cg_plan *p, bool own, const char *name, lm_err *err);
 
 /* Copies expression e of src (variables by name, which dst must know) into dst; memo has
  * one entry per id of src (HL_NONE where not yet copied). HL_NONE on failure. */

@@ -120,7 +120,7 @@ static bool float_dtype(hl_dtype t)
     return t == HL_F32 || t == HL_F16 || t == HL_BF16 || t == HL_F8E4M3 || t == HL_F8E5M2;
 }
 
-int pg__plan_check(const cg_plan *p, const char *name, lm_err *err)
+int pg__plan_check(const cg_plan *p, bool own, const char *name, lm_err *err)
 {
 #define BAD(...) return pg__fail(err, LM_EVERIFY, name, "malformed plan: " __VA_ARGS__)
     if (lm_err_is_set(err)) return err->code;
@@ -134,8 +134,14 @@ int pg__plan_check(const cg_plan *p, const char *name, lm_err *err)
         const hl_dim *d = &p->dims[i];
         if (!p->dim_names[i] || !hl_var_name_valid(p->dim_names[i]))
             BAD("dim %u has no valid name", i);
-        if (d->var != i || strcmp(hl_var_name(p->exprs, d->var), p->dim_names[i]) != 0)
-            BAD("dim %u ('%s') is not variable %u of the pool", i, p->dim_names[i], i);
+        /* the program's own plans have variable i for dim i; a caller's may number them
+         * in any order, one variable per dim */
+        if (d->var >= nv || (own && d->var != i) ||
+            strcmp(hl_var_name(p->exprs, d->var), p->dim_names[i]) != 0)
+            BAD("dim %u ('%s') is not variable %u of the pool", i, p->dim_names[i],
+                own ? i : d->var);
+        for (uint32_t j = 0; j < i; j++)
+            if (p->dims[j].var == d->var) BAD("dims %u and %u are one variable", j, i);
         if (d->lo < 1 || d->hi < d->lo || d->profile < d->lo || d->profile > d->hi)
             BAD("dim '%s' needs 1 <= lo <= profile <= hi, has [%lld, %lld] profile %lld",
                 p->dim_names[i], (long long)d->lo, (long long)d->hi, (long long)d->profile);
@@ -259,7 +265,7 @@ void pg__plan_fini(cg_plan *p)
 int pg__plan_copy(cg_plan *dst, const cg_plan *src, const char *name, lm_err *err)
 {
     memset(dst, 0, sizeof *dst);
-    if (pg__plan_check(src, name, err)) return err->code;
+    if (pg__plan_check(src, false, name, err)) return err->code;
     hl_expr *memo = pg__alloc(hl_expr_count(src->exprs) + 1, sizeof *memo);
     dst->exprs = hl_expr_pool_new();
     if (!memo || !dst->exprs) goto oom;
@@ -327,7 +333,7 @@ int pg__plan_copy(cg_plan *dst, const cg_plan *src, const char *name, lm_err *er
     memcpy(dst->input_buf, src->input_buf, src->n_inputs * sizeof *dst->input_buf);
     memcpy(dst->output_buf, src->output_buf, src->n_outputs * sizeof *dst->output_buf);
     pg__free(memo);
-    return pg__plan_check(dst, name, err);
+    return pg__plan_check(dst, true, name, err);
 oom:
     pg__free(memo);
     pg__plan_fini(dst);

@@ -371,7 +371,7 @@ static int ensure_backend(pg_program *p, lm_err *err)
 static int init_common(pg_program *p, const pg_options *opt, lm_err *err)
 {
     cg_plan *pl = &p->plan;
-    if (pg__plan_check(pl, p->name, err) || check_consistency(p, err) ||
+    if (pg__plan_check(pl, true, p->name, err) || check_consistency(p, err) ||
         setup_buckets(p, opt, err))
         return err->code;
     p->dim_val = pg__alloc(pl->n_dims, sizeof *p->dim_val);

@@ -246,6 +246,8 @@ static inline void pf_free(pf *f)
 {
     cg_plan *p = &f->plan;
     hl_expr_pool_free(p->exprs);
+    for (uint32_t d = 1; d < p->n_dims; d++)
+        free(p->dim_names[d]);
     free(p->dim_names[0]);
     free(p->dim_names);
     free(p->dims);

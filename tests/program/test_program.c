@@ -718,8 +718,31 @@ START_TEST(compile_check_compiles_every_kernel_for_an_architecture_without_a_gpu
     ck_assert_msg(strstr(e.msg, want) != NULL, "%s", e.msg);
     ck_assert_msg(strstr(e.msg, "sm_90") != NULL, "%s", e.msg);
     ck_assert_msg(strstr(e.msg, "line 3:   x[i] = undefined_thing") != NULL, "%s", e.msg);
-    /* a malformed plan is refused before anything compiles */
+    /* a caller's plan may number its dims' variables in any order */
     lm_err_clear(&e);
+    free(f.plan.kernels[1].source);
+    f.plan.kernels[1].source = pf_strdup(PF_SRC_EXP2);
+    hl_dim *dims = calloc(2, sizeof *dims);
+    char **names = calloc(2, sizeof *names);
+    hl_expr m = hl_e_var(f.plan.exprs, "m"); /* variable 1 */
+    dims[0] = (hl_dim){1, m, 1, 9, 2};
+    dims[1] = f.plan.dims[0]; /* n, variable 0 */
+    names[0] = pf_strdup("m");
+    names[1] = f.plan.dim_names[0];
+    free(f.plan.dims);
+    free(f.plan.dim_names);
+    f.plan.dims = dims;
+    f.plan.dim_names = names;
+    f.plan.n_dims = 2;
+    for (uint32_t k = 0; k < f.plan.n_kernels; k++)
+        for (uint32_t j = 0; j < f.plan.kernels[k].n_params; j++)
+            if (f.plan.kernels[k].params[j].kind == CG_P_DIM) f.plan.kernels[k].params[j].dim = 1;
+    ck_assert_msg(pg_compile_check(&f.plan, 90, &e) == 0, "%s", e.msg);
+    dims[0].var = 0; /* two dims on one variable */
+    ck_assert_int_eq(pg_compile_check(&f.plan, 90, &e), LM_EVERIFY);
+    dims[0].var = 1;
+    lm_err_clear(&e);
+    /* a malformed plan is refused before anything compiles */
     f.plan.steps[0].index = 9;
     ck_assert_int_eq(pg_compile_check(&f.plan, 90, &e), LM_EVERIFY);
     pf_free(&f);
