@@ -770,7 +770,7 @@ const char *cg__em_val(cg_em *e, uint32_t v, uint32_t lane)
         snprintf(n->text, sizeof n->text, "c%u[%s + %uu]", v, e->cache_index, lane);
         return n->text;
     }
-    char expr[512];
+    char expr[640];
     switch (x->kind) {
     case CG_V_CONST: {
         float_lit(expr, sizeof expr, x->c);
@@ -821,15 +821,19 @@ const char *cg__em_val(cg_em *e, uint32_t v, uint32_t lane)
             cg__free(pos);
             return NULL;
         }
-        char el[600];
-        snprintf(el, sizeof el, "b%d[%s]", pi, pos);
-        cg__free(pos);
-        char *val = cg__alloc(strlen(el) + 64, 1);
-        if (!val) {
+        size_t cap = strlen(pos) + 96;
+        char *el = cg__alloc(cap, 1), *val = cg__alloc(cap + 32, 1);
+        if (!el || !val) {
+            cg__free(el);
+            cg__free(val);
+            cg__free(pos);
             cg__fail(e->c->err, LM_ENOMEM, e->kw->llir_node, "out of memory");
             return NULL;
         }
-        load_conv(val, strlen(el) + 64, el, x->dt);
+        snprintf(el, cap, "b%d[%s]", pi, pos);
+        cg__free(pos);
+        load_conv(val, cap + 32, el, x->dt);
+        cg__free(el);
         cg_name *n = add_name(e, v, kl);
         if (!n) {
             cg__free(val);
@@ -840,7 +844,7 @@ const char *cg__em_val(cg_em *e, uint32_t v, uint32_t lane)
         break;
     }
     case CG_V_OP: {
-        char ops[HL_MAX_INPUTS][48];
+        char ops[HL_MAX_INPUTS][96];
         const char *a[HL_MAX_INPUTS];
         for (uint32_t i = 0; i < x->na; i++) {
             const char *o = cg__em_val(e, x->a[i], lane);

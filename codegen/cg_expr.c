@@ -353,3 +353,89 @@ int64_t cg__expr_profile(const hl_expr_pool *p, const cg_dims *d, hl_expr e)
     cg__free(bound);
     return out;
 }
+
+/* ---- tidying composed positions ------------------------------------------------------- */
+
+/* A symbolic upper bound of e >= 0 (an expression u with e <= u for every z <= zmax and
+ * every dim value), or HL_NONE. */
+static hl_expr upper(hl_expr_pool *p, const cg_dims *d, hl_expr e, int64_t zmax, int depth)
+{
+    if (depth > 32) return HL_NONE;
+    hl_expr_node n = hl_e_get(p, e);
+    switch (n.kind) {
+    case HL_E_NUM:
+    case HL_E_VAR:
+        return e;
+    case HL_E_Z:
+        return zmax >= 0 && zmax < INT64_MAX ? hl_e_num(p, zmax) : HL_NONE;
+    default:
+        break;
+    }
+    cg_range ra = range_rec(p, d, n.a, zmax), rb = range_rec(p, d, n.b, zmax);
+    if (ra.wide || rb.wide) return HL_NONE;
+    switch (n.kind) {
+    case HL_E_MOD:
+        if (rb.lo < 1) return HL_NONE;
+        if (ra.lo >= 0) {
+            /* min(ub(a), b - 1): prefer b - 1, it is what makes (x % d) / d vanish */
+            return hl_e_sub(p, n.b, hl_e_num(p, 1));
+        }
+        return hl_e_sub(p, n.b, hl_e_num(p, 1));
+    case HL_E_ADD: {
+        if (ra.lo < 0 || rb.lo < 0) return HL_NONE;
+        hl_expr a = upper(p, d, n.a, zmax, depth + 1), b = upper(p, d, n.b, zmax, depth + 1);
+        return a == HL_NONE || b == HL_NONE ? HL_NONE : hl_e_add(p, a, b);
+    }
+    case HL_E_MUL: {
+        if (ra.lo < 0 || rb.lo < 0) return HL_NONE;
+        hl_expr a = upper(p, d, n.a, zmax, depth + 1), b = upper(p, d, n.b, zmax, depth + 1);
+        return a == HL_NONE || b == HL_NONE ? HL_NONE : hl_e_mul(p, a, b);
+    }
+    case HL_E_DIV: {
+        if (ra.lo < 0 || rb.lo < 1) return HL_NONE;
+        hl_expr a = upper(p, d, n.a, zmax, depth + 1);
+        return a == HL_NONE ? HL_NONE : hl_e_div(p, a, n.b);
+    }
+    default:
+        return HL_NONE;
+    }
+}
+
+/* a < b provable: b - upper(a) folds to a number >= 1 (a >= 0 known). */
+static bool below(hl_expr_pool *p, const cg_dims *d, hl_expr a, hl_expr b, int64_t zmax)
+{
+    hl_expr u = upper(p, d, a, zmax, 0);
+    if (u == HL_NONE) return false;
+    hl_expr diff = hl_e_sub(p, b, u);
+    int64_t v;
+    if (diff != HL_NONE && hl_e_is_num(p, diff, &v)) return v >= 1;
+    cg_range r = diff == HL_NONE ? WIDE : range_rec(p, d, diff, zmax);
+    return !r.wide && r.lo >= 1;
+}
+
+static hl_expr tidy_rec(hl_expr_pool *p, const cg_dims *d, hl_expr e, int64_t zmax, int depth)
+{
+    hl_expr_node n = hl_e_get(p, e);
+    if (n.kind == HL_E_NUM || n.kind == HL_E_VAR || n.kind == HL_E_Z || depth > 64) return e;
+    hl_expr a = tidy_rec(p, d, n.a, zmax, depth + 1), b = tidy_rec(p, d, n.b, zmax, depth + 1);
+    if (a == HL_NONE || b == HL_NONE) return HL_NONE;
+    if (n.kind == HL_E_DIV || n.kind == HL_E_MOD) {
+        cg_range ra = range_rec(p, d, a, zmax), rb = range_rec(p, d, b, zmax);
+        if (!ra.wide && !rb.wide && ra.lo >= 0 && rb.lo >= 1 && below(p, d, a, b, zmax))
+            return n.kind == HL_E_DIV ? hl_e_num(p, 0) : a; /* 0 <= a < b */
+    }
+    if (a == n.a && b == n.b) return e;
+    return hl_e_bin(p, n.kind, a, b);
+}
+
+hl_expr cg__expr_tidy(hl_expr_pool *p, const cg_dims *d, hl_expr e, int64_t zmax)
+{
+    if (e == HL_NONE) return HL_NONE;
+    hl_expr prev = e;
+    for (int i = 0; i < 4; i++) { /* a rewrite can expose the next */
+        hl_expr t = tidy_rec(p, d, prev, zmax, 0);
+        if (t == HL_NONE || t == prev) return t == HL_NONE ? prev : t;
+        prev = t;
+    }
+    return prev;
+}

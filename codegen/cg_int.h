@@ -112,6 +112,12 @@ void cg__expr_c(cg_str *b, const hl_expr_pool *p, const cg_dims *d, hl_expr e, c
  * when it does not evaluate. */
 int64_t cg__expr_profile(const hl_expr_pool *p, const cg_dims *d, hl_expr e);
 
+/* e with every x / b and x % b whose 0 <= x < b is provable (by a symbolic upper bound
+ * of x: (x % d) / d, (A*(y % k) + x % A) / (A*k), ...) folded: composing views through
+ * permutes of dynamic dims leaves these, which hlir's simplifier (numeric ranges only)
+ * keeps. Never fails: e itself when nothing folds (or on OOM). */
+hl_expr cg__expr_tidy(hl_expr_pool *p, const cg_dims *d, hl_expr e, int64_t zmax);
+
 /* Largest value of e (for z in [0, zmax]); INT64_MAX when not bounded. */
 int64_t cg__expr_max(const hl_expr_pool *p, const cg_dims *d, hl_expr e, int64_t zmax);
 

@@ -135,6 +135,7 @@ static hl_expr hoist(cg_vg *vg, uint32_t *sc, hl_expr e)
         uint32_t parent = s->parent;
         int64_t zb = vg->s[parent].zmax;
         e = hl_e_subst_z(p, ek0, s->pos, zb >= 0 && zb < INT64_MAX ? zb + 1 : 0);
+        e = cg__expr_tidy(p, vg->d, e, zb);
         *sc = parent;
     }
     return e;
@@ -244,6 +245,7 @@ static uint32_t build_input(cg_vg *vg, uint32_t nid, uint32_t i, hl_expr pos, ui
     }
     int64_t zb = vg->s[scope].zmax;
     hl_expr ip = hl_e_subst_z(vg->p, vi, pos, zb >= 0 && zb < INT64_MAX ? zb + 1 : 0);
+    ip = cg__expr_tidy(vg->p, vg->d, ip, zb);
     uint32_t src = n->in[i];
     const ll_node *s = ll_graph_node(vg->g, src);
     if (top || s->region == LM_NONE) return load(vg, src, ip, scope);

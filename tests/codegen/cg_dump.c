@@ -4,6 +4,7 @@
 #include "codegen.h"
 #include "cuda_rt.h"
 #include "ll_lower.h"
+#include "tcg.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +14,12 @@ int main(int argc, char **argv)
 {
     if (argc < 2) return 2;
     bool compile = false, quiet = false;
+    tcg_fuse fuse = TCG_KERNELS;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--compile")) compile = true;
         if (!strcmp(argv[i], "--quiet")) quiet = true;
+        if (!strcmp(argv[i], "--fuse")) fuse = TCG_FUSED;
+        if (!strcmp(argv[i], "--blas")) fuse = TCG_BLAS;
     }
     hl_error he;
     hl_error_clear(&he);
@@ -24,17 +28,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", he.msg);
         return 1;
     }
-    lm_err err = {0};
-    ll_graph *lg = ll_graph_from_hlir(g, &err);
-    if (!lg) {
-        fprintf(stderr, "lower: %s\n", err.msg);
+    tcg_case c;
+    char msg[2048];
+    if (!tcg_case_init(&c, argv[1], g, fuse, 0, msg, sizeof msg)) {
+        fprintf(stderr, "%s\n", msg);
         return 1;
     }
-    cg_plan *p = cg_plan_new(lg, NULL, &err);
-    if (!p) {
-        fprintf(stderr, "codegen: %s\n", err.msg);
-        return 1;
-    }
+    cg_plan *p = c.plan;
     if (!quiet) cg_plan_fprint(p, true, stdout);
     int bad = 0;
     if (compile) {
@@ -58,8 +58,6 @@ int main(int argc, char **argv)
         rt_nvrtc_close(nv);
         fprintf(stderr, "%u kernels, %d failed\n", p->n_kernels, bad);
     }
-    cg_plan_free(p);
-    ll_graph_free(lg);
-    hl_graph_free(g);
+    tcg_case_free(&c);
     return bad != 0;
 }

@@ -135,11 +135,10 @@ static ll_graph *lower_fused(const hl_graph *g, bool blas, char *msg, size_t cap
         /* a matmul the lowering refused: lower it as a reduction instead */
         bool retried = false;
         for (uint32_t id = 0; id < n && !retried; id++)
-            if ((impl[id] == LL_LOWER_MATMUL || impl[id] == LL_LOWER_BLAS) && !no_mm[id] &&
-                strstr(e.msg, "matmul") + 0 != NULL) {
-                /* refuse the first matmul whose node the message names */
-                char tag[32];
-                snprintf(tag, sizeof tag, "%u", id);
+            if ((impl[id] == LL_LOWER_MATMUL || impl[id] == LL_LOWER_BLAS) && !no_mm[id]) {
+                /* the matmul the message names */
+                char tag[48];
+                snprintf(tag, sizeof tag, "hlir node %u (", id);
                 if (strstr(e.msg, tag)) {
                     no_mm[id] = true;
                     retried = true;

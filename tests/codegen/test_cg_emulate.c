@@ -32,7 +32,7 @@ static hl_graph *load_example(const char *name)
 
 static void run_cases(tcg_case *cases, uint32_t n)
 {
-    const cg_plan *plans[64];
+    const cg_plan *plans[64] = {0};
     ck_assert_uint_le(n, 64);
     for (uint32_t i = 0; i < n; i++)
         plans[i] = cases[i].plan;
@@ -80,12 +80,33 @@ START_TEST(examples_as_standalone_kernels_match_the_reference)
 }
 END_TEST
 
+START_TEST(examples_fused_match_the_reference)
+{
+    tcg_case cases[2 * N_EXAMPLES];
+    char msg[2048];
+    uint32_t n = 0;
+    for (int blas = 0; blas < 2; blas++)
+        for (uint32_t i = 0; i < N_EXAMPLES; i++) {
+            char name[96];
+            snprintf(name, sizeof name, "%s/%s", EXAMPLES[i], blas ? "blas" : "fused");
+            ck_assert_msg(tcg_case_init(&cases[n], name, load_example(EXAMPLES[i]),
+                                        blas ? TCG_BLAS : TCG_FUSED, 5, msg, sizeof msg),
+                          "%s", msg);
+            n++;
+        }
+    run_cases(cases, n);
+    for (uint32_t i = 0; i < n; i++)
+        tcg_case_free(&cases[i]);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("codegen_emulate");
     TCase *tc = tcase_create("emulate");
     tcase_set_timeout(tc, 1800);
     tcase_add_test(tc, examples_as_standalone_kernels_match_the_reference);
+    tcase_add_test(tc, examples_fused_match_the_reference);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
