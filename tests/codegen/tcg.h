@@ -69,10 +69,22 @@ bool tcg_emu_run(tcg_emu *e, const tcg_case *c, const hl_tensor *inputs, hl_tens
 /* Seeded inputs of g at dims (stream i for input i). */
 void tcg_inputs(const hl_graph *g, const int64_t *dims, uint64_t seed, hl_tensor *in);
 
-/* Compares emulated outputs with the reference runtime's on c at c->dims (ll_compare_outputs
- * tolerances) and, where exact is true, bit for bit with llir's executor. Returns true
- * when they agree; msg says where they do not. */
+/* Emulates c at c->dims on inputs from seed and compares: (1) with llir's executor
+ * (ll_run), bit for bit unless the plan has row reductions, which add in another order
+ * (then within ll_compare_outputs' tolerances; exact_vs_ll forces bit for bit); (2) with
+ * the reference runtime within ll_compare_outputs' tolerances (a difference the executor
+ * shares bit for bit is the LLIR's semantics, not the kernels': printed as a note).
+ * Returns true when they agree; msg says where they do not. */
 bool tcg_check_case(tcg_emu *e, const tcg_case *c, uint64_t seed, bool exact_vs_ll, char *msg,
                     size_t cap);
 
 #endif /* LUMINAL_TESTS_CODEGEN_TCG_H */
+
+/* ---- hand-built graphs (tcg_graphs.c) ---- */
+
+/* The hand-built graphs of the emulation and compile tests: each a small HLIR graph
+ * exercising one template at shapes that are not multiples of tile or vector widths,
+ * with dims of 1, dynamic dims, broadcast and permuted views and every float dtype.
+ * tcg_hand_count() of them; tcg_hand(i) builds graph i (its name in *name). */
+uint32_t tcg_hand_count(void);
+hl_graph *tcg_hand(uint32_t i, const char **name);
