@@ -39,23 +39,23 @@ int main(int argc, char **argv)
     int bad = 0;
     if (compile) {
         rt_nvrtc *nv = NULL;
-        rt_err re = {0};
-        if (rt_nvrtc_open(NULL, &nv, &re)) {
+        lm_err re = {0};
+        if (rt_nvrtc_new(NULL, &nv, &re)) {
             fprintf(stderr, "%s\n", re.msg);
             return 1;
         }
         for (uint32_t i = 0; i < p->n_kernels; i++) {
             rt_cubin bin;
-            rt_err_clear(&re);
+            lm_err_clear(&re);
             char name[32];
             snprintf(name, sizeof name, "k%u.cu", i);
             if (rt_nvrtc_compile(nv, p->kernels[i].source, name, 90, NULL, 0, &bin, &re)) {
                 fprintf(stderr, "kernel %u (node %u): %s\n", i, p->kernels[i].llir_node, re.msg);
                 bad++;
             } else
-                rt_cubin_free(&bin);
+                rt_cubin_fini(&bin);
         }
-        rt_nvrtc_close(nv);
+        rt_nvrtc_free(nv);
         fprintf(stderr, "%u kernels, %d failed\n", p->n_kernels, bad);
     }
     tcg_case_free(&c);

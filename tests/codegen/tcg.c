@@ -192,8 +192,8 @@ bool tcg_case_init(tcg_case *c, const char *name, hl_graph *g, tcg_fuse fuse, in
 int tcg_compile_plan(const cg_plan *p, char *msg, size_t cap)
 {
     static rt_nvrtc *nv = NULL; /* loaded once per test process */
-    rt_err re = {0};
-    if (!nv && rt_nvrtc_open(NULL, &nv, &re) != 0) {
+    lm_err re = {0};
+    if (!nv && rt_nvrtc_new(NULL, &nv, &re) != 0) {
         say(msg, cap, "%s", re.msg);
         return -1;
     }
@@ -203,7 +203,7 @@ int tcg_compile_plan(const cg_plan *p, char *msg, size_t cap)
         char name[48];
         snprintf(name, sizeof name, "node%u_k%u.cu", k->llir_node, i);
         rt_cubin bin;
-        rt_err_clear(&re);
+        lm_err_clear(&re);
         if (rt_nvrtc_compile(nv, k->source, name, 90, NULL, 0, &bin, &re) != 0) {
             if (!bad)
                 say(msg, cap, "kernel %u of LLIR node %%%u (template %s): %s", i, k->llir_node,
@@ -211,7 +211,7 @@ int tcg_compile_plan(const cg_plan *p, char *msg, size_t cap)
             bad++;
             continue;
         }
-        rt_cubin_free(&bin);
+        rt_cubin_fini(&bin);
     }
     return bad;
 }
