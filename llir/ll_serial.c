@@ -493,8 +493,7 @@ static int r_prim(reader *r, json_t *o, hl_node *h, uint32_t node)
 {
     set_path(r, "nodes[%u].prim%s", node, NULL);
     if (!json_is_object(o)) return r_fail(r, LM_EPARSE, NULL, "expected an object");
-    if (r_keys(r, o,
-               "op dtype shape in name index constant iota_expr iota_len cast_to axis"))
+    if (r_keys(r, o, "op dtype shape in name index constant iota_expr iota_len cast_to axis"))
         return r->err->code;
     const char *op;
     if (r_str(r, o, "op", &op)) return r->err->code;
@@ -506,8 +505,7 @@ static int r_prim(reader *r, json_t *o, hl_node *h, uint32_t node)
     json_t *in;
     if (r_get(r, o, "in", true, &in)) return r->err->code;
     if (!json_is_array(in) || json_array_size(in) > HL_MAX_INPUTS)
-        return r_fail(r, LM_EPARSE, "in", "expected an array of at most %d inputs",
-                      HL_MAX_INPUTS);
+        return r_fail(r, LM_EPARSE, "in", "expected an array of at most %d inputs", HL_MAX_INPUTS);
     h->n_in = (uint32_t)json_array_size(in);
     for (uint32_t i = 0; i < h->n_in; i++)
         if (r_view(r, json_array_get(in, i), &h->in[i], node, i)) return r->err->code;
@@ -600,8 +598,8 @@ static int r_node(reader *r, json_t *o, uint32_t id)
     node_empty(&n);
     int64_t x;
     if (r_int(r, o, "id", 0, (int64_t)UINT32_MAX - 1, &x)) return r->err->code;
-    if ((uint32_t)x != id) return r_fail(r, LM_EPARSE, "id", "node %lld listed at position %u",
-                                         (long long)x, id);
+    if ((uint32_t)x != id)
+        return r_fail(r, LM_EPARSE, "id", "node %lld listed at position %u", (long long)x, id);
     uint32_t kind = 0;
     if (r_pick(r, o, "kind", KIND_NAMES, N_KINDS, &kind)) return r->err->code;
     n.kind = (ll_kind)kind;
@@ -679,8 +677,7 @@ ll_graph *ll_graph_read_json(const char *text, size_t len, const char *source, l
     }
     const char *fmt;
     int64_t version;
-    if (r_keys(&r, root, "format version dims nodes") || r_str(&r, root, "format", &fmt))
-        goto fail;
+    if (r_keys(&r, root, "format version dims nodes") || r_str(&r, root, "format", &fmt)) goto fail;
     if (strcmp(fmt, LL_FILE_FORMAT) != 0) {
         r_fail(&r, LM_EPARSE, "format", "expected \"%s\", got \"%.40s\"", LL_FILE_FORMAT, fmt);
         goto fail;

@@ -174,8 +174,10 @@ int pg_compile_check(const struct cg_plan *plan, int arch, lm_err *err)
     if (lm_err_is_set(err)) return err->code;
     if (pg__plan_check(plan, false, NULL, err)) return err->code;
     if (arch < RT_NVRTC_MIN_ARCH || arch > RT_NVRTC_MAX_ARCH)
-        return pg__fail(err, LM_EARG, NULL, "compile check: sm_%d is not an architecture NVRTC "
-                        "takes (%d .. %d)", arch, RT_NVRTC_MIN_ARCH, RT_NVRTC_MAX_ARCH);
+        return pg__fail(err, LM_EARG, NULL,
+                        "compile check: sm_%d is not an architecture NVRTC "
+                        "takes (%d .. %d)",
+                        arch, RT_NVRTC_MIN_ARCH, RT_NVRTC_MAX_ARCH);
     uint32_t *uniq = pg__alloc(plan->n_kernels + 1, sizeof *uniq);
     uint32_t *todo = pg__alloc(plan->n_kernels + 1, sizeof *todo);
     batch b = {.arch = arch, .plan = plan, .todo = todo};

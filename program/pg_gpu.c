@@ -126,8 +126,8 @@ int pg__gpu_open(pg_program *p, lm_err *err)
 {
     rt_ctx *ctx = NULL;
     lm_err ce = {0};
-    int rc = p->mock ? rt_ctx_new_mock(p->mock, p->rt_opt, &ctx, &ce)
-                     : rt_ctx_new(p->rt_opt, &ctx, &ce);
+    int rc =
+        p->mock ? rt_ctx_new_mock(p->mock, p->rt_opt, &ctx, &ce) : rt_ctx_new(p->rt_opt, &ctx, &ce);
     if (rc) {
         lm_err_copy(err, &ce);
         pg__wrap(err, p->name, "opening the GPU");
@@ -140,7 +140,8 @@ int pg__gpu_open(pg_program *p, lm_err *err)
     p->count.kernels_compiled += g->compiled;
     p->count.kernel_cache_hits += g->cache_hits;
     const rt_device_info *dev = rt_ctx_device(ctx);
-    snprintf(p->note, sizeof p->note, "GPU: %.120s, sm_%d%d, %u kernels (%llu compiled, %llu "
+    snprintf(p->note, sizeof p->note,
+             "GPU: %.120s, sm_%d%d, %u kernels (%llu compiled, %llu "
              "from the module cache)%s",
              dev->name, dev->cc_major, dev->cc_minor, p->plan.n_kernels,
              (unsigned long long)g->compiled, (unsigned long long)g->cache_hits,
@@ -187,8 +188,7 @@ static void bucket_max(const pg_program *p, uint32_t v, int64_t *vals)
         vals[d] = pg__variant_hi(p, v, d);
 }
 
-static uint64_t buffer_addr(const pg_program *p, const pg_gpu *g, const pg_variant *v,
-                            uint32_t b)
+static uint64_t buffer_addr(const pg_program *p, const pg_gpu *g, const pg_variant *v, uint32_t b)
 {
     const cg_buffer *x = &p->plan.buffers[b];
     if (x->kind == CG_BUF_INPUT)
@@ -278,8 +278,8 @@ static bool rt_type(hl_dtype t, rt_dtype *out)
 }
 
 /* The cuBLASLt problem and pointers of library-call step s at the current dims. */
-static int desired_blas(pg_program *p, pg_gpu *g, pg_variant *v, uint32_t s,
-                        rt_matmul_spec *sp, rt_matmul_args *a, lm_err *err)
+static int desired_blas(pg_program *p, pg_gpu *g, pg_variant *v, uint32_t s, rt_matmul_spec *sp,
+                        rt_matmul_args *a, lm_err *err)
 {
     const cg_plan *pl = &p->plan;
     uint32_t i = pl->steps[s].index;
@@ -310,8 +310,7 @@ static int desired_blas(pg_program *p, pg_gpu *g, pg_variant *v, uint32_t s,
     if (!rt_type(m->type_a, &sp->type_a) || !rt_type(m->type_b, &sp->type_b) ||
         !rt_type(b->c == LM_NONE ? m->type_d : m->type_c, &sp->type_c) ||
         !rt_type(m->type_d, &sp->type_d) || !rt_type(m->type_bias, &sp->type_bias))
-        return pg__fail(err, LM_EUNSUPPORTED, p->name, "%s: a dtype cuBLASLt does not take",
-                        what);
+        return pg__fail(err, LM_EUNSUPPORTED, p->name, "%s: a dtype cuBLASLt does not take", what);
     sp->compute = RT_COMPUTE_F32;
     sp->alpha = (float)m->alpha;
     sp->beta = (float)m->beta;
@@ -446,7 +445,8 @@ static int plan_deps_and_workspaces(pg_program *p, pg_variant *v, lm_err *err)
         }
         uint32_t c = 0, np = 0;
         for (uint32_t s = 0; s < n; s++)
-            if (pl->steps[s].kind == CG_STEP_BLAS) call_step[c] = s, sizes[c] = v->ws_planned[s], c++;
+            if (pl->steps[s].kind == CG_STEP_BLAS)
+                call_step[c] = s, sizes[c] = v->ws_planned[s], c++;
         for (uint32_t b = 0; b < ncalls; b++)
             for (uint32_t a = 0; a < b; a++) {
                 uint32_t sa = call_step[a], sb = call_step[b];
@@ -810,8 +810,7 @@ static int refresh(pg_program *p, pg_gpu *g, uint32_t vi, lm_err *err)
         v->graph_dirty = false;
     } else {
         for (uint32_t s = 0; s < pl->n_steps; s++) {
-            if (pl->steps[s].kind != CG_STEP_KERNEL || same_launch(&want[s], &v->held[s]))
-                continue;
+            if (pl->steps[s].kind != CG_STEP_KERNEL || same_launch(&want[s], &v->held[s])) continue;
             rt_launch l;
             const void *argp[CG_MAX_PARAMS];
             size_t sizes[CG_MAX_PARAMS];
@@ -938,8 +937,8 @@ int pg__gpu_run(pg_program *p, uint32_t vi, lm_err *err)
     return 0;
 }
 
-int pg__gpu_time(pg_program *p, uint32_t vi, uint32_t warmup, uint32_t trials,
-                 double timeout_ms, double *median, double *lo, double *hi, lm_err *err)
+int pg__gpu_time(pg_program *p, uint32_t vi, uint32_t warmup, uint32_t trials, double timeout_ms,
+                 double *median, double *lo, double *hi, lm_err *err)
 {
     pg_gpu *g = p->gpu;
     note_input_addresses(p, g);

@@ -31,9 +31,9 @@ typedef struct pg_blas_state {
 } pg_blas_state;
 
 typedef struct pg_variant {
-    bool built;          /* laid out and given a graph once */
-    bool graph_dirty;    /* the layout changed since the graph was built */
-    uint64_t *planned;   /* per buffer: bytes planned (the bucket's maximum, or more) */
+    bool built;           /* laid out and given a graph once */
+    bool graph_dirty;     /* the layout changed since the graph was built */
+    uint64_t *planned;    /* per buffer: bytes planned (the bucket's maximum, or more) */
     uint64_t *ws_planned; /* per step: a library call's workspace bytes */
     /* layout: one arena entry per slot (in-place groups share one), in buffer order */
     uint32_t n_abuf;
@@ -47,9 +47,9 @@ typedef struct pg_variant {
     /* the graph */
     rt_graph *graph;
     rt_exec *exec;
-    uint32_t *node;       /* per step: its graph node */
-    pg_launch *held;      /* per step: what the node holds (kernel steps) */
-    pg_blas_state *bl;    /* per step (library-call steps) */
+    uint32_t *node;    /* per step: its graph node */
+    pg_launch *held;   /* per step: what the node holds (kernel steps) */
+    pg_blas_state *bl; /* per step (library-call steps) */
     bool stamped;
     uint64_t stamp_epoch;
     int64_t *stamp_dims;

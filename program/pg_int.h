@@ -90,14 +90,14 @@ typedef struct pg_dim {
 
 /* What the host keeps of one input. */
 typedef struct pg_in_state {
-    void *host;         /* the last bytes set (pinned staging on the GPU) */
-    size_t cap;         /* bytes allocated */
-    bool pinned;        /* host came from cuda_rt's pinned allocator */
-    size_t bytes;       /* bytes of the last set */
-    bool set;           /* set at least once */
-    bool dirty;         /* changed since it was last uploaded / run */
+    void *host;                /* the last bytes set (pinned staging on the GPU) */
+    size_t cap;                /* bytes allocated */
+    bool pinned;               /* host came from cuda_rt's pinned allocator */
+    size_t bytes;              /* bytes of the last set */
+    bool set;                  /* set at least once */
+    bool dirty;                /* changed since it was last uploaded / run */
     uint64_t hash_lo, hash_hi; /* XXH3-128 of host[0 .. bytes) */
-    bool device;        /* the caller's device memory */
+    bool device;               /* the caller's device memory */
     uint64_t dptr;
 } pg_in_state;
 
@@ -114,10 +114,10 @@ typedef struct pg_gpu pg_gpu; /* pg_gpu.c */
 typedef struct pg_cpu pg_cpu; /* pg_cpu.c */
 
 struct pg_program {
-    char *name;      /* for messages */
-    char *title;     /* the name saved in plan.json */
-    cg_plan plan;    /* owned */
-    ll_graph *llir;  /* owned */
+    char *name;     /* for messages */
+    char *title;    /* the name saved in plan.json */
+    cg_plan plan;   /* owned */
+    ll_graph *llir; /* owned */
     int arch;
     char *egraph_fp, *genome_fp;
     pg_io *inputs, *outputs;
@@ -161,13 +161,11 @@ int pg__plan_inplace(pg_program *p, lm_err *err);
 
 /* Writes plan.json's text (NUL-terminated, caller frees with free()); kernel sources are
  * named by files[k] ("kernels/k0003.cu"). NULL with err set. */
-char *pg__plan_write(const pg_program *p, char *const *files, const char *llir_hash,
-                     lm_err *err);
+char *pg__plan_write(const pg_program *p, char *const *files, const char *llir_hash, lm_err *err);
 /* Reads plan.json from dir into a zeroed program: the plan (sources read from their
  * files), the IO table, buckets, name, arch, fingerprints; *llir_file and *llir_hash are
  * the LLIR file's name and its hash as recorded (owned by the caller: pg__free). */
-int pg__plan_read(pg_program *p, const char *dir, char **llir_file, char **llir_hash,
-                  lm_err *err);
+int pg__plan_read(pg_program *p, const char *dir, char **llir_file, char **llir_hash, lm_err *err);
 /* XXH3-128 of bytes as 32 hex digits into out[33]. */
 void pg__hash_hex(const void *data, size_t len, char out[33]);
 

@@ -52,8 +52,7 @@ static const char *const EPIS[] = {"none", "bias", "gelu", "bias_gelu"};
 void pg__hash_hex(const void *data, size_t len, char out[33])
 {
     XXH128_hash_t h = XXH3_128bits(data, len);
-    snprintf(out, 33, "%016llx%016llx", (unsigned long long)h.high64,
-             (unsigned long long)h.low64);
+    snprintf(out, 33, "%016llx%016llx", (unsigned long long)h.high64, (unsigned long long)h.low64);
 }
 
 /* ==================================================================================
@@ -122,8 +121,7 @@ static json_t *w_io(writer *w, const pg_io *io)
     return o;
 }
 
-char *pg__plan_write(const pg_program *pr, char *const *files, const char *llir_hash,
-                     lm_err *err)
+char *pg__plan_write(const pg_program *pr, char *const *files, const char *llir_hash, lm_err *err)
 {
     const cg_plan *p = &pr->plan;
     writer w = {p, false};
@@ -395,8 +393,7 @@ static int r_dtype(reader *r, json_t *o, const char *key, hl_dtype *out)
 static int r_expr_v(reader *r, json_t *v, const char *key, hl_expr *out)
 {
     *out = HL_NONE;
-    if (!v || !json_is_string(v))
-        return r_fail(r, LM_EPARSE, key, "expected an expression string");
+    if (!v || !json_is_string(v)) return r_fail(r, LM_EPARSE, key, "expected an expression string");
     uint32_t nv = hl_var_count(r->p->exprs);
     hl_error he;
     hl_error_clear(&he);
@@ -473,7 +470,8 @@ static int r_io(reader *r, json_t *o, pg_io *io)
     if (r_str(r, o, "name", &name) || r_dtype(r, o, "dtype", &io->dtype) ||
         r_u32(r, o, "buffer", &io->buf))
         return r->err->code;
-    if (!(io->name = pg__strdup(name))) return pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
+    if (!(io->name = pg__strdup(name)))
+        return pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
     json_t *sh = r_array(r, o, "shape", HL_MAX_DIMS);
     if (!sh) return r->err->code;
     io->ndim = (uint32_t)json_array_size(sh);
@@ -544,6 +542,9 @@ static int r_buffers(reader *r, json_t *a)
             return r->err->code;
         x->kind = (cg_buf_kind)kind;
         x->index = LM_NONE;
+        x->bytes =
+            hl_e_mul(p->exprs, x->numel, hl_e_num(p->exprs, (int64_t)hl_dtype_size(x->dtype)));
+        if (x->bytes == HL_NONE) return pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
         if ((x->kind == CG_BUF_INPUT || x->kind == CG_BUF_OUTPUT) &&
             r_u32(r, o, "index", &x->index))
             return r->err->code;
@@ -579,8 +580,7 @@ static int r_kernels(reader *r, json_t *a, const char *dir)
             snprintf(kk, sizeof kk, "grid[%u]", d);
             if (r_expr_v(r, json_array_get(grid, d), kk, &x->grid[d])) return r->err->code;
             json_t *bv = json_array_get(block, d);
-            if (!json_is_integer(bv) || json_integer_value(bv) < 1 ||
-                json_integer_value(bv) > 1024)
+            if (!json_is_integer(bv) || json_integer_value(bv) < 1 || json_integer_value(bv) > 1024)
                 return r_fail(r, LM_EPARSE, "block", "entry %u is not in 1 .. 1024", d);
             x->block[d] = (uint32_t)json_integer_value(bv);
         }
@@ -665,8 +665,7 @@ static int r_steps(reader *r, json_t *a)
     return 0;
 }
 
-static int r_ios(reader *r, json_t *a, pg_io **out, uint32_t *n, uint32_t **bufs,
-                 const char *what)
+static int r_ios(reader *r, json_t *a, pg_io **out, uint32_t *n, uint32_t **bufs, const char *what)
 {
     *n = (uint32_t)json_array_size(a);
     *out = pg__alloc(*n, sizeof **out);
@@ -682,8 +681,7 @@ static int r_ios(reader *r, json_t *a, pg_io **out, uint32_t *n, uint32_t **bufs
     return 0;
 }
 
-int pg__plan_read(pg_program *pr, const char *dir, char **llir_file, char **llir_hash,
-                  lm_err *err)
+int pg__plan_read(pg_program *pr, const char *dir, char **llir_file, char **llir_hash, lm_err *err)
 {
     *llir_file = *llir_hash = NULL;
     size_t n = strlen(dir) + 16;

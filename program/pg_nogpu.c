@@ -6,8 +6,9 @@
 
 #include <string.h>
 
-#define NO_GPU "this build has no GPU runtime (cuda_rt was left out: the CUDA headers were " \
-               "not found when it was configured)"
+#define NO_GPU                                                                                     \
+    "this build has no GPU runtime (cuda_rt was left out: the CUDA headers were "                  \
+    "not found when it was configured)"
 
 bool pg__gpu_available(void)
 {

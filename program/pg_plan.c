@@ -2,8 +2,9 @@
  * the in-place analysis.
  *
  * A program never keeps a caller's cg_plan: it copies it (every expression into a pool
- * of its own, variables made in dim order, so variable i is dim i), or reads one from
- * plan.json into the same form. Either way pg__plan_check has passed before anything
+ * of its own, variables made in dim order, so variable i is dim i; buffers' bytes made
+ * again from numel; node_buf, codegen's map of LLIR nodes to buffers, not kept), or reads
+ * one from plan.json into the same form. Either way pg__plan_check has passed before anything
  * else reads it, so the rest of the module may index without checking: every buffer,
  * kernel, blas call, step, dim and expression id is in range, and every expression names
  * only dims.
@@ -76,8 +77,8 @@ int pg__eval(const cg_plan *p, hl_expr e, const int64_t *vals, int64_t *out, con
     int64_t v[64];
     uint32_t nv = hl_var_count(p->exprs);
     if (nv > 64 || nv > p->n_dims)
-        return pg__fail(err, LM_EVERIFY, name, "%s: the plan's expressions name %u variables",
-                        what, nv);
+        return pg__fail(err, LM_EVERIFY, name, "%s: the plan's expressions name %u variables", what,
+                        nv);
     for (uint32_t i = 0; i < nv; i++)
         v[i] = vals[i]; /* variable i is dim i (pg__plan_check) */
     hl_env env = {v, NULL, nv};
@@ -127,8 +128,7 @@ int pg__plan_check(const cg_plan *p, bool own, const char *name, lm_err *err)
     if (!p || !p->exprs) BAD("no plan or no expression pool");
     if (hl_expr_pool_failed(p->exprs)) BAD("its expression pool ran out of memory");
     uint32_t nv = hl_var_count(p->exprs);
-    if (nv != p->n_dims)
-        BAD("%u dims but its expressions name %u variables", p->n_dims, nv);
+    if (nv != p->n_dims) BAD("%u dims but its expressions name %u variables", p->n_dims, nv);
     if (p->n_dims && (!p->dims || !p->dim_names)) BAD("dims without their arrays");
     for (uint32_t i = 0; i < p->n_dims; i++) {
         const hl_dim *d = &p->dims[i];
@@ -146,9 +146,9 @@ int pg__plan_check(const cg_plan *p, bool own, const char *name, lm_err *err)
             BAD("dim '%s' needs 1 <= lo <= profile <= hi, has [%lld, %lld] profile %lld",
                 p->dim_names[i], (long long)d->lo, (long long)d->hi, (long long)d->profile);
     }
-    if ((p->n_buffers && !p->buffers) || (p->n_kernels && !p->kernels) ||
-        (p->n_blas && !p->blas) || (p->n_steps && !p->steps) ||
-        (p->n_inputs && !p->input_buf) || (p->n_outputs && !p->output_buf))
+    if ((p->n_buffers && !p->buffers) || (p->n_kernels && !p->kernels) || (p->n_blas && !p->blas) ||
+        (p->n_steps && !p->steps) || (p->n_inputs && !p->input_buf) ||
+        (p->n_outputs && !p->output_buf))
         BAD("a count without its array");
     for (uint32_t b = 0; b < p->n_buffers; b++) {
         const cg_buffer *x = &p->buffers[b];
@@ -160,19 +160,15 @@ int pg__plan_check(const cg_plan *p, bool own, const char *name, lm_err *err)
             BAD("buffer %u is live over steps [%u, %u] of %u", b, x->first_step, x->last_step,
                 p->n_steps);
         if (x->kind == CG_BUF_INPUT && (x->index >= p->n_inputs || p->input_buf[x->index] != b))
-            BAD("buffer %u is input %u, which the plan's input list does not name", b,
-                x->index);
-        if (x->kind == CG_BUF_OUTPUT &&
-            (x->index >= p->n_outputs || p->output_buf[x->index] != b))
-            BAD("buffer %u is output %u, which the plan's output list does not name", b,
-                x->index);
+            BAD("buffer %u is input %u, which the plan's input list does not name", b, x->index);
+        if (x->kind == CG_BUF_OUTPUT && (x->index >= p->n_outputs || p->output_buf[x->index] != b))
+            BAD("buffer %u is output %u, which the plan's output list does not name", b, x->index);
     }
     for (uint32_t i = 0; i < p->n_inputs; i++)
         if (p->input_buf[i] >= p->n_buffers || p->buffers[p->input_buf[i]].kind != CG_BUF_INPUT)
             BAD("input %u is not an input buffer", i);
     for (uint32_t i = 0; i < p->n_outputs; i++)
-        if (p->output_buf[i] >= p->n_buffers ||
-            p->buffers[p->output_buf[i]].kind != CG_BUF_OUTPUT)
+        if (p->output_buf[i] >= p->n_buffers || p->buffers[p->output_buf[i]].kind != CG_BUF_OUTPUT)
             BAD("output %u is not an output buffer", i);
     for (uint32_t k = 0; k < p->n_kernels; k++) {
         const cg_kernel *x = &p->kernels[k];
@@ -184,15 +180,14 @@ int pg__plan_check(const cg_plan *p, bool own, const char *name, lm_err *err)
         }
         if ((uint64_t)x->block[0] * x->block[1] * x->block[2] > 1024 || x->block[1] > 1024 ||
             x->block[2] > 64)
-            BAD("kernel %u's block %ux%ux%u is more than CUDA allows", k, x->block[0],
-                x->block[1], x->block[2]);
+            BAD("kernel %u's block %ux%ux%u is more than CUDA allows", k, x->block[0], x->block[1],
+                x->block[2]);
         if (x->n_params > CG_MAX_PARAMS) BAD("kernel %u has %u parameters", k, x->n_params);
         for (uint32_t j = 0; j < x->n_params; j++) {
             const cg_param *q = &x->params[j];
             if (q->kind == CG_P_BUFFER) {
                 if (!buf_ok(p, q->buf, false))
-                    BAD("kernel %u parameter %u names buffer %u of %u", k, j, q->buf,
-                        p->n_buffers);
+                    BAD("kernel %u parameter %u names buffer %u of %u", k, j, q->buf, p->n_buffers);
                 if (p->buffers[q->buf].kind == CG_BUF_WORKSPACE)
                     BAD("kernel %u parameter %u is a library call's workspace", k, j);
                 if (q->written && p->buffers[q->buf].kind == CG_BUF_INPUT)
@@ -232,8 +227,7 @@ int pg__plan_check(const cg_plan *p, bool own, const char *name, lm_err *err)
         const cg_step *x = &p->steps[s];
         if (x->kind == CG_STEP_KERNEL ? x->index >= p->n_kernels
                                       : (x->kind != CG_STEP_BLAS || x->index >= p->n_blas))
-            BAD("step %u names %s %u", s, x->kind == CG_STEP_KERNEL ? "kernel" : "call",
-                x->index);
+            BAD("step %u names %s %u", s, x->kind == CG_STEP_KERNEL ? "kernel" : "call", x->index);
     }
     return 0;
 #undef BAD
@@ -300,8 +294,13 @@ int pg__plan_copy(cg_plan *dst, const cg_plan *src, const char *name, lm_err *er
         !dst->output_buf)
         goto oom;
     for (uint32_t b = 0; b < src->n_buffers; b++) {
-        dst->buffers[b] = src->buffers[b];
-        if ((dst->buffers[b].numel = CP(src->buffers[b].numel)) == HL_NONE) goto oom;
+        cg_buffer *x = &dst->buffers[b];
+        *x = src->buffers[b];
+        if ((x->numel = CP(src->buffers[b].numel)) == HL_NONE) goto oom;
+        /* bytes is numel times the element size, whatever the source held */
+        x->bytes =
+            hl_e_mul(dst->exprs, x->numel, hl_e_num(dst->exprs, (int64_t)hl_dtype_size(x->dtype)));
+        if (x->bytes == HL_NONE) goto oom;
     }
     for (uint32_t k = 0; k < src->n_kernels; k++) {
         cg_kernel *d = &dst->kernels[k];

@@ -119,8 +119,8 @@ static int io_from_llir(pg_program *p, lm_err *err)
     if (ll_graph_input_count(p->llir) != pl->n_inputs ||
         ll_graph_output_count(p->llir) != pl->n_outputs)
         return pg__fail(err, LM_EVERIFY, p->name,
-                        "the plan has %u inputs and %u outputs, its LLIR %u and %u",
-                        pl->n_inputs, pl->n_outputs, ll_graph_input_count(p->llir),
+                        "the plan has %u inputs and %u outputs, its LLIR %u and %u", pl->n_inputs,
+                        pl->n_outputs, ll_graph_input_count(p->llir),
                         ll_graph_output_count(p->llir));
     const hl_expr_pool *src = ll_graph_exprs(p->llir);
     uint32_t nsrc = hl_expr_count(src);
@@ -151,8 +151,7 @@ static int io_from_llir(pg_program *p, lm_err *err)
             }
             if (nd->ndim > HL_MAX_DIMS) {
                 pg__free(memo);
-                return pg__fail(err, LM_EVERIFY, p->name, "LLIR node %u has %u dims", id,
-                                nd->ndim);
+                return pg__fail(err, LM_EVERIFY, p->name, "LLIR node %u has %u dims", id, nd->ndim);
             }
             for (uint32_t d = 0; d < nd->ndim; d++) {
                 io->shape[d] = pg__expr_copy(p->plan.exprs, src, nd->shape[d], memo);
@@ -176,8 +175,8 @@ static int check_consistency(pg_program *p, lm_err *err)
 {
     const cg_plan *pl = &p->plan;
     if (ll_graph_dim_count(p->llir) != pl->n_dims)
-        return pg__fail(err, LM_EVERIFY, p->name, "the plan has %u dims, its LLIR %u",
-                        pl->n_dims, ll_graph_dim_count(p->llir));
+        return pg__fail(err, LM_EVERIFY, p->name, "the plan has %u dims, its LLIR %u", pl->n_dims,
+                        ll_graph_dim_count(p->llir));
     p->llir_dim = pg__alloc(pl->n_dims, sizeof *p->llir_dim);
     if (!p->llir_dim) return pg__fail(err, LM_ENOMEM, p->name, "out of memory");
     for (uint32_t i = 0; i < pl->n_dims; i++) {
@@ -191,8 +190,8 @@ static int check_consistency(pg_program *p, lm_err *err)
         if (a->lo != b->lo || a->hi != b->hi)
             return pg__fail(err, LM_EVERIFY, p->name,
                             "dim '%s' is [%lld, %lld] in the plan, [%lld, %lld] in its LLIR",
-                            pl->dim_names[i], (long long)a->lo, (long long)a->hi,
-                            (long long)b->lo, (long long)b->hi);
+                            pl->dim_names[i], (long long)a->lo, (long long)a->hi, (long long)b->lo,
+                            (long long)b->hi);
     }
     int64_t prof[64];
     if (pl->n_dims > 64) return pg__fail(err, LM_ELIMIT, p->name, "more than 64 dims");
@@ -208,8 +207,8 @@ static int check_consistency(pg_program *p, lm_err *err)
                 return pg__fail(err, LM_EVERIFY, p->name, "%s '%s' names buffer %u, the plan %u",
                                 what, io->name, io->buf, want);
             if ((unsigned)io->dtype >= HL_DTYPE_COUNT || io->ndim > PG_MAX_RANK)
-                return pg__fail(err, LM_EVERIFY, p->name, "%s '%s' has a bad dtype or rank",
-                                what, io->name);
+                return pg__fail(err, LM_EVERIFY, p->name, "%s '%s' has a bad dtype or rank", what,
+                                io->name);
             if (io->dtype != pl->buffers[io->buf].dtype)
                 return pg__fail(err, LM_EVERIFY, p->name, "%s '%s' is %s, its buffer %s", what,
                                 io->name, hl_dtype_name(io->dtype),
@@ -597,8 +596,7 @@ pg_program *pg_program_load(const char *dir, const pg_options *opt, lm_err *err)
         goto fail;
     }
     lm_err le = {0};
-    if (!(p->llir = ll_graph_read_json(text, len, path, &le)) ||
-        ll_graph_verify(p->llir, &le)) {
+    if (!(p->llir = ll_graph_read_json(text, len, path, &le)) || ll_graph_verify(p->llir, &le)) {
         lm_err_copy(err, &le);
         pg__wrap(err, p->name, "loading %s", path);
         goto fail;
@@ -713,8 +711,8 @@ const char *pg_program_dim_name(const pg_program *p, uint32_t i)
     return i < p->plan.n_dims ? p->plan.dim_names[i] : NULL;
 }
 
-int pg_program_dim_info(const pg_program *p, uint32_t i, int64_t *lo, int64_t *hi,
-                        int64_t *value, lm_err *err)
+int pg_program_dim_info(const pg_program *p, uint32_t i, int64_t *lo, int64_t *hi, int64_t *value,
+                        lm_err *err)
 {
     if (lm_err_is_set(err)) return err->code;
     if (i >= p->plan.n_dims)
@@ -824,8 +822,7 @@ int pg_program_set_input_named(pg_program *p, const char *name, const void *data
     return pg_program_set_input(p, i, data, bytes, err);
 }
 
-int pg_program_set_input_device(pg_program *p, uint32_t i, uint64_t dptr, size_t bytes,
-                                lm_err *err)
+int pg_program_set_input_device(pg_program *p, uint32_t i, uint64_t dptr, size_t bytes, lm_err *err)
 {
     if (lm_err_is_set(err)) return err->code;
     if (check_input_index(p, i, err) || ensure_backend(p, err)) return err->code;
@@ -834,8 +831,9 @@ int pg_program_set_input_device(pg_program *p, uint32_t i, uint64_t dptr, size_t
                         "input '%s': a device pointer needs the GPU backend; this program runs "
                         "on the CPU (%s)",
                         p->inputs[i].name, p->note);
-    if (!dptr) return pg__fail(err, LM_EARG, p->name, "input '%s': a null device pointer",
-                               p->inputs[i].name);
+    if (!dptr)
+        return pg__fail(err, LM_EARG, p->name, "input '%s': a null device pointer",
+                        p->inputs[i].name);
     if (check_input_bytes(p, i, bytes, err)) return err->code;
     pg_in_state *st = &p->in[i];
     st->device = true;
@@ -863,8 +861,7 @@ static uint32_t ready(pg_program *p, bool *device_inputs, lm_err *err)
     *device_inputs = false;
     for (uint32_t i = 0; i < p->plan.n_inputs; i++) {
         if (!p->in[i].set) {
-            pg__fail(err, LM_EARG, p->name, "input '%s' (%u) was never set", p->inputs[i].name,
-                     i);
+            pg__fail(err, LM_EARG, p->name, "input '%s' (%u) was never set", p->inputs[i].name, i);
             return LM_NONE;
         }
         if (check_input_bytes(p, i, p->in[i].bytes, err)) return LM_NONE;
@@ -906,8 +903,7 @@ int pg_program_time(pg_program *p, uint32_t warmup, uint32_t trials, double time
     for (uint32_t o = 0; o < p->plan.n_outputs; o++)
         p->out[o].valid = false;
     double med, lo, hi;
-    if (pg__gpu_time(p, variant, warmup, trials, timeout_ms, &med, &lo, &hi, err))
-        return err->code;
+    if (pg__gpu_time(p, variant, warmup, trials, timeout_ms, &med, &lo, &hi, err)) return err->code;
     p->count.timed_replays += (uint64_t)warmup + trials;
     if (median_ms) *median_ms = med;
     if (min_ms) *min_ms = lo;
@@ -948,8 +944,10 @@ int pg_program_output(pg_program *p, uint32_t i, const void **data, size_t *byte
     if (i >= p->plan.n_outputs)
         return pg__fail(err, LM_EARG, p->name, "output %u of %u", i, p->plan.n_outputs);
     if (!p->ran)
-        return pg__fail(err, LM_EARG, p->name, "output '%s': the program has not run (or its "
-                        "last run failed)", p->outputs[i].name);
+        return pg__fail(err, LM_EARG, p->name,
+                        "output '%s': the program has not run (or its "
+                        "last run failed)",
+                        p->outputs[i].name);
     pg_out_state *st = &p->out[i];
     if (p->backend == PG_BACKEND_CPU) {
         size_t n = 0;
@@ -974,8 +972,7 @@ int pg_program_output_named(pg_program *p, const char *name, const void **data, 
     return pg_program_output(p, i, data, bytes, err);
 }
 
-int pg_program_output_device(pg_program *p, uint32_t i, uint64_t *dptr, size_t *bytes,
-                             lm_err *err)
+int pg_program_output_device(pg_program *p, uint32_t i, uint64_t *dptr, size_t *bytes, lm_err *err)
 {
     if (lm_err_is_set(err)) return err->code;
     if (i >= p->plan.n_outputs)
@@ -1003,8 +1000,8 @@ int pg_program_diagnose(pg_program *p, double timeout_ms, pg_diagnosis *out, lm_
     memset(out, 0, sizeof *out);
     out->step = out->kernel = out->llir_node = LM_NONE;
     if (p->backend == PG_BACKEND_CPU)
-        return pg__fail(err, LM_EUNSUPPORTED, p->name,
-                        "diagnose: the program runs on the CPU (%s)", p->note);
+        return pg__fail(err, LM_EUNSUPPORTED, p->name, "diagnose: the program runs on the CPU (%s)",
+                        p->note);
     for (uint32_t i = 0; i < p->plan.n_inputs; i++) {
         if (!p->in[i].set)
             return pg__fail(err, LM_EARG, p->name, "diagnose: input '%s' was never set",

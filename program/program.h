@@ -96,31 +96,31 @@ typedef struct pg_dim_buckets {
  * same). Fields marked "new" are read by pg_program_new only (a loaded program has them
  * from its file); the others by both. Strings and arrays are copied. */
 typedef struct pg_options {
-    pg_backend backend;       /* AUTO */
-    const char *name;         /* the program's name in messages (new: "program"; load: the
-                                 name it was saved under; while its plan file is read, the
-                                 directory's last component) */
-    int arch;                 /* new: the compute capability the plan was written for, as
-                                 major*10+minor (default 90); a GPU of another is refused */
+    pg_backend backend;             /* AUTO */
+    const char *name;               /* the program's name in messages (new: "program"; load: the
+                                       name it was saved under; while its plan file is read, the
+                                       directory's last component) */
+    int arch;                       /* new: the compute capability the plan was written for, as
+                                       major*10+minor (default 90); a GPU of another is refused */
     const char *egraph_fingerprint; /* new: where the program came from, kept with it */
     const char *genome_fingerprint; /* new */
-    uint32_t n_buckets;       /* new: dims split into buckets (Luminal's dim buckets): one
-                                 program variant per combination of buckets, each with its
-                                 own arena and graph sized for the bucket's maximum; a dim
-                                 not named has one bucket, its whole range */
+    uint32_t n_buckets;             /* new: dims split into buckets (Luminal's dim buckets): one
+                                       program variant per combination of buckets, each with its
+                                       own arena and graph sized for the bucket's maximum; a dim
+                                       not named has one bucket, its whole range */
     const pg_dim_buckets *buckets;
-    struct rt_mock *mock;     /* the GPU backend on cuda_rt's mock driver (tests) */
+    struct rt_mock *mock;        /* the GPU backend on cuda_rt's mock driver (tests) */
     const struct rt_options *rt; /* the CUDA context's options; NULL: cuda_rt's defaults */
-    uint32_t compile_threads; /* NVRTC compiles at once when the program opens: 0 = up to 4
-                                 (by the CPUs), 1 = one after the other */
-    bool defer_gpu;           /* open the GPU (context, kernels) at the first run instead of
-                                 at load; a process that has not touched CUDA can then run
-                                 pg_program_diagnose */
-    bool no_replay_skip;      /* always replay, even when nothing changed */
-    bool no_inplace;          /* never let a kernel write over its input (see docs) */
-    bool stepwise;            /* debugging: no graph; each step launched alone with a sync
-                                 after it, so a fault names its kernel */
-    uint64_t cpu_mem_limit;   /* the CPU executor's limit in bytes (0: none) */
+    uint32_t compile_threads;    /* NVRTC compiles at once when the program opens: 0 = up to 4
+                                    (by the CPUs), 1 = one after the other */
+    bool defer_gpu;              /* open the GPU (context, kernels) at the first run instead of
+                                    at load; a process that has not touched CUDA can then run
+                                    pg_program_diagnose */
+    bool no_replay_skip;         /* always replay, even when nothing changed */
+    bool no_inplace;             /* never let a kernel write over its input (see docs) */
+    bool stepwise;               /* debugging: no graph; each step launched alone with a sync
+                                    after it, so a fault names its kernel */
+    uint64_t cpu_mem_limit;      /* the CPU executor's limit in bytes (0: none) */
 } pg_options;
 
 void pg_options_default(pg_options *o);
@@ -200,8 +200,8 @@ int pg_program_output_info(const pg_program *p, uint32_t i, pg_tensor_info *out,
 uint32_t pg_program_dim_count(const pg_program *p);
 const char *pg_program_dim_name(const pg_program *p, uint32_t i); /* NULL out of range */
 /* The dim's range and current value (the profile value until set). LM_EARG. */
-int pg_program_dim_info(const pg_program *p, uint32_t i, int64_t *lo, int64_t *hi,
-                        int64_t *value, lm_err *err);
+int pg_program_dim_info(const pg_program *p, uint32_t i, int64_t *lo, int64_t *hi, int64_t *value,
+                        lm_err *err);
 /* Sets dynamic dim `name`. LM_EDIM for an unknown dim or a value outside its range or
  * outside every bucket of it (the message lists the buckets); the value is kept as it
  * was. Input sizes follow the dims: set the dims first, then the inputs. */
@@ -216,8 +216,7 @@ int pg_program_set_dim(pg_program *p, const char *name, int64_t value, lm_err *e
  * so data may be reused after the call. Bytes equal to those of the last run are not
  * uploaded again: identity by XXH3-128 and, on a hash match, a byte compare against the
  * program's copy (pg_counters: bytes_skipped). */
-int pg_program_set_input(pg_program *p, uint32_t i, const void *data, size_t bytes,
-                         lm_err *err);
+int pg_program_set_input(pg_program *p, uint32_t i, const void *data, size_t bytes, lm_err *err);
 int pg_program_set_input_named(pg_program *p, const char *name, const void *data, size_t bytes,
                                lm_err *err);
 /* Input i as device memory the caller owns (GPU backend only, LM_EUNSUPPORTED on the
@@ -249,40 +248,38 @@ int pg_program_time(pg_program *p, uint32_t warmup, uint32_t trials, double time
 /* Output i of the last run in host memory owned by the program (*data), valid until the
  * next run or free; on the GPU copied from the device on the first call after a run.
  * LM_EARG before any run. */
-int pg_program_output(pg_program *p, uint32_t i, const void **data, size_t *bytes,
-                      lm_err *err);
+int pg_program_output(pg_program *p, uint32_t i, const void **data, size_t *bytes, lm_err *err);
 int pg_program_output_named(pg_program *p, const char *name, const void **data, size_t *bytes,
                             lm_err *err);
 /* The device address of output i (GPU backend only), valid until the next run or free. */
-int pg_program_output_device(pg_program *p, uint32_t i, uint64_t *dptr, size_t *bytes,
-                             lm_err *err);
+int pg_program_output_device(pg_program *p, uint32_t i, uint64_t *dptr, size_t *bytes, lm_err *err);
 
 /* Turns skipping unchanged replays on (the default unless no_replay_skip) or off. */
 void pg_program_set_replay_skip(pg_program *p, bool on);
 
 /* What the runtime did, counted since the program was made. */
 typedef struct pg_counters {
-    uint64_t runs;                /* pg_program_run calls that succeeded */
-    uint64_t replays;             /* of them, executions of the steps (GPU graph launches,
-                                     stepwise runs, CPU runs) */
-    uint64_t replays_skipped;     /* of them, skipped: nothing had changed */
-    uint64_t timed_replays;       /* graph launches of pg_program_time */
-    uint64_t uploads, bytes_uploaded;        /* host-to-device input copies */
+    uint64_t runs;                    /* pg_program_run calls that succeeded */
+    uint64_t replays;                 /* of them, executions of the steps (GPU graph launches,
+                                         stepwise runs, CPU runs) */
+    uint64_t replays_skipped;         /* of them, skipped: nothing had changed */
+    uint64_t timed_replays;           /* graph launches of pg_program_time */
+    uint64_t uploads, bytes_uploaded; /* host-to-device input copies */
     uint64_t uploads_skipped, bytes_skipped; /* inputs set with unchanged bytes */
     uint64_t downloads, bytes_downloaded;    /* device-to-host output copies */
-    uint64_t kernels_compiled;    /* NVRTC compiles (module cache misses) */
-    uint64_t kernel_cache_hits;   /* kernels found in the module cache */
-    uint64_t graphs_built;        /* source graphs built (the first of each variant, and
-                                     rebuilds when a library call or the layout changes) */
-    uint64_t instantiations;      /* executable graphs made from scratch (rt_exec_new) */
-    uint64_t kernel_node_updates; /* kernel nodes set in place (rt_exec_set_kernel) */
-    uint64_t graph_updates;       /* whole-graph updates accepted in place */
-    uint64_t reinstantiations;    /* whole-graph updates the driver refused: instantiated
-                                     again */
-    uint64_t blas_prepares;       /* cuBLASLt calls prepared (again when sizes change) */
-    uint64_t arena_allocs;        /* arena (re)allocations: growing moves every pointer */
-    uint64_t layout_replans;      /* arena layouts planned again because a buffer outgrew
-                                     its bucket's plan */
+    uint64_t kernels_compiled;               /* NVRTC compiles (module cache misses) */
+    uint64_t kernel_cache_hits;              /* kernels found in the module cache */
+    uint64_t graphs_built;                   /* source graphs built (the first of each variant, and
+                                                rebuilds when a library call or the layout changes) */
+    uint64_t instantiations;                 /* executable graphs made from scratch (rt_exec_new) */
+    uint64_t kernel_node_updates;            /* kernel nodes set in place (rt_exec_set_kernel) */
+    uint64_t graph_updates;                  /* whole-graph updates accepted in place */
+    uint64_t reinstantiations;               /* whole-graph updates the driver refused: instantiated
+                                                again */
+    uint64_t blas_prepares;                  /* cuBLASLt calls prepared (again when sizes change) */
+    uint64_t arena_allocs;   /* arena (re)allocations: growing moves every pointer */
+    uint64_t layout_replans; /* arena layouts planned again because a buffer outgrew
+                                its bucket's plan */
 } pg_counters;
 
 void pg_program_counters(const pg_program *p, pg_counters *out);
@@ -293,10 +290,10 @@ void pg_program_counters(const pg_program *p, pg_counters *out);
 
 /* What pg_program_diagnose found. */
 typedef struct pg_diagnosis {
-    bool faulted;         /* a step failed */
-    uint32_t step;        /* the step that failed (LM_NONE when none) */
-    uint32_t kernel;      /* its kernel (LM_NONE for a library call or none) */
-    uint32_t llir_node;   /* its LLIR node (LM_NONE when none) */
+    bool faulted;       /* a step failed */
+    uint32_t step;      /* the step that failed (LM_NONE when none) */
+    uint32_t kernel;    /* its kernel (LM_NONE for a library call or none) */
+    uint32_t llir_node; /* its LLIR node (LM_NONE when none) */
     char template_name[32];
     int code;             /* its lm_code */
     char msg[LM_ERR_MSG]; /* its message */

@@ -252,9 +252,9 @@ static lm_err expect_fail(const char *text, int code, const char *want)
 
 #define HEAD "{\"format\": \"luminal-llir\", \"version\": 1, "
 #define DIMS "\"dims\": [{\"name\": \"n\", \"lo\": 1, \"hi\": 8, \"profile\": 2}], "
-#define INPUT                                                                                    \
-    "{\"id\": 0, \"kind\": \"input\", \"op\": \"Input\", \"dtype\": \"f32\", \"shape\": "      \
-    "[\"n\"], \"in\": [], \"in_dtype\": [], \"prim\": {\"op\": \"Input\", \"dtype\": \"f32\", " \
+#define INPUT                                                                                      \
+    "{\"id\": 0, \"kind\": \"input\", \"op\": \"Input\", \"dtype\": \"f32\", \"shape\": "          \
+    "[\"n\"], \"in\": [], \"in_dtype\": [], \"prim\": {\"op\": \"Input\", \"dtype\": \"f32\", "    \
     "\"shape\": [\"n\"], \"in\": [], \"name\": \"x\", \"index\": 0}}"
 
 START_TEST(a_valid_small_file_reads)
@@ -271,7 +271,8 @@ END_TEST
 
 START_TEST(malformed_files_are_located_errors)
 {
-    lm_err e = expect_fail("{\"format\": \"luminal-llir\",\n  \"version\": }", LM_EPARSE, "t.json:2:");
+    lm_err e =
+        expect_fail("{\"format\": \"luminal-llir\",\n  \"version\": }", LM_EPARSE, "t.json:2:");
     ck_assert_uint_eq(e.line, 2);
     ck_assert_uint_gt(e.col, 0);
     expect_fail("[]", LM_EPARSE, "must be a JSON object");

@@ -38,8 +38,8 @@ typedef struct pf {
     cg_plan plan; /* owned by the fixture (pf_free) */
 } pf;
 
-#define PF_FOR                                                                                  \
-    "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;\n"      \
+#define PF_FOR                                                                                     \
+    "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;\n"          \
     "       i += (long long)gridDim.x * blockDim.x)\n"
 
 static const char *const PF_SRC_ADD =
@@ -98,7 +98,7 @@ static inline hl_expr pf_e(pf *f, const char *text)
 }
 
 static inline void pf_buffer(pf *f, uint32_t b, cg_buf_kind kind, uint32_t index, hl_dtype dt,
-                      const char *numel, uint32_t first, uint32_t last, uint32_t node)
+                             const char *numel, uint32_t first, uint32_t last, uint32_t node)
 {
     cg_buffer *x = &f->plan.buffers[b];
     x->kind = kind;
@@ -112,7 +112,7 @@ static inline void pf_buffer(pf *f, uint32_t b, cg_buf_kind kind, uint32_t index
 
 /* A kernel reading buffers r0 (and r1 when != LM_NONE), writing w, taking dim n last. */
 static inline void pf_kernel(pf *f, uint32_t k, const char *src, uint32_t node, const char *grid,
-                      uint32_t r0, uint32_t r1, uint32_t w)
+                             uint32_t r0, uint32_t r1, uint32_t w)
 {
     cg_kernel *x = &f->plan.kernels[k];
     memset(x, 0, sizeof *x);

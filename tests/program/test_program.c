@@ -148,8 +148,8 @@ START_TEST(arena_shares_memory_by_live_range_and_keeps_outputs_apart)
     run_ok(&x);
     pg_variant *v = &x.p->gpu->var[0];
     lm_err e = {0};
-    ck_assert_msg(rt_arena_check(v->abuf, v->n_abuf, NULL, 0, v->aoff, v->data_peak, &e) == 0,
-                  "%s", e.msg);
+    ck_assert_msg(rt_arena_check(v->abuf, v->n_abuf, NULL, 0, v->aoff, v->data_peak, &e) == 0, "%s",
+                  e.msg);
     ck_assert_uint_eq(v->n_abuf, 4); /* A, B, C, out */
     /* sized for the bucket's maximum, n = 256 */
     ck_assert_uint_eq(v->abuf[v->buf_abuf[PF_A]].bytes, 256 * 4 * 4);
@@ -231,7 +231,7 @@ START_TEST(a_dim_change_sets_kernel_nodes_in_place)
     uint32_t before = rt_mock_calls(x.mock);
     run_ok(&x);
     ck_assert_uint_eq(rt_mock_kernel_grid_x(x.mock, v->graph, v->exec, 0), 7); /* cdiv(800,128) */
-    ck_assert_uint_eq(rt_mock_kernel_grid_x(x.mock, v->graph, NULL, 0), 7); /* mirrored */
+    ck_assert_uint_eq(rt_mock_kernel_grid_x(x.mock, v->graph, NULL, 0), 7);    /* mirrored */
     pg_counters c = counters(&x);
     ck_assert_uint_eq(c.kernel_node_updates, 4); /* every kernel takes n */
     ck_assert_uint_eq(c.graphs_built, 1);
@@ -272,8 +272,8 @@ static void blas_dim_change(bool refuse, uint64_t updates, uint64_t reinst)
     uint32_t before = rt_mock_calls(x.mock);
     run_ok(&x);
     pg_counters c = counters(&x);
-    ck_assert_uint_eq(c.blas_prepares, 2);    /* m changed: prepared again */
-    ck_assert_uint_eq(c.graphs_built, 2);     /* the captured call changed: graph again */
+    ck_assert_uint_eq(c.blas_prepares, 2); /* m changed: prepared again */
+    ck_assert_uint_eq(c.graphs_built, 2);  /* the captured call changed: graph again */
     ck_assert_uint_eq(c.graph_updates, updates);
     ck_assert_uint_eq(c.reinstantiations, reinst);
     ck_assert_uint_eq(c.instantiations, 1);
@@ -499,8 +499,7 @@ START_TEST(timing_replays_the_graph_with_events_and_compiles_nothing)
     pf_set(x.p, &in);
     uint32_t before = rt_mock_calls(x.mock);
     double med, lo, hi;
-    ck_assert_msg(pg_program_time(x.p, 2, 5, 10000, &med, &lo, &hi, &x.err) == 0, "%s",
-                  x.err.msg);
+    ck_assert_msg(pg_program_time(x.p, 2, 5, 10000, &med, &lo, &hi, &x.err) == 0, "%s", x.err.msg);
     ck_assert(med > 0 && lo <= med && med <= hi);
     ck_assert_uint_eq(rt_mock_count_since(x.mock, "cuGraphLaunch", before), 7);
     ck_assert_uint_eq(rt_mock_count_since(x.mock, "cuModuleLoadData", before), 0);
@@ -1005,7 +1004,8 @@ static Suite *program_suite(void)
     tcase_add_test(tc, bad_plans_are_refused_naming_the_problem);
     tcase_add_test(tc, a_grid_past_cudas_limit_names_the_kernel);
     tcase_add_test(tc, compile_check_compiles_every_kernel_for_an_architecture_without_a_gpu);
-    tcase_add_test(tc, kernels_compile_the_same_on_one_thread_or_several_and_report_the_first_error);
+    tcase_add_test(tc,
+                   kernels_compile_the_same_on_one_thread_or_several_and_report_the_first_error);
     tcase_add_test(tc, a_plan_for_another_architecture_is_refused_on_the_gpu);
     tcase_add_test(tc, the_cpu_backend_computes_what_the_llir_executor_does);
     tcase_add_test(tc, auto_runs_on_the_cpu_where_there_is_no_gpu_and_says_why);

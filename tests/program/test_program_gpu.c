@@ -33,7 +33,8 @@ static pg_program *make(pf *f, pg_backend b, bool inplace, uint32_t nb, const pg
 static void agree(pg_program *gpu, pg_program *cpu, int64_t n, uint64_t seed)
 {
     lm_err e = {0};
-    ck_assert_msg(pg_program_set_dim(gpu, "n", n, &e) == 0 && pg_program_set_dim(cpu, "n", n, &e) == 0,
+    ck_assert_msg(pg_program_set_dim(gpu, "n", n, &e) == 0 &&
+                      pg_program_set_dim(cpu, "n", n, &e) == 0,
                   "%s", e.msg);
     pf_in in;
     pf_inputs(&in, n, seed);

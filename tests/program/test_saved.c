@@ -54,10 +54,18 @@ START_TEST(saved_then_loaded_then_saved_again_gives_the_same_bytes)
         snprintf(path, sizeof path, "%s/plan.json", t.a);
         size_t len;
         char *text = slurp(path, &len);
-        const char *keys[] = {"\"format\": \"luminal-program\"", "\"version\": 1",
-                              "\"compiler\": \"luminal-c ", "\"arch\": 90", "\"provenance\"",
-                              "\"xxh3_128\"", "\"buckets\"", "\"kernels/k0000.cu\"",
-                              "\"steps\"", "\"inputs\"", "\"outputs\"", "\"cdiv(4*n, 128)\""};
+        const char *keys[] = {"\"format\": \"luminal-program\"",
+                              "\"version\": 1",
+                              "\"compiler\": \"luminal-c ",
+                              "\"arch\": 90",
+                              "\"provenance\"",
+                              "\"xxh3_128\"",
+                              "\"buckets\"",
+                              "\"kernels/k0000.cu\"",
+                              "\"steps\"",
+                              "\"inputs\"",
+                              "\"outputs\"",
+                              "\"cdiv(4*n, 128)\""};
         for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
             ck_assert_msg(strstr(text, keys[i]) != NULL, "no %s in plan.json", keys[i]);
         free(text);
@@ -106,7 +114,8 @@ static lm_err load_edited(const tmp *t, const char *from, const char *to, int co
     ck_assert_msg(e.code == code, "code %d, wanted %d: %s", e.code, code, e.msg);
     ck_assert_msg(strstr(e.msg, want) != NULL, "'%s' not in: %s", want, e.msg);
     /* named by its directory while the plan is read, by its saved name after */
-    ck_assert_msg(strncmp(e.msg, "program 'prog_a'", 16) == 0 || strncmp(e.msg, "program 'x'", 11) == 0,
+    ck_assert_msg(strncmp(e.msg, "program 'prog_a'", 16) == 0 ||
+                      strncmp(e.msg, "program 'x'", 11) == 0,
                   "not named: %s", e.msg);
     spit(path, text, len);
     free(text);
@@ -138,8 +147,7 @@ START_TEST(plans_from_another_version_format_or_malformed_are_refused)
     snprintf(want, sizeof want, "plan.json:%u:%u:", le.line, le.col);
     ck_assert_msg(strstr(le.msg, want) != NULL, "%s", le.msg);
     load_edited(&t, "\"steps\": [", "\"stepz\": 1, \"steps\": [", LM_EPARSE, "stepz: unknown key");
-    load_edited(&t, "\"kernels/k0001.cu\"", "\"../../etc/passwd\"", LM_EPARSE,
-                "kernels[1].source");
+    load_edited(&t, "\"kernels/k0001.cu\"", "\"../../etc/passwd\"", LM_EPARSE, "kernels[1].source");
     load_edited(&t, "\"kernels/k0001.cu\"", "\"kernels/k9999.cu\"", LM_EIO, "k9999.cu");
     load_edited(&t, "\"cdiv(4*n, 128)\"", "\"cdiv(4*q, 128)\"", LM_EPARSE, "not a dim");
     load_edited(&t, "\"cdiv(4*n, 128)\"", "\"cdiv(4*n, \"", LM_EPARSE, "kernels[0].grid[0]");
