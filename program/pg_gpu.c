@@ -1,10 +1,11 @@
 /* pg_gpu.c - the GPU backend: a plan run through cuda_rt.
  *
  *   open      context (mock or real), architecture check, every kernel compiled once
- *   layout    per variant, at its bucket's maximum dims: intermediates and outputs planned
- *             into one arena by rt_arena_plan (intervals [first_step, last_step]; outputs
- *             over every step, so they never share memory; in-place groups as one
- *             entry), library-call workspaces after them by rt_matmul_workspace_plan (two
+ *   layout    per variant, at its bucket's maximum dims: intermediates, kernels'
+ *             workspaces (Scatter's winners) and outputs planned into one arena by
+ *             rt_arena_plan (intervals [first_step, last_step]; outputs over every step,
+ *             so they never share memory; in-place groups as one entry), library-call
+ *             workspaces after them by rt_matmul_workspace_plan (two
  *             calls share workspace bytes only when one depends on the other); inputs in
  *             device buffers of their own, also sized for the bucket's maximum
  *   deps      step j waits on an earlier step i when both touch a byte of the same
@@ -482,10 +483,13 @@ static int layout(pg_program *p, pg_gpu *g, pg_variant *v, uint32_t vi, lm_err *
     for (uint32_t b = 0; b < pl->n_buffers; b++)
         entry_of_slot[b] = LM_NONE;
     v->n_abuf = 0;
+    for (uint32_t b = 0; b < pl->n_buffers; b++)
+        v->buf_abuf[b] = LM_NONE;
+    for (uint32_t i = 0; i < pl->n_blas; i++) /* library calls' workspaces: planned apart */
+        if (pl->blas[i].workspace != LM_NONE) entry_of_slot[pl->blas[i].workspace] = LM_NONE - 1;
     for (uint32_t b = 0; b < pl->n_buffers; b++) {
         const cg_buffer *x = &pl->buffers[b];
-        v->buf_abuf[b] = LM_NONE;
-        if (x->kind != CG_BUF_TEMP && x->kind != CG_BUF_OUTPUT) continue;
+        if (x->kind == CG_BUF_INPUT || entry_of_slot[b] == LM_NONE - 1) continue;
         uint32_t s = p->slot[b];
         uint32_t e = entry_of_slot[s];
         uint32_t first = x->kind == CG_BUF_OUTPUT ? 0 : x->first_step;
@@ -660,7 +664,7 @@ static int refresh(pg_program *p, pg_gpu *g, uint32_t vi, lm_err *err)
     /* sizes: the bucket's maximum, and at least the current dims' */
     for (uint32_t b = 0; b < pl->n_buffers; b++) {
         const cg_buffer *x = &pl->buffers[b];
-        if (x->kind != CG_BUF_TEMP && x->kind != CG_BUF_OUTPUT) continue;
+        if (x->kind == CG_BUF_INPUT) continue; /* (a library call's workspace: unused) */
         uint64_t now, top = 0;
         if (pg__buffer_bytes(pl, b, p->dim_val, &now, p->name, err)) return err->code;
         if (fresh && pg__buffer_bytes(pl, b, maxd, &top, p->name, err)) return err->code;

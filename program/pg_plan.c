@@ -188,8 +188,9 @@ int pg__plan_check(const cg_plan *p, bool own, const char *name, lm_err *err)
             if (q->kind == CG_P_BUFFER) {
                 if (!buf_ok(p, q->buf, false))
                     BAD("kernel %u parameter %u names buffer %u of %u", k, j, q->buf, p->n_buffers);
-                if (p->buffers[q->buf].kind == CG_BUF_WORKSPACE)
-                    BAD("kernel %u parameter %u is a library call's workspace", k, j);
+                for (uint32_t i = 0; i < p->n_blas; i++)
+                    if (p->blas && p->blas[i].workspace == q->buf)
+                        BAD("kernel %u parameter %u is library call %u's workspace", k, j, i);
                 if (q->written && p->buffers[q->buf].kind == CG_BUF_INPUT)
                     BAD("kernel %u writes program input buffer %u", k, q->buf);
             } else if (q->kind == CG_P_DIM) {
