@@ -1,9 +1,12 @@
 /* test_program_gpu.c - a compiled program on a real GPU (label gpu; skipped, exit 77,
  * without a device): the fixture's programs (pf.h, with and without a cuBLASLt call, in
  * place and not) agree with the CPU backend over dim changes and buckets, device inputs,
- * timing, and a faulting kernel named by pg_program_diagnose from a child while the
- * process that asked goes on. Every test runs in a process of its own (CK_FORK), which
+ * timing, a faulting kernel named by pg_program_diagnose from a child while the
+ * process that asked goes on, and codegen's plans (standalone kernels and the test rules'
+ * most fused genomes) against the reference runtime by llir's tolerances. Every test runs in a process of its own (CK_FORK), which
  * touches CUDA only inside the test. */
+#include "../llir/tl.h"
+#include "../llir_exec/tx.h"
 #include "cuda_rt.h"
 #include "pf.h"
 #include "pg_int.h"
@@ -188,6 +191,104 @@ START_TEST(gpu_a_faulting_kernel_is_named_by_diagnose_and_in_process)
 }
 END_TEST
 
+/* Runs codegen's plan of g (an LLIR graph of hlir graph h) on the GPU at h's profile dims
+ * and compares every output with the reference runtime's by llir's tolerances
+ * (ll_compare_outputs). Returns false (with a line printed) when codegen cannot plan it. */
+static bool gpu_matches_reference(const hl_graph *h, const ll_graph *g, const char *what)
+{
+    lm_err e = {0};
+    cg_plan *plan = cg_plan_new(g, NULL, &e);
+    if (!plan) {
+        ck_assert_msg(e.code == LM_EUNSUPPORTED, "%s: %s", what, e.msg);
+        printf("gpu %s: not planned: %s\n", what, e.msg);
+        return false;
+    }
+    pg_options o;
+    pg_options_default(&o);
+    o.backend = PG_BACKEND_GPU;
+    o.name = what;
+    pg_program *p = pg_program_new(plan, g, &o, &e);
+    ck_assert_msg(p, "%s", e.msg);
+    int64_t dims[8];
+    tx_dims(h, 0, dims);
+    for (uint32_t d = 0; d < hl_graph_dim_count(h); d++)
+        ck_assert_int_eq(pg_program_set_dim(p, hl_var_name(hl_graph_exprs_c(h),
+                                                           hl_graph_dim_at(h, d)->var),
+                                            dims[d], &e),
+                         0);
+    hl_tensor in[TX_MAX_IO], ref[TX_MAX_IO], cand[TX_MAX_IO];
+    tx_inputs(h, dims, 7, in);
+    tx_ref(h, dims, in, ref);
+    for (uint32_t i = 0; i < hl_graph_input_count(h); i++)
+        ck_assert_msg(pg_program_set_input(p, i, in[i].data,
+                                           in[i].numel * hl_dtype_size(in[i].dtype), &e) == 0,
+                      "%s", e.msg);
+    ck_assert_msg(pg_program_run(p, &e) == 0, "%s: %s", what, e.msg);
+    for (uint32_t k = 0; k < hl_graph_output_count(h); k++) {
+        pg_tensor_info info;
+        const void *data;
+        ck_assert(pg_program_output_info(p, k, &info, &e) == 0);
+        ck_assert_msg(pg_program_output(p, k, &data, NULL, &e) == 0, "%s", e.msg);
+        memset(&cand[k], 0, sizeof cand[k]);
+        cand[k].dtype = ref[k].dtype;
+        cand[k].ndim = info.ndim;
+        memcpy(cand[k].dims, info.dims, sizeof cand[k].dims);
+        cand[k].numel = (size_t)info.numel;
+        cand[k].data = (void *)data;
+    }
+    ck_assert_msg(ll_compare_outputs(h, dims, cand, ref, NULL, &e) == 0, "%s: %s", what, e.msg);
+    tx_free(in, hl_graph_input_count(h));
+    tx_free(ref, hl_graph_output_count(h));
+    pg_program_free(p);
+    cg_plan_free(plan);
+    return true;
+}
+
+START_TEST(gpu_codegen_plans_match_the_reference)
+{
+    uint32_t ok = 0;
+    const char *names[] = {"primitives_strided", "embedding_gather"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        hl_graph *h = tl_example(names[i]);
+        lm_err e = {0};
+        ll_graph *g = ll_graph_from_hlir(h, &e);
+        ck_assert_msg(g, "%s", e.msg);
+        ok += gpu_matches_reference(h, g, names[i]);
+        ll_graph_free(g);
+        hl_graph_free(h);
+    }
+    /* generated graphs, as standalone kernels and as the test rules fuse them most */
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        hl_gen_opts go = {.n_ops = 10, .max_dim = 6, .dynamic = seed % 2 == 0};
+        hl_error he;
+        hl_error_clear(&he);
+        hl_graph *h = hl_graph_generate(seed, &go, &he);
+        ck_assert_msg(h, "%s", he.msg);
+        char what[64];
+        lm_err e = {0};
+        ll_graph *g = ll_graph_from_hlir(h, &e);
+        ck_assert_msg(g, "%s", e.msg);
+        snprintf(what, sizeof what, "generated %llu, kernels", (unsigned long long)seed);
+        ok += gpu_matches_reference(h, g, what);
+        ll_graph_free(g);
+        tl_env t;
+        tl_build(&t, h, NULL);
+        ll_genome gn;
+        ck_assert(ll_genome_init(&gn, t.s, &e) == LM_OK);
+        ck_assert_msg(ll_genome_most_fused(&gn, t.s, &e) == LM_OK, "%s", e.msg);
+        g = tl_graph(t.s, &gn);
+        snprintf(what, sizeof what, "generated %llu, most fused", (unsigned long long)seed);
+        ok += gpu_matches_reference(h, g, what);
+        ll_graph_free(g);
+        ll_genome_fini(&gn);
+        tl_fini(&t);
+        hl_graph_free(h);
+    }
+    printf("gpu codegen plans: %u matched the reference\n", ok);
+    ck_assert_uint_ge(ok, 20);
+}
+END_TEST
+
 /* Is there a device? Asked in a child, as test_cuda_rt_gpu does (CUDA initialized in this
  * process would be unusable in the children Check forks for each test). */
 static int probe_device(void)
@@ -234,6 +335,7 @@ static Suite *program_gpu_suite(void)
     tcase_add_test(tc, gpu_buckets_each_agree_with_the_cpu);
     tcase_add_test(tc, gpu_device_inputs_and_unchanged_inputs);
     tcase_add_test(tc, gpu_a_faulting_kernel_is_named_by_diagnose_and_in_process);
+    tcase_add_test(tc, gpu_codegen_plans_match_the_reference);
     suite_add_tcase(s, tc);
     return s;
 }
