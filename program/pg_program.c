@@ -445,13 +445,31 @@ fail:
  * Saving and loading
  * ================================================================================== */
 
+/* Makes directory path and any missing parents (mkdir -p). */
 static int make_dir(const char *path, const char *name, lm_err *err)
 {
-    if (mkdir(path, 0777) == 0 || errno == EEXIST) {
+    size_t n = strlen(path);
+    char *buf = pg__alloc(n + 1, 1);
+    if (!buf) return pg__fail(err, LM_ENOMEM, name, "out of memory");
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') continue;
+        char c = buf[i];
+        buf[i] = '\0';
         struct stat st;
-        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return 0;
+        bool ok = (mkdir(buf, 0777) == 0 || errno == EEXIST) && stat(buf, &st) == 0 &&
+                  S_ISDIR(st.st_mode);
+        if (!ok) {
+            int e = errno;
+            pg__fail(err, LM_EIO, name, "cannot make directory %s: %s", buf,
+                     e ? strerror(e) : "a file of that name is in the way");
+            pg__free(buf);
+            return err ? err->code : LM_EIO;
+        }
+        buf[i] = c;
     }
-    return pg__fail(err, LM_EIO, name, "cannot make directory %s: %s", path, strerror(errno));
+    pg__free(buf);
+    return 0;
 }
 
 static int write_file(const char *dir, const char *rel, const char *text, const char *name,

@@ -110,7 +110,9 @@ typedef struct pg_options {
                                        not named has one bucket, its whole range */
     const pg_dim_buckets *buckets;
     struct rt_mock *mock;        /* the GPU backend on cuda_rt's mock driver (tests) */
-    const struct rt_options *rt; /* the CUDA context's options; NULL: cuda_rt's defaults */
+    const struct rt_options *rt; /* the CUDA context's options (copied; a blas_cache in them
+                                    is borrowed and must outlive the program); NULL: cuda_rt's
+                                    defaults */
     uint32_t compile_threads;    /* NVRTC compiles at once when the program opens: 0 = up to 4
                                     (by the CPUs), 1 = one after the other */
     bool defer_gpu;              /* open the GPU (context, kernels) at the first run instead of
@@ -141,8 +143,8 @@ void pg_options_default(pg_options *o);
 pg_program *pg_program_new(const struct cg_plan *plan, const struct ll_graph *llir,
                            const pg_options *opt, lm_err *err);
 
-/* Writes the program into directory dir (made if missing; files of the same names are
- * replaced): plan.json (PG_FORMAT, docs/codegen.md lists every key), llir.json (llir's
+/* Writes the program into directory dir (made, with missing parents, if need be; files
+ * of the same names are replaced): plan.json (PG_FORMAT, docs/codegen.md lists every key), llir.json (llir's
  * LLIR file) and kernels/k<NNNN>.cu (each distinct source once). The same program writes
  * the same bytes; a program loaded from a directory writes that directory's bytes again.
  * LM_EIO naming the file, LM_ENOMEM. */

@@ -167,6 +167,17 @@ START_TEST(plans_from_another_version_format_or_malformed_are_refused)
     lm_err_clear(&e);
     ck_assert_ptr_null(pg_program_load(t.a, &o, &e));
     ck_assert_int_eq(e.code, LM_EARG);
+    /* saving where a file is in the way; saving into missing parents */
+    char bad[512];
+    snprintf(bad, sizeof bad, "%s/plan.json/sub", t.a);
+    pg_program *q = cpu_load(t.a);
+    lm_err_clear(&e);
+    ck_assert_int_eq(pg_program_save(q, bad, &e), LM_EIO);
+    ck_assert_ptr_nonnull(strstr(e.msg, "cannot make directory"));
+    lm_err_clear(&e);
+    snprintf(bad, sizeof bad, "%s/deep/er/prog", t.root);
+    ck_assert_msg(pg_program_save(q, bad, &e) == 0, "%s", e.msg);
+    pg_program_free(q);
     /* no directory */
     lm_err_clear(&e);
     o.n_buckets = 0;
