@@ -144,9 +144,9 @@ pg_program *pg_program_new(const struct cg_plan *plan, const struct ll_graph *ll
                            const pg_options *opt, lm_err *err);
 
 /* Writes the program into directory dir (made, with missing parents, if need be; files
- * of the same names are replaced): plan.json (PG_FORMAT, docs/codegen.md lists every key), llir.json (llir's
- * LLIR file) and kernels/k<NNNN>.cu (each distinct source once). The same program writes
- * the same bytes; a program loaded from a directory writes that directory's bytes again.
+ * of the same names are replaced): plan.json (PG_FORMAT, docs/codegen.md lists every key),
+ * llir.json (llir's LLIR file) and kernels/k<NNNN>.cu (each distinct source once). The same program
+ * writes the same bytes; a program loaded from a directory writes that directory's bytes again.
  * LM_EIO naming the file, LM_ENOMEM. */
 int pg_program_save(const pg_program *p, const char *dir, lm_err *err);
 

@@ -19,8 +19,9 @@ static cg_plan *plan_of(const hl_graph *h, ll_graph **g, lm_err *e)
 
 START_TEST(every_kernel_of_the_examples_compiles_for_sm_90)
 {
-    const char *names[] = {"llama_block_bf16", "causal_attention_bf16", "embedding_gather",
-                           "primitives_strided", "swiglu_mlp_bf16", "layernorm_gelu_f32_4096"};
+    const char *names[] = {"llama_block_bf16", "causal_attention_bf16",
+                           "embedding_gather", "primitives_strided",
+                           "swiglu_mlp_bf16",  "layernorm_gelu_f32_4096"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/examples/graphs/%s.json", LUMINAL_SOURCE_DIR, names[i]);
@@ -61,9 +62,9 @@ static void set_inputs(pg_program *p, const hl_tensor *t, uint32_t n)
 {
     lm_err e = {0};
     for (uint32_t i = 0; i < n; i++)
-        ck_assert_msg(pg_program_set_input(p, i, t[i].data, t[i].numel * hl_dtype_size(t[i].dtype),
-                                           &e) == 0,
-                      "%s", e.msg);
+        ck_assert_msg(
+            pg_program_set_input(p, i, t[i].data, t[i].numel * hl_dtype_size(t[i].dtype), &e) == 0,
+            "%s", e.msg);
 }
 
 START_TEST(generated_graphs_run_on_the_mock_and_the_cpu_and_save_to_the_same_bytes)

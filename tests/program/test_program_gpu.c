@@ -3,8 +3,8 @@
  * place and not) agree with the CPU backend over dim changes and buckets, device inputs,
  * timing, a faulting kernel named by pg_program_diagnose from a child while the
  * process that asked goes on, and codegen's plans (standalone kernels and the test rules'
- * most fused genomes) against the reference runtime by llir's tolerances. Every test runs in a process of its own (CK_FORK), which
- * touches CUDA only inside the test. */
+ * most fused genomes) against the reference runtime by llir's tolerances. Every test runs in a
+ * process of its own (CK_FORK), which touches CUDA only inside the test. */
 #include "../llir/tl.h"
 #include "../llir_exec/tx.h"
 #include "cuda_rt.h"
@@ -212,10 +212,10 @@ static bool gpu_matches_reference(const hl_graph *h, const ll_graph *g, const ch
     int64_t dims[8];
     tx_dims(h, 0, dims);
     for (uint32_t d = 0; d < hl_graph_dim_count(h); d++)
-        ck_assert_int_eq(pg_program_set_dim(p, hl_var_name(hl_graph_exprs_c(h),
-                                                           hl_graph_dim_at(h, d)->var),
-                                            dims[d], &e),
-                         0);
+        ck_assert_int_eq(
+            pg_program_set_dim(p, hl_var_name(hl_graph_exprs_c(h), hl_graph_dim_at(h, d)->var),
+                               dims[d], &e),
+            0);
     hl_tensor in[TX_MAX_IO], ref[TX_MAX_IO], cand[TX_MAX_IO];
     tx_inputs(h, dims, 7, in);
     tx_ref(h, dims, in, ref);
