@@ -40,14 +40,24 @@ extern "C" {
  * the graph's dims, in the plan's expression pool. */
 typedef enum cg_buf_kind { CG_BUF_INPUT = 0, CG_BUF_OUTPUT, CG_BUF_TEMP, CG_BUF_WORKSPACE } cg_buf_kind;
 
+/* The workspace a cuBLASLt call is given (bytes); program/ may hand it less, down to
+ * what the prepared call asks for. */
+#define CG_BLAS_WORKSPACE_BYTES (32u << 20)
+
+/* Inputs and outputs are the caller's memory and never share storage; temps and
+ * workspaces are planned into the arena by [first_step, last_step]: two buffers whose
+ * ranges overlap must not share bytes. Steps are indexes into cg_plan.steps. */
 typedef struct cg_buffer {
     cg_buf_kind kind;
-    uint32_t index;      /* input or output index for CG_BUF_INPUT / CG_BUF_OUTPUT */
-    hl_dtype dtype;
-    hl_expr numel;       /* elements */
-    uint32_t first_step; /* live from the step that writes it ... */
-    uint32_t last_step;  /* ... to the last step that reads it (outputs: to the end) */
-    uint32_t llir_node;  /* the node that stores it */
+    uint32_t index;      /* input or output index for CG_BUF_INPUT / CG_BUF_OUTPUT, else
+                            LM_NONE */
+    hl_dtype dtype;      /* element type (a blas workspace: HL_BOOL, i.e. bytes) */
+    hl_expr numel;       /* elements, an expression of the dims (>= 1) */
+    hl_expr bytes;       /* numel * the dtype's size */
+    uint32_t first_step; /* live from the step that writes it (inputs: 0) ... */
+    uint32_t last_step;  /* ... to the last step that reads it (outputs: the last step) */
+    uint32_t llir_node;  /* the node that stores it (inputs: the Input node; a workspace:
+                            the node it serves) */
 } cg_buffer;
 
 /* One kernel parameter. */
@@ -58,31 +68,42 @@ typedef enum cg_param_kind {
 
 typedef struct cg_param {
     cg_param_kind kind;
-    uint32_t buf; /* CG_P_BUFFER */
-    uint32_t dim; /* CG_P_DIM */
+    uint32_t buf;  /* CG_P_BUFFER */
+    uint32_t dim;  /* CG_P_DIM */
+    bool written;  /* CG_P_BUFFER: the kernel stores into it (else reads it only) */
 } cg_param;
 
 #define CG_MAX_PARAMS 48
 
 /* One kernel: its module's source (one kernel named lm_kernel per module), launch
- * geometry and parameters. */
+ * geometry and parameters. The kernel's parameters are, in order, params[0..n_params):
+ * a buffer is a pointer (`T *__restrict__`, T the buffer's storage type), a dim a `long
+ * long` holding the dim's value. Launch with grid (the expressions evaluated at the
+ * run's dim values; each is >= 1 and within CUDA's limits: x < 2^31, y and z <= 65535)
+ * and block; kernels use static shared memory only (shared_bytes is 0 today). Every
+ * kernel is correct for any grid of at least one block (grid-stride loops), so program/
+ * may also launch fewer blocks. */
 typedef struct cg_kernel {
     char *source;            /* owned; NUL-terminated CUDA C */
-    uint32_t llir_node;      /* the LLIR node (kernel or region) it computes */
+    uint32_t llir_node;      /* the LLIR node (kernel, region or output copy) it computes */
     hl_expr grid[3];         /* blocks, as expressions of the dims */
     uint32_t block[3];       /* threads per block */
     uint32_t shared_bytes;   /* dynamic shared memory */
     uint32_t n_params;
     cg_param params[CG_MAX_PARAMS];
-    const char *template_name; /* "elementwise", "row", "reduce", "matmul", ... (static) */
+    const char *template_name; /* "elementwise", "elementwise-loop", "row-warp", "row-block",
+                                  "copy", "gather", "scatter-init", "scatter-mark",
+                                  "scatter-apply", "matmul" (static) */
 } cg_kernel;
 
-/* One cuBLASLt call: the matmul of an LLIR Blas node, sizes as expressions. */
+/* One cuBLASLt call: the matmul of an LLIR Blas node (ll_matmul's semantics), its
+ * expressions copied into the plan's pool. program/ turns it into an rt_matmul_spec at
+ * the run's dims. */
 typedef struct cg_blas {
     uint32_t llir_node;
-    ll_matmul mm;
+    ll_matmul mm;              /* expressions in cg_plan.exprs */
     uint32_t a, b, c, d, bias; /* buffers (LM_NONE when absent) */
-    uint32_t workspace;        /* buffer */
+    uint32_t workspace;        /* buffer (CG_BUF_WORKSPACE) */
 } cg_blas;
 
 /* One step of the program, in execution order; each depends on the steps that wrote
@@ -109,6 +130,9 @@ typedef struct cg_plan {
     uint32_t n_inputs, n_outputs;
     uint32_t *input_buf;  /* buffer of input i */
     uint32_t *output_buf; /* buffer of output i */
+    uint32_t n_nodes;     /* the LLIR graph's nodes */
+    uint32_t *node_buf;   /* the buffer each top-level LLIR node is stored in (LM_NONE for
+                             Output nodes that alias or copy, and interior nodes) */
 } cg_plan;
 
 /* Generation options. Zero-initialised options are valid and mean the defaults. */
@@ -117,14 +141,19 @@ typedef struct cg_options {
 } cg_options;
 
 /* Writes the plan of a verified LLIR graph. NULL with err naming the LLIR node on
- * failure (LM_EUNSUPPORTED for an op no template covers, LM_ENOMEM). */
+ * failure (LM_EUNSUPPORTED for an op no template covers, LM_ENOMEM); opt may be NULL.
+ * The result depends on nothing but g and opt: the same graph gives the same plan and
+ * the same sources, byte for byte (cg_plan_fprint shows it). */
 cg_plan *cg_plan_new(const ll_graph *g, const cg_options *opt, lm_err *err);
+/* Frees the plan and everything it owns. Accepts NULL. */
 void cg_plan_free(cg_plan *p);
 
-/* Compiles every kernel of the plan with NVRTC for sm_<arch> where NVRTC can be loaded
- * (no GPU needed): a check for CI. A compile error names the LLIR node and shows the
- * offending source lines. Implemented in program/ (which may use cuda_rt); declared
- * there. */
+/* A readable, deterministic listing of the whole plan: dims, buffers with live ranges,
+ * steps with grids and parameters, and (with sources) every kernel's source. */
+void cg_plan_fprint(const cg_plan *p, bool sources, FILE *f);
+
+/* Compiling the kernels with NVRTC (a CI check that needs no GPU) is done where cuda_rt
+ * may be used: program/, and tests/codegen/test_cg_compile.c. */
 
 #ifdef __cplusplus
 }

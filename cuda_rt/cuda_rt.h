@@ -332,6 +332,14 @@ typedef struct rt_kernel rt_kernel;
  * confirmed by comparing them, so a module is compiled and loaded once. */
 int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char *const *opts,
                   uint32_t nopts, rt_kernel **out, lm_err *err);
+/* The same cache, filled with a module compiled apart: `bin` is what rt_nvrtc_compile
+ * gave for src and opts at the device's exact architecture (e.g. on another thread, with
+ * an rt_nvrtc of its own: NVRTC compiles concurrently; loading stays on the context's
+ * thread). When (src, opts, architecture) is cached already the cached kernel is returned
+ * (a hit) and bin is not used; otherwise bin is loaded and cached (a miss), and stays the
+ * caller's. RT_EARG when bin is needed but empty. */
+int rt_kernel_load(rt_ctx *ctx, const char *src, const char *fn_name, const char *const *opts,
+                   uint32_t nopts, const rt_cubin *bin, rt_kernel **out, lm_err *err);
 /* Modules compiled (misses) and found (hits) so far. */
 void rt_kernel_cache_stats(const rt_ctx *ctx, uint64_t *hits, uint64_t *misses);
 

@@ -124,33 +124,24 @@ static int get_fn(rt_ctx *ctx, rt_kernel_entry *e, const char *fn_name, rt_kerne
     return 0;
 }
 
-int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char *const *opts,
-                  uint32_t nopts, rt_kernel **out, lm_err *err)
+/* The cached entry for (src, joined, arch), or NULL. */
+static rt_kernel_entry *cache_find(rt_ctx *ctx, const char *src, const char *joined, int arch,
+                                   uint64_t h)
 {
-    *out = NULL;
-    if (rt__ctx_usable(ctx, err)) return err->code;
-    int arch = ctx->info.cc_major * 10 + ctx->info.cc_minor;
-    char *joined = join_opts(opts, nopts);
-    if (!joined) return RT_FAIL(err, RT_ENOMEM, "out of memory joining NVRTC options");
-    uint64_t h = key_hash(src, joined, arch);
     for (uint32_t i = 0; i < ctx->nkernels; i++) {
         rt_kernel_entry *e = ctx->kernels[i];
         if (e->hash == h && e->arch == arch && strcmp(e->src, src) == 0 &&
-            strcmp(e->opts, joined) == 0) {
-            rt__free(joined);
-            ctx->kernel_hits++;
-            return get_fn(ctx, e, fn_name, out, err);
-        }
+            strcmp(e->opts, joined) == 0)
+            return e;
     }
-    if (rt__ctx_nvrtc(ctx, err)) {
-        rt__free(joined);
-        return err->code;
-    }
-    rt_cubin bin;
-    if (rt_nvrtc_compile(ctx->nvrtc, src, fn_name, arch, opts, nopts, &bin, err)) {
-        rt__free(joined);
-        return err->code;
-    }
+    return NULL;
+}
+
+/* Loads bin and caches it under (src, joined, arch); takes joined (freed on failure too).
+ * bin stays the caller's. */
+static int cache_insert(rt_ctx *ctx, const char *src, char *joined, int arch, uint64_t h,
+                        const rt_cubin *bin, const char *fn_name, rt_kernel **out, lm_err *err)
+{
     rt_kernel_entry *e = rt__alloc(1, sizeof *e);
     char *src_copy = rt__strdup(src);
     if (ctx->nkernels == ctx->kernels_cap) {
@@ -165,20 +156,17 @@ int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char 
         rt__free(e);
         rt__free(src_copy);
         rt__free(joined);
-        rt_cubin_fini(&bin);
         return RT_FAIL(err, RT_ENOMEM, "out of memory caching a module");
     }
     rt_drv *d = &ctx->drv;
-    CUresult r = d->module_load(d->self, &e->mod, bin.data);
-    if (RT_CU(ctx, err, r, "cuModuleLoadData(%s, cubin %zu bytes, sm_%d)", fn_name, bin.size,
+    CUresult r = d->module_load(d->self, &e->mod, bin->data);
+    if (RT_CU(ctx, err, r, "cuModuleLoadData(%s, cubin %zu bytes, sm_%d)", fn_name, bin->size,
               arch)) {
         rt__free(e);
         rt__free(src_copy);
         rt__free(joined);
-        rt_cubin_fini(&bin);
         return err->code;
     }
-    rt_cubin_fini(&bin);
     e->hash = h;
     e->src = src_copy;
     e->opts = joined;
@@ -186,6 +174,60 @@ int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char 
     ctx->kernels[ctx->nkernels++] = e;
     ctx->kernel_misses++;
     return get_fn(ctx, e, fn_name, out, err);
+}
+
+int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char *const *opts,
+                  uint32_t nopts, rt_kernel **out, lm_err *err)
+{
+    *out = NULL;
+    if (rt__ctx_usable(ctx, err)) return err->code;
+    int arch = ctx->info.cc_major * 10 + ctx->info.cc_minor;
+    char *joined = join_opts(opts, nopts);
+    if (!joined) return RT_FAIL(err, RT_ENOMEM, "out of memory joining NVRTC options");
+    uint64_t h = key_hash(src, joined, arch);
+    rt_kernel_entry *hit = cache_find(ctx, src, joined, arch, h);
+    if (hit) {
+        rt__free(joined);
+        ctx->kernel_hits++;
+        return get_fn(ctx, hit, fn_name, out, err);
+    }
+    if (rt__ctx_nvrtc(ctx, err)) {
+        rt__free(joined);
+        return err->code;
+    }
+    rt_cubin bin;
+    if (rt_nvrtc_compile(ctx->nvrtc, src, fn_name, arch, opts, nopts, &bin, err)) {
+        rt__free(joined);
+        return err->code;
+    }
+    int rc = cache_insert(ctx, src, joined, arch, h, &bin, fn_name, out, err);
+    rt_cubin_fini(&bin);
+    return rc;
+}
+
+int rt_kernel_load(rt_ctx *ctx, const char *src, const char *fn_name, const char *const *opts,
+                   uint32_t nopts, const rt_cubin *bin, rt_kernel **out, lm_err *err)
+{
+    *out = NULL;
+    if (rt__ctx_usable(ctx, err)) return err->code;
+    int arch = ctx->info.cc_major * 10 + ctx->info.cc_minor;
+    char *joined = join_opts(opts, nopts);
+    if (!joined) return RT_FAIL(err, RT_ENOMEM, "out of memory joining NVRTC options");
+    uint64_t h = key_hash(src, joined, arch);
+    rt_kernel_entry *hit = cache_find(ctx, src, joined, arch, h);
+    if (hit) {
+        rt__free(joined);
+        ctx->kernel_hits++;
+        return get_fn(ctx, hit, fn_name, out, err);
+    }
+    if (!bin || !bin->data || !bin->size) {
+        rt__free(joined);
+        return RT_FAIL(err, RT_EARG,
+                       "rt_kernel_load(%s): no CUBIN given; fix: compile it with "
+                       "rt_nvrtc_compile for sm_%d first",
+                       fn_name, arch);
+    }
+    return cache_insert(ctx, src, joined, arch, h, bin, fn_name, out, err);
 }
 
 size_t rt__arg_slot(size_t size)

@@ -472,6 +472,30 @@ ll_fingerprint ll_graph_fingerprint(const ll_graph *g);
 void ll_graph_dump(const ll_graph *g, FILE *f);
 
 /* ==================================================================================
+ * The LLIR file (llir/ll_serial.c)
+ * ==================================================================================
+ *
+ * A graph written as JSON ("luminal-llir", version 1: the dims, then every node with all
+ * its fields, expressions in hlir's text form; ll_serial.c documents every key), so that
+ * a compiled program can keep its LLIR for the CPU executor. The same graph gives the
+ * same bytes, and a graph read back writes the same bytes again. */
+
+/* Writes g as a NUL-terminated JSON string that the caller frees with free(). NULL with
+ * err set: LM_ENOMEM; LM_EARG for a NULL graph. */
+char *ll_graph_write_json(const ll_graph *g, lm_err *err);
+
+/* Reads a graph from the JSON text text[0..len) (need not be NUL-terminated); source
+ * names the text in messages (a file name; NULL gives "<llir>"). Returns the finished
+ * graph (free with ll_graph_free), or NULL with err set: LM_EPARSE with
+ * "source:line:col" for malformed JSON, and with the path of the offending value
+ * ("nodes[3].prim.in[0].strides[1]") for a missing or unknown key, a wrong type, an
+ * unknown op, dtype or kind, an expression that does not parse or names something that
+ * is not a declared dim, an id out of range or IO indexes that are not 0..k-1;
+ * LM_EUNSUPPORTED for another file version; LM_ENOMEM. Never crashes on any input; what
+ * the nodes compute is checked when the graph is run (ll_run) or verified. */
+ll_graph *ll_graph_read_json(const char *text, size_t len, const char *source, lm_err *err);
+
+/* ==================================================================================
  * The CPU executor
  * ================================================================================== */
 

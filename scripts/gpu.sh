@@ -5,7 +5,8 @@
 #                            test and rt_bench (Release) into .gpu/bin with the shared
 #                            libraries they need in .gpu/lib (.gpu/ is git-ignored), so a
 #                            GPU machine without those packages can run them
-#   scripts/gpu.sh run       on the GPU machine: runs the gpu-labelled tests,
+#   scripts/gpu.sh run       on the GPU machine: runs the gpu-labelled tests (cuda_rt's and
+#                            compiled programs' against their CPU backend),
 #                            fault_probe, the torch.matmul anchor and rt_bench, writes logs to $OUT (or
 #                            .gpu/out) and prints a short summary table last. Uses .gpu/bin
 #                            when present, else builds build-gpu/ here first.
@@ -24,10 +25,11 @@ mode=${1:-all}
 prepare() {
   local src=${LUMINAL_SRC:-$root}
   cmake -S "$src" -B .gpu/build -DCMAKE_BUILD_TYPE=Release -DLUMINAL_WERROR=ON >/dev/null || return 1
-  cmake --build .gpu/build -j "$(nproc)" --target test_cuda_rt_gpu rt_bench fault_probe >/dev/null || return 1
+  cmake --build .gpu/build -j "$(nproc)" --target test_cuda_rt_gpu rt_bench fault_probe \
+    test_program_gpu >/dev/null || return 1
   mkdir -p .gpu/bin .gpu/lib
   cp .gpu/build/tests/cuda_rt/test_cuda_rt_gpu .gpu/build/bench/cuda_rt/rt_bench \
-    .gpu/build/bench/cuda_rt/fault_probe .gpu/bin/
+    .gpu/build/bench/cuda_rt/fault_probe .gpu/build/tests/program/test_program_gpu .gpu/bin/
   # the shared libraries that are not glibc's travel along
   for b in .gpu/bin/*; do
     ldd "$b" | awk '/=> \// {print $3}' | grep -v -E '/lib(c|m|dl|rt|pthread|gcc_s)\.so' |
@@ -55,13 +57,14 @@ run() {
     export LD_LIBRARY_PATH="$root/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   else
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >/dev/null &&
-      cmake --build build-gpu -j "$(nproc)" --target test_cuda_rt_gpu rt_bench fault_probe >/dev/null || {
+      cmake --build build-gpu -j "$(nproc)" --target test_cuda_rt_gpu rt_bench fault_probe \
+        test_program_gpu >/dev/null || {
         echo "gpu.sh: build failed (Check and xxHash headers are needed; or run prepare elsewhere)"
         return 1
       }
     mkdir -p build-gpu/bin
     cp build-gpu/tests/cuda_rt/test_cuda_rt_gpu build-gpu/bench/cuda_rt/rt_bench \
-      build-gpu/bench/cuda_rt/fault_probe build-gpu/bin/
+      build-gpu/bench/cuda_rt/fault_probe build-gpu/tests/program/test_program_gpu build-gpu/bin/
     bin=build-gpu/bin
   fi
   echo "== $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -n)"
@@ -74,6 +77,11 @@ run() {
     return 1
   fi
   grep -E "^(device|capture|fault|axpy)|Checks|:(F|E):" "$out/gpu_tests.log" | head -40
+  # compiled programs (program/) on the GPU against their CPU backend
+  CK_FORK=yes CK_DEFAULT_TIMEOUT=300 CK_VERBOSITY=verbose "$bin/test_program_gpu" \
+    >"$out/program_gpu.log" 2>&1
+  local grc=$?
+  grep -E "^(gpu |  counters|diagnosis|in process|skip)|Checks|:(F|E):" "$out/program_gpu.log" | head -30
   # can a process recover in place from a kernel fault? (docs/cuda_rt.md)
   "$bin/fault_probe" >"$out/fault_probe.log" 2>&1
   cat "$out/fault_probe.log"
@@ -91,10 +99,11 @@ run() {
   grep -v -E '^(\||== cuda_rt)' "$out/bench.log" | grep -v '^$'
   echo
   echo "gpu tests: exit $trc ($(grep -o '[0-9]*%: Checks: [0-9]*, Failures: [0-9]*, Errors: [0-9]*' "$out/gpu_tests.log" | tail -1))"
+  echo "program gpu tests: exit $grc ($(grep -o '[0-9]*%: Checks: [0-9]*, Failures: [0-9]*, Errors: [0-9]*' "$out/program_gpu.log" | tail -1))"
   echo "torch anchor: exit $prc; rt_bench: exit $brc"
   echo "== cuda_rt measurements ($(date -u '+%Y-%m-%d'), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)) =="
   python3 bench/cuda_rt/summary.py "$out/results.txt" "$out/torch1.txt" "$out/torch2.txt"
-  [ "$trc" = 0 ] && [ "$brc" = 0 ]
+  [ "$trc" = 0 ] && [ "$brc" = 0 ] && [ "$grc" = 0 ]
 }
 
 case "$mode" in

@@ -3,7 +3,7 @@
 # (-DLUMINAL_CUDA_INCLUDE=/nonexistent) and checks that the configure step succeeds and
 # says what it leaves out, that the cuda_rt tests are not registered while the others
 # are, and that the engine, the HLIR and the tools build (only those targets, at -O0, to
-# keep it quick).
+# keep it quick), and program with its CPU backend only (saying so) and its example.
 foreach(v ROOT WORK)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "without_cuda.cmake: -D${v}= is required")
@@ -30,9 +30,18 @@ foreach(want "cuda_rt LEFT OUT: the CUDA toolkit headers \\(cuda.h, nvrtc.h, cub
   endif()
 endforeach()
 
+# program builds without cuda_rt on its CPU backend only, and says so
+set(targets egraph hlir eqsat luminal_search)
+if(EXISTS ${ROOT}/program/CMakeLists.txt)
+  if(NOT out MATCHES "program: CPU backend only \\(cuda_rt is left out")
+    message(FATAL_ERROR "the configure output does not say that program is CPU-only")
+  endif()
+  list(APPEND targets program program_run)
+endif()
+
 execute_process(COMMAND ${CMAKE_CTEST_COMMAND} --test-dir ${WORK} -N
                 RESULT_VARIABLE rc OUTPUT_VARIABLE tests ERROR_VARIABLE tests)
-if(tests MATCHES "test_cuda_rt")
+if(tests MATCHES "test_cuda_rt" OR tests MATCHES "test_program ")
   message(FATAL_ERROR "cuda_rt tests are registered without the CUDA headers:\n${tests}")
 endif()
 foreach(want egraph_unit hlir_expr luminal_search_cli)
@@ -42,11 +51,11 @@ foreach(want egraph_unit hlir_expr luminal_search_cli)
 endforeach()
 
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK} -j 2
-                        --target egraph hlir eqsat luminal_search
+                        --target ${targets}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "building egraph, hlir and the tools without the CUDA headers "
                       "failed:\n${out}")
 endif()
-message("ok: without the CUDA headers cuda_rt is left out, saying so; egraph, hlir, eqsat and "
-        "luminal_search build")
+string(REPLACE ";" ", " targets "${targets}")
+message("ok: without the CUDA headers cuda_rt is left out, saying so; ${targets} build")

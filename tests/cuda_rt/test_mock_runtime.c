@@ -246,6 +246,38 @@ START_TEST(module_cache_compiles_once_per_source_and_options)
 }
 END_TEST
 
+START_TEST(module_compiled_apart_is_loaded_into_the_cache_once)
+{
+    fixture f;
+    open_with(&f, NULL);
+    rt_nvrtc *nv = NULL;
+    ck_assert_msg(rt_nvrtc_new(NULL, &nv, &f.err) == 0, "%s", f.err.msg);
+    rt_cubin bin;
+    ck_assert_msg(rt_nvrtc_compile(nv, k_src, "scale", 90, NULL, 0, &bin, &f.err) == 0, "%s",
+                  f.err.msg);
+    rt_kernel *a = NULL, *b = NULL, *c = NULL;
+    ck_assert_msg(rt_kernel_load(f.ctx, k_src, "scale", NULL, 0, &bin, &a, &f.err) == 0, "%s",
+                  f.err.msg);
+    /* the same key again, by load and by get: hits, nothing compiled or loaded again */
+    ck_assert_int_eq(rt_kernel_load(f.ctx, k_src, "scale", NULL, 0, NULL, &b, &f.err), 0);
+    ck_assert_int_eq(rt_kernel_get(f.ctx, k_src, "scale", NULL, 0, &c, &f.err), 0);
+    ck_assert_ptr_eq(a, b);
+    ck_assert_ptr_eq(a, c);
+    uint64_t hits, misses;
+    rt_kernel_cache_stats(f.ctx, &hits, &misses);
+    ck_assert_uint_eq(hits, 2);
+    ck_assert_uint_eq(misses, 1);
+    ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuModuleLoadData", 0), 1);
+    /* another key with no image is refused */
+    const char *opts[] = {"-DFOO=1"};
+    ck_assert_int_eq(rt_kernel_load(f.ctx, k_src, "scale", opts, 1, NULL, &b, &f.err), RT_EARG);
+    ck_assert_ptr_nonnull(strstr(f.err.msg, "no CUBIN"));
+    rt_cubin_fini(&bin);
+    rt_nvrtc_free(nv);
+    close_all(&f);
+}
+END_TEST
+
 START_TEST(launch_with_zero_grid_is_rejected)
 {
     fixture f;
@@ -746,6 +778,7 @@ static Suite *cuda_rt_mock_suite(void)
     tcase_add_test(tc, every_free_accepts_null);
     tcase_add_test(tc, buffer_keeps_its_address_while_sizes_fit);
     tcase_add_test(tc, module_cache_compiles_once_per_source_and_options);
+    tcase_add_test(tc, module_compiled_apart_is_loaded_into_the_cache_once);
     tcase_add_test(tc, launch_with_zero_grid_is_rejected);
     tcase_add_test(tc, set_kernel_updates_exec_and_mirrors_source);
     tcase_add_test(tc, set_kernel_failure_leaves_both_graphs_as_they_were);

@@ -1,0 +1,473 @@
+/* cg_val.c - a region (or a standalone kernel) as a graph of values.
+ *
+ * Evaluating a region means evaluating its root at every output element z. Composing
+ * views by substitution turns that into values at symbolic positions: a consumer
+ * evaluated at position pos reads input i at hl_view_index(view_i)[z := pos], and the
+ * producer (if computed in the region) is evaluated at that position. The leaves are
+ * loads of stored tensors and iotas at positions, and constants; reductions open a loop.
+ *
+ * Values are hash-consed by content, so a DAG (a producer read by two consumers at the
+ * same position, softmax's exp read by the sum and by the output) is evaluated once per
+ * element, and a reduction at one position is computed once.
+ *
+ * Scopes and hoisting. A value lives in the outermost scope whose variable it depends on
+ * (cg_int.h, cg_scope). A leaf's position in a loop's variable q that does not depend on
+ * the loop's counter moves to the parent (see hoist()); an op lives in the deepest scope
+ * of its operands. With a row scope above the element scope (rows of L elements), a
+ * reduction whose position depends only on the row lands in the row scope: this is what
+ * the row template needs, and the test the brief states (subst(pos, (z/L)*L) == pos) is
+ * the element scope's hoisting test.
+ *
+ * Aligned reductions: with share_elem, a row-scope reduction at position z (the row
+ * itself) over the last axis of length L reads q = row*L + k, the same index space as the
+ * output's elements; its body is then built in the element scope itself, so a load the
+ * reduction and the output both need is one value (the row template keeps it in
+ * registers between the loops).
+ *
+ * Float values are f32 in registers whatever their storage dtype (a region rounds once,
+ * at the store: docs/llir.md); a Cast is the one interior op that rounds (cg_emit.c).
+ */
+#include "cg_int.h"
+
+#include <math.h>
+
+static const hl_expr_pool *llpool(const cg_vg *vg)
+{
+    return ll_graph_exprs(vg->g);
+}
+
+hl_expr cg__x(cg_vg *vg, hl_expr e)
+{
+    return cg__expr_copy(vg->p, llpool(vg), e, vg->memo);
+}
+
+cg_rty cg__rty_of(hl_dtype t)
+{
+    switch (t) {
+    case HL_INT:
+        return CG_R_I32;
+    case HL_I64:
+        return CG_R_I64;
+    case HL_BOOL:
+        return CG_R_BOOL;
+    default:
+        return CG_R_F32;
+    }
+}
+
+const char *cg__rty_c(cg_rty r)
+{
+    switch (r) {
+    case CG_R_I32:
+        return "int";
+    case CG_R_I64:
+        return "long long";
+    case CG_R_BOOL:
+        return "int";
+    default:
+        return "float";
+    }
+}
+
+static int fail(cg_vg *vg, int code, const char *what)
+{
+    return cg__fail(vg->err, code, vg->err_node, "%s", what);
+}
+
+static int oom(cg_vg *vg)
+{
+    if (hl_expr_pool_failed(vg->p)) return fail(vg, LM_ENOMEM, "out of memory");
+    return fail(vg, LM_EUNSUPPORTED,
+                "an index expression overflows int64 or grows too large; no kernel "
+                "template can index this view");
+}
+
+bool cg__pos_unit(hl_expr_pool *p, hl_expr e, hl_expr L)
+{
+    hl_expr z = hl_e_z(p);
+    hl_expr rs = hl_e_mul(p, hl_e_div(p, z, L), L);
+    hl_expr a = hl_e_subst_z(p, e, rs, 0);
+    hl_expr t = hl_e_add(p, a, hl_e_mod(p, z, L));
+    return t != HL_NONE && t == e;
+}
+
+/* ---- scopes -------------------------------------------------------------------------- */
+
+static uint32_t new_scope(cg_vg *vg, uint32_t parent, hl_expr pos, hl_expr len, hl_expr inner,
+                          int64_t zmax)
+{
+    if (!cg__grow((void **)&vg->s, &vg->scap, vg->ns + 1, sizeof *vg->s)) return LM_NONE;
+    hl_expr_pool *p = vg->p;
+    hl_expr z = hl_e_z(p);
+    hl_expr ri = hl_e_mul(p, len, inner);
+    cg_scope *s = &vg->s[vg->ns];
+    memset(s, 0, sizeof *s);
+    s->parent = parent;
+    s->depth = parent == LM_NONE ? 0 : vg->s[parent].depth + 1;
+    s->pos = pos;
+    s->len = len;
+    s->inner = inner;
+    s->zmax = zmax;
+    s->red = LM_NONE;
+    if (parent != LM_NONE) {
+        s->q0 = hl_e_add(p, hl_e_mul(p, hl_e_div(p, z, inner), ri), hl_e_mod(p, z, inner));
+        s->pq = hl_e_add(p, hl_e_mul(p, hl_e_div(p, z, ri), inner), hl_e_mod(p, z, inner));
+        if (s->q0 == HL_NONE || s->pq == HL_NONE) return LM_NONE;
+    }
+    return vg->ns++;
+}
+
+/* Moves position e of a leaf in scope *sc outwards while it does not depend on the loop
+ * counter. A loop that may run zero times keeps its leaves (hoisting them would read
+ * positions the reference never reads). */
+static hl_expr hoist(cg_vg *vg, uint32_t *sc, hl_expr e)
+{
+    hl_expr_pool *p = vg->p;
+    while (e != HL_NONE && vg->s[*sc].parent != LM_NONE) {
+        const cg_scope *s = &vg->s[*sc];
+        cg_range lr = cg__expr_range(p, vg->d, s->len, 0);
+        if (lr.wide || lr.lo < 1) break;
+        hl_expr ek0 = hl_e_subst_z(p, e, s->q0, 0);
+        if (ek0 == HL_NONE) return HL_NONE;
+        hl_expr back = hl_e_subst_z(p, ek0, s->pq, 0);
+        if (back == HL_NONE) return HL_NONE;
+        if (back != e) break;
+        uint32_t parent = s->parent;
+        int64_t zb = vg->s[parent].zmax;
+        e = hl_e_subst_z(p, ek0, s->pos, zb >= 0 && zb < INT64_MAX ? zb + 1 : 0);
+        e = cg__expr_tidy(p, vg->d, e, zb);
+        *sc = parent;
+    }
+    return e;
+}
+
+/* ---- values -------------------------------------------------------------------------- */
+
+static bool same(const cg_val *a, const cg_val *b)
+{
+    if (a->kind != b->kind || a->dt != b->dt || a->scope != b->scope) return false;
+    switch (a->kind) {
+    case CG_V_CONST: {
+        uint32_t x, y;
+        memcpy(&x, &a->c, 4);
+        memcpy(&y, &b->c, 4);
+        return x == y;
+    }
+    case CG_V_IOTA:
+    case CG_V_LOAD:
+        return a->node == b->node && a->pos == b->pos;
+    case CG_V_REDUCE:
+        return a->node == b->node && a->pos == b->pos && a->op == b->op;
+    case CG_V_OP:
+        if (a->op != b->op || a->from != b->from || a->na != b->na) return false;
+        for (uint32_t i = 0; i < a->na; i++)
+            if (a->a[i] != b->a[i]) return false;
+        return true;
+    }
+    return false;
+}
+
+/* The id of a value equal to *v, adding it when new; LM_NONE on OOM (error set). */
+static uint32_t intern(cg_vg *vg, const cg_val *v)
+{
+    for (uint32_t i = vg->n; i-- > 0;)
+        if (same(&vg->v[i], v)) return i;
+    if (!cg__grow((void **)&vg->v, &vg->cap, vg->n + 1, sizeof *vg->v)) {
+        fail(vg, LM_ENOMEM, "out of memory");
+        return LM_NONE;
+    }
+    vg->v[vg->n] = *v;
+    return vg->n++;
+}
+
+static void val_init(cg_val *v, cg_vkind k, hl_dtype dt)
+{
+    memset(v, 0, sizeof *v);
+    v->kind = k;
+    v->dt = dt;
+    v->rt = cg__rty_of(dt);
+    v->from = dt;
+    v->node = LM_NONE;
+    v->pos = HL_NONE;
+    v->iota = HL_NONE;
+    v->body = LM_NONE;
+    v->body_scope = LM_NONE;
+}
+
+static uint32_t load(cg_vg *vg, uint32_t top, hl_expr pos, uint32_t scope)
+{
+    if (pos == HL_NONE) {
+        oom(vg);
+        return LM_NONE;
+    }
+    const ll_node *t = ll_graph_node(vg->g, top);
+    if (t->kind == LL_OUTPUT) {
+        cg__fail(vg->err, LM_EVERIFY, vg->err_node, "reads graph output node %%%u", top);
+        return LM_NONE;
+    }
+    uint32_t sc = scope;
+    hl_expr e = hoist(vg, &sc, pos);
+    if (e == HL_NONE) {
+        oom(vg);
+        return LM_NONE;
+    }
+    cg_val v;
+    val_init(&v, CG_V_LOAD, t->dtype);
+    v.node = top;
+    v.pos = e;
+    v.scope = sc;
+    return intern(vg, &v);
+}
+
+static hl_expr view_index(cg_vg *vg, const hl_view *lv)
+{
+    hl_view v;
+    v.ndim = lv->ndim;
+    for (uint32_t i = 0; i < lv->ndim; i++) {
+        v.dims[i] = cg__x(vg, lv->dims[i]);
+        v.strides[i] = cg__x(vg, lv->strides[i]);
+        if (v.dims[i] == HL_NONE || v.strides[i] == HL_NONE) return HL_NONE;
+    }
+    return hl_view_index(vg->p, &v);
+}
+
+static uint32_t build_node(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope, bool top);
+
+/* Input i of node nid (top: a top-level kernel whose inputs are stored) at position pos. */
+static uint32_t build_input(cg_vg *vg, uint32_t nid, uint32_t i, hl_expr pos, uint32_t scope,
+                            bool top)
+{
+    const ll_node *n = ll_graph_node(vg->g, nid);
+    hl_expr vi = view_index(vg, &n->prim.in[i].view);
+    if (vi == HL_NONE) {
+        oom(vg);
+        return LM_NONE;
+    }
+    int64_t zb = vg->s[scope].zmax;
+    hl_expr ip = hl_e_subst_z(vg->p, vi, pos, zb >= 0 && zb < INT64_MAX ? zb + 1 : 0);
+    ip = cg__expr_tidy(vg->p, vg->d, ip, zb);
+    uint32_t src = n->in[i];
+    const ll_node *s = ll_graph_node(vg->g, src);
+    if (top || s->region == LM_NONE) return load(vg, src, ip, scope);
+    if (s->kind == LL_LOAD) return load(vg, s->in[0], ip, scope);
+    return build_node(vg, src, ip, scope, false);
+}
+
+static uint32_t deepest(const cg_vg *vg, const uint32_t *ops, uint32_t n)
+{
+    uint32_t best = 0, depth = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t s = vg->v[ops[i]].scope;
+        if (vg->s[s].depth >= depth) {
+            depth = vg->s[s].depth;
+            best = s;
+        }
+    }
+    return best;
+}
+
+static uint32_t build_reduce(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope)
+{
+    const ll_node *n = ll_graph_node(vg->g, nid);
+    const hl_view *lv = &n->prim.in[0].view;
+    uint32_t axis = n->prim.axis;
+    if (axis >= lv->ndim) {
+        cg__fail(vg->err, LM_EVERIFY, nid, "reduction axis %u outside its input's %u dims", axis,
+                 lv->ndim);
+        return LM_NONE;
+    }
+    hl_expr_pool *p = vg->p;
+    hl_expr len = cg__x(vg, lv->dims[axis]);
+    hl_expr inner = hl_e_num(p, 1), numel = hl_e_num(p, 1);
+    for (uint32_t i = 0; i < lv->ndim; i++) {
+        hl_expr di = cg__x(vg, lv->dims[i]);
+        numel = hl_e_mul(p, numel, di);
+        if (i > axis) inner = hl_e_mul(p, inner, di);
+    }
+    if (len == HL_NONE || inner == HL_NONE || numel == HL_NONE) {
+        oom(vg);
+        return LM_NONE;
+    }
+    uint32_t sc = scope;
+    hl_expr e = hoist(vg, &sc, pos);
+    if (e == HL_NONE) {
+        oom(vg);
+        return LM_NONE;
+    }
+    cg_val v;
+    val_init(&v, CG_V_REDUCE, n->prim.dtype);
+    v.op = n->prim.op;
+    v.node = nid;
+    v.pos = e;
+    v.scope = sc;
+    for (uint32_t i = vg->n; i-- > 0;)
+        if (same(&vg->v[i], &v)) return i;
+    uint32_t body_scope;
+    hl_expr one = hl_e_num(p, 1), z = hl_e_z(p);
+    if (vg->share_elem && vg->row != LM_NONE && sc == vg->row && e == z && len == vg->L &&
+        inner == one) {
+        body_scope = vg->elem;
+    } else {
+        int64_t m = cg__expr_max(p, vg->d, numel, 0);
+        body_scope = new_scope(vg, sc, e, len, inner, m == INT64_MAX ? INT64_MAX : m - 1);
+        if (body_scope == LM_NONE) {
+            oom(vg);
+            return LM_NONE;
+        }
+    }
+    uint32_t body = build_input(vg, nid, 0, z, body_scope, n->region == LM_NONE);
+    if (body == LM_NONE) return LM_NONE;
+    v.body = body;
+    v.body_scope = body_scope;
+    uint32_t id = intern(vg, &v);
+    if (id != LM_NONE && body_scope != vg->elem) vg->s[body_scope].red = id;
+    return id;
+}
+
+static uint32_t build_node(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope, bool top)
+{
+    const ll_node *n = ll_graph_node(vg->g, nid);
+    const hl_node *pr = &n->prim;
+    cg_val v;
+    switch (pr->op) {
+    case HL_OP_CONSTANT:
+        val_init(&v, CG_V_CONST, HL_F32);
+        v.c = pr->constant;
+        v.scope = 0;
+        return intern(vg, &v);
+    case HL_OP_IOTA: {
+        uint32_t sc = scope;
+        hl_expr e = hoist(vg, &sc, pos);
+        hl_expr ie = cg__x(vg, pr->iota_expr);
+        hl_expr iv = (e == HL_NONE || ie == HL_NONE) ? HL_NONE : hl_e_subst_z(vg->p, ie, e, 0);
+        if (iv == HL_NONE) {
+            oom(vg);
+            return LM_NONE;
+        }
+        val_init(&v, CG_V_IOTA, HL_INT);
+        v.node = nid;
+        v.pos = e;
+        v.iota = iv;
+        v.scope = sc;
+        return intern(vg, &v);
+    }
+    case HL_OP_CAST:
+    case HL_OP_EXP2:
+    case HL_OP_LOG2:
+    case HL_OP_SIN:
+    case HL_OP_RECIP:
+    case HL_OP_SQRT:
+    case HL_OP_ADD:
+    case HL_OP_MUL:
+    case HL_OP_MOD:
+    case HL_OP_LESS_THAN: {
+        uint32_t ar = hl_op_arity(pr->op);
+        if (n->n_in < ar || pr->n_in < ar) {
+            cg__fail(vg->err, LM_EVERIFY, nid, "%s with %u inputs", hl_op_name(pr->op), n->n_in);
+            return LM_NONE;
+        }
+        val_init(&v, CG_V_OP, pr->dtype);
+        v.op = pr->op;
+        v.na = ar;
+        for (uint32_t i = 0; i < ar; i++) {
+            v.a[i] = build_input(vg, nid, i, pos, scope, top);
+            if (v.a[i] == LM_NONE) return LM_NONE;
+        }
+        v.from = vg->v[v.a[0]].dt;
+        v.scope = deepest(vg, v.a, ar);
+        return intern(vg, &v);
+    }
+    case HL_OP_SUM_REDUCE:
+    case HL_OP_MAX_REDUCE:
+        if (pr->dtype == HL_BOOL) {
+            cg__fail(vg->err, LM_EUNSUPPORTED, nid, "%s of bool", hl_op_name(pr->op));
+            return LM_NONE;
+        }
+        return build_reduce(vg, nid, pos, scope);
+    default:
+        cg__fail(vg->err, LM_EUNSUPPORTED, nid,
+                 "%s cannot be evaluated inside a fused region (no template covers it); "
+                 "fix: store it with its own kernel",
+                 hl_op_name(pr->op));
+        return LM_NONE;
+    }
+}
+
+int cg__vg_build(cg_vg *vg, cg_ctx *c, uint32_t node, hl_expr L, bool share_elem)
+{
+    memset(vg, 0, sizeof *vg);
+    vg->p = c->plan->exprs;
+    vg->d = c->d;
+    vg->g = c->g;
+    vg->memo = c->memo;
+    vg->err = c->err;
+    vg->err_node = node;
+    vg->row = LM_NONE;
+    vg->share_elem = share_elem;
+    const ll_node *n = ll_graph_node(c->g, node);
+    hl_expr_pool *p = vg->p;
+    hl_expr numel = hl_e_num(p, 1);
+    for (uint32_t i = 0; i < n->ndim; i++)
+        numel = hl_e_mul(p, numel, cg__x(vg, n->shape[i]));
+    if (numel == HL_NONE) return oom(vg);
+    vg->numel = numel;
+    int64_t nmax = cg__expr_max(p, vg->d, numel, 0);
+    if (nmax == INT64_MAX || nmax < 1)
+        return cg__fail(c->err, LM_EUNSUPPORTED, node,
+                        "the output's element count is not bounded by the dims' ranges");
+    vg->N = nmax;
+    hl_expr z = hl_e_z(p);
+    if (L != HL_NONE) {
+        hl_expr rows = hl_e_div(p, numel, L);
+        int64_t rmax = cg__expr_max(p, vg->d, rows, 0);
+        if (rows == HL_NONE) return oom(vg);
+        vg->rows = rows;
+        vg->L = L;
+        vg->row = new_scope(vg, LM_NONE, HL_NONE, HL_NONE, HL_NONE,
+                            rmax == INT64_MAX ? INT64_MAX : rmax - 1);
+        if (vg->row == LM_NONE) return oom(vg);
+        vg->elem = new_scope(vg, vg->row, z, L, hl_e_num(p, 1), nmax - 1);
+    } else {
+        vg->elem = new_scope(vg, LM_NONE, HL_NONE, HL_NONE, HL_NONE, nmax - 1);
+    }
+    if (vg->elem == LM_NONE) return oom(vg);
+    uint32_t root;
+    if (n->kind == LL_REGION) {
+        if (n->n_in < 1) return cg__fail(c->err, LM_EVERIFY, node, "a region without a root");
+        const ll_node *r = ll_graph_node(c->g, n->in[0]);
+        if (r->kind == LL_LOAD)
+            root = load(vg, r->in[0], z, vg->elem);
+        else
+            root = build_node(vg, n->in[0], z, vg->elem, false);
+    } else if (n->kind == LL_OUTPUT) {
+        root = build_input(vg, node, 0, z, vg->elem, true);
+    } else {
+        root = build_node(vg, node, z, vg->elem, true);
+    }
+    if (root == LM_NONE) return lm_err_is_set(c->err) ? c->err->code : oom(vg);
+    vg->root = root;
+    return 0;
+}
+
+void cg__vg_fini(cg_vg *vg)
+{
+    cg__free(vg->v);
+    cg__free(vg->s);
+    memset(vg, 0, sizeof *vg);
+}
+
+bool cg__expr_is_one(const hl_expr_pool *p, hl_expr x)
+{
+    int64_t v;
+    return x != HL_NONE && hl_e_is_num(p, x, &v) && v == 1;
+}
+
+void cg__vg_mark(const cg_vg *vg, uint32_t v, bool *seen)
+{
+    if (seen[v]) return;
+    seen[v] = true;
+    const cg_val *x = &vg->v[v];
+    for (uint32_t i = 0; i < x->na; i++)
+        cg__vg_mark(vg, x->a[i], seen);
+    if (x->kind == CG_V_REDUCE) cg__vg_mark(vg, x->body, seen);
+}
