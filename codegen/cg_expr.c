@@ -345,8 +345,7 @@ int64_t cg__expr_profile(const hl_expr_pool *p, const cg_dims *d, hl_expr e)
                 bound[v] = true;
             }
         hl_env env = {vals, bound, nv};
-        hl_error he;
-        hl_error_clear(&he);
+        lm_err he = {0};
         if (hl_e_eval(p, e, &env, 0, &out, &he) != HL_OK) out = -1;
     }
     cg__free(vals);

@@ -403,8 +403,7 @@ static int r_expr_v(reader *r, json_t *v, const char *key, hl_expr *out)
 {
     *out = HL_NONE;
     if (!json_is_string(v)) return r_fail(r, LM_EPARSE, key, "expected an expression string");
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     if (hl_e_parse(r->p, json_string_value(v), out, &he) != HL_OK)
         return r_fail(r, he.code == HL_ERR_NOMEM ? LM_ENOMEM : LM_EPARSE, key,
                       "expression \"%.60s\": %s", json_string_value(v), he.msg);

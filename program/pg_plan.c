@@ -82,8 +82,7 @@ int pg__eval(const cg_plan *p, hl_expr e, const int64_t *vals, int64_t *out, con
     for (uint32_t i = 0; i < nv; i++)
         v[i] = vals[i]; /* variable i is dim i (pg__plan_check) */
     hl_env env = {v, NULL, nv};
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     if (hl_e_eval(p->exprs, e, &env, 0, out, &he) != HL_OK)
         return pg__fail(err, LM_EEVAL, name, "%s: %s", what, he.msg);
     return 0;

@@ -21,8 +21,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--fuse")) fuse = TCG_FUSED;
         if (!strcmp(argv[i], "--blas")) fuse = TCG_BLAS;
     }
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     hl_graph *g = hl_graph_load_json(argv[1], &he);
     if (!g) {
         fprintf(stderr, "%s\n", he.msg);

@@ -390,8 +390,7 @@ static bool eval(const cg_plan *p, const int64_t *dims, hl_expr x, int64_t *out)
         bound[p->dims[i].var] = true;
     }
     hl_env env = {vals, bound, nv};
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     return hl_e_eval(p->exprs, x, &env, 0, out, &he) == HL_OK;
 }
 
@@ -408,8 +407,7 @@ static bool ll_shape(const ll_graph *g, const int64_t *dims, const ll_node *n, i
     }
     hl_env env = {vals, bound, hl_var_count(p)};
     for (uint32_t d = 0; d < n->ndim; d++) {
-        hl_error he;
-        hl_error_clear(&he);
+        lm_err he = {0};
         if (hl_e_eval(p, n->shape[d], &env, 0, &out[d], &he) != HL_OK) return false;
     }
     return true;
@@ -445,12 +443,10 @@ void tcg_inputs(const hl_graph *g, const int64_t *dims, uint64_t seed, hl_tensor
         const hl_node *n = hl_graph_node(g, hl_graph_input(g, i));
         int64_t shape[HL_MAX_DIMS];
         for (uint32_t d = 0; d < n->ndim; d++) {
-            hl_error e;
-            hl_error_clear(&e);
+            lm_err e = {0};
             hl_e_eval(p, n->shape[d], &env, 0, &shape[d], &e);
         }
-        hl_error e;
-        hl_error_clear(&e);
+        lm_err e = {0};
         hl_tensor_init(&in[i], n->dtype, n->ndim, shape, &e);
         hl_tensor_fill_random(&in[i], seed, i);
     }
@@ -641,8 +637,7 @@ bool tcg_emu_run(tcg_emu *e, const tcg_case *c, const hl_tensor *inputs, hl_tens
                 ok = false;
                 break;
             }
-            hl_error he;
-            hl_error_clear(&he);
+            lm_err he = {0};
             hl_tensor_init(&outputs[o], on->dtype, on->ndim, shape, &he);
             size_t bytes = outputs[o].numel * hl_dtype_size(on->dtype);
             if (bytes != sizes[b]) {
@@ -706,9 +701,8 @@ bool tcg_check_case(tcg_emu *e, const tcg_case *c, uint64_t seed, bool exact_vs_
     }
     tcg_inputs(g, c->dims, seed, in);
     bool ok = tcg_emu_run(e, c, in, got, msg, cap);
-    hl_error he;
-    hl_error_clear(&he);
-    if (ok && hl_run(g, c->dims, in, ref, &he) != HL_OK) {
+    lm_err he = {0};
+    if (ok && hl_run(g, c->dims, in, ref, NULL, &he) != HL_OK) {
         say(msg, cap, "%s: reference: %s", c->name, he.msg);
         ok = false;
     }

@@ -23,8 +23,7 @@ static hl_graph *load_example(const char *name)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/examples/graphs/%s.json", LUMINAL_SOURCE_DIR, name);
-    hl_error e;
-    hl_error_clear(&e);
+    lm_err e = {0};
     hl_graph *g = hl_graph_load_json(path, &e);
     ck_assert_msg(g != NULL, "%s: %s", path, e.msg);
     return g;
@@ -153,8 +152,7 @@ START_TEST(generated_graphs_match_the_reference)
         hl_gen_opts o = {0};
         o.dynamic = seed % 2 == 0;
         for (int f = 0; f < 2; f++) {
-            hl_error he;
-            hl_error_clear(&he);
+            lm_err he = {0};
             hl_graph *g = hl_graph_generate(seed, &o, &he);
             ck_assert_msg(g != NULL, "generate %llu: %s", (unsigned long long)seed, he.msg);
             char name[64];

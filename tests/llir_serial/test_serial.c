@@ -53,8 +53,7 @@ START_TEST(generated_graphs_round_trip_to_the_same_bytes_and_bits)
 {
     for (uint64_t seed = 1; seed <= 40; seed++) {
         hl_gen_opts o = {.n_ops = 10, .max_dim = 5, .dynamic = seed % 2 == 0};
-        hl_error he;
-        hl_error_clear(&he);
+        lm_err he = {0};
         hl_graph *h = hl_graph_generate(seed, &o, &he);
         ck_assert_msg(h != NULL, "%s", he.msg);
         lm_err e = {0};
@@ -81,8 +80,7 @@ START_TEST(example_graphs_round_trip_to_the_same_bytes)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/examples/graphs/%s.json", LUMINAL_SOURCE_DIR, names[i]);
-        hl_error he;
-        hl_error_clear(&he);
+        lm_err he = {0};
         hl_graph *h = hl_graph_load_json(path, &he);
         ck_assert_msg(h != NULL, "%s", he.msg);
         lm_err e = {0};
@@ -368,8 +366,7 @@ END_TEST
 START_TEST(out_of_memory_while_reading_is_an_error)
 {
     hl_gen_opts o = {.n_ops = 8, .max_dim = 4, .dynamic = true};
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     hl_graph *h = hl_graph_generate(3, &o, &he);
     lm_err e = {0};
     ll_graph *g = ll_graph_from_hlir(h, &e);

@@ -36,8 +36,7 @@ START_TEST(save_the_example_and_what_it_must_print)
     /* the expected output, by llir's executor directly */
     hl_tensor in[3], out[1];
     int64_t dx[2] = {n, 4}, dw[2] = {4, 8};
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     ck_assert_msg(hl_tensor_init(&in[0], HL_F32, 2, dx, &he) == 0 &&
                       hl_tensor_init(&in[1], HL_F32, 2, dx, &he) == 0 &&
                       hl_tensor_init(&in[2], HL_F32, 2, dw, &he) == 0,

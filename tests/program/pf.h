@@ -91,8 +91,7 @@ static inline uint32_t pf_find(const ll_graph *g, ll_kind kind, hl_op op, uint32
 static inline hl_expr pf_e(pf *f, const char *text)
 {
     hl_expr e;
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     ck_assert_msg(hl_e_parse(f->plan.exprs, text, &e, &he) == 0, "%s", he.msg);
     return e;
 }

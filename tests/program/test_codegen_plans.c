@@ -25,8 +25,7 @@ START_TEST(every_kernel_of_the_examples_compiles_for_sm_90)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/examples/graphs/%s.json", LUMINAL_SOURCE_DIR, names[i]);
-        hl_error he;
-        hl_error_clear(&he);
+        lm_err he = {0};
         hl_graph *h = hl_graph_load_json(path, &he);
         ck_assert_msg(h, "%s", he.msg);
         ll_graph *g;
@@ -72,8 +71,7 @@ START_TEST(generated_graphs_run_on_the_mock_and_the_cpu_and_save_to_the_same_byt
     uint32_t ran = 0;
     for (uint64_t seed = 1; seed <= 12; seed++) {
         hl_gen_opts go = {.n_ops = 8, .max_dim = 5, .dynamic = seed % 2 == 0};
-        hl_error he;
-        hl_error_clear(&he);
+        lm_err he = {0};
         hl_graph *h = hl_graph_generate(seed, &go, &he);
         ck_assert_msg(h, "%s", he.msg);
         ll_graph *g = NULL;

@@ -666,8 +666,7 @@ START_TEST(a_grid_past_cudas_limit_names_the_kernel)
     fx x;
     pf_make(&x.f, false);
     /* grid.y = n * 1000 reaches past 65535 at n = 100 */
-    hl_error he;
-    hl_error_clear(&he);
+    lm_err he = {0};
     ck_assert_int_eq(hl_e_parse(x.f.plan.exprs, "n*1000", &x.f.plan.kernels[1].grid[1], &he), 0);
     x.mock = rt_mock_new(NULL);
     pg_options o;
@@ -886,8 +885,7 @@ START_TEST(the_cpu_backend_computes_what_the_llir_executor_does)
             /* directly */
             hl_tensor tin[3], tout[1];
             int64_t dx[2] = {n, 4}, dw[2] = {4, 8};
-            hl_error he;
-            hl_error_clear(&he);
+            lm_err he = {0};
             hl_tensor_init(&tin[0], HL_F32, 2, dx, &he);
             hl_tensor_init(&tin[1], HL_F32, 2, dx, &he);
             hl_tensor_init(&tin[2], HL_F32, 2, dw, &he);

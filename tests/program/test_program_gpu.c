@@ -260,8 +260,7 @@ START_TEST(gpu_codegen_plans_match_the_reference)
     /* generated graphs, as standalone kernels and as the test rules fuse them most */
     for (uint64_t seed = 1; seed <= 12; seed++) {
         hl_gen_opts go = {.n_ops = 10, .max_dim = 6, .dynamic = seed % 2 == 0};
-        hl_error he;
-        hl_error_clear(&he);
+        lm_err he = {0};
         hl_graph *h = hl_graph_generate(seed, &go, &he);
         ck_assert_msg(h, "%s", he.msg);
         char what[64];
