@@ -550,11 +550,17 @@ int ll_run(const ll_graph *g, const int64_t *dim_values, const hl_tensor *inputs
  * ==================================================================================
  *
  * Output o of a candidate agrees with the reference runtime's when, elementwise,
- *   |cand - ref| <= tol(o) * max(rms(ref), tiny(dtype))
- * where rms is over the reference output's finite elements and tiny is the dtype's
- * smallest normal (1 for integer dtypes); a NaN or an infinity in the candidate where the
- * reference is finite fails, and where the reference is NaN (or +-inf) the candidate
- * must be NaN (the same infinity). tol(o) is derived in docs/llir.md from the reference's
+ *   |cand[i] - ref[i]| <= tol(o) * max(|ref[i]|, M[i], scale(o))
+ *   scale(o) = max(rms(ref), rms(M), tiny(dtype))
+ * where M is the output's magnitude (ll_output_magnitudes: the size of the terms each
+ * element is made of where they cancel, |ref| where nothing cancels; without magnitudes
+ * M is left out), rms is over finite elements and tiny is the dtype's smallest normal (1
+ * for integer dtypes); an element whose magnitude is not finite is not bounded. So an
+ * element is measured against its own size, never less than the output's RMS, and
+ * against the size of its terms where they cancel (docs/llir.md, "The scale of the
+ * comparison"). A NaN or an infinity in the candidate where the reference is finite
+ * fails, and where the reference is NaN (or +-inf) the candidate must be NaN (the same
+ * infinity). tol(o) is derived in docs/llir.md from the reference's
  * precision rules: the largest sum, over a path of g from an input to output o, of the
  * rounding weight of every node on it (ll_node_rounding_weight); 0 (exact comparison)
  * for an output that no float rounding reaches, e.g. Int, I64 and Bool outputs computed
@@ -583,13 +589,14 @@ int ll_output_tolerances(const hl_graph *g, const int64_t *dim_values, double *t
 
 /* What the comparison found for one output. */
 typedef struct ll_out_cmp {
-    double tol;        /* tol(o), in units of max(rms, tiny) */
+    double tol;        /* tol(o), in units of each element's max(|ref[i]|, M[i], scale) */
     double rms;        /* RMS of the reference's finite elements */
     double max_err;    /* the largest |cand - ref| over finite pairs, in those units; inf
                           when a non-finite value disagrees */
     size_t n_bad;      /* elements outside the tolerance */
     size_t first_bad;  /* the first of them (SIZE_MAX when none) */
     double cand, ref;  /* the two values there */
+    double scale;      /* scale(o): max(rms, rms(M), tiny) */
 } ll_out_cmp;
 
 /* Compares cand[0 .. n) with ref[0 .. n) (n = hl_graph_output_count(g); ref as hl_run
@@ -600,6 +607,25 @@ typedef struct ll_out_cmp {
  * of RMS); LM_ESHAPE / LM_EDTYPE when an output's dims or dtype differ; LM_EARG. */
 int ll_compare_outputs(const hl_graph *g, const int64_t *dim_values, const hl_tensor *cand,
                        const hl_tensor *ref, ll_out_cmp *per_output, lm_err *err);
+
+/* The magnitude of every output of g at dim_values (NULL: the profile values) on inputs
+ * (as hl_run takes them): mag[o], an f32 tensor of output o's dims holding, per element,
+ * the size of the terms the element is made of where they cancel (docs/llir.md, "The
+ * scale of the comparison"): |value| where nothing cancels, sqrt(M(a)^2 + M(b)^2) for a
+ * sum a + b, carried through products, copies and selections, so that a candidate that
+ * rounds the terms differently (x + (-x) computed as a few ulps of x) is measured against
+ * x's size, not against 0. One run of the reference runtime on g's magnitude graph
+ * (llir/ll_magnitude.c gives the rule of every op). The caller frees each with
+ * hl_tensor_fini; on failure mag holds nothing. LM_EARG, the reference's errors. */
+int ll_output_magnitudes(const hl_graph *g, const int64_t *dim_values, const hl_tensor *inputs,
+                         hl_tensor *mag, lm_err *err);
+
+/* ll_compare_outputs with the magnitudes of the reference's outputs (mag[0 .. n) from
+ * ll_output_magnitudes on the same inputs; NULL: |ref|, which is ll_compare_outputs).
+ * LM_ESHAPE also for a magnitude that is not f32 or not of its output's size. */
+int ll_compare_outputs_scaled(const hl_graph *g, const int64_t *dim_values, const hl_tensor *cand,
+                              const hl_tensor *ref, const hl_tensor *mag, ll_out_cmp *per_output,
+                              lm_err *err);
 
 #ifdef __cplusplus
 }
