@@ -5,25 +5,30 @@
  *
  * Two sizes of the same test, chosen by TF_SCALE:
  *   full   (ctest fuzz_genomes, label fuzz, run on the optimised build by scripts/test.sh):
- *          500 genomes per example, 150 for each of 48 generated graphs (seeds 1-24, each
- *          without and with a dynamic dim), at least 10 000 genomes checked in all;
+ *          500 genomes per example, and 150 more at every dim 1 and 150 at every dim 7 for
+ *          each example with dynamic dims; 150 for each of 96 generated graphs (seeds 1-24,
+ *          each without and with a dynamic dim, of 12 and of 24 ops); at least 10 000
+ *          genomes checked in all;
  *   small  (ctest fuzz_genomes_small, label unit, run under ASan and UBSan): 40 per
- *          example, 20 for each of 16 generated graphs.
+ *          example, 20 for each of 16 generated graphs of 12 ops.
  * The examples' static sizes are shrunk (tf.h, TF_SHRINK) so a genome runs in
  * milliseconds; their dynamic dims take the fuzzer's defaults (min(max(lo, 3), hi)). */
 #include "tf.h"
 
 typedef struct scale {
-    uint64_t per_example, per_generated;
+    uint64_t per_example;     /* at the fuzzer's default dims (3 where the range allows) */
+    uint64_t per_example_dim; /* again at every dim 1, and at every dim 7 */
+    uint64_t per_generated;
     uint32_t generated_seeds; /* each without and with a dynamic dim */
+    uint32_t op_counts;       /* 1: the generator's 12 ops; 2: also 24 */
     uint64_t at_least;        /* genomes checked in all */
 } scale;
 
 static scale the_scale(void)
 {
     const char *s = getenv("TF_SCALE");
-    if (s && strcmp(s, "full") == 0) return (scale){500, 150, 24, 10000};
-    return (scale){40, 20, 8, 600};
+    if (s && strcmp(s, "full") == 0) return (scale){500, 150, 150, 24, 2, 10000};
+    return (scale){40, 0, 20, 8, 1, 600};
 }
 
 typedef struct totals {
@@ -33,11 +38,12 @@ typedef struct totals {
 
 /* Fuzzes g with n genomes; adds to t; the graph must give n genomes or be exhausted. */
 static void fuzz_one(const char *what, const hl_graph *g, const char *rules, uint64_t n,
-                     uint64_t seed, totals *t)
+                     uint64_t seed, const int64_t *dims, totals *t)
 {
     tf_log log = {.graph = what};
     ls_fuzz_hooks h = {.ctx = &log, .each = tf_each};
-    ls_fuzz_opts o = {.n = n, .seed = seed, .rules = rules, .rules_name = "rules.dsl"};
+    ls_fuzz_opts o = {
+        .n = n, .seed = seed, .dims = dims, .rules = rules, .rules_name = "rules.dsl"};
     ls_fuzz_result r;
     lm_err err = {0};
     double t0 = lm_now_s();
@@ -81,21 +87,37 @@ START_TEST(every_genome_agrees_with_the_reference)
                       "%s: %" PRIu64 " input elements at small dims: give its static sizes a "
                       "small stand-in in tf.h's TF_SHRINK",
                       name, el);
-        fuzz_one(name, g, rules, sc.per_example, 1000 + i, &t);
+        fuzz_one(name, g, rules, sc.per_example, 1000 + i, NULL, &t);
+        for (int v = 0; v < 2 && sc.per_example_dim && hl_graph_dim_count(g); v++) {
+            int64_t dims[64];
+            ck_assert_uint_le(hl_graph_dim_count(g), 64);
+            for (uint32_t k = 0; k < hl_graph_dim_count(g); k++) {
+                const hl_dim *d = hl_graph_dim_at(g, k);
+                int64_t x = v ? 7 : 1;
+                dims[k] = x < d->lo ? d->lo : x > d->hi ? d->hi : x;
+            }
+            char what[200];
+            snprintf(what, sizeof what, "%s, dims %d", name, v ? 7 : 1);
+            fuzz_one(what, g, rules, sc.per_example_dim, 1100 + i, dims, &t);
+        }
         hl_graph_free(g);
     }
     hl_fixture_free_list(paths, ne);
-    ck_assert_uint_eq(t.graphs, ne); /* every example was fuzzed */
-    for (uint32_t s = 1; s <= sc.generated_seeds; s++)
-        for (int dyn = 0; dyn < 2; dyn++) {
-            hl_graph *g = tf_generated(s, dyn);
-            char what[64];
-            snprintf(what, sizeof what, "generated %u%s", s, dyn ? " (dynamic)" : "");
-            fuzz_one(what, g, rules, sc.per_generated, 2000 + s, &t);
-            hl_graph_free(g);
-        }
-    ck_assert_uint_eq(t.graphs, ne + 2 * sc.generated_seeds);
-    printf("in all: %" PRIu64 " graphs (%" PRIu64 " fuzzed completely), %" PRIu64
+    uint64_t examples = t.graphs;
+    ck_assert_uint_ge(examples, ne); /* every example was fuzzed */
+    for (uint32_t ops = 0; ops < sc.op_counts; ops++)
+        for (uint32_t s = 1; s <= sc.generated_seeds; s++)
+            for (int dyn = 0; dyn < 2; dyn++) {
+                hl_graph *g = tf_generated(s, dyn, ops ? 24 : 0);
+                char what[64];
+                snprintf(what, sizeof what, "generated %u%s%s", s, dyn ? " (dynamic)" : "",
+                         ops ? ", 24 ops" : "");
+                fuzz_one(what, g, rules, sc.per_generated, 2000 + s, NULL, &t);
+                hl_graph_free(g);
+            }
+    ck_assert_uint_eq(t.graphs - examples, 2 * sc.generated_seeds * sc.op_counts);
+    ck_assert_uint_ge(t.graphs - examples, sc.op_counts == 2 ? 40 : 16);
+    printf("in all: %" PRIu64 " graphs and dim settings (%" PRIu64 " fuzzed completely), %" PRIu64
            " genomes, %" PRIu64 " failed\n",
            t.graphs, t.exhausted, t.checked, t.failed);
     ck_assert_msg(t.failed == 0, "%" PRIu64 " genomes failed; the first: %s", t.failed, t.first);

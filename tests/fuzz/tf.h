@@ -103,9 +103,10 @@ static inline hl_graph *tf_load(const char *path)
     return g;
 }
 
-static inline hl_graph *tf_generated(uint64_t seed, bool dynamic)
+/* hl_graph_generate's graph of seed (n_ops 0: the generator's default, 12). */
+static inline hl_graph *tf_generated(uint64_t seed, bool dynamic, uint32_t n_ops)
 {
-    hl_gen_opts go = {.dynamic = dynamic};
+    hl_gen_opts go = {.dynamic = dynamic, .n_ops = n_ops};
     lm_err he = {0};
     hl_graph *g = hl_graph_generate(seed, &go, &he);
     ck_assert_msg(g != NULL, "generated graph %" PRIu64 ": %s", seed, he.msg);
