@@ -693,11 +693,13 @@ static void on_case(void *ctx, const ls_fuzz_case *c, const hl_graph *g, const l
                           "tolerance", jnum(m->tol), "rms", jnum(m->rms), "scale", jnum(m->scale),
                           "ops", ops_json(c)));
         } else {
+            double d = fabs(m->cand - m->ref);
             printf("FAIL genome %s (%s, #%" PRIu64 "): output '%s': element %zu: candidate %.9g, "
-                   "reference %.9g; error %.3g, tolerance %.3g, in units of the element's scale "
-                   "(output RMS %.3g, scale %.3g; %zu elements outside)\n",
-                   hash, ls_origin_name(c->origin), c->index, out_name(g, i), m->first_bad, m->cand,
-                   m->ref, m->max_err, m->tol, m->rms, m->scale, m->n_bad);
+                   "reference %.9g, %.3g RMS apart; error %.3g, tolerance %.3g, in units of the "
+                   "element's scale (output RMS %.3g, scale %.3g; %zu elements outside)\n",
+                   hash, ls_origin_name(c->origin), c->index, out_name(g, i), m->first_bad,
+                   m->cand, m->ref, m->rms > 0 ? d / m->rms : INFINITY, m->max_err, m->tol,
+                   m->rms, m->scale, m->n_bad);
         }
     }
     if (!listed) {
