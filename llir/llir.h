@@ -604,7 +604,9 @@ typedef struct ll_out_cmp {
  * records) receives each output's findings. 0 when every output agrees; LM_EMISMATCH
  * with err naming the first output that does not (its index and name, the first element
  * outside the tolerance with both values, the tolerance and the largest error, in units
- * of RMS); LM_ESHAPE / LM_EDTYPE when an output's dims or dtype differ; LM_EARG. */
+ * of each element's scale, the output's RMS and scale); LM_ESHAPE / LM_EDTYPE when an
+ * output's dims or dtype differ; LM_EARG. Without magnitudes (ll_compare_outputs_scaled
+ * gives them) an element's unit is max(|ref[i]|, rms, tiny). */
 int ll_compare_outputs(const hl_graph *g, const int64_t *dim_values, const hl_tensor *cand,
                        const hl_tensor *ref, ll_out_cmp *per_output, lm_err *err);
 
