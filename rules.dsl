@@ -567,6 +567,9 @@
                Expression DType EList EList))
 ; (blas-shape c sh o): class c holds a Blas whose D has shape sh, stored with strides o
 (relation blas-shape (IR EList EList))
+; (kmm sum sh xs ys so DT a b): the KMatmul term of a matched matmul, unioned into the
+; Sum's class by kmatmul (mm_blas) once both operands have a layout llir can address
+(relation kmm (IR EList EList EList EList DType IR IR))
 
 (rule ((= ?mul (Op (Mul ?sh ?xs ?ys ?ms) (ICons ?a (ICons ?b (INil)))))
        (= ?sh (ECons ?M (ECons ?N (ECons ?K (ENil)))))
@@ -576,7 +579,7 @@
        (= ?ssh (ECons ?M (ECons ?N (ENil))))
        (= ?sum (Op (Sum ?ssh ?K (ECons ?om (ECons ?on (ENil))) (MIter) ?so) (ICons ?mul (INil))))
        (lin ?am ?cam) (lin ?ak ?cak) (lin ?bn ?cbn) (lin ?bk ?cbk) (= ?dt (dtype ?sum)))
-      ((union ?sum (Op (KMatmul ?sh ?xs ?ys ?so ?dt) (ICons ?a (ICons ?b (INil)))))
+      ((kmm ?sum ?sh ?xs ?ys ?so ?dt ?a ?b)
        (mmd ?sum ?a ?b ?M ?N ?K (MNum 1) (MNum 0) (MNum 0) ?cam ?cak ?cbn ?cbk ?dt ?ssh ?so))
       :ruleset mm_find :name "matmul-rank3")
 ; the same with the Mul's operands the other way round (b first): x*y = y*x exactly
@@ -588,7 +591,7 @@
        (= ?ssh (ECons ?M (ECons ?N (ENil))))
        (= ?sum (Op (Sum ?ssh ?K (ECons ?om (ECons ?on (ENil))) (MIter) ?so) (ICons ?mul (INil))))
        (lin ?am ?cam) (lin ?ak ?cak) (lin ?bn ?cbn) (lin ?bk ?cbk) (= ?dt (dtype ?sum)))
-      ((union ?sum (Op (KMatmul ?sh ?xs ?ys ?so ?dt) (ICons ?a (ICons ?b (INil)))))
+      ((kmm ?sum ?sh ?xs ?ys ?so ?dt ?a ?b)
        (mmd ?sum ?a ?b ?M ?N ?K (MNum 1) (MNum 0) (MNum 0) ?cam ?cak ?cbn ?cbk ?dt ?ssh ?so))
       :ruleset mm_find :name "matmul-rank3-swapped")
 (rule ((= ?mul (Op (Mul ?sh ?xs ?ys ?ms) (ICons ?a (ICons ?b (INil)))))
@@ -601,7 +604,7 @@
                    (ICons ?mul (INil))))
        (lin ?am ?cam) (lin ?ak ?cak) (lin ?bn ?cbn) (lin ?bk ?cbk) (lin ?ab ?ca) (lin ?bb ?cb)
        (= ?dt (dtype ?sum)))
-      ((union ?sum (Op (KMatmul ?sh ?xs ?ys ?so ?dt) (ICons ?a (ICons ?b (INil)))))
+      ((kmm ?sum ?sh ?xs ?ys ?so ?dt ?a ?b)
        (mmd ?sum ?a ?b ?M ?N ?K ?B ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?ssh ?so))
       :ruleset mm_find :name "matmul-rank4")
 (rule ((= ?mul (Op (Mul ?sh ?ys ?xs ?ms) (ICons ?b (ICons ?a (INil)))))
@@ -614,7 +617,7 @@
                    (ICons ?mul (INil))))
        (lin ?am ?cam) (lin ?ak ?cak) (lin ?bn ?cbn) (lin ?bk ?cbk) (lin ?ab ?ca) (lin ?bb ?cb)
        (= ?dt (dtype ?sum)))
-      ((union ?sum (Op (KMatmul ?sh ?xs ?ys ?so ?dt) (ICons ?a (ICons ?b (INil)))))
+      ((kmm ?sum ?sh ?xs ?ys ?so ?dt ?a ?b)
        (mmd ?sum ?a ?b ?M ?N ?K ?B ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?ssh ?so))
       :ruleset mm_find :name "matmul-rank4-swapped")
 (rule ((= ?mul (Op (Mul ?sh ?xs ?ys ?ms) (ICons ?a (ICons ?b (INil)))))
@@ -627,7 +630,7 @@
                    (ICons ?mul (INil))))
        (lin ?am ?cam) (lin ?ak ?cak) (lin ?bn ?cbn) (lin ?bk ?cbk)
        (lin ?a0 ?ca0) (lin ?a1 ?ca1) (lin ?b0 ?cb0) (lin ?b1 ?cb1) (= ?dt (dtype ?sum)))
-      ((union ?sum (Op (KMatmul ?sh ?xs ?ys ?so ?dt) (ICons ?a (ICons ?b (INil)))))
+      ((kmm ?sum ?sh ?xs ?ys ?so ?dt ?a ?b)
        (mm5 ?sum ?a ?b ?M ?N ?K ?ca0 (MMul ?ca1 ?B1) ?cb0 (MMul ?cb1 ?B1) (MMul ?B0 ?B1) ?ca1 ?cb1
             ?cam ?cak ?cbn ?cbk ?dt ?ssh ?so))
       :ruleset mm_find :name "matmul-rank5")
@@ -641,7 +644,7 @@
                    (ICons ?mul (INil))))
        (lin ?am ?cam) (lin ?ak ?cak) (lin ?bn ?cbn) (lin ?bk ?cbk)
        (lin ?a0 ?ca0) (lin ?a1 ?ca1) (lin ?b0 ?cb0) (lin ?b1 ?cb1) (= ?dt (dtype ?sum)))
-      ((union ?sum (Op (KMatmul ?sh ?xs ?ys ?so ?dt) (ICons ?a (ICons ?b (INil)))))
+      ((kmm ?sum ?sh ?xs ?ys ?so ?dt ?a ?b)
        (mm5 ?sum ?a ?b ?M ?N ?K ?ca0 (MMul ?ca1 ?B1) ?cb0 (MMul ?cb1 ?B1) (MMul ?B0 ?B1) ?ca1 ?cb1
             ?cam ?cak ?cbn ?cbk ?dt ?ssh ?so))
       :ruleset mm_find :name "matmul-rank5-swapped")
@@ -742,7 +745,17 @@
 (rule ((bswant ?st ?bat) (= ?l (lower ?st)) (>= ?l 0)) ((bs-ok ?st ?bat)) :ruleset mm_ge
       :name "batch-nonneg")
 
-; ---- mm_blas: the cuBLASLt call (alpha 1, beta 0, no epilogue) ----
+; ---- mm_blas: the generic matmul kernel and the cuBLASLt call ----
+; KMatmul where llir can address both operands (docs/llir.md, Matmuls): each stored row-
+; or column-major (a layout; a linear operand with no unit stride, a[m, k] at 2m + 10k,
+; has none) and, with two batch dims, the two collapsed into one (mmd exists); the
+; cuBLASLt proofs (ld, batch strides) are not needed. Anything else keeps its Mul + Sum.
+(rule ((kmm ?s ?sh ?xs ?ys ?so ?dt ?a ?b)
+       (mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?ssh ?so)
+       (oplay ?cam ?cak ?M ?K ?oa ?lda ?na) (oplay ?cbk ?cbn ?K ?N ?ob ?ldb ?nb))
+      ((union ?s (Op (KMatmul ?sh ?xs ?ys ?so ?dt) (ICons ?a (ICons ?b (INil))))))
+      :ruleset mm_blas :name "kmatmul")
+; the cuBLASLt call (alpha 1, beta 0, no epilogue)
 (rule ((mmd ?s ?a ?b ?M ?N ?K ?bat ?ca ?cb ?cam ?cak ?cbn ?cbk ?dt ?sh ?so)
        (oplay ?cam ?cak ?M ?K ?oa ?lda ?na) (ge ?lda ?na) (bs-ok ?ca ?bat)
        (oplay ?cbk ?cbn ?K ?N ?ob ?ldb ?nb) (ge ?ldb ?nb) (bs-ok ?cb ?bat)

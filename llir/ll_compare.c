@@ -149,17 +149,12 @@ int ll_node_rounding_weight(const hl_graph *g, const int64_t *dim_values, uint32
     return rc;
 }
 
-int ll_output_tolerances(const hl_graph *g, const int64_t *dim_values, double *tol, lm_err *err)
+int ll__path_weights(const hl_graph *g, const int64_t *dim_values, double *w, lm_err *err)
 {
     uint32_t n = hl_graph_node_count(g);
-    double *w = ll__zalloc(n ? n : 1, sizeof(double));
-    if (!w) return ll__fail(err, LM_ENOMEM, NULL, "comparison: out of memory");
     dimenv d;
     int rc = dimenv_init(&d, g, dim_values, err);
-    if (rc) {
-        ll__free(w);
-        return rc;
-    }
+    if (rc) return rc;
     for (uint32_t id = 0; id < n && !rc; id++) { /* ids are a topological order */
         const hl_node *nd = hl_graph_node(g, id);
         double c, in = 0.0;
@@ -168,9 +163,18 @@ int ll_output_tolerances(const hl_graph *g, const int64_t *dim_values, double *t
             if (w[nd->in[i].node] > in) in = w[nd->in[i].node];
         w[id] = in + c;
     }
+    dimenv_fini(&d);
+    return rc;
+}
+
+int ll_output_tolerances(const hl_graph *g, const int64_t *dim_values, double *tol, lm_err *err)
+{
+    uint32_t n = hl_graph_node_count(g);
+    double *w = ll__zalloc(n ? n : 1, sizeof(double));
+    if (!w) return ll__fail(err, LM_ENOMEM, NULL, "comparison: out of memory");
+    int rc = ll__path_weights(g, dim_values, w, err);
     for (uint32_t o = 0; o < hl_graph_output_count(g) && !rc; o++)
         tol[o] = w[hl_graph_output(g, o)];
-    dimenv_fini(&d);
     ll__free(w);
     return rc;
 }
@@ -196,23 +200,46 @@ static bool same_layout(const hl_tensor *a, const hl_tensor *b)
     return true;
 }
 
-static void compare_one(const hl_tensor *c, const hl_tensor *r, double tol, ll_out_cmp *out)
+/* The RMS of t's finite elements (0 when none). */
+static double rms_of(const hl_tensor *t)
 {
-    memset(out, 0, sizeof *out);
-    out->tol = tol;
-    out->first_bad = SIZE_MAX;
-    bool is_int = !hl_dtype_is_float(r->dtype);
     double ss = 0.0;
     size_t finite = 0;
-    for (size_t i = 0; i < r->numel; i++) {
-        double v = hl_tensor_get(r, i);
+    for (size_t i = 0; i < t->numel; i++) {
+        double v = hl_tensor_get(t, i);
         if (isfinite(v)) {
             ss += v * v;
             finite++;
         }
     }
-    out->rms = finite ? sqrt(ss / (double)finite) : 0.0;
-    double scale = out->rms > tiny_of(r->dtype) ? out->rms : tiny_of(r->dtype);
+    return finite ? sqrt(ss / (double)finite) : 0.0;
+}
+
+/* The unit of element i: the larger of |ref[i]| and its magnitude, at least the output's
+ * scale; infinite where the magnitude is not finite (the element is unbounded). */
+static double unit_at(const hl_tensor *r, const hl_tensor *mag, size_t i, double scale)
+{
+    double m = fabs(hl_tensor_get(r, i));
+    if (mag) {
+        double mm = hl_tensor_get(mag, i);
+        if (!(mm <= DBL_MAX)) return INFINITY; /* inf or NaN */
+        if (mm > m) m = mm;
+    }
+    return m > scale ? m : scale;
+}
+
+static void compare_one(const hl_tensor *c, const hl_tensor *r, const hl_tensor *mag, double tol,
+                        ll_out_cmp *out)
+{
+    memset(out, 0, sizeof *out);
+    out->tol = tol;
+    out->first_bad = SIZE_MAX;
+    bool is_int = !hl_dtype_is_float(r->dtype);
+    out->rms = rms_of(r);
+    double s = mag ? rms_of(mag) : out->rms;
+    if (s < out->rms) s = out->rms;
+    double scale = s > tiny_of(r->dtype) ? s : tiny_of(r->dtype);
+    out->scale = scale;
     for (size_t i = 0; i < r->numel; i++) {
         double rv = hl_tensor_get(r, i), cv = hl_tensor_get(c, i), e;
         bool bad;
@@ -221,7 +248,8 @@ static void compare_one(const hl_tensor *c, const hl_tensor *r, double tol, ll_o
             bad = a != b;
             e = bad ? fabs(cv - rv) / scale : 0.0;
         } else if (isfinite(rv)) {
-            e = isfinite(cv) ? fabs(cv - rv) / scale : INFINITY;
+            double unit = unit_at(r, mag, i, scale);
+            e = isfinite(cv) ? (isinf(unit) ? 0.0 : fabs(cv - rv) / unit) : INFINITY;
             bad = !(e <= tol);
         } else {
             bad = isnan(rv) ? !isnan(cv) : cv != rv;
@@ -238,6 +266,13 @@ static void compare_one(const hl_tensor *c, const hl_tensor *r, double tol, ll_o
 
 int ll_compare_outputs(const hl_graph *g, const int64_t *dim_values, const hl_tensor *cand,
                        const hl_tensor *ref, ll_out_cmp *per_output, lm_err *err)
+{
+    return ll_compare_outputs_scaled(g, dim_values, cand, ref, NULL, per_output, err);
+}
+
+int ll_compare_outputs_scaled(const hl_graph *g, const int64_t *dim_values, const hl_tensor *cand,
+                              const hl_tensor *ref, const hl_tensor *mag, ll_out_cmp *per_output,
+                              lm_err *err)
 {
     uint32_t n = hl_graph_output_count(g);
     if (n && (!cand || !ref))
@@ -265,8 +300,16 @@ int ll_compare_outputs(const hl_graph *g, const int64_t *dim_values, const hl_te
                           o, on->name, c->numel, c->ndim, r->numel, r->ndim);
             break;
         }
+        const hl_tensor *m = mag ? &mag[o] : NULL;
+        if (m && (m->dtype != HL_F32 || m->numel != r->numel || (m->numel && !m->data))) {
+            rc = ll__fail(err, LM_ESHAPE, NULL,
+                          "comparison: the magnitude of output %u '%s' is %zu elements of %s, "
+                          "the output %zu",
+                          o, on->name, m->numel, hl_dtype_name(m->dtype), r->numel);
+            break;
+        }
         ll_out_cmp res;
-        compare_one(c, r, tol[o], &res);
+        compare_one(c, r, m, tol[o], &res);
         if (per_output) per_output[o] = res;
         if (res.n_bad && failed == LM_NONE) {
             failed = o;
@@ -277,10 +320,12 @@ int ll_compare_outputs(const hl_graph *g, const int64_t *dim_values, const hl_te
         const hl_node *on = hl_graph_node(g, hl_graph_output(g, failed));
         rc = ll__fail(err, LM_EMISMATCH, NULL,
                       "output %u '%s' (%s): %zu of %zu elements differ from the reference "
-                      "beyond %.3g RMS (RMS %.6g); the first is element %zu: candidate %.9g, "
-                      "reference %.9g; the largest difference is %.3g RMS",
+                      "beyond %.3g of their scale (RMS %.6g, scale %.6g); the first is element "
+                      "%zu: candidate %.9g, reference %.9g; the largest difference is %.3g of "
+                      "its scale",
                       failed, on->name, hl_dtype_name(on->dtype), first.n_bad, cand[failed].numel,
-                      first.tol, first.rms, first.first_bad, first.cand, first.ref, first.max_err);
+                      first.tol, first.rms, first.scale, first.first_bad, first.cand, first.ref,
+                      first.max_err);
     }
     ll__free(tol);
     return rc;

@@ -437,6 +437,79 @@ int ll_genome_validate(const ll_genome *g, const ll_space *s, lm_err *err)
     return rc;
 }
 
+/* ==================================================================================
+ * The reached classes and the canonical form
+ * ================================================================================== */
+
+/* The walk's classes into order (each once, depth first, children in order), marking
+ * seen[]; a choice out of range is listed without children. */
+static uint32_t reach_walk(const ll_genome *g, const ll_space *s, uint32_t *order, uint8_t *seen,
+                           uint32_t *stack, uint32_t *next)
+{
+    uint32_t n = 0, top = 0;
+    seen[s->root_s] = 1;
+    order[n++] = s->root_s;
+    stack[top] = s->root_s;
+    next[top++] = 0;
+    while (top) {
+        uint32_t c = stack[top - 1];
+        uint32_t nc = s->cstart[c + 1] - s->cstart[c];
+        uint32_t j = s->cstart[c] + g->choice[c];
+        uint32_t nk = g->choice[c] < nc ? s->kstart[j + 1] - s->kstart[j] : 0;
+        if (next[top - 1] == nk) {
+            top--;
+            continue;
+        }
+        uint32_t d = s->kids[s->kstart[j] + next[top - 1]++];
+        if (seen[d]) continue;
+        seen[d] = 1;
+        order[n++] = d;
+        stack[top] = d;
+        next[top++] = 0;
+    }
+    return n;
+}
+
+static int reached(const ll_genome *g, const ll_space *s, uint32_t *order, uint32_t *n,
+                   uint8_t **seen_out, lm_err *err)
+{
+    int rc = check_shape(g, s, err);
+    if (rc) return rc;
+    uint8_t *seen = ll__zalloc(s->ns ? s->ns : 1, 1);
+    uint32_t *buf = ll__alloc((size_t)s->ns * 3 + 1, sizeof(uint32_t));
+    if (!seen || !buf) {
+        ll__free(seen);
+        ll__free(buf);
+        return ll__oom(err, "genome walk");
+    }
+    uint32_t m = s->ns ? reach_walk(g, s, buf, seen, buf + s->ns, buf + 2 * (size_t)s->ns) : 0;
+    if (order) memcpy(order, buf, (size_t)m * sizeof(uint32_t));
+    if (n) *n = m;
+    ll__free(buf);
+    if (seen_out)
+        *seen_out = seen;
+    else
+        ll__free(seen);
+    return LM_OK;
+}
+
+int ll_genome_reached(const ll_genome *g, const ll_space *s, uint32_t *order, uint32_t *n,
+                      lm_err *err)
+{
+    return reached(g, s, order, n, NULL, err);
+}
+
+int ll_genome_canonicalize(ll_genome *g, const ll_space *s, lm_err *err)
+{
+    uint8_t *seen = NULL;
+    int rc = reached(g, s, NULL, NULL, &seen, err);
+    if (rc) return rc;
+    for (uint32_t c = 0; c < s->ns; c++)
+        if (!seen[c] && g->choice[c] != 0) ll_genome_set(g, s, c, 0);
+    ll__free(seen);
+    return LM_OK;
+}
+
 void ll_genome_fprint(const ll_genome *g, const ll_space *s, FILE *f)
 {
     fprintf(f, "genome %016" PRIx64 ":", g->hash);

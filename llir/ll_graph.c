@@ -630,9 +630,15 @@ static int matmul_operand(gb *b, uint32_t cls, uint32_t kn, const char *name, hl
         *order = LL_COL_MAJOR;
         *ld = cc;
     } else {
-        return gfail(b, cls, kn, "KMatmul: %s is read neither row- nor column-major (no unit "
-                                 "stride)",
-                     name);
+        char t[4][96];
+        hl_e_print(p, sr, t[0], sizeof t[0]);
+        hl_e_print(p, rows, t[1], sizeof t[1]);
+        hl_e_print(p, sc, t[2], sizeof t[2]);
+        hl_e_print(p, cols, t[3], sizeof t[3]);
+        return gfail(b, cls, kn,
+                     "KMatmul: %s is read neither row- nor column-major (no unit stride: "
+                     "stride %s over %s rows, %s over %s columns)",
+                     name, t[0], t[1], t[2], t[3]);
     }
     return LM_OK;
 }
@@ -1064,7 +1070,7 @@ static int setup(gb *b)
     return LM_OK;
 }
 
-ll_graph *ll_graph_from_genome(const ll_space *s, const ll_genome *gn, lm_err *err)
+static ll_graph *build_graph(const ll_space *s, const ll_genome *gn, bool verify, lm_err *err)
 {
     if (!s || !gn || gn->n != s->ns) {
         ll__fail(err, LM_EARG, NULL, "ll_graph_from_genome: the genome is not of this space");
@@ -1098,12 +1104,22 @@ ll_graph *ll_graph_from_genome(const ll_space *s, const ll_genome *gn, lm_err *e
     ll__free(b.stack_k);
     ll__free(b.istack);
     ll__free(b.istack_k);
-    if (!rc) rc = ll_graph_verify(g, err);
+    if (!rc && verify) rc = ll_graph_verify(g, err);
     if (rc) {
         ll_graph_free(g);
         return NULL;
     }
     return g;
+}
+
+ll_graph *ll_graph_from_genome(const ll_space *s, const ll_genome *gn, lm_err *err)
+{
+    return build_graph(s, gn, true, err);
+}
+
+ll_graph *ll_graph_from_genome_unverified(const ll_space *s, const ll_genome *gn, lm_err *err)
+{
+    return build_graph(s, gn, false, err);
 }
 
 void ll_graph_free(ll_graph *g)

@@ -43,6 +43,13 @@ int ll__hl_eval(const hl_expr_pool *p, hl_expr e, const hl_env *env, int64_t z, 
 /* The builder's sticky error of g, if any, raised with `what` as prefix; 0 otherwise. */
 int ll__hl_graph_status(const hl_graph *g, const char *what, lm_err *err);
 
+/* ---- the comparison (ll_compare.c) ---- */
+
+/* w[id] for every node of g: the largest sum of rounding weights over the paths from an
+ * input to the node (ll_output_tolerances reads it at the outputs); 0 for a node every
+ * correct candidate computes exactly as the reference does. */
+int ll__path_weights(const hl_graph *g, const int64_t *dim_values, double *w, lm_err *err);
+
 /* ---- expressions ---- */
 
 /* Copies expression e of pool src into pool dst, variables by name (dst must already

@@ -146,6 +146,7 @@ int ll_saturate(eg_engine *e, const char *rules, const char *rules_name, const l
         p->stop = why;
         p->rows = eg_node_count(e);
         p->bytes = eg_mem_bytes(e);
+        p->peak = eg_mem_peak(e);
         if (rc) break;
         spent = lm_now_s() - t0;
         const char *limit = NULL;
@@ -175,8 +176,10 @@ void ll_sat_report_fprint(const ll_sat_report *rep, FILE *f)
 {
     for (uint32_t i = 0; i < rep->n_phases; i++) {
         const ll_phase_report *p = &rep->phase[i];
-        fprintf(f, "phase %u %-12s %-16s %9.4f s %10" PRIu64 " rows %12" PRIu64 " bytes\n", i,
-                p->name, stop_name(p->stop), p->seconds, p->rows, p->bytes);
+        fprintf(f,
+                "phase %u %-12s %-16s %9.4f s %10" PRIu64 " rows %12" PRIu64 " bytes %12" PRIu64
+                " peak\n",
+                i, p->name, stop_name(p->stop), p->seconds, p->rows, p->bytes, p->peak);
     }
     fprintf(f, "saturation: %u phases, %.3f s\n", rep->n_phases, rep->seconds);
 }

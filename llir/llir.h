@@ -176,6 +176,9 @@ typedef struct ll_phase_report {
     double seconds;      /* wall time of the phase */
     uint64_t rows;       /* eg_node_count after the phase */
     uint64_t bytes;      /* eg_mem_bytes after the phase */
+    uint64_t peak;       /* eg_mem_peak after the phase: the most the engine's counted
+                            memory held from its creation to the end of this phase (a
+                            phase whose peak exceeds the previous one's reached it) */
 } ll_phase_report;
 
 typedef struct ll_sat_report {
@@ -196,7 +199,7 @@ typedef struct ll_sat_report {
 int ll_saturate(eg_engine *e, const char *rules, const char *rules_name, const ll_sat_opts *o,
                 ll_sat_report *rep, lm_err *err);
 
-/* One line per phase (name, stop reason, seconds, rows, bytes) and a total. */
+/* One line per phase (name, stop reason, seconds, rows, bytes, peak bytes) and a total. */
 void ll_sat_report_fprint(const ll_sat_report *rep, FILE *f);
 
 /* ==================================================================================
@@ -285,6 +288,18 @@ typedef struct ll_space_stats {
  * A violation names the node and the rule or command that inserted it (the engine's
  * provenance). Returns NULL with err set (LM_ENOMEM too). */
 ll_space *ll_space_new(eg_engine *e, eg_value root, lm_err *err);
+
+/* Options of ll_space_new_opts. Zero-initialised options are ll_space_new's. */
+typedef struct ll_space_opts {
+    /* TESTS ONLY (tests/fuzz's seed-002 test and luminal_search --fuzz-no-verify): leave
+     * out the e-graph dtype check, so that a rule that breaks a dtype contract reaches
+     * the LLIR verifier and the CPU executor, which must catch it too. The compiler
+     * never sets it. Every other check of ll_space_new still runs. */
+    bool skip_dtype_check;
+} ll_space_opts;
+
+/* ll_space_new with options (o may be NULL: ll_space_new). */
+ll_space *ll_space_new_opts(eg_engine *e, eg_value root, const ll_space_opts *o, lm_err *err);
 void ll_space_free(ll_space *s);
 void ll_space_get_stats(const ll_space *s, ll_space_stats *out);
 /* Choices of IR classes per op (registry index), e.g. how many KAdd alternatives:
@@ -308,6 +323,11 @@ ll_op ll_space_choice_op(const ll_space *s, uint32_t cls, uint32_t j);
  * choice j (the "n<index>" of ll_space_write_json). */
 uint32_t ll_space_class_eclass(const ll_space *s, uint32_t cls);
 uint32_t ll_space_choice_node(const ll_space *s, uint32_t cls, uint32_t j);
+/* The searchable classes that choice j of class cls reads (its children that are
+ * searchable, in child order; an Op node reads its OpKind class, then its IList class):
+ * their count, and *kids (may be NULL) pointing at them, valid while s lives. 0 for an
+ * index out of range. */
+uint32_t ll_space_choice_kids(const ll_space *s, uint32_t cls, uint32_t j, const uint32_t **kids);
 /* The searchable class of the root, and whether class cls is reachable from it. */
 uint32_t ll_space_root(const ll_space *s);
 bool ll_space_reachable(const ll_space *s, uint32_t cls);
@@ -356,6 +376,20 @@ int ll_genome_validate(const ll_genome *g, const ll_space *s, lm_err *err);
  * reach keep their choices. Fails only when no valid program exists (the space's root
  * has none, which ll_space_new already refuses). */
 int ll_genome_repair(ll_genome *g, const ll_space *s, lm_pcg32 *rng, lm_err *err);
+
+/* The classes the walk from the root over g's choices reaches: *n of them, written in
+ * the walk's order (depth first from the root, children in order, each class once) to
+ * order[0 .. *n) when order is not NULL (room for ll_space_class_count entries). Only
+ * these choices make the program: two genomes that agree on them give one LLIR graph.
+ * A choice out of range ends the walk at its class (it is listed, its children are not).
+ * LM_EARG for a genome of another space, LM_ENOMEM. */
+int ll_genome_reached(const ll_genome *g, const ll_space *s, uint32_t *order, uint32_t *n,
+                      lm_err *err);
+/* Sets the choice of every class the walk does not reach to 0 (the hash follows), so
+ * that two genomes that pick one program become equal, and so do their hashes: the
+ * canonical form that genome fuzzing deduplicates by. Validity does not change. LM_EARG,
+ * LM_ENOMEM (then g is unchanged). */
+int ll_genome_canonicalize(ll_genome *g, const ll_space *s, lm_err *err);
 
 /* One line: the hash, then the choice of every reachable class with two or more. */
 void ll_genome_fprint(const ll_genome *g, const ll_space *s, FILE *f);
@@ -412,6 +446,11 @@ typedef struct ll_graph ll_graph;
  * form the op: out_strides that are not contiguous, a KMatmul whose strides are not a
  * matmul, a Blas field out of range), or LM_ENOMEM. */
 ll_graph *ll_graph_from_genome(const ll_space *s, const ll_genome *g, lm_err *err);
+/* TESTS ONLY (tests/fuzz's seed-002 test and luminal_search --fuzz-no-verify): the graph
+ * ll_graph_from_genome builds, without running ll_graph_verify on it, so that what the
+ * verifier would refuse reaches the CPU executor. The compiler never calls it; a caller
+ * may verify the result itself (ll_graph_from_genome is this, then ll_graph_verify). */
+ll_graph *ll_graph_from_genome_unverified(const ll_space *s, const ll_genome *g, lm_err *err);
 
 /* The reference lowering: every HLIR node of g as its own standalone kernel (no fusion,
  * no library call), as the rules' kernel lowering would give it. For testing codegen
@@ -535,11 +574,17 @@ int ll_run(const ll_graph *g, const int64_t *dim_values, const hl_tensor *inputs
  * ==================================================================================
  *
  * Output o of a candidate agrees with the reference runtime's when, elementwise,
- *   |cand - ref| <= tol(o) * max(rms(ref), tiny(dtype))
- * where rms is over the reference output's finite elements and tiny is the dtype's
- * smallest normal (1 for integer dtypes); a NaN or an infinity in the candidate where the
- * reference is finite fails, and where the reference is NaN (or +-inf) the candidate
- * must be NaN (the same infinity). tol(o) is derived in docs/llir.md from the reference's
+ *   |cand[i] - ref[i]| <= tol(o) * max(|ref[i]|, M[i], scale(o))
+ *   scale(o) = max(rms(ref), rms(M), tiny(dtype))
+ * where M is the output's magnitude (ll_output_magnitudes: the size of the terms each
+ * element is made of where they cancel, |ref| where nothing cancels; without magnitudes
+ * M is left out), rms is over finite elements and tiny is the dtype's smallest normal (1
+ * for integer dtypes); an element whose magnitude is not finite is not bounded. So an
+ * element is measured against its own size, never less than the output's RMS, and
+ * against the size of its terms where they cancel (docs/llir.md, "The scale of the
+ * comparison"). A NaN or an infinity in the candidate where the reference is finite
+ * fails, and where the reference is NaN (or +-inf) the candidate must be NaN (the same
+ * infinity). tol(o) is derived in docs/llir.md from the reference's
  * precision rules: the largest sum, over a path of g from an input to output o, of the
  * rounding weight of every node on it (ll_node_rounding_weight); 0 (exact comparison)
  * for an output that no float rounding reaches, e.g. Int, I64 and Bool outputs computed
@@ -568,13 +613,14 @@ int ll_output_tolerances(const hl_graph *g, const int64_t *dim_values, double *t
 
 /* What the comparison found for one output. */
 typedef struct ll_out_cmp {
-    double tol;        /* tol(o), in units of max(rms, tiny) */
+    double tol;        /* tol(o), in units of each element's max(|ref[i]|, M[i], scale) */
     double rms;        /* RMS of the reference's finite elements */
     double max_err;    /* the largest |cand - ref| over finite pairs, in those units; inf
                           when a non-finite value disagrees */
     size_t n_bad;      /* elements outside the tolerance */
     size_t first_bad;  /* the first of them (SIZE_MAX when none) */
     double cand, ref;  /* the two values there */
+    double scale;      /* scale(o): max(rms, rms(M), tiny) */
 } ll_out_cmp;
 
 /* Compares cand[0 .. n) with ref[0 .. n) (n = hl_graph_output_count(g); ref as hl_run
@@ -582,9 +628,30 @@ typedef struct ll_out_cmp {
  * records) receives each output's findings. 0 when every output agrees; LM_EMISMATCH
  * with err naming the first output that does not (its index and name, the first element
  * outside the tolerance with both values, the tolerance and the largest error, in units
- * of RMS); LM_ESHAPE / LM_EDTYPE when an output's dims or dtype differ; LM_EARG. */
+ * of each element's scale, the output's RMS and scale); LM_ESHAPE / LM_EDTYPE when an
+ * output's dims or dtype differ; LM_EARG. Without magnitudes (ll_compare_outputs_scaled
+ * gives them) an element's unit is max(|ref[i]|, rms, tiny). */
 int ll_compare_outputs(const hl_graph *g, const int64_t *dim_values, const hl_tensor *cand,
                        const hl_tensor *ref, ll_out_cmp *per_output, lm_err *err);
+
+/* The magnitude of every output of g at dim_values (NULL: the profile values) on inputs
+ * (as hl_run takes them): mag[o], an f32 tensor of output o's dims holding, per element,
+ * the size of the terms the element is made of where they cancel (docs/llir.md, "The
+ * scale of the comparison"): |value| where nothing cancels, sqrt(M(a)^2 + M(b)^2) for a
+ * sum a + b, carried through products, copies and selections, so that a candidate that
+ * rounds the terms differently (x + (-x) computed as a few ulps of x) is measured against
+ * x's size, not against 0. One run of the reference runtime on g's magnitude graph
+ * (llir/ll_magnitude.c gives the rule of every op). The caller frees each with
+ * hl_tensor_fini; on failure mag holds nothing. LM_EARG, the reference's errors. */
+int ll_output_magnitudes(const hl_graph *g, const int64_t *dim_values, const hl_tensor *inputs,
+                         hl_tensor *mag, lm_err *err);
+
+/* ll_compare_outputs with the magnitudes of the reference's outputs (mag[0 .. n) from
+ * ll_output_magnitudes on the same inputs; NULL: |ref|, which is ll_compare_outputs).
+ * LM_ESHAPE also for a magnitude that is not f32 or not of its output's size. */
+int ll_compare_outputs_scaled(const hl_graph *g, const int64_t *dim_values, const hl_tensor *cand,
+                              const hl_tensor *ref, const hl_tensor *mag, ll_out_cmp *per_output,
+                              lm_err *err);
 
 #ifdef __cplusplus
 }

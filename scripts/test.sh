@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds and runs every test: unit tests under AddressSanitizer + UBSan with -Werror,
-# the conformance suite on an optimised build, and the libFuzzer harnesses for a bounded
-# number of inputs on a clang build. GPU tests are skipped, saying why, where there is no
-# GPU.
+# the conformance suite and genome fuzzing (the ctest label fuzz of a tree with the Check
+# tests: luminal_search's fuzzer over every example and generated graphs, >= 10 000
+# genomes) on an optimised build, and the libFuzzer harnesses (label fuzz of the clang
+# build, which has no Check tests) for a bounded number of inputs. GPU tests are skipped,
+# saying why, where there is no GPU.
 #
 # With CI=true (.ci/run sets it) nothing may go unchecked: the run fails at once when the
 # conformance data (../shared/conformance, or $LUMINAL_SHARED_DIR/conformance) is
@@ -53,7 +55,7 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLUMINAL_WERROR=ON >/dev/null
 cmake --build build -j "$jobs"
-ctest_step build -L conformance
+ctest_step build -L 'conformance|fuzz'
 
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUMINAL_FUZZ=ON \
   -DLUMINAL_TESTS=OFF -DLUMINAL_WERROR=ON >/dev/null

@@ -3,6 +3,7 @@
  * memory, or the caller's) is refused before any tensor is allocated, naming the
  * largest tensors. */
 #include "hl_int.h"
+#include "lm_check.h"
 #include "th.h"
 
 /* x: f32 [rows, cols] -> y = exp2(x) -> output "y" */
@@ -121,11 +122,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+const lm_suite_fn lm_check_suites[] = {suite, NULL};

@@ -29,11 +29,13 @@ START_TEST(includes_are_inlined_and_the_text_runs)
 }
 END_TEST
 
-int main(void)
+static Suite *make_suite(void)
 {
     Suite *s = suite_create("llir_embed");
     TCase *tc = tcase_create("embed");
     tcase_add_test(tc, includes_are_inlined_and_the_text_runs);
     suite_add_tcase(s, tc);
-    return tl_run_suite(s);
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {make_suite, NULL};

@@ -307,7 +307,82 @@ START_TEST(the_most_and_least_fused_genomes_are_valid_and_differ)
 }
 END_TEST
 
-int main(void)
+/* The walk's classes: the root first, each once, closed under the chosen nodes' children
+ * (ll_space_choice_kids); canonicalizing sets every other class to 0 without changing
+ * validity or the program, so genomes that differ only off the walk become one. */
+START_TEST(canonical_genomes_keep_the_walk_and_forget_the_rest)
+{
+    hl_graph *g = tl_example("llama_block_bf16");
+    tl_env t;
+    tl_build(&t, g, NULL);
+    uint32_t ns = ll_space_class_count(t.s);
+    uint32_t *order = malloc(ns * sizeof *order);
+    uint8_t *in = calloc(ns, 1);
+    ll_genome a, b;
+    lm_err err = {0};
+    ck_assert(ll_genome_init(&a, t.s, &err) == LM_OK && ll_genome_init(&b, t.s, &err) == LM_OK);
+    lm_pcg32 rng;
+    lm_pcg_seed(&rng, 3, 9);
+    uint32_t changed_off_walk = 0;
+    for (int it = 0; it < 40; it++) {
+        ck_assert(ll_genome_random(&a, t.s, &rng, &err) == LM_OK);
+        uint32_t n = 0;
+        ck_assert(ll_genome_reached(&a, t.s, order, &n, &err) == LM_OK);
+        ck_assert_uint_gt(n, 0);
+        ck_assert_uint_le(n, ns);
+        ck_assert_uint_eq(order[0], ll_space_root(t.s));
+        memset(in, 0, ns);
+        for (uint32_t i = 0; i < n; i++) {
+            ck_assert_uint_eq(in[order[i]], 0); /* once */
+            in[order[i]] = 1;
+            ck_assert(ll_space_reachable(t.s, order[i]));
+        }
+        for (uint32_t i = 0; i < n; i++) { /* closed under the chosen children */
+            const uint32_t *kids;
+            uint32_t nk = ll_space_choice_kids(t.s, order[i], a.choice[order[i]], &kids);
+            for (uint32_t k = 0; k < nk; k++)
+                ck_assert_uint_eq(in[kids[k]], 1);
+        }
+        /* b: a with every class off the walk changed */
+        ck_assert(ll_genome_copy(&b, &a, &err) == LM_OK);
+        for (uint32_t c = 0; c < ns; c++)
+            if (!in[c] && ll_space_choice_count(t.s, c) > 1) {
+                ll_genome_set(&b, t.s, c, (b.choice[c] + 1) % ll_space_choice_count(t.s, c));
+                changed_off_walk++;
+            }
+        ll_graph *ga = tl_graph(t.s, &a), *gb = tl_graph(t.s, &b);
+        ll_fingerprint fa = ll_graph_fingerprint(ga), fb = ll_graph_fingerprint(gb);
+        ck_assert(fa.lo == fb.lo && fa.hi == fb.hi); /* one program */
+        ck_assert(ll_genome_canonicalize(&a, t.s, &err) == LM_OK);
+        ck_assert(ll_genome_canonicalize(&b, t.s, &err) == LM_OK);
+        ck_assert_uint_eq(a.hash, b.hash);
+        ck_assert_uint_eq(a.hash, ll_genome_rehash(&a, t.s));
+        ck_assert_mem_eq(a.choice, b.choice, (size_t)ns * sizeof(uint32_t));
+        for (uint32_t c = 0; c < ns; c++)
+            if (!in[c]) ck_assert_uint_eq(a.choice[c], 0);
+        ck_assert(ll_genome_validate(&a, t.s, &err) == LM_OK);
+        ll_graph *gc = tl_graph(t.s, &a);
+        ll_fingerprint fc = ll_graph_fingerprint(gc);
+        ck_assert(fc.lo == fa.lo && fc.hi == fa.hi);
+        uint64_t h = a.hash; /* idempotent */
+        ck_assert(ll_genome_canonicalize(&a, t.s, &err) == LM_OK);
+        ck_assert_uint_eq(a.hash, h);
+        ll_graph_free(ga);
+        ll_graph_free(gb);
+        ll_graph_free(gc);
+    }
+    ck_assert_uint_gt(changed_off_walk, 0); /* the walk leaves classes out in llama */
+    ck_assert_uint_eq(ll_space_choice_kids(t.s, 0, 1u << 30, NULL), 0);
+    free(order);
+    free(in);
+    ll_genome_fini(&a);
+    ll_genome_fini(&b);
+    tl_fini(&t);
+    hl_graph_free(g);
+}
+END_TEST
+
+static Suite *make_suite(void)
 {
     Suite *s = suite_create("llir_genome");
     TCase *tc = tcase_create("genome");
@@ -320,6 +395,9 @@ int main(void)
     tcase_add_test(tc, repair_falls_back_to_the_safe_choices_when_its_budget_runs_out);
     tcase_add_test(tc, the_same_seed_gives_the_same_genomes);
     tcase_add_test(tc, the_most_and_least_fused_genomes_are_valid_and_differ);
+    tcase_add_test(tc, canonical_genomes_keep_the_walk_and_forget_the_rest);
     suite_add_tcase(s, tc);
-    return tl_run_suite(s);
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {make_suite, NULL};

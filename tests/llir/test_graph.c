@@ -544,7 +544,7 @@ START_TEST(out_of_memory_is_an_error)
 }
 END_TEST
 
-int main(void)
+static Suite *make_suite(void)
 {
     Suite *s = suite_create("llir_graph");
     TCase *tc = tcase_create("graph");
@@ -563,5 +563,7 @@ int main(void)
     tcase_add_test(tc, the_evaluator_agrees_with_hlir);
     tcase_add_test(tc, out_of_memory_is_an_error);
     suite_add_tcase(s, tc);
-    return tl_run_suite(s);
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {make_suite, NULL};

@@ -186,7 +186,7 @@ START_TEST(an_unregistered_kind_is_named_by_the_space)
 }
 END_TEST
 
-int main(void)
+static Suite *make_suite(void)
 {
     Suite *s = suite_create("llir_registry");
     TCase *tc = tcase_create("registry");
@@ -200,5 +200,7 @@ int main(void)
     tcase_add_test(tc, a_relation_in_place_of_a_constructor_is_named);
     tcase_add_test(tc, an_unregistered_kind_is_named_by_the_space);
     suite_add_tcase(s, tc);
-    return tl_run_suite(s);
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {make_suite, NULL};

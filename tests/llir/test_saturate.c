@@ -40,7 +40,9 @@ START_TEST(phases_run_in_order_with_a_report)
         ck_assert_int_eq(rep.phase[i].stop, EG_STOP_SATURATED);
         ck_assert(rep.phase[i].seconds >= 0 && rep.phase[i].seconds <= rep.seconds);
         ck_assert_uint_gt(rep.phase[i].bytes, 0);
+        ck_assert_uint_ge(rep.phase[i].peak, rep.phase[i].bytes); /* the peak so far */
         if (i) ck_assert_uint_ge(rep.phase[i].rows, rep.phase[i - 1].rows);
+        if (i) ck_assert_uint_ge(rep.phase[i].peak, rep.phase[i - 1].peak);
     }
     /* lowering and fusing add rows; the cleanup only subsumes */
     ck_assert_uint_gt(rep.phase[1].rows, rep.phase[0].rows);
@@ -50,7 +52,9 @@ START_TEST(phases_run_in_order_with_a_report)
     FILE *f = open_memstream(&buf, &n);
     ll_sat_report_fprint(&rep, f);
     fclose(f);
-    ck_assert_msg(strstr(buf, "phase 2 inline") && strstr(buf, "saturation: 5 phases"), "%s", buf);
+    ck_assert_msg(strstr(buf, "phase 2 inline") && strstr(buf, "saturation: 5 phases") &&
+                      strstr(buf, " peak\n"),
+                  "%s", buf);
     free(buf);
     free(r);
 }
@@ -183,7 +187,7 @@ START_TEST(rules_the_engine_refuses_are_located)
 }
 END_TEST
 
-int main(void)
+static Suite *make_suite(void)
 {
     Suite *s = suite_create("llir_saturate");
     TCase *tc = tcase_create("saturate");
@@ -196,5 +200,7 @@ int main(void)
     tcase_add_test(tc, malformed_schedules_are_refused);
     tcase_add_test(tc, rules_the_engine_refuses_are_located);
     suite_add_tcase(s, tc);
-    return tl_run_suite(s);
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {make_suite, NULL};

@@ -335,7 +335,7 @@ START_TEST(out_of_memory_is_an_error)
 }
 END_TEST
 
-int main(void)
+static Suite *make_suite(void)
 {
     Suite *s = suite_create("llir_space");
     TCase *tc = tcase_create("space");
@@ -353,5 +353,7 @@ int main(void)
     tcase_add_test(tc, a_space_needs_an_encoding);
     tcase_add_test(tc, out_of_memory_is_an_error);
     suite_add_tcase(s, tc);
-    return tl_run_suite(s);
+    return s;
 }
+
+const lm_suite_fn lm_check_suites[] = {make_suite, NULL};

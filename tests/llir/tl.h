@@ -9,7 +9,7 @@
 #endif
 #include "ll_int.h"
 
-#include <check.h>
+#include "lm_check.h"
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -163,15 +163,6 @@ static inline char *tl_dump(const ll_graph *g)
     ll_graph_dump(g, f);
     fclose(f);
     return buf;
-}
-
-static inline int tl_run_suite(Suite *s)
-{
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 #endif /* LUMINAL_TESTS_LLIR_TL_H */

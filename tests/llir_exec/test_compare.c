@@ -117,11 +117,20 @@ static ll_graph *fused(const hl_graph *g, const fam *ids)
  * hl_run(g) on seed's inputs; returns the code, per-output findings in res. */
 static int compare(const hl_graph *g, const ll_graph *lg, uint64_t seed, ll_out_cmp *res, lm_err *e)
 {
-    hl_tensor in[4], ref[2], cand[2];
+    hl_tensor in[4], ref[2], cand[2], mag[2];
     tx_inputs(g, NULL, seed, in);
     tx_ref(g, NULL, in, ref);
     tx_ll(lg, NULL, in, cand);
     int rc = ll_compare_outputs(g, NULL, cand, ref, res, e);
+    /* against the outputs' magnitudes (what genome fuzzing uses) the verdict is the same */
+    lm_err em = {0};
+    ck_assert_msg(ll_output_magnitudes(g, NULL, in, mag, &em) == 0, "%s", em.msg);
+    ll_out_cmp scaled[2];
+    int rs = ll_compare_outputs_scaled(g, NULL, cand, ref, mag, scaled, &em);
+    ck_assert_msg(rs == rc, "unscaled %d (%s), scaled %d (%s)", rc, e->msg, rs, em.msg);
+    for (int o = 0; o < 2; o++)
+        ck_assert_int_eq(scaled[o].n_bad > 0, res[o].n_bad > 0);
+    tx_free(mag, 2);
     tx_free(in, 4);
     tx_free(ref, 2);
     tx_free(cand, 2);

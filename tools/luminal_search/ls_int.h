@@ -14,15 +14,17 @@
 #define LS_MAX_DIM_ARGS 16
 
 typedef struct ls_opts {
-    const char *graph;  /* --graph FILE */
-    const char *emit;   /* --emit KIND, or NULL */
-    const char *rules;  /* --rules FILE, or NULL: the built-in rules */
-    bool reference;     /* --reference */
-    uint64_t seed;      /* --seed N (default 0) */
-    uint64_t mem_limit; /* --mem-limit BYTES (0: the machine's memory) */
-    bool json;          /* --json */
-    bool quiet;         /* --quiet */
-    uint32_t n_dims;    /* --dim NAME=V, in order given */
+    const char *graph;   /* --graph FILE */
+    const char *emit;    /* --emit KIND, or NULL */
+    const char *rules;   /* --rules FILE, or NULL: the built-in rules */
+    bool reference;      /* --reference */
+    uint64_t fuzz;       /* --fuzz N (0: not asked) */
+    bool fuzz_no_verify; /* --fuzz-no-verify (tests only) */
+    uint64_t seed;       /* --seed N (default 0) */
+    uint64_t mem_limit;  /* --mem-limit BYTES (0: the machine's memory) */
+    bool json;           /* --json */
+    bool quiet;          /* --quiet */
+    uint32_t n_dims;     /* --dim NAME=V, in order given */
     const char *dim_name[LS_MAX_DIM_ARGS];
     int64_t dim_value[LS_MAX_DIM_ARGS];
 } ls_opts;
@@ -31,6 +33,13 @@ typedef struct ls_opts {
  * JSON object) per output: name, dtype, shape, sum, max |x| and the XXH3-64 hash of the
  * output's bytes. Dims take their profile values unless --dim sets them. */
 int ls_reference(const hl_graph *g, const ls_opts *o);
+
+/* --fuzz N (fuzz.c): N distinct valid genomes of the graph's search space, each built,
+ * verified, run on the CPU executor of LLIR and compared with the reference runtime
+ * (ls_fuzz.h); the disagreements, then `N passed, M failed`. Exit status 1 when a genome
+ * failed, or when fewer than N distinct valid genomes were found without proving that the
+ * space holds no more. */
+int ls_fuzz(const hl_graph *g, const ls_opts *o);
 
 /* --emit space and --emit space-json (space.c): the graph saturated with the rules and
  * the search space's summary (or, with --json, its statistics as one JSON object), or

@@ -32,25 +32,48 @@ static const char USAGE[] =
     "                   of programs, alternatives per op (docs/llir.md); --json for JSON\n"
     "  --emit space-json  the saturated e-graph as egraph-serialize JSON, with the dtype\n"
     "                   of every IR class\n"
-    "  --rules FILE     the rules to saturate with, instead of the built-in ones\n"
+    "  --rules FILE     the rules to saturate with (--emit space, --fuzz), instead of the\n"
+    "                   built-in ones\n"
     "  --reference      run the CPU reference runtime on seeded random inputs and print,\n"
     "                   per output: name, dtype, shape, sum, max |x| and the XXH3-64\n"
     "                   hash of its bytes\n"
-    "  --seed N         for --reference: the seed of the random inputs (default 0);\n"
-    "                   each input uniform in its \"init\" range, or else floats in\n"
-    "                   [-1, 1), int and i64 in [0, 4), bool 0 or 1\n"
-    "  --dim NAME=V     for --reference: the value of dynamic dim NAME (default: its\n"
-    "                   profile value); once per dim\n"
-    "  --mem-limit B    for --reference: refuse, before allocating, a run that would hold\n"
-    "                   more than B bytes at once (K, M, G suffixes; default: this\n"
-    "                   machine's memory)\n"
+    "  --fuzz N         genome fuzzing: saturate with the rules, build the search space,\n"
+    "                   and check N distinct valid genomes (the most and the least fused,\n"
+    "                   then random draws and mutation walks; every genome of a space\n"
+    "                   that holds fewer than N): each is built into LLIR, verified, run on\n"
+    "                   the CPU executor and compared output by output with the reference\n"
+    "                   runtime within llir's tolerances (docs/llir.md, \"Genome fuzzing\").\n"
+    "                   Runs at small dims: every dynamic dim at min(max(lo, 3), hi) unless\n"
+    "                   --dim sets it (profile values are workload sizes, far too big for\n"
+    "                   the CPU; static sizes stay as the graph has them). Prints each\n"
+    "                   disagreement (genome hash, output, first element outside the\n"
+    "                   tolerance with both values, error and tolerance in units of the\n"
+    "                   element's scale, the ops of the genome's program), then exactly\n"
+    "                   `N passed, M failed`; genomes per second go to stderr. Exit status\n"
+    "                   1 on any failure, or when fewer than N distinct genomes were found\n"
+    "                   without proving that the space holds no more; a space shown to\n"
+    "                   hold fewer than N is checked completely and is not an error.\n"
+    "                   --json prints one object (every genome checked, every failure)\n"
+    "  --fuzz-no-verify  for tests only: --fuzz without the e-graph dtype check and the\n"
+    "                   LLIR verifier, so that only the comparison can catch a bad rule\n"
+    "  --seed N         for --reference and --fuzz: the seed of the random inputs\n"
+    "                   (default 0; --fuzz draws its genomes from it too); each input\n"
+    "                   uniform in its \"init\" range, or else floats in [-1, 1), int and\n"
+    "                   i64 in [0, 4), bool 0 or 1\n"
+    "  --dim NAME=V     for --reference and --fuzz: the value of dynamic dim NAME\n"
+    "                   (default: its profile value for --reference, small for --fuzz);\n"
+    "                   once per dim\n"
+    "  --mem-limit B    for --reference and --fuzz: refuse, before allocating, a run that\n"
+    "                   would hold more than B bytes at once (K, M, G suffixes; default:\n"
+    "                   this machine's memory; --fuzz: half of it)\n"
     "  --json           machine-readable output\n"
     "  --quiet          nothing on stderr but errors\n"
     "  --help           this text\n"
     "\n"
-    "With neither --emit nor --reference, the graph is checked and summarised. Each\n"
-    "option is given at most once (--dim once per NAME); the options of --reference\n"
-    "are refused without it. Errors name the file, line, column and node; a run-time\n"
+    "With neither --emit, --reference nor --fuzz, the graph is checked and summarised.\n"
+    "Each option is given at most once (--dim once per NAME); the options of --reference\n"
+    "and --fuzz are refused without one of them. Errors name the file, line, column and node; a "
+    "run-time\n"
     "error names the user's node and op.\n"
     "Not in this build yet: the search over the e-graph and measuring candidates on\n"
     "the GPU.\n";
@@ -219,6 +242,13 @@ static int parse_args(int argc, char **argv, ls_opts *o)
             i++;
         } else if (strcmp(a, "--reference") == 0) {
             o->reference = true;
+        } else if (strcmp(a, "--fuzz") == 0) {
+            if (o->fuzz) return usage_error("%s is given twice", a);
+            if (!next || parse_u64(next, &o->fuzz) != 0 || o->fuzz == 0)
+                return usage_error("%s needs a positive number of genomes", a);
+            i++;
+        } else if (strcmp(a, "--fuzz-no-verify") == 0) {
+            o->fuzz_no_verify = true;
         } else if (strcmp(a, "--seed") == 0) {
             if (seed_given) return usage_error("%s is given twice", a);
             if (!next || parse_u64(next, &o->seed) != 0)
@@ -251,10 +281,14 @@ static int parse_args(int argc, char **argv, ls_opts *o)
     }
     if (!o->graph) return usage_error("%s", "--graph FILE is required");
     /* the options of --reference mean nothing without it: refuse them alike */
-    if (o->n_dims && !o->reference) return usage_error("%s", "--dim only applies to --reference");
-    if (seed_given && !o->reference) return usage_error("%s", "--seed only applies to --reference");
-    if (o->mem_limit && !o->reference)
-        return usage_error("%s", "--mem-limit only applies to --reference");
+    bool run = o->reference || o->fuzz;
+    if (o->n_dims && !run) return usage_error("%s", "--dim only applies to --reference and --fuzz");
+    if (seed_given && !run)
+        return usage_error("%s", "--seed only applies to --reference and --fuzz");
+    if (o->mem_limit && !run)
+        return usage_error("%s", "--mem-limit only applies to --reference and --fuzz");
+    if (o->fuzz_no_verify && !o->fuzz)
+        return usage_error("%s", "--fuzz-no-verify only applies to --fuzz");
     return -1;
 }
 
@@ -274,7 +308,8 @@ int main(int argc, char **argv)
             rc = 0;
             if (o.emit) rc = find_emitter(o.emit)->run(g, &o);
             if (rc == 0 && o.reference) rc = ls_reference(g, &o);
-            if (!o.emit && !o.reference) rc = summarise(g, &o);
+            if (rc == 0 && o.fuzz) rc = ls_fuzz(g, &o);
+            if (!o.emit && !o.reference && !o.fuzz) rc = summarise(g, &o);
             hl_graph_free(g);
         }
     }
