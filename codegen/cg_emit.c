@@ -874,7 +874,7 @@ bool cg__em_store_root(cg_em *e, uint32_t lanes)
     const cg_val *r = &vg->v[vg->root];
     hl_dtype dt = e->out_dt;
     size_t es = hl_dtype_size(dt);
-    char st[16][160];
+    char st[16][200];
     for (uint32_t l = 0; l < lanes; l++) {
         const char *x = cg__em_val(e, vg->root, l);
         if (!x) return false;
