@@ -33,6 +33,11 @@ extern "C" {
 
 typedef struct sr_search sr_search;
 
+/* The GPU evaluator's worker process: `luminal_search --worker ...` enters here before
+ * anything else is parsed (sr_worker.c says what the arguments and the pipe protocol are).
+ * Returns the process's exit status. */
+int sr_worker_main(int argc, char **argv);
+
 #ifdef __cplusplus
 }
 #endif
