@@ -71,13 +71,18 @@ START_TEST(gpu_programs_agree_with_the_cpu_over_dim_changes)
                 agree(gpu, cpu, ns[i], 10 + i);
             pg_counters c;
             pg_program_counters(gpu, &c);
-            ck_assert_uint_eq(c.instantiations, 1);
-            ck_assert_uint_gt(c.kernel_node_updates, 0);
-            if (blas) ck_assert_uint_eq(c.graph_updates + c.reinstantiations, 4);
             printf("  counters: %llu node updates, %llu graph updates, %llu re-instantiations, "
                    "%llu prepares\n",
                    (unsigned long long)c.kernel_node_updates, (unsigned long long)c.graph_updates,
                    (unsigned long long)c.reinstantiations, (unsigned long long)c.blas_prepares);
+            fflush(stdout);
+            ck_assert_uint_eq(c.instantiations, 1);
+            /* without a library call every dim change is a kernel-node update in place; a
+             * matmul whose sizes change is prepared again, and the graph updated whole */
+            if (blas)
+                ck_assert_uint_eq(c.graph_updates + c.reinstantiations, 4);
+            else
+                ck_assert_uint_gt(c.kernel_node_updates, 0);
             pg_program_free(gpu);
             pg_program_free(cpu);
             pf_free(&f);
