@@ -26,10 +26,11 @@ prepare() {
   local src=${LUMINAL_SRC:-$root}
   cmake -S "$src" -B .gpu/build -DCMAKE_BUILD_TYPE=Release -DLUMINAL_WERROR=ON >/dev/null || return 1
   cmake --build .gpu/build -j "$(nproc)" --target test_cuda_rt_gpu rt_bench fault_probe \
-    test_program_gpu >/dev/null || return 1
+    test_program_gpu ref_dump >/dev/null || return 1
   mkdir -p .gpu/bin .gpu/lib
   cp .gpu/build/tests/cuda_rt/test_cuda_rt_gpu .gpu/build/bench/cuda_rt/rt_bench \
-    .gpu/build/bench/cuda_rt/fault_probe .gpu/build/tests/program/test_program_gpu .gpu/bin/
+    .gpu/build/bench/cuda_rt/fault_probe .gpu/build/tests/program/test_program_gpu \
+    .gpu/build/bench/e2e/ref_dump .gpu/bin/
   # the shared libraries that are not glibc's travel along
   for b in .gpu/bin/*; do
     ldd "$b" | awk '/=> \// {print $3}' | grep -v -E '/lib(c|m|dl|rt|pthread|gcc_s)\.so' |
@@ -82,6 +83,15 @@ run() {
     >"$out/program_gpu.log" 2>&1
   local grc=$?
   grep -E "^(gpu |  counters|diagnosis|in process|skip)|Checks|:(F|E):" "$out/program_gpu.log" | head -30
+  # the PyTorch interpreter of the graph format against the reference runtime (CI has no
+  # torch, so this machine runs bench/e2e/test_torch_graph.py)
+  local ttrc=skipped
+  if [ -x "$bin/ref_dump" ]; then
+    python3 bench/e2e/test_torch_graph.py --ref-dump "$bin/ref_dump" --work "$out/torch_graph" \
+      >"$out/torch_graph.log" 2>&1
+    ttrc=$?
+    tail -3 "$out/torch_graph.log"
+  fi
   # can a process recover in place from a kernel fault? (docs/cuda_rt.md)
   "$bin/fault_probe" >"$out/fault_probe.log" 2>&1
   cat "$out/fault_probe.log"
@@ -100,7 +110,7 @@ run() {
   echo
   echo "gpu tests: exit $trc ($(grep -o '[0-9]*%: Checks: [0-9]*, Failures: [0-9]*, Errors: [0-9]*' "$out/gpu_tests.log" | tail -1))"
   echo "program gpu tests: exit $grc ($(grep -o '[0-9]*%: Checks: [0-9]*, Failures: [0-9]*, Errors: [0-9]*' "$out/program_gpu.log" | tail -1))"
-  echo "torch anchor: exit $prc; rt_bench: exit $brc"
+  echo "torch anchor: exit $prc; rt_bench: exit $brc; torch interpreter test: exit $ttrc"
   echo "== cuda_rt measurements ($(date -u '+%Y-%m-%d'), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)) =="
   python3 bench/cuda_rt/summary.py "$out/results.txt" "$out/torch1.txt" "$out/torch2.txt"
   [ "$trc" = 0 ] && [ "$brc" = 0 ] && [ "$grc" = 0 ]
