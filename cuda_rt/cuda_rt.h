@@ -324,6 +324,14 @@ int rt_nvrtc_compile(rt_nvrtc *nv, const char *src, const char *name, int arch,
 /* Frees the image and the log and zeroes c. Accepts NULL and a zeroed record. */
 void rt_cubin_fini(rt_cubin *c);
 
+/* The on-disk CUBIN cache: when $LUMINAL_KERNEL_CACHE names a folder at rt_nvrtc_new (the
+ * context's NVRTC included), rt_nvrtc_compile first looks there for the CUBIN of (NVRTC's
+ * version, arch, options, source) and writes what it compiles there (made with its
+ * parents; best effort: a folder that cannot be written changes nothing). A file is used
+ * only when its whole key is equal. Counts, for this process since it started: CUBINs
+ * read from the folder (hits) and written to it (stores). */
+void rt_nvrtc_disk_cache_stats(uint64_t *hits, uint64_t *stores);
+
 /* A kernel function owned by the context's module cache (valid until reset or free). */
 typedef struct rt_kernel rt_kernel;
 
