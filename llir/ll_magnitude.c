@@ -55,6 +55,8 @@ typedef struct mg {
     hl_graph *h;
     hl_expr *memo; /* per expression of g's pool: its copy in h's, HL_NONE until made */
     uint32_t *V, *M;
+    bool *defer; /* per node of g: a Mul whose one reader is a SumReduce (a matmul's
+                    product); its M is not built, the reduce's is built from its factors */
     lm_err *err;
 } mg;
 
@@ -150,6 +152,30 @@ static hl_t through(mg *m, const hl_node *n, uint32_t k, bool magnitude)
     return hl_node_tensor(m->h, add(m, &spec));
 }
 
+/* M of a SumReduce n over a deferred Mul x = a b (a matmul's product): the root of the sum
+ * of squares of M(x) = M(a) M(b), computed as SumReduce(Mul(sq M(a), sq M(b))) with x's
+ * views on the squares, so that this Mul too is read by its reduce alone and the reference
+ * runtime runs the pair fused, as it runs x with its reduce: neither the product nor its
+ * magnitude is materialised at the broadcast shape (for a Llama block's matmuls that took
+ * minutes and gigabytes). It leaves out max(|V(x)|, ...) on the product, which differs from
+ * M(a) M(b) by the product's rounding only; a square product past f32's range is inf, so
+ * the element's bound is infinite, as any overflowing bound is. */
+static hl_t product_sum_magnitude(mg *m, const hl_node *n, hl_t av)
+{
+    const hl_node *x = hl_graph_node(m->g, n->in[0].node);
+    uint32_t q[2];
+    for (uint32_t k = 0; k < 2; k++)
+        q[k] = sq(m, hl_node_tensor(m->h, m->M[x->in[k].node])).node;
+    hl_node spec;
+    spec_of(m, x, q, &spec);
+    spec.dtype = HL_F32;
+    uint32_t p = add(m, &spec);
+    spec_of(m, n, &p, &spec);
+    spec.dtype = HL_F32;
+    hl_t s2 = hl_node_tensor(m->h, add(m, &spec));
+    return vmax(m, hl_sqrt(m->h, s2), av);
+}
+
 /* M(n), given V(n) and the M and V of n's inputs. */
 static uint32_t magnitude_of(mg *m, uint32_t id)
 {
@@ -170,6 +196,7 @@ static uint32_t magnitude_of(mg *m, uint32_t id)
         return vmax(m, rs, av).node;
     }
     case HL_OP_SUM_REDUCE: {
+        if (m->defer[n->in[0].node]) return product_sum_magnitude(m, n, av).node;
         hl_t s2 = sq(m, through(m, n, 0, true)); /* the view's dims, the axis among them */
         return vmax(m, hl_sqrt(h, hl_sum_reduce(h, s2, (int)n->axis)), av).node;
     }
@@ -236,7 +263,7 @@ static int build(mg *m)
                 ins[i] = m->V[nd->in[i].node];
             spec_of(m, nd, ins, &spec);
             m->V[id] = add(m, &spec);
-            if (m->V[id] != HL_NONE) m->M[id] = magnitude_of(m, id);
+            if (m->V[id] != HL_NONE && !m->defer[id]) m->M[id] = magnitude_of(m, id);
         }
         if (hl_graph_error(m->h)->code != 0 || hl_expr_pool_failed(hl_graph_exprs(m->h))) break;
     }
@@ -260,11 +287,26 @@ int ll_output_magnitudes(const hl_graph *g, const int64_t *dim_values, const hl_
     m.V = ll__alloc(n ? n : 1, sizeof(uint32_t));
     m.M = ll__alloc(n ? n : 1, sizeof(uint32_t));
     double *w = ll__zalloc(n ? n : 1, sizeof(double));
+    uint32_t *readers = ll__zalloc(n ? n : 1, sizeof(uint32_t));
+    m.defer = ll__zalloc(n ? n : 1, sizeof(bool));
     m.w = w;
     int rc = 0;
-    if (!m.h || !m.memo || !m.V || !m.M || !w)
+    if (!m.h || !m.memo || !m.V || !m.M || !w || !readers || !m.defer)
         rc = ll__fail(err, LM_ENOMEM, NULL, "magnitudes: out of memory");
     if (!rc) rc = ll__path_weights(g, dim_values, w, err);
+    for (uint32_t id = 0; !rc && id < n; id++) {
+        const hl_node *nd = hl_graph_node(g, id);
+        for (uint32_t i = 0; i < nd->n_in && i < HL_MAX_INPUTS; i++)
+            readers[nd->in[i].node]++;
+    }
+    for (uint32_t id = 0; !rc && id < n; id++) { /* the Mul read by one SumReduce only */
+        const hl_node *nd = hl_graph_node(g, id);
+        if (nd->op != HL_OP_SUM_REDUCE || nd->n_in < 1) continue;
+        uint32_t x = nd->in[0].node;
+        const hl_node *xn = hl_graph_node(g, x);
+        m.defer[x] = xn->op == HL_OP_MUL && xn->n_in == 2 && readers[x] == 1 && w[x] != 0.0 &&
+                     w[id] != 0.0;
+    }
     if (!rc) {
         for (uint32_t i = 0; i <= hl_expr_count(hl_graph_exprs_c(g)); i++)
             m.memo[i] = HL_NONE;
@@ -278,5 +320,7 @@ int ll_output_magnitudes(const hl_graph *g, const int64_t *dim_values, const hl_
     ll__free(m.V);
     ll__free(m.M);
     ll__free(w);
+    ll__free(readers);
+    ll__free(m.defer);
     return rc;
 }

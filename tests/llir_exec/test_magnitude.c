@@ -265,6 +265,42 @@ START_TEST(magnitudes_refuse_bad_arguments)
 }
 END_TEST
 
+/* A matmul (a Mul read only by its SumReduce) has the magnitude sqrt(sum_k (a_ik b_kj)^2),
+ * built from the factors' magnitudes without the product at the broadcast shape: the
+ * reference runtime runs the pair fused. */
+START_TEST(a_matmul_is_measured_by_its_products)
+{
+    for (int bf = 0; bf < 2; bf++) {
+        hl_dtype dt = bf ? HL_BF16 : HL_F32;
+        hl_graph *g = hl_graph_new();
+        hl_expr da[2] = {hl_n(g, 5), hl_n(g, 7)}, db[2] = {hl_n(g, 7), hl_n(g, 3)};
+        hl_t a = hl_input(g, "a", dt, 2, da), b = hl_input(g, "b", dt, 2, db);
+        hl_output(g, "c", hl_matmul(g, a, b));
+        ck_assert_msg(hl_graph_error(g)->code == 0, "%s", hl_graph_error(g)->msg);
+        hl_tensor in[2], ref[1], mag[1];
+        tx_inputs(g, NULL, 11, in);
+        tx_ref(g, NULL, in, ref);
+        lm_err e = {0};
+        ck_assert_msg(ll_output_magnitudes(g, NULL, in, mag, &e) == 0, "%s", e.msg);
+        ck_assert_uint_eq(mag[0].numel, 15);
+        for (size_t i = 0; i < 5; i++)
+            for (size_t j = 0; j < 3; j++) {
+                double s2 = 0;
+                for (size_t k = 0; k < 7; k++) {
+                    double t = at(&in[0], i * 7 + k) * at(&in[1], k * 3 + j);
+                    s2 += t * t;
+                }
+                double want = fmax(sqrt(s2), fabs(at(&ref[0], i * 3 + j)));
+                NEAR(at(&mag[0], i * 3 + j), want);
+            }
+        tx_free(in, 2);
+        tx_free(ref, 1);
+        tx_free(mag, 1);
+        hl_graph_free(g);
+    }
+}
+END_TEST
+
 static Suite *magnitude_suite(void)
 {
     Suite *s = suite_create("llir_exec_magnitude");
@@ -275,6 +311,7 @@ static Suite *magnitude_suite(void)
     tcase_add_test(tc, a_cancelling_sum_is_measured_by_its_terms);
     tcase_add_test(tc, a_large_element_is_measured_by_its_own_size);
     tcase_add_test(tc, magnitudes_refuse_bad_arguments);
+    tcase_add_test(tc, a_matmul_is_measured_by_its_products);
     suite_add_tcase(s, tc);
     return s;
 }
