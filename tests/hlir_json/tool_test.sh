@@ -69,9 +69,11 @@ quick)
   ;;
 cli)
   "$tool" --help | grep -q -- "--emit hlir" || fail "help"
-  if "$tool" --help | grep -q -- "--limit"; then fail "help lists an option that does not exist"; fi
-  if "$tool" --graph "$graph" --limit 20 2>"$tmp/e"; then fail "--limit accepted"; fi
-  grep -q "unknown option '--limit'" "$tmp/e" || fail "message for --limit: $(cat "$tmp/e")"
+  "$tool" --help | grep -q -- "--limit N" || fail "help lacks the search's --limit"
+  if "$tool" --graph "$graph" --bogus 2>"$tmp/e"; then fail "--bogus accepted"; fi
+  grep -q "unknown option '--bogus'" "$tmp/e" || fail "message for --bogus: $(cat "$tmp/e")"
+  if "$tool" --graph "$graph" --limit 0 2>"$tmp/e"; then fail "--limit 0 accepted"; fi
+  grep -q -- "--limit needs a positive number" "$tmp/e" || fail "message for --limit 0: $(cat "$tmp/e")"
   if "$tool" --graph "$graph" --emit bogus 2>"$tmp/e"; then fail "--emit bogus accepted"; fi
   grep -q "unknown kind" "$tmp/e" || fail "message for --emit bogus"
   if "$tool" 2>"$tmp/e"; then fail "no --graph accepted"; fi
@@ -103,9 +105,9 @@ cli)
   grep -q -- "--dim B is given twice" "$tmp/e" || fail "message for --dim B twice: $(cat "$tmp/e")"
   # the options of --reference are refused without it, alike
   if "$tool" --graph "$graph" --seed 3 2>"$tmp/e"; then fail "--seed without --reference"; fi
-  grep -q -- "--seed only applies to --reference" "$tmp/e" || fail "message: $(cat "$tmp/e")"
+  grep -q -- "--seed only applies to the search, --reference" "$tmp/e" || fail "message: $(cat "$tmp/e")"
   if "$tool" --graph "$graph" --dim B=2 2>"$tmp/e"; then fail "--dim without --reference"; fi
-  grep -q -- "--dim only applies to --reference" "$tmp/e" || fail "message: $(cat "$tmp/e")"
+  grep -q -- "--dim only applies to the search, --reference" "$tmp/e" || fail "message: $(cat "$tmp/e")"
   # a run-time error names the file, the user's node and op, not an internal node number
   printf '%s\n' '{"format": "luminal-graph", "version": 1,' \
     ' "inputs": [{"name": "table", "dtype": "f32", "shape": [2, 3]},' \

@@ -1,13 +1,18 @@
 /* main.c - luminal_search: the command line of the tensor compiler.
  *
- * What exists today: loading and checking a JSON graph (docs/graph-json.md), printing
- * its canonical form (--emit hlir) and running the CPU reference runtime on seeded
- * random inputs (--reference). The search itself (--limit, candidates, the GPU) is not
- * built yet, and the help says so instead of accepting options that would do nothing.
+ * The main job is the search (--limit N and its options, search.c; docs/search.md):
+ * saturate, search the programs, measure them on the GPU (or rank them with the cost
+ * model), save the fastest into --out DIR. The other modes: loading and checking a JSON
+ * graph (docs/graph-json.md) and its summary, its canonical form and e-graph encoding
+ * (--emit), its search space (--emit space), the CPU reference runtime on seeded random
+ * inputs (--reference), genome fuzzing (--fuzz). `luminal_search --worker ...` is the
+ * GPU evaluator's worker process (search.h, sr_worker_main), entered before anything
+ * else is parsed.
  *
  * Emitters are rows of EMITTERS: adding `--emit egraph` is one function and one row.
  */
 #include "ls_int.h"
+#include "search.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -16,12 +21,48 @@
 #include <string.h>
 
 static const char USAGE[] =
-    "usage: luminal_search --graph FILE [options]\n"
+    "usage: luminal_search --graph FILE --limit N [--out DIR] [search options]\n"
+    "       luminal_search --graph FILE [--emit KIND | --reference | --fuzz N] [options]\n"
     "\n"
     "Loads a tensor graph in the JSON graph format (docs/graph-json.md), checks it\n"
-    "completely, and acts on it:\n"
+    "completely, and acts on it. The search (docs/search.md) saturates an e-graph with\n"
+    "the rules, searches its programs genetically, measures each candidate on the GPU\n"
+    "(worker processes, one per visible GPU) or, without one, ranks them with an\n"
+    "analytic cost model (the output then says: modelled, not measured), and saves the\n"
+    "fastest. Any search option below starts the search.\n"
     "\n"
     "  --graph FILE     the graph to read (required; - reads standard input)\n"
+    "Search:\n"
+    "  --limit N        candidates to evaluate, at most (default 20)\n"
+    "  --out DIR        save DIR/program (the winner; luminal_run DIR runs it),\n"
+    "                   DIR/graph.json, DIR/search.jsonl (the log) and DIR/report.html\n"
+    "  --seed N         every random choice of the search, and the measured inputs\n"
+    "                   (default 0); the same seed with the cost model gives the same\n"
+    "                   plan, byte for byte\n"
+    "  --cost-model     rank with the cost model even where there is a GPU\n"
+    "  --gpu            measure on the GPU, or fail (default: the GPU when one is\n"
+    "                   visible, else the cost model, and the output says which)\n"
+    "  --workers N      GPU workers (default: one per visible GPU)\n"
+    "  --replay-measurements FILE  answer every candidate from a previous search's\n"
+    "                   search.jsonl instead of measuring: reproduces that search exactly\n"
+    "                   (its seed, limit, dims and parameters come from the log)\n"
+    "  --time-limit S   wall-clock seconds of the whole search; no candidate is started\n"
+    "                   after it (default 600; 0: none)\n"
+    "  --cutoff F       stop a candidate early once it is slower than F times the best\n"
+    "                   (default 2; 0: never)\n"
+    "  --keep-best N    offspring are mutants of the best N candidates (default 4)\n"
+    "  --mutations N    a mutation changes 1 to N choices (default 3)\n"
+    "  --restart-after N  restart from a fresh random genome after N results in a row\n"
+    "                   without a new best (default 8; 0: never)\n"
+    "  --no-fused-start  the second and third candidates are not the most and the least\n"
+    "                   fused genomes (by default they are; the first is always random)\n"
+    "  --dim NAME=V     measure at this value of dynamic dim NAME (default: its profile\n"
+    "                   value); once per dim\n"
+    "  --json           print the summary as one JSON object instead of the table\n"
+    "  --quiet          no progress on stderr\n";
+
+static const char USAGE_MODES[] =
+    "Other modes:\n"
     "  --emit hlir      print the graph in canonical JSON form (primitives, explicit\n"
     "                   views) on stdout\n"
     "  --emit egraph    print the graph's e-graph encoding as a program in the rules\n"
@@ -32,8 +73,8 @@ static const char USAGE[] =
     "                   of programs, alternatives per op (docs/llir.md); --json for JSON\n"
     "  --emit space-json  the saturated e-graph as egraph-serialize JSON, with the dtype\n"
     "                   of every IR class\n"
-    "  --rules FILE     the rules to saturate with (--emit space, --fuzz), instead of the\n"
-    "                   built-in ones\n"
+    "  --rules FILE     the rules to saturate with (--emit space, --fuzz, the search),\n"
+    "                   instead of the built-in ones\n"
     "  --reference      run the CPU reference runtime on seeded random inputs and print,\n"
     "                   per output: name, dtype, shape, sum, max |x| and the XXH3-64\n"
     "                   hash of its bytes\n"
@@ -70,13 +111,13 @@ static const char USAGE[] =
     "  --quiet          nothing on stderr but errors\n"
     "  --help           this text\n"
     "\n"
-    "With neither --emit, --reference nor --fuzz, the graph is checked and summarised.\n"
+    "With no search option, --emit, --reference nor --fuzz, the graph is checked and\n"
+    "summarised. The search does not combine with --emit, --reference or --fuzz.\n"
     "Each option is given at most once (--dim once per NAME); the options of --reference\n"
-    "and --fuzz are refused without one of them. Errors name the file, line, column and node; a "
-    "run-time\n"
-    "error names the user's node and op.\n"
-    "Not in this build yet: the search over the e-graph and measuring candidates on\n"
-    "the GPU.\n";
+    "and --fuzz are refused without one of them or the search. Errors name the file, line,\n"
+    "column and node; a run-time error names the user's node and op.\n"
+    "Exit status: 0 done, 1 failed (the search: no candidate has a time, or it could not\n"
+    "run), 2 a bad command line.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -172,8 +213,8 @@ static int summarise(const hl_graph *g, const ls_opts *o)
         if (counts[op]) printf(" %s %u", hl_op_name((hl_op)op), counts[op]);
     printf("\n");
     if (!o->quiet)
-        fprintf(stderr, "luminal_search: the search is not built yet; --emit hlir and "
-                        "--reference are what this build can do\n");
+        fprintf(stderr, "luminal_search: give --limit N (and --out DIR) to search for the "
+                        "fastest program (see --help)\n");
     return 0;
 }
 
@@ -217,6 +258,7 @@ static int parse_args(int argc, char **argv, ls_opts *o)
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fputs(USAGE, stdout);
+            fputs(USAGE_MODES, stdout);
             return 0;
         } else if (strcmp(a, "--graph") == 0) {
             if (!next) return usage_error("%s needs a file (or - for standard input)", a);
@@ -271,6 +313,56 @@ static int parse_args(int argc, char **argv, ls_opts *o)
                                    "16 of them)",
                                    a);
             i++;
+        } else if (strcmp(a, "--limit") == 0) {
+            if (o->limit) return usage_error("%s is given twice", a);
+            if (!next || parse_u64(next, &o->limit) != 0 || o->limit == 0)
+                return usage_error("%s needs a positive number of candidates", a);
+            o->search = true;
+            i++;
+        } else if (strcmp(a, "--out") == 0) {
+            if (o->out) return usage_error("%s is given twice", a);
+            if (!next || !*next) return usage_error("%s needs a directory", a);
+            o->out = next;
+            o->search = true;
+            i++;
+        } else if (strcmp(a, "--cost-model") == 0) {
+            o->cost_model = o->search = true;
+        } else if (strcmp(a, "--gpu") == 0) {
+            o->gpu = o->search = true;
+        } else if (strcmp(a, "--no-fused-start") == 0) {
+            o->no_fused_start = o->search = true;
+        } else if (strcmp(a, "--replay-measurements") == 0) {
+            if (o->replay) return usage_error("%s is given twice", a);
+            if (!next || !*next) return usage_error("%s needs a search log (search.jsonl)", a);
+            o->replay = next;
+            o->search = true;
+            i++;
+        } else if (strcmp(a, "--time-limit") == 0 || strcmp(a, "--cutoff") == 0) {
+            double *dst = a[2] == 't' ? &o->time_limit : &o->cutoff;
+            if (*dst >= 0) return usage_error("%s is given twice", a);
+            char *end = NULL;
+            double v = next ? strtod(next, &end) : -1;
+            if (!next || !*next || *end || !(v >= 0) || v > 1e9)
+                return usage_error("%s needs a non-negative number", a);
+            *dst = v;
+            o->search = true;
+            i++;
+        } else if (strcmp(a, "--keep-best") == 0 || strcmp(a, "--mutations") == 0 ||
+                   strcmp(a, "--restart-after") == 0 || strcmp(a, "--workers") == 0) {
+            int64_t *dst = strcmp(a, "--keep-best") == 0   ? &o->keep_best
+                           : strcmp(a, "--mutations") == 0 ? &o->mutations
+                           : strcmp(a, "--workers") == 0   ? &o->workers
+                                                           : &o->restart_after;
+            if (*dst >= 0) return usage_error("%s is given twice", a);
+            uint64_t v;
+            bool zero_ok = strcmp(a, "--restart-after") == 0;
+            if (!next || parse_u64(next, &v) != 0 || v > 64 || (v == 0 && !zero_ok))
+                return usage_error(zero_ok ? "%s needs a number from 0 to 64"
+                                           : "%s needs a number from 1 to 64",
+                                   a);
+            *dst = (int64_t)v;
+            o->search = true;
+            i++;
         } else if (strcmp(a, "--json") == 0) {
             o->json = true;
         } else if (strcmp(a, "--quiet") == 0) {
@@ -280,11 +372,18 @@ static int parse_args(int argc, char **argv, ls_opts *o)
         }
     }
     if (!o->graph) return usage_error("%s", "--graph FILE is required");
+    if (o->search && (o->emit || o->reference || o->fuzz))
+        return usage_error("%s", "the search does not combine with --emit, --reference or --fuzz");
+    if ((o->cost_model + o->gpu + (o->replay != NULL)) > 1)
+        return usage_error("%s", "--cost-model, --gpu and --replay-measurements exclude each other");
+    if (o->search && o->mem_limit)
+        return usage_error("%s", "--mem-limit only applies to --reference and --fuzz");
     /* the options of --reference mean nothing without it: refuse them alike */
-    bool run = o->reference || o->fuzz;
-    if (o->n_dims && !run) return usage_error("%s", "--dim only applies to --reference and --fuzz");
+    bool run = o->reference || o->fuzz || o->search;
+    if (o->n_dims && !run)
+        return usage_error("%s", "--dim only applies to the search, --reference and --fuzz");
     if (seed_given && !run)
-        return usage_error("%s", "--seed only applies to --reference and --fuzz");
+        return usage_error("%s", "--seed only applies to the search, --reference and --fuzz");
     if (o->mem_limit && !run)
         return usage_error("%s", "--mem-limit only applies to --reference and --fuzz");
     if (o->fuzz_no_verify && !o->fuzz)
@@ -294,8 +393,12 @@ static int parse_args(int argc, char **argv, ls_opts *o)
 
 int main(int argc, char **argv)
 {
+    /* the GPU evaluator's worker process: nothing else is parsed */
+    if (argc >= 2 && strcmp(argv[1], "--worker") == 0) return sr_worker_main(argc, argv);
     ls_opts o;
     memset(&o, 0, sizeof o);
+    o.time_limit = o.cutoff = -1;
+    o.keep_best = o.mutations = o.restart_after = o.workers = -1;
     int rc = parse_args(argc, argv, &o);
     if (rc < 0) {
         lm_err e;
@@ -309,7 +412,8 @@ int main(int argc, char **argv)
             if (o.emit) rc = find_emitter(o.emit)->run(g, &o);
             if (rc == 0 && o.reference) rc = ls_reference(g, &o);
             if (rc == 0 && o.fuzz) rc = ls_fuzz(g, &o);
-            if (!o.emit && !o.reference && !o.fuzz) rc = summarise(g, &o);
+            if (o.search) rc = ls_search(g, &o);
+            if (!o.emit && !o.reference && !o.fuzz && !o.search) rc = summarise(g, &o);
             hl_graph_free(g);
         }
     }
