@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
-# Builds the project and runs the main job on bundled examples. The search over the
-# e-graph is not built yet, so the job is what exists end to end: a tensor graph read,
-# checked and encoded into the e-graph (loaded, not yet rewritten: the compiler's rules
-# come later), the reference runtime on it, and the engine running a bundled rule
-# program.
+# Builds the project and runs the main job on a bundled example: the search.
+#
+#   luminal_search --graph examples/graphs/decode_mlp_bf16.json --limit 20 --out build/example
+#
+# saturates the graph's e-graph with the compiler's rules, searches its programs
+# genetically (docs/search.md) and saves the fastest into build/example (program/,
+# graph.json, search.jsonl, report.html). On a machine with an NVIDIA GPU every candidate
+# is measured on it (worker processes own the CUDA contexts); without one, the analytic
+# cost model ranks them and the output says the times are modelled, not measured.
+# EXAMPLE_GRAPH overrides the graph, EXAMPLE_LIMIT the limit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$(nproc)" --target luminal_search eqsat
-g=examples/graphs/decode_mlp_bf16.json
-echo "== luminal_search: $g on the CPU reference runtime"
-build/tools/luminal_search/luminal_search --graph "$g" --reference
-echo "== luminal_search: its e-graph encoding, loaded into the engine (no rewrite rules yet:"
-echo "   one iteration of the empty default ruleset changes nothing; saturation comes with the rules)"
-build/tools/luminal_search/luminal_search --graph "$g" --emit egraph --quiet > build/example.egg
-printf '(run 1)\n(print-size)\n' >> build/example.egg
-build/tools/eqsat/eqsat build/example.egg
-echo "== eqsat: the e-graph engine on a bundled rule program (examples/egg/math.egg)"
-build/tools/eqsat/eqsat --stats examples/egg/math.egg
+cmake --build build -j "$(nproc)" --target luminal_search
+g=${EXAMPLE_GRAPH:-examples/graphs/decode_mlp_bf16.json}
+limit=${EXAMPLE_LIMIT:-20}
+out=build/example
+if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "== a GPU is visible: candidates are measured on it"
+else
+  echo "== no GPU visible: the cost model ranks the candidates (modelled, not measured)"
+fi
+echo "== luminal_search --graph $g --limit $limit --out $out"
+build/tools/luminal_search/luminal_search --graph "$g" --limit "$limit" --out "$out"
+echo "== the winner is in $out/program; the search curve and its kernels in $out/report.html"
+if [ -x build/tools/luminal_run/luminal_run ] || cmake --build build --target luminal_run >/dev/null 2>&1; then
+  echo "== luminal_run $out --check"
+  build/tools/luminal_run/luminal_run "$out" --check
+fi
