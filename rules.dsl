@@ -1031,6 +1031,7 @@
 (relation use (IR IR))
 (relation multi-use (IR))
 (relation single-use (IR))
+(relation inline-multi (IR))
 (rule ((= ?c (Op (Cast ?s ?a ?o ?t) ?l))) ((hl-reads ?c ?l)) :ruleset uses :name "reads-cast")
 (rule ((= ?c (Op (Exp2 ?s ?a ?o) ?l))) ((hl-reads ?c ?l)) :ruleset uses :name "reads-exp2")
 (rule ((= ?c (Op (Log2 ?s ?a ?o) ?l))) ((hl-reads ?c ?l)) :ruleset uses :name "reads-log2")
@@ -1051,6 +1052,38 @@
 ; candidates; uses_prune removes the multi-use ones, which leaves exactly the single-use
 (rule ((use ?x ?c)) ((single-use ?x)) :ruleset uses :name "single-use-candidate")
 (rule ((multi-use ?x) (single-use ?x)) ((delete (single-use ?x))) :ruleset uses_prune :name "single-use-prune")
+; the elementwise producers with several consumers that may be inlined (pruned below)
+(rule ((multi-use ?x) (elementwise ?x)) ((inline-multi ?x)) :ruleset uses :name "inline-multi-candidate")
+
+; ---- no recomputed reductions under a contraction ----
+; A contraction's product (a Mul read by a Sum: a matmul, a batched or attention product)
+; reads an operand through a broadcasting view (a 0 stride): every element of it is read once
+; per element of the dim it is broadcast along (a matmul's A once per column of the
+; output). An operand computed inside the product's region is computed that many times,
+; and a reduction inside it with it: the Llama block's RMSNorm, inlined into the gate
+; projection's region with the attention's output projection inlined into its sum of
+; squares, made three nested 2048-long loops per output element, a program that never
+; finished on the GPU. So a producer whose region may hold a reduction (a reduction, or
+; elementwise work reading one: may-reduce) is not inlined into a contraction's product;
+; it is stored, and the product (or its cuBLASLt call) reads it.
+(relation may-reduce (IR))
+(relation contraction-operand (IR))
+(rule ((reduction ?x)) ((may-reduce ?x)) :ruleset uses :name "may-reduce-reduction")
+(rule ((use ?a ?x) (may-reduce ?a) (elementwise ?x)) ((may-reduce ?x))
+      :ruleset uses :name "may-reduce-elementwise")
+(relation zero-stride (EList)) ; a stride list with a 0: the operand is broadcast
+(rule ((= ?l (ECons (MNum 0) ?r))) ((zero-stride ?l)) :ruleset uses :name "zero-stride-head")
+(rule ((= ?l (ECons ?x ?r)) (zero-stride ?r)) ((zero-stride ?l)) :ruleset uses :name "zero-stride-tail")
+(rule ((= ?m (Op (Mul ?s ?a ?b ?o) (ICons ?x (ICons ?y (INil))))) (zero-stride ?a) (use ?m ?r)
+       (= ?r (Op (Sum ?s2 ?n ?a2 ?na ?o2) ?l2)))
+      ((contraction-operand ?x)) :ruleset uses :name "contraction-operand-a")
+(rule ((= ?m (Op (Mul ?s ?a ?b ?o) (ICons ?x (ICons ?y (INil))))) (zero-stride ?b) (use ?m ?r)
+       (= ?r (Op (Sum ?s2 ?n ?a2 ?na ?o2) ?l2)))
+      ((contraction-operand ?y)) :ruleset uses :name "contraction-operand-b")
+(rule ((may-reduce ?x) (contraction-operand ?x) (single-use ?x)) ((delete (single-use ?x)))
+      :ruleset uses_prune :name "no-reduction-under-contraction")
+(rule ((may-reduce ?x) (contraction-operand ?x) (inline-multi ?x)) ((delete (inline-multi ?x)))
+      :ruleset uses_prune :name "no-reduction-under-contraction-multi")
 
 ; ---- inline: V(X) gets FInl(FX) ----
 ; A single-use producer (elementwise or a reduction) is computed in its one consumer's
@@ -1058,10 +1091,10 @@
 (rule ((single-use ?x) (= ?x (Op (FStore ?t) (ICons ?fx (INil))))
        (= ?v (Op (FLoad ?t) (ICons ?x (INil)))))
       ((union ?v (Op (FInl) (ICons ?fx (INil))))) :ruleset inline :name "inline-single-use")
-; An elementwise producer with several consumers may be recomputed in each consumer's
-; region: registers instead of a store and loads (the search measures the trade).
+; An elementwise producer with several consumers (inline-multi) may be recomputed in each
+; consumer's region: registers instead of a store and loads (the search measures the trade).
 ; Reductions with several consumers are never inlined (no rule).
-(rule ((multi-use ?x) (elementwise ?x) (= ?x (Op (FStore ?t) (ICons ?fx (INil))))
+(rule ((inline-multi ?x) (= ?x (Op (FStore ?t) (ICons ?fx (INil))))
        (= ?v (Op (FLoad ?t) (ICons ?x (INil)))))
       ((union ?v (Op (FInl) (ICons ?fx (INil))))) :ruleset inline :name "inline-multi-use-elementwise")
 
