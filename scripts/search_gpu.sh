@@ -9,8 +9,8 @@
 # $OUT/search/NAME (N = 40 for the small, memory-bound examples, 24 for the rest; each
 # example at most SEARCH_TIME_LIMIT seconds, 22 by default, so the whole run fits in about
 # five minutes), then Spearman's rank correlation between modelled_ms and the measured ms
-# of every candidate with a time (the search candidates and the reference lowering),
-# per example and over all of them, computed here in plain python3 (ties get mean ranks).
+# of every candidate with a time (the search candidates and the reference lowering;
+# those stopped early by the cutoff counted apart), per example and pooled.
 # Prints one line per example and a summary; logs go to $OUT (default .gpu/out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,61 +51,5 @@ except Exception as e:
     print(f"{name:30s} exit {r}: no summary ({e}); see {path[:-5]}.log")
 PY
 done
-python3 - "$out/search" <<'PY' | tee "$out/search_gpu_summary.txt"
-import json, math, os, sys
-base = sys.argv[1]
-
-def ranks(v):
-    order = sorted(range(len(v)), key=lambda i: v[i])
-    r = [0.0] * len(v)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            r[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return r
-
-def spearman(x, y):
-    if len(x) < 3:
-        return float("nan")
-    rx, ry = ranks(x), ranks(y)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    sxx = sum((a - mx) ** 2 for a in rx)
-    syy = sum((b - my) ** 2 for b in ry)
-    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else float("nan")
-
-allx, ally, per = [], [], []
-statuses = {}
-for name in sorted(os.listdir(base)):
-    log = os.path.join(base, name, "search.jsonl")
-    if not os.path.isfile(log):
-        continue
-    x, y = [], []
-    for line in open(log):
-        c = json.loads(line)
-        if c.get("type") != "candidate" or not c.get("evaluated"):
-            continue
-        statuses[c["status"]] = statuses.get(c["status"], 0) + 1
-        if c["status"] == "ok" and c.get("ms") and c.get("modelled_ms") and c["role"] != "check":
-            x.append(c["modelled_ms"])
-            y.append(c["ms"])
-    rho = spearman(x, y)
-    ratio = sorted(b / a for a, b in zip(x, y))
-    med = ratio[len(ratio) // 2] if ratio else float("nan")
-    per.append((name, len(x), rho, med))
-    allx += x
-    ally += y
-print("== the cost model against the GPU: Spearman's rank correlation of modelled and measured ms")
-for name, n, rho, med in per:
-    print(f"  {name:30s} {n:4d} candidates  rho {rho:6.3f}  measured/modelled median {med:.3g}")
-finite = [r for _, _, r, _ in per if not math.isnan(r)]
-print(f"  overall: {len(allx)} candidates with both times, rho {spearman(allx, ally):.3f} "
-      f"(pooled over examples); mean of per-example rho {sum(finite) / max(len(finite), 1):.3f} "
-      f"over {len(finite)} examples")
-print(f"  results by status: {statuses}")
-PY
+python3 scripts/spearman.py "$out/search" | tee "$out/search_gpu_summary.txt"
 exit $rc
