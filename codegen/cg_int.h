@@ -200,6 +200,14 @@ struct cg_ctx;
  * error (LM_EUNSUPPORTED naming the node for an op no template covers, LM_ENOMEM). */
 int cg__vg_build(cg_vg *vg, struct cg_ctx *c, uint32_t node, hl_expr L, bool share_elem);
 void cg__vg_fini(cg_vg *vg);
+/* The work of one launch of the graph's kernel, as expressions of the dims in the plan's
+ * pool, into k (cg_kernel): ops, every value reachable from the root (a load, an iota, an
+ * op; a reduction once per step of its loop) times the runs of its scope (the rows or the
+ * elements, times the lengths of the loops around it); strided, the loads whose lanes
+ * read addresses more than one element apart (at the dims' profile values; row: the row
+ * template's lanes, which split each loop, else the elementwise template's, one element
+ * each); divs32 and divs64, the divisions by a dim in the loads' positions. LM_ENOMEM. */
+int cg__vg_ops(cg_vg *vg, bool row, cg_kernel *k);
 
 /* The plan expression of LLIR expression e. */
 hl_expr cg__x(cg_vg *vg, hl_expr e);

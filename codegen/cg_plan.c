@@ -100,6 +100,7 @@ static cg_kernel *new_kernel(build *b, uint32_t node)
     cg_kernel *k = &p->kernels[p->n_kernels];
     memset(k, 0, sizeof *k);
     k->llir_node = node;
+    k->ops = k->strided = k->divs32 = k->divs64 = HL_NONE;
     return k;
 }
 
@@ -256,6 +257,8 @@ static int plan_node(build *b, uint32_t id, const uint32_t *alias_out)
         if (ws == LM_NONE) return b->err->code;
         cg_kernel ks[3];
         memset(ks, 0, sizeof ks);
+        for (int i = 0; i < 3; i++)
+            ks[i].ops = ks[i].strided = ks[i].divs32 = ks[i].divs64 = HL_NONE;
         rc = cg__scatter_kernels(&b->c, id, ob, ws, ks);
         if (rc) {
             for (int i = 0; i < 3; i++)

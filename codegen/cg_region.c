@@ -38,6 +38,17 @@ static uint32_t suffixes(cg_ctx *c, cg_vg *tmp, const ll_node *n, hl_expr *cand)
     return n->ndim;
 }
 
+/* Emits the kernel of vg with the row or the elementwise template, counts its work
+ * (cg_kernel.ops) and frees vg. */
+static int emit(cg_ctx *c, cg_vg *vg, bool row, uint32_t node, uint32_t out_buf, cg_kernel *k)
+{
+    int rc = row ? cg__emit_row(c, vg, node, out_buf, k) : cg__emit_elem(c, vg, node, out_buf, k);
+    if (!rc && cg__vg_ops(vg, row, k))
+        rc = cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+    cg__vg_fini(vg);
+    return rc;
+}
+
 int cg__region_kernel(cg_ctx *c, uint32_t node, uint32_t out_buf, cg_kernel *k)
 {
     const ll_node *n = ll_graph_node(c->g, node);
@@ -55,27 +66,17 @@ int cg__region_kernel(cg_ctx *c, uint32_t node, uint32_t out_buf, cg_kernel *k)
     int rc = cg__vg_build(&vg, c, node, last, true);
     if (rc) return rc;
     if (count_reduce(&vg) > 0) {
-        if (cg__row_eligible(&vg) > 0) {
-            rc = cg__emit_row(c, &vg, node, out_buf, k);
-            cg__vg_fini(&vg);
-            return rc;
-        }
+        if (cg__row_eligible(&vg) > 0) return emit(c, &vg, true, node, out_buf, k);
         cg__vg_fini(&vg);
         if (last != one) {
             rc = cg__vg_build(&vg, c, node, one, true);
             if (rc) return rc;
-            if (cg__row_eligible(&vg) > 0) {
-                rc = cg__emit_row(c, &vg, node, out_buf, k);
-                cg__vg_fini(&vg);
-                return rc;
-            }
+            if (cg__row_eligible(&vg) > 0) return emit(c, &vg, true, node, out_buf, k);
             cg__vg_fini(&vg);
         }
         rc = cg__vg_build(&vg, c, node, last, false);
         if (rc) return rc;
-        rc = cg__emit_elem(c, &vg, node, out_buf, k);
-        cg__vg_fini(&vg);
-        return rc;
+        return emit(c, &vg, false, node, out_buf, k);
     }
     cg__vg_fini(&vg);
     /* elementwise: the row length under which most loads are unit-stride (the largest on
@@ -96,9 +97,7 @@ int cg__region_kernel(cg_ctx *c, uint32_t node, uint32_t out_buf, cg_kernel *k)
     }
     rc = cg__vg_build(&vg, c, node, cand[bi], false);
     if (rc) return rc;
-    rc = cg__emit_elem(c, &vg, node, out_buf, k);
-    cg__vg_fini(&vg);
-    return rc;
+    return emit(c, &vg, false, node, out_buf, k);
 }
 
 int cg__copy_kernel(cg_ctx *c, uint32_t out_node, uint32_t out_buf, cg_kernel *k)

@@ -456,6 +456,157 @@ void cg__vg_fini(cg_vg *vg)
     memset(vg, 0, sizeof *vg);
 }
 
+/* Position of load v when the element scope's variable is ze and every loop between the
+ * two is at its first step; false when v does not live under the element scope (a row
+ * value) or a position cannot be evaluated. */
+static bool pos_at_element(const cg_vg *vg, const hl_env *env, const cg_val *v, int64_t ze,
+                           int64_t *out)
+{
+    uint32_t path[64], n = 0;
+    for (uint32_t s = v->scope; s != vg->elem; s = vg->s[s].parent) {
+        if (s == LM_NONE || vg->s[s].parent == LM_NONE || n == 64) return false;
+        path[n++] = s;
+    }
+    int64_t q = ze;
+    while (n-- > 0)
+        if (hl_e_eval(vg->p, vg->s[path[n]].q0, env, q, &q, NULL)) return false;
+    return hl_e_eval(vg->p, v->pos, env, q, out, NULL) == 0;
+}
+
+/* Do the lanes that load v read addresses apart (more than one element from one lane to
+ * the next), at the dims' profile values? The row template splits each loop of a row
+ * across its lanes: the step that matters is the one of v's own loop. The elementwise
+ * template gives each lane an element: the step is from one element to the next, the
+ * loops around v at their first step. A position that cannot be evaluated counts as
+ * strided. */
+static bool strided_load(const cg_vg *vg, const hl_env *env, const cg_val *v, bool row)
+{
+    const cg_scope *s = &vg->s[v->scope];
+    int64_t a, b;
+    if (!row) {
+        if (v->scope == vg->row) return false; /* one value per row: the lanes share it */
+        if (!pos_at_element(vg, env, v, 0, &a) || !pos_at_element(vg, env, v, 1, &b))
+            return vg->s[v->scope].parent != LM_NONE;
+        return b - a > 1 || b - a < -1;
+    }
+    if (s->parent == LM_NONE) return false;
+    int64_t inner, len;
+    if (hl_e_eval(vg->p, s->inner, env, 0, &inner, NULL) || hl_e_eval(vg->p, s->len, env, 0, &len, NULL))
+        return true;
+    if (len < 2) return false;
+    int64_t pmax = vg->s[s->parent].zmax;
+    for (int64_t pv = 0; pv < 2 && pv <= pmax; pv++) {
+        int64_t q0;
+        if (hl_e_eval(vg->p, s->q0, env, pv, &q0, NULL) ||
+            hl_e_eval(vg->p, v->pos, env, q0, &a, NULL) ||
+            hl_e_eval(vg->p, v->pos, env, q0 + inner, &b, NULL))
+            return true;
+        if (b - a > 1 || b - a < -1) return true;
+    }
+    return false;
+}
+
+/* Divisions and modulos in e by something other than a literal, where e depends on z
+ * (each an integer division at run time); at most 64, to a depth of 32. */
+static uint32_t divisions(const hl_expr_pool *p, hl_expr e, int depth)
+{
+    if (depth > 32 || !hl_e_has_z(p, e)) return 0;
+    hl_expr_node n = hl_e_get(p, e);
+    if (n.kind < HL_E_ADD) return 0;
+    uint32_t c = divisions(p, n.a, depth + 1) + divisions(p, n.b, depth + 1);
+    int64_t v;
+    if ((n.kind == HL_E_DIV || n.kind == HL_E_CDIV || n.kind == HL_E_MOD) && !hl_e_is_num(p, n.b, &v))
+        c++;
+    return c > 64 ? 64 : c;
+}
+
+/* A count that does not fit int64 (loops nested at the dims' largest values): the
+ * counts saturate at it, and the cost model reads it as "too much". */
+#define OPS_SATURATED ((int64_t)1 << 62)
+
+/* a op b, or the saturated count when it overflows (HL_NONE only when out of memory) */
+static hl_expr sat(hl_expr_pool *p, hl_expr r)
+{
+    return r != HL_NONE || hl_expr_pool_failed(p) ? r : hl_e_num(p, OPS_SATURATED);
+}
+
+/* acc + per[s] * runs[s] (HL_NONE stays) */
+static hl_expr weigh(hl_expr_pool *p, hl_expr acc, const uint64_t *per, const hl_expr *runs,
+                     uint32_t s)
+{
+    int64_t v;
+    if (acc == HL_NONE || !per[s]) return acc;
+    if (hl_e_is_num(p, acc, &v) && v == OPS_SATURATED) return acc;
+    if (hl_e_is_num(p, runs[s], &v) && v == OPS_SATURATED) return runs[s];
+    return sat(p, hl_e_add(p, acc, sat(p, hl_e_mul(p, hl_e_num(p, (int64_t)per[s]), runs[s]))));
+}
+
+int cg__vg_ops(cg_vg *vg, bool row, cg_kernel *k)
+{
+    hl_expr_pool *p = vg->p;
+    uint32_t nv = hl_var_count(p), ns = vg->ns ? vg->ns : 1;
+    bool *seen = cg__alloc(vg->n ? vg->n : 1, sizeof *seen);
+    hl_expr *runs = cg__alloc(ns, sizeof *runs);
+    uint64_t *count = cg__alloc(4 * (size_t)ns, sizeof *count);
+    int64_t *val = cg__alloc(nv ? nv : 1, sizeof *val);
+    bool *bound = cg__alloc(nv ? nv : 1, sizeof *bound);
+    hl_expr ops = HL_NONE, strided = HL_NONE, d32 = HL_NONE, d64 = HL_NONE;
+    if (!seen || !runs || !count || !val || !bound) goto done;
+    uint64_t *nops = count, *nstrided = count + ns, *n32 = count + 2 * ns, *n64 = count + 3 * ns;
+    for (uint32_t i = 0; i < vg->d->n; i++) {
+        const hl_dim *d = &vg->d->dims[i];
+        if (d->var < nv) {
+            val[d->var] = d->profile;
+            bound[d->var] = true;
+        }
+    }
+    hl_env env = {val, bound, nv};
+    cg__vg_mark(vg, vg->root, seen);
+    for (uint32_t v = 0; v < vg->n; v++) {
+        const cg_val *x = &vg->v[v];
+        if (!seen[v] || x->kind == CG_V_CONST) continue;
+        nops[x->kind == CG_V_REDUCE ? x->body_scope : x->scope]++;
+        if (x->kind != CG_V_LOAD) continue;
+        if (strided_load(vg, &env, x, row)) nstrided[x->scope]++;
+        uint32_t dv = divisions(p, x->pos, 0);
+        cg_ity t = CG_I64;
+        if (dv && !cg__expr_ity(p, vg->d, x->pos, vg->s[x->scope].zmax, &t)) t = CG_I64;
+        (t == CG_U32 ? n32 : n64)[x->scope] += dv;
+    }
+    /* a scope's parent is made before it: runs[] fills in index order */
+    ops = strided = d32 = d64 = hl_e_num(p, 0);
+    for (uint32_t s = 0; s < vg->ns && ops != HL_NONE; s++) {
+        const cg_scope *sc = &vg->s[s];
+        int64_t v;
+        if (sc->parent == LM_NONE)
+            runs[s] = s == vg->row ? vg->rows : vg->numel;
+        else if (hl_e_is_num(p, runs[sc->parent], &v) && v == OPS_SATURATED)
+            runs[s] = runs[sc->parent];
+        else
+            runs[s] = sat(p, hl_e_mul(p, runs[sc->parent], sc->len));
+        if (runs[s] == HL_NONE) {
+            ops = HL_NONE;
+            break;
+        }
+        ops = weigh(p, ops, nops, runs, s);
+        strided = weigh(p, strided, nstrided, runs, s);
+        d32 = weigh(p, d32, n32, runs, s);
+        d64 = weigh(p, d64, n64, runs, s);
+    }
+done:
+    cg__free(seen);
+    cg__free(runs);
+    cg__free(count);
+    cg__free(val);
+    cg__free(bound);
+    k->ops = ops;
+    k->strided = strided;
+    k->divs32 = d32;
+    k->divs64 = d64;
+    return ops == HL_NONE || strided == HL_NONE || d32 == HL_NONE || d64 == HL_NONE ? LM_ENOMEM
+                                                                                    : LM_OK;
+}
+
 bool cg__expr_is_one(const hl_expr_pool *p, hl_expr x)
 {
     int64_t v;

@@ -94,6 +94,21 @@ typedef struct cg_kernel {
     const char *template_name; /* "elementwise", "elementwise-loop", "row-warp", "row-block",
                                   "copy", "gather", "scatter-init", "scatter-mark",
                                   "scatter-apply", "matmul" (static) */
+    hl_expr ops;             /* the values one launch evaluates (loads, iotas, ops and
+                                reduction steps, each as often as the loops around it run),
+                                an expression of the dims; HL_NONE where not counted
+                                (gather, scatter, matmul; a plan read from a file). The
+                                cost model's work (search/sr_cost.c) */
+    hl_expr strided;         /* of them, the loads inside a loop (a reduction's, or a row's
+                                elements) whose address does not advance by 0 or 1 element
+                                from one step of the loop to the next, at the dims' profile
+                                values: the loop's lanes read a sector each. HL_NONE where
+                                ops is. The cost model's uncoalesced traffic */
+    hl_expr divs32, divs64;  /* the integer divisions and modulos by a dim (not a literal,
+                                which the compiler turns into a multiply) that the loads'
+                                index arithmetic evaluates per launch, in 32-bit and in
+                                64-bit arithmetic (a 64-bit division is a long subroutine
+                                on the GPU). HL_NONE where ops is */
 } cg_kernel;
 
 /* One cuBLASLt call: the matmul of an LLIR Blas node (ll_matmul's semantics), its

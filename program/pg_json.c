@@ -560,6 +560,7 @@ static int r_kernels(reader *r, json_t *a, const char *dir)
     for (uint32_t k = 0; k < p->n_kernels; k++) {
         json_t *o = json_array_get(a, k);
         cg_kernel *x = &p->kernels[k];
+        x->ops = x->strided = x->divs32 = x->divs64 = HL_NONE; /* the cost model's */
         at(r, "kernels[%u]", k);
         const char *src, *tmpl;
         uint32_t sh = 0;

@@ -4,9 +4,12 @@
  *
  *   kernel   t = launch + max(bytes / (BW * par), flops / rate)
  *            bytes: every buffer the kernel reads or writes, once (its size at the dims;
- *            re-reads are taken to hit L2), flops: the output's elements times the
- *            primitives evaluated per element (a region's interior nodes; a reduction's
- *            terms), or 2 m n k batch for the generic matmul kernel at the SIMT rate;
+ *            re-reads are taken to hit L2), flops: the values the kernel evaluates
+ *            (codegen's count, cg_kernel.ops: every load, op and reduction step as often
+ *            as the loops around it run, so a reduction inlined under another's loop
+ *            counts its length times the other's), or 2 m n k batch for the generic
+ *            matmul kernel at its rate; bytes also holds a 32-byte sector for every
+ *            load of a loop whose lanes read apart (cg_kernel.strided);
  *            par = min(1, threads launched / THREADS_TO_SATURATE): a grid too small to
  *            fill the machine does not reach the bandwidth
  *   library  t = blas_launch + max(bytes / BW, flops / (peak(dtype) * waves)), waves the
@@ -51,6 +54,14 @@ static const struct cost_constants {
                              us, per node 0.50 us at 1000 nodes (docs/perf.md), hence
                              0.7 us fixed */
     double per_node_s;    /* per graph node: 0.50 us (chain of 1000, docs/perf.md) */
+    double div32_ops;     /* a 32-bit integer division by a run-time value, in ops of
+                             simt_f32 (estimate: about 20 instructions) */
+    double div64_ops;     /* a 64-bit one: a subroutine of about 60 (estimate) */
+    double sector;        /* bytes a load moves when the lanes of a loop read addresses
+                             apart (cg_kernel.strided): one 32-byte sector each. The
+                             4096^3 matmul as one reduction kernel (its B read down a
+                             column) took 745.8 ms on an H100 (docs/perf.md), 2.2 TB of
+                             sectors at the H100's 3.0 TB/s copy rate */
 } COST = {
     .bw = 4265e9,
     .threads_sat = 132.0 * 1024.0,
@@ -65,6 +76,9 @@ static const struct cost_constants {
     .sms = 132.0,
     .graph_fixed_s = 0.7e-6,
     .per_node_s = 0.50e-6,
+    .sector = 32.0,
+    .div32_ops = 20.0,
+    .div64_ops = 60.0,
 };
 
 /* ==================================================================================
@@ -126,31 +140,6 @@ static double numel_of(const sr_env *e, const hl_expr_pool *p, uint32_t ndim, co
     return n;
 }
 
-/* Primitives evaluated per output element of a kernel or region node: 1 for a kernel
- * (a reduction: its terms), the interior's nodes for a region (loads are free). */
-static double work_per_element(const ll_graph *lg, const sr_env *le, uint32_t id)
-{
-    const hl_expr_pool *lp = ll_graph_exprs(lg);
-    const ll_node *n = ll_graph_node(lg, id);
-    double w = 0;
-    uint32_t nn = ll_graph_node_count(lg);
-    for (uint32_t i = 0; i < nn; i++) {
-        const ll_node *m = ll_graph_node(lg, i);
-        bool mine = i == id ? n->kind == LL_KERNEL : (m->region == id && m->kind == LL_FUSED);
-        if (!mine) continue;
-        double t = 1;
-        if (m->prim.op == HL_OP_SUM_REDUCE || m->prim.op == HL_OP_MAX_REDUCE) {
-            const hl_view *v = &m->prim.in[0].view;
-            if (v->ndim) {
-                int64_t k = sr_env_eval(le, lp, v->dims[v->ndim - 1]);
-                t = k > 0 ? (double)k : 1.0;
-            }
-        }
-        w += t;
-    }
-    return w > 0 ? w : 1.0;
-}
-
 static double mm_flops(const sr_env *e, const hl_expr_pool *p, const ll_matmul *mm)
 {
     int64_t m = sr_env_eval(e, p, mm->m), n = sr_env_eval(e, p, mm->n);
@@ -191,9 +180,18 @@ static void kernel_cost(const cg_plan *p, const ll_graph *lg, const sr_env *pe, 
     if (n && n->kind == LL_KERNEL && n->op == ll_op_find("KMatmul")) {
         flops = mm_flops(le, ll_graph_exprs(lg), &n->mm); /* KMatmul */
         rate = COST.kmatmul_f32;
+    } else if (k->ops != HL_NONE) {
+        int64_t v = sr_env_eval(pe, p->exprs, k->ops); /* loops nested in loops included */
+        flops = v >= 0 ? (double)v : 1e18; /* -1: it overflowed int64 */
+        int64_t d32 = sr_env_eval(pe, p->exprs, k->divs32), d64 = sr_env_eval(pe, p->exprs, k->divs64);
+        flops += d32 >= 0 ? COST.div32_ops * (double)d32 : 1e18;
+        flops += d64 >= 0 ? COST.div64_ops * (double)d64 : 1e18;
     } else if (n) {
-        flops = numel_of(le, ll_graph_exprs(lg), n->ndim, n->shape) *
-                work_per_element(lg, le, k->llir_node);
+        flops = numel_of(le, ll_graph_exprs(lg), n->ndim, n->shape); /* one per element */
+    }
+    if (k->strided != HL_NONE) {
+        int64_t v = sr_env_eval(pe, p->exprs, k->strided);
+        bytes += v >= 0 ? COST.sector * (double)v : 1e18;
     }
     double par = threads / COST.threads_sat;
     if (par > 1) par = 1;
