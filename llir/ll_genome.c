@@ -267,11 +267,15 @@ int ll_genome_random(ll_genome *g, const ll_space *s, lm_pcg32 *rng, lm_err *err
  * The most and the least fused genomes
  * ================================================================================== */
 
-static int score(const ll_space *s, uint32_t j, bool most)
+typedef enum prefer { MOST_FUSED, LEAST_FUSED, LIBRARY } prefer;
+
+static int score(const ll_space *s, uint32_t j, prefer pref)
 {
     ll_op op = s->cop[j];
     if (op == LL_OP_NONE) return 2;
     const ll_op_info *o = ll_op_get(op);
+    bool most = pref == MOST_FUSED;
+    if (pref == LIBRARY && o->dialect == LL_D_LIBRARY) return 7;
     switch (o->dialect) {
     case LL_D_LIBRARY:
         return most ? 6 : 2;
@@ -289,7 +293,7 @@ static int score(const ll_space *s, uint32_t j, bool most)
     }
 }
 
-static int preferred(ll_genome *g, const ll_space *s, bool most, lm_err *err)
+static int preferred(ll_genome *g, const ll_space *s, prefer most, lm_err *err)
 {
     int rc = check_shape(g, s, err);
     if (rc) return rc;
@@ -310,12 +314,17 @@ static int preferred(ll_genome *g, const ll_space *s, bool most, lm_err *err)
 
 int ll_genome_most_fused(ll_genome *g, const ll_space *s, lm_err *err)
 {
-    return preferred(g, s, true, err);
+    return preferred(g, s, MOST_FUSED, err);
 }
 
 int ll_genome_least_fused(ll_genome *g, const ll_space *s, lm_err *err)
 {
-    return preferred(g, s, false, err);
+    return preferred(g, s, LEAST_FUSED, err);
+}
+
+int ll_genome_library(ll_genome *g, const ll_space *s, lm_err *err)
+{
+    return preferred(g, s, LIBRARY, err);
 }
 
 /* ==================================================================================

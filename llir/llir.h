@@ -360,6 +360,11 @@ int ll_genome_random(ll_genome *g, const ll_space *s, lm_pcg32 *rng, lm_err *err
  * the least (standalone kernels everywhere), both valid. */
 int ll_genome_most_fused(ll_genome *g, const ll_space *s, lm_err *err);
 int ll_genome_least_fused(ll_genome *g, const ll_space *s, lm_err *err);
+/* The least fused genome, except that every class with a library choice (a contraction
+ * on cuBLASLt) takes it: the plain program that the vendor library makes fast, and the
+ * search's usual best start on a graph of matmuls (the least fused one materialises
+ * their broadcast products, the most fused may recompute a reduction per element). */
+int ll_genome_library(ll_genome *g, const ll_space *s, lm_err *err);
 
 /* Checks a genome: every choice is below its class's count, and walking from the root
  * over the chosen nodes: no cycle, every chosen IList has the length its op expects,

@@ -69,12 +69,20 @@ typedef struct sr_options {
     uint32_t max_mutations;  /* choices one mutation changes, 1 .. this: 3 */
     double cutoff_factor;    /* a candidate already slower than best * this is stopped
                                 early (sr_candidate.cutoff_ms); 0: never: 2.0 */
+    double screen_factor;    /* with a measuring evaluator, a candidate whose modelled time
+                                is over this times the model's time for the best so far
+                                (before any best: for the reference lowering) is not
+                                measured, but recorded as too-slow; 0: never: 50 */
+    uint32_t proposals;      /* with a measuring evaluator, after the first four
+                                candidates: of this many new genomes, the one the model
+                                costs least is measured (1: every draw is measured): 8 */
     uint32_t restart_after;  /* results in a row without a new best before the search
                                 restarts from a fresh random genome (0: never): 8 */
     double time_limit_s;     /* wall clock of the whole search, saturation included; no
                                 candidate is handed over past it (0: none): 600 */
-    bool fused_start;        /* the second and third candidates are the most and the least
-                                fused genomes (ll_genome_most_fused, _least_fused): true */
+    bool fused_start;        /* the second, third and fourth candidates are the most fused,
+                                the library and the least fused genomes
+                                (ll_genome_most_fused, _library, _least_fused): true */
     uint64_t max_draws;      /* genomes drawn, in all, before the space is taken as
                                 exhausted (0: 1000 + 200 * limit) */
     const int64_t *dims;     /* the dims measured at (hl_graph_dim_at order; NULL: every
@@ -130,6 +138,8 @@ typedef struct sr_report {
     uint64_t codegen_failed;        /* LLIR that codegen refused (recorded, compile-failed) */
     uint64_t dup_genomes;           /* genomes drawn again (after canonicalization) */
     uint64_t dup_programs;          /* new genomes giving a program already seen */
+    uint64_t screened;              /* programs the model screened out (recorded, too-slow) */
+    uint64_t declined;              /* proposals the model did not pick (not recorded) */
     uint64_t draws, restarts;
     bool time_up;         /* the time limit stopped the search */
     bool exhausted;       /* no new program was found within max_draws */

@@ -52,6 +52,8 @@ typedef struct sr_log_header {
     uint64_t seed, limit, max_draws;
     uint32_t keep_best, max_mutations, restart_after;
     double cutoff_factor;
+    double screen_factor; /* 0 in a log that predates the screen */
+    uint32_t proposals;   /* 1 in a log that predates the proposals */
     bool fused_start;
     uint32_t n_dims;
     int64_t dims[32];

@@ -153,6 +153,10 @@ static int read_header(json_t *o, sr_log_header *h, const char *path, lm_err *er
     h->restart_after = (uint32_t)json_integer_value(json_object_get(o, "restart_after"));
     h->cutoff_factor = num(json_object_get(o, "cutoff_factor"));
     h->fused_start = json_is_true(json_object_get(o, "fused_start"));
+    h->screen_factor = num(json_object_get(o, "screen_factor"));
+    if (isnan(h->screen_factor)) h->screen_factor = 0; /* written before the screen existed */
+    json_t *pj = json_object_get(o, "proposals");
+    h->proposals = json_is_integer(pj) ? (uint32_t)json_integer_value(pj) : 1;
     if (h->slots < 1 || isnan(h->cutoff_factor))
         return lm_err_set(err, LM_EPARSE, NULL, "%s:1: the header lacks slots or cutoff_factor",
                           path);

@@ -53,6 +53,8 @@ void sr_options_default(sr_options *o)
     o->keep_best = 4;
     o->max_mutations = 3;
     o->cutoff_factor = 2.0;
+    o->screen_factor = 50.0;
+    o->proposals = 8;
     o->restart_after = 8;
     o->time_limit_s = 600;
     o->fused_start = true;
@@ -98,6 +100,11 @@ static size_t keyset_slot(const keyset *k, uint64_t lo, uint64_t hi)
     while (k->used[i] && !(k->lo[i] == lo && k->hi[i] == hi))
         i = (i + 1) & m;
     return i;
+}
+
+static bool keyset_has(const keyset *k, uint64_t lo, uint64_t hi)
+{
+    return k->cap && k->used[keyset_slot(k, lo, hi)];
 }
 
 /* 1 inserted, 0 present, -1 out of memory. */
@@ -157,6 +164,7 @@ typedef struct flight { /* a candidate handed to the evaluator */
     const char *origin;
     uint64_t parent;
     double modelled_ms;
+    bool costed; /* plan and modelled_ms are made (a proposal the model chose) */
     uint32_t kernels;
     bool check; /* handed over with sr_candidate.check */
 } flight;
@@ -255,6 +263,8 @@ static void log_header(srch *x)
     json_object_set_new(h, "keep_best", json_integer(x->o.keep_best));
     json_object_set_new(h, "max_mutations", json_integer(x->o.max_mutations));
     json_object_set_new(h, "cutoff_factor", json_real(x->o.cutoff_factor));
+    json_object_set_new(h, "screen_factor", json_real(x->o.screen_factor));
+    json_object_set_new(h, "proposals", json_integer(x->o.proposals));
     json_object_set_new(h, "restart_after", json_integer(x->o.restart_after));
     json_object_set_new(h, "fused_start", json_boolean(x->o.fused_start));
     json_object_set_new(h, "time_limit_s", json_real(x->o.time_limit_s));
@@ -565,6 +575,25 @@ static int submit(srch *x, flight *f, bool check)
     return LM_OK;
 }
 
+/* The model's time the screen compares with: the modelled time of the best measured so
+ * far, or before any, of the reference lowering (when it has a time); NAN: none. */
+static double screen_base(const srch *x)
+{
+    if (!isnan(x->r->best_ms)) return x->r->best_modelled_ms;
+    return isnan(x->r->reference_ms) ? NAN : x->r->reference_modelled_ms;
+}
+
+/* Is f hopeless by the model, so that measuring it would only spend the GPU's time?
+ * (A program the model puts 50 times above the best so far is one with a loop nest the
+ * fused code recomputes per element: seconds per run where the best takes milliseconds.)
+ * Only for a measuring evaluator: the cost model's own cutoff already does this. */
+static bool screened(const srch *x, const flight *f)
+{
+    double base = screen_base(x);
+    return x->r->measured && x->o.screen_factor > 0 && isfinite(base) && base > 0 &&
+           isfinite(f->modelled_ms) && f->modelled_ms > base * x->o.screen_factor;
+}
+
 /* Builds f's LLIR (from its genome unless given), skips a program already seen (*ok
  * false, nothing recorded), numbers it, generates its plan and costs it. *ok false, with
  * the candidate recorded, when it cannot be built or generated. */
@@ -593,7 +622,7 @@ static int prepare(srch *x, flight *f, bool *ok)
         return LM_OK;
     }
     t = lm_now_s();
-    f->plan = cg_plan_new(f->lg, NULL, &e);
+    if (!f->plan) f->plan = cg_plan_new(f->lg, NULL, &e);
     x->r->t.codegen += lm_now_s() - t;
     if (!f->plan) {
         if (f->role == ROLE_SEARCH) x->r->codegen_failed++;
@@ -604,9 +633,23 @@ static int prepare(srch *x, flight *f, bool *ok)
     f->kernels = f->plan->n_kernels + f->plan->n_blas;
     t = lm_now_s();
     lm_err ce = {0};
-    if (sr_cost_plan(f->plan, f->lg, x->g, x->dims, &f->modelled_ms, NULL, NULL, &ce) != 0)
+    if (!f->costed &&
+        sr_cost_plan(f->plan, f->lg, x->g, x->dims, &f->modelled_ms, NULL, NULL, &ce) != 0)
         f->modelled_ms = NAN;
     x->r->t.search += lm_now_s() - t;
+    if (f->role == ROLE_SEARCH && screened(x, f)) {
+        char why[200], a[32], b[32];
+        double base = screen_base(x);
+        snprintf(why, sizeof why,
+                 "modelled %s, over %g times the model's %s for the %s: not measured",
+                 sr_fmt_ms(f->modelled_ms, a, sizeof a), x->o.screen_factor,
+                 sr_fmt_ms(base, b, sizeof b),
+                 isnan(x->r->best_ms) ? "reference lowering" : "best so far");
+        x->r->screened++;
+        log_candidate(x, f, NULL, SR_TOO_SLOW, why, true, fp);
+        progress(x, "#%" PRIu64 " screened out: %s", f->id, why);
+        return LM_OK;
+    }
     *ok = true;
     return LM_OK;
 }
@@ -618,12 +661,12 @@ static flight *free_slot(srch *x)
     return NULL;
 }
 
-/* Draws the next genome and, when it is a new program, hands it over. */
-static int next_candidate(srch *x)
+/* Draws a genome into f (a search candidate): the first is random; with fused_start the
+ * second, third and fourth are the most fused, the library and the least fused genomes;
+ * then a fresh random genome after a restart or while no candidate has a time, else a
+ * mutant of one of the best. Canonicalized. */
+static int draw(srch *x, flight *f)
 {
-    flight *f = free_slot(x);
-    memset(f, 0, sizeof *f);
-    double t = lm_now_s();
     int rc = ll_genome_init(&f->g, x->s, x->err);
     if (rc) return rc;
     f->have_genome = true;
@@ -637,6 +680,10 @@ static int next_candidate(srch *x)
         f->origin = "most-fused";
         made = true;
     } else if (x->o.fused_start && x->r->draws == 3) {
+        rc = ll_genome_library(&f->g, x->s, x->err);
+        f->origin = "library";
+        made = true;
+    } else if (x->o.fused_start && x->r->draws == 4) {
         rc = ll_genome_least_fused(&f->g, x->s, x->err);
         f->origin = "least-fused";
         made = true;
@@ -651,10 +698,92 @@ static int next_candidate(srch *x)
     }
     if (!rc && !made) rc = ll_genome_random(&f->g, x->s, &x->rng, x->err);
     if (!rc) rc = ll_genome_canonicalize(&f->g, x->s, x->err);
-    x->r->t.search += lm_now_s() - t;
-    if (rc) {
-        flight_clear(f);
-        return rc;
+    return rc;
+}
+
+/* The model's pick among up to `proposals` new genomes (each built, generated and
+ * costed): the one with the least modelled time, in *best (have: one was found). Genomes
+ * and programs seen before are skipped (and counted as repeats); the others are
+ * declined and forgotten (a later draw may bring one back). */
+static int propose(srch *x, flight *best, bool *have)
+{
+    *have = false;
+    for (uint32_t i = 0; i < x->o.proposals; i++) {
+        flight c;
+        memset(&c, 0, sizeof c);
+        double t = lm_now_s();
+        int rc = draw(x, &c);
+        if (rc) {
+            flight_clear(&c);
+            return rc;
+        }
+        bool skip = keyset_has(&x->genomes, c.g.hash, 0) || (*have && c.g.hash == best->g.hash);
+        if (skip) x->r->dup_genomes++;
+        lm_err e = {0};
+        if (!skip) skip = !(c.lg = ll_graph_from_genome(x->s, &c.g, &e));
+        ll_fingerprint fp = {0, 0}, bp = {0, 0};
+        if (!skip) {
+            fp = ll_graph_fingerprint(c.lg);
+            if (*have) bp = ll_graph_fingerprint(best->lg);
+            skip = keyset_has(&x->programs, fp.lo, fp.hi) || (*have && fp.lo == bp.lo && fp.hi == bp.hi);
+            if (skip) x->r->dup_programs++;
+        }
+        x->r->t.search += lm_now_s() - t;
+        if (!skip) {
+            t = lm_now_s();
+            c.plan = cg_plan_new(c.lg, NULL, &e);
+            x->r->t.codegen += lm_now_s() - t;
+            skip = !c.plan;
+        }
+        if (!skip) {
+            t = lm_now_s();
+            lm_err ce = {0};
+            if (sr_cost_plan(c.plan, c.lg, x->g, x->dims, &c.modelled_ms, NULL, NULL, &ce) != 0)
+                c.modelled_ms = INFINITY;
+            c.costed = true;
+            x->r->t.search += lm_now_s() - t;
+        }
+        if (skip) {
+            flight_clear(&c);
+            continue;
+        }
+        if (!*have || c.modelled_ms < best->modelled_ms) {
+            if (*have) {
+                flight_clear(best);
+                x->r->declined++;
+            }
+            *best = c;
+            *have = true;
+        } else {
+            flight_clear(&c);
+            x->r->declined++;
+        }
+    }
+    if (*have && isinf(best->modelled_ms)) best->modelled_ms = NAN;
+    return LM_OK;
+}
+
+/* Draws the next genome and, when it is a new program, hands it over. With a measuring
+ * evaluator, after the first four, the model proposes: of `proposals` new genomes the one
+ * it costs least is measured. */
+static int next_candidate(srch *x)
+{
+    flight *f = free_slot(x);
+    memset(f, 0, sizeof *f);
+    int rc;
+    bool seeding = x->r->draws < (x->o.fused_start ? 4u : 1u);
+    if (!seeding && x->r->measured && x->o.proposals > 1) {
+        bool have;
+        if ((rc = propose(x, f, &have))) return rc;
+        if (!have) return LM_OK;
+    } else {
+        double t = lm_now_s();
+        rc = draw(x, f);
+        x->r->t.search += lm_now_s() - t;
+        if (rc) {
+            flight_clear(f);
+            return rc;
+        }
     }
     int added = keyset_add(&x->genomes, f->g.hash, 0);
     if (added <= 0) {
@@ -993,6 +1122,8 @@ static int apply_header(srch *x, const sr_log_header *h)
     x->o.max_mutations = h->max_mutations;
     x->o.restart_after = h->restart_after;
     x->o.cutoff_factor = h->cutoff_factor;
+    x->o.screen_factor = h->screen_factor;
+    x->o.proposals = h->proposals;
     x->o.fused_start = h->fused_start;
     x->o.time_limit_s = 0;
     const hl_expr_pool *p = hl_graph_exprs_c(x->g);
@@ -1105,9 +1236,11 @@ void sr_report_fprint(const sr_report *r, FILE *f)
         if (r->by_status[i]) fprintf(f, ", %" PRIu64 " %s", r->by_status[i], sr_reason_name(i));
     fprintf(f,
             "\n  not evaluated: %" PRIu64 " LLIR build failures, %" PRIu64
-            " refused by codegen, %" PRIu64 " repeated genomes, %" PRIu64
+            " refused by codegen, %" PRIu64 " screened out and %" PRIu64
+            " declined by the model, %" PRIu64 " repeated genomes, %" PRIu64
             " repeated programs; %" PRIu64 " draws, %" PRIu64 " restarts%s%s%s\n",
-            r->build_failed, r->codegen_failed, r->dup_genomes, r->dup_programs, r->draws,
+            r->build_failed, r->codegen_failed, r->screened, r->declined, r->dup_genomes,
+            r->dup_programs, r->draws,
             r->restarts, r->time_up ? "; stopped by the time limit" : "",
             r->exhausted ? "; the space looks exhausted" : "",
             r->replay_diverged ? "; THE REPLAY DIVERGED from its log" : "");
@@ -1168,6 +1301,8 @@ char *sr_report_json(const sr_report *r)
     json_object_set_new(o, "codegen_failed", json_integer((json_int_t)r->codegen_failed));
     json_object_set_new(o, "dup_genomes", json_integer((json_int_t)r->dup_genomes));
     json_object_set_new(o, "dup_programs", json_integer((json_int_t)r->dup_programs));
+    json_object_set_new(o, "screened", json_integer((json_int_t)r->screened));
+    json_object_set_new(o, "declined", json_integer((json_int_t)r->declined));
     json_object_set_new(o, "draws", json_integer((json_int_t)r->draws));
     json_object_set_new(o, "restarts", json_integer((json_int_t)r->restarts));
     json_object_set_new(o, "time_up", json_boolean(r->time_up));

@@ -47,9 +47,10 @@
  * the outputs compared with the reference runtime's (hl_run on the CPU here, computed
  * at the first check and kept) by llir's scaled tolerances; then timed: on the GPU
  * pg_program_time (CUDA-graph replays measured with events; warmup replays, then the
- * median of trials), first a probe of 3 replays when there is a cutoff, stopped there
- * as SR_TOO_SLOW when slower; on the CPU backend (tests) the wall clock of whole runs,
- * median likewise.
+ * median of trials), first a probe of 3 replays: a candidate slower than the cutoff
+ * stops there as SR_TOO_SLOW, and one whose warmup and trials would take more than
+ * TIME_BUDGET_MS gets fewer trials (3 at least, no warmup beyond the probe's); on the
+ * CPU backend (tests) the wall clock of whole runs, median likewise.
  *
  * A fault (LM_EFAULT: an illegal address poisons the context for the rest of the
  * process) is answered with SR_FAULT and the worker exits 3 so that the driver starts a
@@ -306,6 +307,10 @@ static int time_cpu(wk_state *w, pg_program *p, uint32_t warmup, uint32_t trials
     return LM_OK;
 }
 
+/* The wall time a candidate's timed replays should take at most, in ms: a slow program
+ * gets fewer trials (3 at least), a fast one the configured warmup and trials. */
+#define TIME_BUDGET_MS 1000.0
+
 static int time_it(wk_state *w, pg_program *p, uint32_t warmup, uint32_t trials, double *med,
                    lm_err *err)
 {
@@ -497,25 +502,31 @@ static void run_candidate(wk_state *w, const ll_graph *lg, double cutoff, bool c
         stage(w, "time");
         double med = 0;
         int rc = 0;
-        if (cutoff > 0) {
-            rc = time_it(w, p, 1, 3, &med, &e);
-            if (!rc && med > cutoff) {
-                o->status = SR_TOO_SLOW;
-                o->ms = med;
-                o->trials = 3;
-                snprintf(o->why, sizeof o->why,
-                         "%.4g ms over 3 replays, slower than the cutoff %.4g ms", med, cutoff);
-                ok = false;
-            }
+        /* a probe of 3 replays first: it stops a candidate over the cutoff, and it sizes
+           the trials of a slow one to about TIME_BUDGET_MS (a program of 0.7 s a replay
+           would otherwise hold the GPU for warmup + trials replays) */
+        uint32_t warmup = w->warmup, trials = w->trials;
+        rc = time_it(w, p, 1, 3, &med, &e);
+        if (!rc && cutoff > 0 && med > cutoff) {
+            o->status = SR_TOO_SLOW;
+            o->ms = med;
+            o->trials = 3;
+            snprintf(o->why, sizeof o->why,
+                     "%.4g ms over 3 replays, slower than the cutoff %.4g ms", med, cutoff);
+            ok = false;
+        } else if (!rc && med * (warmup + trials) > TIME_BUDGET_MS) {
+            warmup = 0; /* the probe warmed it */
+            trials = med * 3 >= TIME_BUDGET_MS ? 3 : (uint32_t)(TIME_BUDGET_MS / med);
+            if (trials > w->trials) trials = w->trials;
         }
-        if (!rc && ok) rc = time_it(w, p, w->warmup, w->trials, &med, &e);
+        if (!rc && ok) rc = time_it(w, p, warmup, trials, &med, &e);
         if (rc) {
             fail(o, status_of(rc), "timing: ", e.msg);
             o->fatal = rc == LM_EFAULT || rc == LM_ETIMEOUT;
         } else if (ok) {
             o->status = SR_OK;
             o->ms = med;
-            o->trials = w->backend == PG_BACKEND_CPU && w->trials > 64 ? 64 : w->trials;
+            o->trials = w->backend == PG_BACKEND_CPU && trials > 64 ? 64 : trials;
         }
     }
     pg_program_free(p);

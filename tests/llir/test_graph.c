@@ -544,6 +544,57 @@ START_TEST(out_of_memory_is_an_error)
 }
 END_TEST
 
+/* kinds of nodes in lg */
+static void count_kinds(const ll_graph *lg, uint32_t *library, uint32_t *region, uint32_t *kmatmul)
+{
+    *library = *region = *kmatmul = 0;
+    for (uint32_t i = 0; i < ll_graph_node_count(lg); i++) {
+        const ll_node *n = ll_graph_node(lg, i);
+        *library += n->kind == LL_LIBRARY;
+        *region += n->kind == LL_REGION;
+        *kmatmul += n->kind == LL_KERNEL && n->op == ll_op_find("KMatmul");
+    }
+}
+
+START_TEST(the_library_genome_puts_the_contractions_on_cublaslt)
+{
+    /* on every example with a matmul: the library genome is valid, holds at least as many
+       cuBLASLt calls as the most fused one (and one at least), no generic matmul kernel
+       and no fused region: the rest is kernels, as in the least fused */
+    char names[TL_MAX_EXAMPLES][256];
+    uint32_t n = tl_examples(names, TL_MAX_EXAMPLES), with_matmul = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        hl_graph *g = tl_load(names[i]);
+        tl_env t;
+        tl_build(&t, g, NULL);
+        ll_genome most, lib;
+        lm_err err = {0};
+        ck_assert(ll_genome_init(&most, t.s, &err) == LM_OK);
+        ck_assert(ll_genome_init(&lib, t.s, &err) == LM_OK);
+        ck_assert(ll_genome_most_fused(&most, t.s, &err) == LM_OK);
+        ck_assert_msg(ll_genome_library(&lib, t.s, &err) == LM_OK, "%s: %s", names[i], err.msg);
+        ck_assert_msg(ll_genome_validate(&lib, t.s, &err) == LM_OK, "%s: %s", names[i], err.msg);
+        ll_graph *lm = tl_graph(t.s, &most), *ll = tl_graph(t.s, &lib);
+        uint32_t ml, mr, mk, bl, br, bk;
+        count_kinds(lm, &ml, &mr, &mk);
+        count_kinds(ll, &bl, &br, &bk);
+        if (ml > 0) {
+            with_matmul++;
+            ck_assert_msg(bl >= ml, "%s: %u cuBLASLt calls, the most fused has %u", names[i], bl, ml);
+            ck_assert_uint_eq(bk, 0);
+            ck_assert_uint_eq(br, 0);
+        }
+        ll_graph_free(lm);
+        ll_graph_free(ll);
+        ll_genome_fini(&most);
+        ll_genome_fini(&lib);
+        tl_fini(&t);
+        hl_graph_free(g);
+    }
+    ck_assert_uint_ge(with_matmul, 4); /* the matmuls, the MLPs, attention, the Llama block */
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("llir_graph");
@@ -562,6 +613,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, the_verifier_catches_interior_nodes_outside_their_region);
     tcase_add_test(tc, the_evaluator_agrees_with_hlir);
     tcase_add_test(tc, out_of_memory_is_an_error);
+    tcase_add_test(tc, the_library_genome_puts_the_contractions_on_cublaslt);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -18,6 +18,8 @@
 #define GRAPH LUMINAL_SOURCE_DIR "/examples/graphs/decode_mlp_bf16.json"
 #define SMALL LUMINAL_SOURCE_DIR "/examples/graphs/matmul_f32_2048.json"
 #define OTHER LUMINAL_SOURCE_DIR "/examples/graphs/primitives_strided.json"
+#define MATMUL_BF16 LUMINAL_SOURCE_DIR "/examples/graphs/matmul_bf16_4096.json"
+#define SOFTMAX LUMINAL_SOURCE_DIR "/examples/graphs/softmax_f32_4096x8192.json"
 
 static hl_graph *load(const char *path)
 {
@@ -403,6 +405,72 @@ START_TEST(a_program_is_measured_once)
 }
 END_TEST
 
+/* ---- the model's screen ---- */
+
+START_TEST(the_model_screens_out_hopeless_candidates)
+{
+    /* a measuring evaluator whose times are the model's: with the screen at 1.2, every
+       candidate the model puts over 1.2 times the best so far is logged as too-slow, not
+       measured, and never reaches the evaluator */
+    hl_graph *g = load(GRAPH);
+    fault_ev f = {.base = {&FAULT_OPS}, .g = g, .slots = 1};
+    char *a = tmpdir();
+    sr_options o;
+    sr_report r;
+    opts(&o, GRAPH, a, 3, 15);
+    o.ev = &f.base;
+    o.screen_factor = 1.2;
+    run_ok(g, &o, &r);
+    ck_assert_uint_gt(r.screened, 0);
+    ck_assert_uint_eq(r.evaluated, 15); /* screened candidates do not count */
+    ck_assert_uint_gt(r.declined, 0);   /* the model picked among proposals */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/search.jsonl", a);
+    FILE *fp = fopen(path, "r");
+    ck_assert_ptr_nonnull(fp);
+    char line[8192];
+    uint64_t screened = 0;
+    while (fgets(line, sizeof line, fp)) {
+        json_error_t je;
+        json_t *c = json_loads(line, 0, &je);
+        ck_assert_msg(c, "%s", je.text);
+        const char *why = json_string_value(json_object_get(c, "why"));
+        if (why && strstr(why, "not measured")) {
+            screened++;
+            ck_assert(!json_is_true(json_object_get(c, "evaluated")));
+            ck_assert_str_eq(json_string_value(json_object_get(c, "status")), "too-slow");
+            double m = json_real_value(json_object_get(c, "modelled_ms"));
+            json_t *best = json_object_get(c, "best_ms");
+            double base = json_is_real(best) ? json_real_value(best) : r.reference_modelled_ms;
+            ck_assert_msg(m > 1.2 * base, "screened at %g ms against %g ms", m, base);
+            /* it never reached the evaluator */
+            const char *fph = json_string_value(json_object_get(c, "fingerprint"));
+            for (uint32_t i = 0; i < f.n_seen; i++) {
+                char h[33];
+                snprintf(h, sizeof h, "%016llx%016llx", (unsigned long long)f.seen[i].hi,
+                         (unsigned long long)f.seen[i].lo);
+                ck_assert_str_ne(h, fph);
+            }
+        }
+        json_decref(c);
+    }
+    fclose(fp);
+    ck_assert_uint_eq(screened, r.screened);
+    sr_report_fini(&r);
+    /* the screen off: nothing is screened */
+    opts(&o, GRAPH, NULL, 3, 15);
+    o.ev = &f.base;
+    o.screen_factor = 0;
+    f.n_seen = 0;
+    run_ok(g, &o, &r);
+    ck_assert_uint_eq(r.screened, 0);
+    sr_report_fini(&r);
+    rmtree(a);
+    free(a);
+    hl_graph_free(g);
+}
+END_TEST
+
 /* ---- the cost model ---- */
 
 START_TEST(the_cost_model_orders_obvious_cases)
@@ -428,6 +496,46 @@ START_TEST(the_cost_model_orders_obvious_cases)
 }
 END_TEST
 
+/* The model's rows of the reference lowering of the graph at path (its profile dims). */
+static sr_kernel_row *reference_rows(const char *path, uint32_t *n, double *ms)
+{
+    hl_graph *g = load(path);
+    lm_err e = {0};
+    ll_graph *lg = ll_graph_from_hlir(g, &e);
+    ck_assert_msg(lg, "%s", e.msg);
+    cg_plan *p = cg_plan_new(lg, NULL, &e);
+    ck_assert_msg(p, "%s", e.msg);
+    sr_kernel_row *rows = NULL;
+    ck_assert_int_eq(sr_cost_plan(p, lg, g, NULL, ms, &rows, n, &e), 0);
+    cg_plan_free(p);
+    ll_graph_free(lg);
+    hl_graph_free(g);
+    return rows;
+}
+
+START_TEST(the_cost_model_counts_loops_and_scattered_loads)
+{
+    /* the 4096^3 matmul lowered as one reduction kernel: every step of its 4096-long loop
+       loads two elements, multiplies and accumulates (4 values a step), and its B operand
+       is read down a column, a 32-byte sector a load; softmax reads its rows in order */
+    uint32_t n;
+    double ms;
+    sr_kernel_row *r = reference_rows(MATMUL_BF16, &n, &ms);
+    ck_assert_uint_eq(n, 1);
+    double mnk = 4096.0 * 4096.0 * 4096.0;
+    ck_assert_msg(r[0].flops >= 4 * mnk, "flops %g", r[0].flops);
+    ck_assert_msg(r[0].bytes >= 32 * mnk, "bytes %g", r[0].bytes);
+    ck_assert_msg(ms > 100, "modelled %g ms", ms); /* measured 745.8 ms on an H100 */
+    free(r);
+    r = reference_rows(SOFTMAX, &n, &ms);
+    double tensor = 4096.0 * 8192.0 * 4;
+    for (uint32_t i = 0; i < n; i++)
+        ck_assert_msg(r[i].bytes <= 3 * tensor, "step %u: %g bytes", i, r[i].bytes);
+    ck_assert_msg(ms < 1, "modelled %g ms", ms); /* measured 0.46 ms on an H100 */
+    free(r);
+}
+END_TEST
+
 static Suite *search_suite(void)
 {
     Suite *s = suite_create("search");
@@ -439,7 +547,9 @@ static Suite *search_suite(void)
     tcase_add_test(t, failures_are_recorded_and_the_search_finishes);
     tcase_add_test(t, an_evaluator_failing_everything_is_a_clear_error);
     tcase_add_test(t, a_program_is_measured_once);
+    tcase_add_test(t, the_model_screens_out_hopeless_candidates);
     tcase_add_test(t, the_cost_model_orders_obvious_cases);
+    tcase_add_test(t, the_cost_model_counts_loops_and_scattered_loads);
     suite_add_tcase(s, t);
     return s;
 }

@@ -33,9 +33,11 @@ typedef struct ls_opts {
     const char *replay;      /* --replay-measurements FILE */
     double time_limit;       /* --time-limit S (< 0: not given) */
     double cutoff;           /* --cutoff F (< 0: not given) */
+    double screen;           /* --screen F (< 0: not given) */
     int64_t keep_best;       /* --keep-best N (< 0: not given) */
     int64_t mutations;       /* --mutations N (< 0: not given) */
     int64_t restart_after;   /* --restart-after N (< 0: not given) */
+    int64_t proposals;       /* --proposals N (< 0: not given) */
     bool no_fused_start;     /* --no-fused-start */
     int64_t workers;         /* --workers N (< 0: not given) */
     uint32_t n_dims;     /* --dim NAME=V, in order given */

@@ -50,12 +50,18 @@ static const char USAGE[] =
     "                   after it (default 600; 0: none)\n"
     "  --cutoff F       stop a candidate early once it is slower than F times the best\n"
     "                   (default 2; 0: never)\n"
+    "  --proposals N    measuring: after the first four candidates, the cost model picks\n"
+    "                   the one to measure among N new genomes (default 8; 1: none)\n"
+    "  --screen F       measuring: a candidate the cost model puts over F times the\n"
+    "                   model's time for the best so far is not measured, but recorded\n"
+    "                   as too-slow (default 50; 0: never)\n"
     "  --keep-best N    offspring are mutants of the best N candidates (default 4)\n"
     "  --mutations N    a mutation changes 1 to N choices (default 3)\n"
     "  --restart-after N  restart from a fresh random genome after N results in a row\n"
     "                   without a new best (default 8; 0: never)\n"
-    "  --no-fused-start  the second and third candidates are not the most and the least\n"
-    "                   fused genomes (by default they are; the first is always random)\n"
+    "  --no-fused-start  the second to fourth candidates are not the most fused, the\n"
+    "                   library (contractions on cuBLASLt, the rest unfused) and the\n"
+    "                   least fused genomes (by default they are; the first is random)\n"
     "  --dim NAME=V     measure at this value of dynamic dim NAME (default: its profile\n"
     "                   value); once per dim\n"
     "  --json           print the summary as one JSON object instead of the table\n"
@@ -337,8 +343,9 @@ static int parse_args(int argc, char **argv, ls_opts *o)
             o->replay = next;
             o->search = true;
             i++;
-        } else if (strcmp(a, "--time-limit") == 0 || strcmp(a, "--cutoff") == 0) {
-            double *dst = a[2] == 't' ? &o->time_limit : &o->cutoff;
+        } else if (strcmp(a, "--time-limit") == 0 || strcmp(a, "--cutoff") == 0 ||
+                   strcmp(a, "--screen") == 0) {
+            double *dst = a[2] == 't' ? &o->time_limit : a[2] == 'c' ? &o->cutoff : &o->screen;
             if (*dst >= 0) return usage_error("%s is given twice", a);
             char *end = NULL;
             double v = next ? strtod(next, &end) : -1;
@@ -348,10 +355,12 @@ static int parse_args(int argc, char **argv, ls_opts *o)
             o->search = true;
             i++;
         } else if (strcmp(a, "--keep-best") == 0 || strcmp(a, "--mutations") == 0 ||
-                   strcmp(a, "--restart-after") == 0 || strcmp(a, "--workers") == 0) {
+                   strcmp(a, "--restart-after") == 0 || strcmp(a, "--workers") == 0 ||
+                   strcmp(a, "--proposals") == 0) {
             int64_t *dst = strcmp(a, "--keep-best") == 0   ? &o->keep_best
                            : strcmp(a, "--mutations") == 0 ? &o->mutations
                            : strcmp(a, "--workers") == 0   ? &o->workers
+                           : strcmp(a, "--proposals") == 0 ? &o->proposals
                                                            : &o->restart_after;
             if (*dst >= 0) return usage_error("%s is given twice", a);
             uint64_t v;
@@ -397,8 +406,8 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "--worker") == 0) return sr_worker_main(argc, argv);
     ls_opts o;
     memset(&o, 0, sizeof o);
-    o.time_limit = o.cutoff = -1;
-    o.keep_best = o.mutations = o.restart_after = o.workers = -1;
+    o.time_limit = o.cutoff = o.screen = -1;
+    o.keep_best = o.mutations = o.restart_after = o.workers = o.proposals = -1;
     int rc = parse_args(argc, argv, &o);
     if (rc < 0) {
         lm_err e;

@@ -72,9 +72,11 @@ int ls_search(const hl_graph *g, const ls_opts *o)
     so.dims = dims;
     if (o->time_limit >= 0) so.time_limit_s = o->time_limit;
     if (o->cutoff >= 0) so.cutoff_factor = o->cutoff;
+    if (o->screen >= 0) so.screen_factor = o->screen;
     if (o->keep_best >= 0) so.keep_best = (uint32_t)o->keep_best;
     if (o->mutations >= 0) so.max_mutations = (uint32_t)o->mutations;
     if (o->restart_after >= 0) so.restart_after = (uint32_t)o->restart_after;
+    if (o->proposals >= 0) so.proposals = (uint32_t)o->proposals;
     if (o->workers >= 0) so.gpu_workers = (uint32_t)o->workers;
     so.fused_start = !o->no_fused_start;
     so.evaluator = o->replay       ? SR_EVAL_REPLAY
