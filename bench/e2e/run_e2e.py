@@ -5,7 +5,8 @@
     python3 bench/e2e/run_e2e.py --merge OUT1 OUT2 --out OUTDIR     (no GPU needed)
 
 For each graph of examples/graphs (at its dims' profile values):
-  ours   luminal_search --graph G --limit 20 --out OUT/NAME/program --quiet --json
+  ours   luminal_search --graph G --limit 20 --time-limit 60 --out OUT/NAME/program --json
+         (its progress in OUT/NAME/search.log)
          luminal_run OUT/NAME/program --write-inputs OUT/NAME/inputs --seed 0
          luminal_run OUT/NAME/program --inputs OUT/NAME/inputs --outputs OUT/NAME/outputs
                      --bench --json
@@ -61,12 +62,16 @@ class ToolError(Exception):
     pass
 
 
-def run_tool(argv, timeout, want_json=False):
+def run_tool(argv, timeout, want_json=False, stderr_file=None):
     """Runs a tool; returns (parsed stdout JSON or stdout text, seconds). Raises ToolError
-    with the exit status and the end of stderr on failure, timeout or unreadable JSON."""
+    with the exit status and the end of stderr on failure, timeout or unreadable JSON.
+    stderr_file: where its stderr goes as well (its progress), kept for the record."""
     t0 = time.time()
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        if stderr_file:
+            with open(stderr_file, "w") as f:
+                f.write(r.stderr)
     except subprocess.TimeoutExpired as e:
         tail = (e.stderr or b"")[-2000:]
         tail = tail.decode(errors="replace") if isinstance(tail, bytes) else tail
@@ -187,7 +192,8 @@ def run_ours(res, gpath, wdir, tools, args, deadline):
         try:
             summary, secs = run_tool([tools["luminal_search"], "--graph", gpath, "--limit",
                                       str(args.limit), "--time-limit", f"{tl:.0f}", "--out",
-                                      prog, "--quiet", "--json"], t, want_json=True)
+                                      prog, "--json"], t, want_json=True,
+                                     stderr_file=os.path.join(wdir, "search.log"))
             ours["search"] = summary
             ours["search_wall_s"] = secs
         except ToolError as e:
@@ -598,10 +604,18 @@ def render(doc):
             notes.append(f"- {r['name']}: torch.compile time " + ", ".join(comp))
         s = o.get("search", {})
         if s:
-            notes.append(f"- {r['name']}: search: winner {s.get('winner_ms')} ms, first "
-                         f"{s.get('first_ms')} ms, reference lowering "
-                         f"{s.get('reference_lowering_ms')} ms, measured {s.get('measured')}, "
-                         f"rejected {s.get('rejected')}, {o.get('search_wall_s', 0):.0f} s")
+            def ms(v):
+                return f"{v:.4g} ms" if isinstance(v, (int, float)) else "-"
+            st = {k: v for k, v in (s.get("by_status") or {}).items() if v and k != "ok"}
+            notes.append(f"- {r['name']}: search ({s.get('evaluator')}): winner "
+                         f"{ms(s.get('best_ms'))} ({s.get('winner_kernels')} kernels + "
+                         f"{s.get('winner_blas')} cuBLASLt), first {ms(s.get('first_ms'))}, "
+                         f"reference lowering {ms(s.get('reference_ms'))}; "
+                         f"{s.get('evaluated')} evaluated, {s.get('ok')} ok"
+                         + (", " + ", ".join(f"{v} {k}" for k, v in sorted(st.items())) if st else "")
+                         + f", {s.get('screened', 0)} screened out; "
+                         f"{o.get('search_wall_s', 0):.0f} s"
+                         + (" (stopped by the time limit)" if s.get("time_up") else ""))
     if notes:
         lines.append("Notes:")
         lines.append("")
