@@ -327,6 +327,59 @@ int ll_genome_library(ll_genome *g, const ll_space *s, lm_err *err)
     return preferred(g, s, LIBRARY, err);
 }
 
+/* Does the program that g chooses for class c reduce, short of what it loads? memo per
+ * class: 0 unknown, 1 on the walk's stack (a cycle: taken as no), 2 no, 3 yes. */
+static bool reduces(const ll_genome *g, const ll_space *s, uint32_t c, uint8_t *memo)
+{
+    if (memo[c]) return memo[c] == 3;
+    memo[c] = 1;
+    uint32_t j = s->cstart[c] + g->choice[c];
+    bool yes = false;
+    if (j < s->cstart[c + 1] && ll__choice_dialect(s, j) != LL_D_LOAD) {
+        ll_op op = s->cop[j];
+        if (op != LL_OP_NONE) {
+            hl_op p = ll_op_get(op)->prim;
+            yes = p == HL_OP_SUM_REDUCE || p == HL_OP_MAX_REDUCE;
+        }
+        for (uint32_t k = s->kstart[j]; k < s->kstart[j + 1] && !yes; k++)
+            yes = reduces(g, s, s->kids[k], memo);
+    }
+    memo[c] = yes ? 3 : 2;
+    return yes;
+}
+
+int ll_genome_fused_stored(ll_genome *g, const ll_space *s, lm_err *err)
+{
+    int rc = preferred(g, s, MOST_FUSED, err);
+    if (rc) return rc;
+    uint8_t *memo = calloc(s->ns ? s->ns : 1, 1);
+    uint32_t *load = malloc((s->ns ? s->ns : 1) * sizeof *load);
+    if (!memo || !load) {
+        free(memo);
+        free(load);
+        return ll__fail(err, LM_ENOMEM, NULL, "out of memory");
+    }
+    /* decided on the most fused genome as it is, then applied */
+    for (uint32_t c = 0; c < s->ns; c++) {
+        load[c] = LM_NONE;
+        uint32_t j = s->cstart[c] + g->choice[c];
+        if (j >= s->cstart[c + 1] || ll__choice_dialect(s, j) != LL_D_INLINE) continue;
+        bool red = false;
+        for (uint32_t k = s->kstart[j]; k < s->kstart[j + 1] && !red; k++)
+            red = reduces(g, s, s->kids[k], memo);
+        for (uint32_t a = s->cstart[c]; red && a < s->cstart[c + 1]; a++)
+            if (ll__choice_dialect(s, a) == LL_D_LOAD) {
+                load[c] = a - s->cstart[c];
+                break;
+            }
+    }
+    for (uint32_t c = 0; c < s->ns; c++)
+        if (load[c] != LM_NONE) ll_genome_set(g, s, c, load[c]);
+    free(memo);
+    free(load);
+    return ll_genome_repair(g, s, NULL, err);
+}
+
 /* ==================================================================================
  * Validation
  * ================================================================================== */

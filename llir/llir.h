@@ -365,6 +365,10 @@ int ll_genome_least_fused(ll_genome *g, const ll_space *s, lm_err *err);
  * search's usual best start on a graph of matmuls (the least fused one materialises
  * their broadcast products, the most fused may recompute a reduction per element). */
 int ll_genome_library(ll_genome *g, const ll_space *s, lm_err *err);
+/* The most fused genome, except that a region reads a producer that reduces (a
+ * contraction, a row's sum or max) from memory, where another node stored it, instead of
+ * inlining it: no reduction is recomputed inside another kernel's loops. */
+int ll_genome_fused_stored(ll_genome *g, const ll_space *s, lm_err *err);
 
 /* Checks a genome: every choice is below its class's count, and walking from the root
  * over the chosen nodes: no cycle, every chosen IList has the length its op expects,

@@ -73,18 +73,20 @@ typedef struct sr_options {
                                 is over this times the model's time for the best so far
                                 (before any best: for the reference lowering) is not
                                 measured, but recorded as too-slow; 0: never: 50 */
-    uint32_t proposals;      /* with a measuring evaluator, after the first four
-                                candidates: of this many new genomes, the one the model
+    uint32_t proposals;      /* with a measuring evaluator, after the first five draws:
+                                of this many new genomes, the one the model
                                 costs least is measured (1: every draw is measured): 8 */
     uint32_t restart_after;  /* results in a row without a new best before the search
                                 restarts from a fresh random genome (0: never): 8 */
     double time_limit_s;     /* wall clock of the whole search, saturation included; no
                                 candidate is handed over past it (0: none): 600 */
-    bool fused_start;        /* the second, third and fourth candidates are the most fused,
-                                the library and the least fused genomes
-                                (ll_genome_most_fused, _library, _least_fused): true */
+    bool fused_start;        /* the second to fifth draws are the most fused, the library,
+                                the fused-stored and the least fused genomes
+                                (ll_genome_most_fused, _library, _fused_stored,
+                                _least_fused): true */
     uint64_t max_draws;      /* genomes drawn, in all, before the space is taken as
-                                exhausted (0: 1000 + 200 * limit) */
+                                exhausted (0: 1000 + 200 * limit, times proposals when
+                                the model proposes) */
     const int64_t *dims;     /* the dims measured at (hl_graph_dim_at order; NULL: every
                                 dim's profile value); copied */
     uint64_t sat_mem_limit;  /* bytes the saturating engine may hold (0: half the memory) */

@@ -662,7 +662,8 @@ static flight *free_slot(srch *x)
 }
 
 /* Draws a genome into f (a search candidate): the first is random; with fused_start the
- * second, third and fourth are the most fused, the library and the least fused genomes;
+ * second to fifth are the most fused, the library, the fused-stored and the least fused
+ * genomes;
  * then a fresh random genome after a restart or while no candidate has a time, else a
  * mutant of one of the best. Canonicalized. */
 static int draw(srch *x, flight *f)
@@ -684,6 +685,10 @@ static int draw(srch *x, flight *f)
         f->origin = "library";
         made = true;
     } else if (x->o.fused_start && x->r->draws == 4) {
+        rc = ll_genome_fused_stored(&f->g, x->s, x->err);
+        f->origin = "fused-stored";
+        made = true;
+    } else if (x->o.fused_start && x->r->draws == 5) {
         rc = ll_genome_least_fused(&f->g, x->s, x->err);
         f->origin = "least-fused";
         made = true;
@@ -764,14 +769,14 @@ static int propose(srch *x, flight *best, bool *have)
 }
 
 /* Draws the next genome and, when it is a new program, hands it over. With a measuring
- * evaluator, after the first four, the model proposes: of `proposals` new genomes the one
- * it costs least is measured. */
+ * evaluator, after the first five draws, the model proposes: of `proposals` new genomes
+ * the one it costs least is measured. */
 static int next_candidate(srch *x)
 {
     flight *f = free_slot(x);
     memset(f, 0, sizeof *f);
     int rc;
-    bool seeding = x->r->draws < (x->o.fused_start ? 4u : 1u);
+    bool seeding = x->r->draws < (x->o.fused_start ? 5u : 1u);
     if (!seeding && x->r->measured && x->o.proposals > 1) {
         bool have;
         if ((rc = propose(x, f, &have))) return rc;
@@ -947,7 +952,9 @@ static int reference(srch *x)
 
 static int search_loop(srch *x)
 {
-    uint64_t max_draws = x->o.max_draws ? x->o.max_draws : 1000 + 200 * x->o.limit;
+    /* the model's proposals draw several genomes per candidate measured */
+    uint64_t per = x->r->measured && x->o.proposals > 1 ? x->o.proposals : 1;
+    uint64_t max_draws = x->o.max_draws ? x->o.max_draws : (1000 + 200 * x->o.limit) * per;
     x->o.max_draws = max_draws;
     int rc = LM_OK;
     for (;;) {

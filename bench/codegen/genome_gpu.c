@@ -546,7 +546,8 @@ static int offer(gg_child *c, ll_space *sp, ll_genome *gn, ls_origin origin, uin
 }
 
 /* The example's genomes: saturated with the built-in rules, the space built, then the most
- * fused, the least fused and random draws (ll_genome_random from PCG32 seeded by the
+ * fused, the library, the fused-stored (the search's seeds), the least fused and random
+ * draws (ll_genome_random from PCG32 seeded by the
  * seed), canonicalized, each distinct one checked, until n are, or GG_STALL draws in a row
  * gave nothing new (the space is then taken to hold no more: *exhausted). */
 #define GG_STALL 512
@@ -585,6 +586,11 @@ static int draw_genomes(gg_child *c, uint64_t n, bool *exhausted, lm_err *err)
     bool fresh;
     if (!rc) rc = ll_genome_most_fused(&gn, sp, err);
     if (!rc) rc = offer(c, sp, &gn, LS_FROM_MOST_FUSED, &seen, &n_seen, &fresh, err);
+    /* the search's other seeds (docs/search.md): what it measures first */
+    if (!rc && n_seen < n) rc = ll_genome_library(&gn, sp, err);
+    if (!rc && n_seen < n) rc = offer(c, sp, &gn, LS_FROM_LIBRARY, &seen, &n_seen, &fresh, err);
+    if (!rc && n_seen < n) rc = ll_genome_fused_stored(&gn, sp, err);
+    if (!rc && n_seen < n) rc = offer(c, sp, &gn, LS_FROM_FUSED_STORED, &seen, &n_seen, &fresh, err);
     /* --compile-check leaves the least fused genome out: it is the reference lowering's
      * standalone kernels, which test_program_codegen compiles */
     if (!rc && n_seen < n && !c->o->compile_check) rc = ll_genome_least_fused(&gn, sp, err);

@@ -595,6 +595,41 @@ START_TEST(the_library_genome_puts_the_contractions_on_cublaslt)
 }
 END_TEST
 
+START_TEST(the_fused_stored_genome_inlines_no_reduction)
+{
+    /* on every example: valid, and inside every region a reduction is at most the
+       region's own root, never a producer inlined into it */
+    char names[TL_MAX_EXAMPLES][256];
+    uint32_t n = tl_examples(names, TL_MAX_EXAMPLES), regions = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        hl_graph *g = tl_load(names[i]);
+        tl_env t;
+        tl_build(&t, g, NULL);
+        ll_genome gn;
+        lm_err err = {0};
+        ck_assert(ll_genome_init(&gn, t.s, &err) == LM_OK);
+        ck_assert_msg(ll_genome_fused_stored(&gn, t.s, &err) == LM_OK, "%s: %s", names[i], err.msg);
+        ck_assert_msg(ll_genome_validate(&gn, t.s, &err) == LM_OK, "%s: %s", names[i], err.msg);
+        ll_graph *lg = tl_graph(t.s, &gn);
+        for (uint32_t k = 0; k < ll_graph_node_count(lg); k++) {
+            const ll_node *x = ll_graph_node(lg, k);
+            regions += x->kind == LL_REGION;
+            if (x->kind != LL_FUSED ||
+                (x->prim.op != HL_OP_SUM_REDUCE && x->prim.op != HL_OP_MAX_REDUCE))
+                continue;
+            const ll_node *r = ll_graph_node(lg, x->region);
+            ck_assert_msg(r->in[0] == k, "%s: reduction %u is inlined into region %u", names[i],
+                          k, x->region);
+        }
+        ll_graph_free(lg);
+        ll_genome_fini(&gn);
+        tl_fini(&t);
+        hl_graph_free(g);
+    }
+    ck_assert_uint_gt(regions, 0); /* it still fuses */
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("llir_graph");
@@ -614,6 +649,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, the_evaluator_agrees_with_hlir);
     tcase_add_test(tc, out_of_memory_is_an_error);
     tcase_add_test(tc, the_library_genome_puts_the_contractions_on_cublaslt);
+    tcase_add_test(tc, the_fused_stored_genome_inlines_no_reduction);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -37,7 +37,8 @@
 
 const char *ls_origin_name(ls_origin o)
 {
-    static const char *names[] = {"most-fused", "least-fused", "random", "mutation", "enumeration"};
+    static const char *names[] = {"most-fused",  "least-fused", "random",      "mutation",
+                                  "enumeration", "library",     "fused-stored"};
     return o < LS_FROM_COUNT ? names[o] : "?";
 }
 
@@ -449,6 +450,11 @@ static int draw_all(fz *f)
     bool fresh;
     if (!rc) rc = ll_genome_most_fused(&gn, f->s, f->err);
     if (!rc) rc = offer(f, &gn, LS_FROM_MOST_FUSED, &fresh);
+    /* the search's other seeds (docs/search.md) */
+    if (!rc && f->r->checked < f->o->n) rc = ll_genome_library(&gn, f->s, f->err);
+    if (!rc && f->r->checked < f->o->n) rc = offer(f, &gn, LS_FROM_LIBRARY, &fresh);
+    if (!rc && f->r->checked < f->o->n) rc = ll_genome_fused_stored(&gn, f->s, f->err);
+    if (!rc && f->r->checked < f->o->n) rc = offer(f, &gn, LS_FROM_FUSED_STORED, &fresh);
     if (!rc && f->r->checked < f->o->n) rc = ll_genome_least_fused(&gn, f->s, f->err);
     if (!rc && f->r->checked < f->o->n) rc = offer(f, &gn, LS_FROM_LEAST_FUSED, &fresh);
     bool small = f->r->stats.log2_programs <= log2((double)f->o->n);

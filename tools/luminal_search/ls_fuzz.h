@@ -40,6 +40,8 @@ typedef enum ls_origin {
     LS_FROM_RANDOM,
     LS_FROM_MUTATION,
     LS_FROM_ENUMERATION,
+    LS_FROM_LIBRARY,      /* ll_genome_library, one of the search's seeds */
+    LS_FROM_FUSED_STORED, /* ll_genome_fused_stored, another */
     LS_FROM_COUNT
 } ls_origin;
 const char *ls_origin_name(ls_origin o); /* "most-fused", "random", ... */
