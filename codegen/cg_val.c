@@ -524,7 +524,8 @@ static uint32_t divisions(const hl_expr_pool *p, hl_expr e, int depth)
  * counts saturate at it, and the cost model reads it as "too much". */
 #define OPS_SATURATED ((int64_t)1 << 62)
 
-/* a op b, or the saturated count when it overflows (HL_NONE only when out of memory) */
+/* r, the result of a sum or product of counts, or the saturated count where it
+ * overflowed (HL_NONE stays only when the pool is out of memory) */
 static hl_expr sat(hl_expr_pool *p, hl_expr r)
 {
     return r != HL_NONE || hl_expr_pool_failed(p) ? r : hl_e_num(p, OPS_SATURATED);
@@ -569,8 +570,8 @@ int cg__vg_ops(cg_vg *vg, bool row, cg_kernel *k)
         if (x->kind != CG_V_LOAD) continue;
         if (strided_load(vg, &env, x, row)) nstrided[x->scope]++;
         uint32_t dv = divisions(p, x->pos, 0);
-        cg_ity t = CG_I64;
-        if (dv && !cg__expr_ity(p, vg->d, x->pos, vg->s[x->scope].zmax, &t)) t = CG_I64;
+        cg_ity t;
+        if (!dv || !cg__expr_ity(p, vg->d, x->pos, vg->s[x->scope].zmax, &t)) t = CG_I64;
         (t == CG_U32 ? n32 : n64)[x->scope] += dv;
     }
     /* a scope's parent is made before it: runs[] fills in index order */

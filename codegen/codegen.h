@@ -99,11 +99,12 @@ typedef struct cg_kernel {
                                 an expression of the dims; HL_NONE where not counted
                                 (gather, scatter, matmul; a plan read from a file). The
                                 cost model's work (search/sr_cost.c) */
-    hl_expr strided;         /* of them, the loads inside a loop (a reduction's, or a row's
-                                elements) whose address does not advance by 0 or 1 element
-                                from one step of the loop to the next, at the dims' profile
-                                values: the loop's lanes read a sector each. HL_NONE where
-                                ops is. The cost model's uncoalesced traffic */
+    hl_expr strided;         /* of them, the loads whose neighbouring lanes read addresses
+                                more than one element apart, at the dims' profile values
+                                (the row template's lanes split each loop: one step of the
+                                load's loop; the elementwise template's take consecutive
+                                elements): each lane reads a sector. HL_NONE where ops is.
+                                The cost model's uncoalesced traffic */
     hl_expr divs32, divs64;  /* the integer divisions and modulos by a dim (not a literal,
                                 which the compiler turns into a multiply) that the loads'
                                 index arithmetic evaluates per launch, in 32-bit and in

@@ -556,6 +556,21 @@ static void count_kinds(const ll_graph *lg, uint32_t *library, uint32_t *region,
     }
 }
 
+typedef int (*seed_fn)(ll_genome *g, const ll_space *s, lm_err *err);
+
+/* The graph of the genome that seed makes in t's space, checked valid (name: messages). */
+static ll_graph *seeded_graph(const tl_env *t, seed_fn seed, const char *name)
+{
+    ll_genome gn;
+    lm_err err = {0};
+    ck_assert(ll_genome_init(&gn, t->s, &err) == LM_OK);
+    ck_assert_msg(seed(&gn, t->s, &err) == LM_OK, "%s: %s", name, err.msg);
+    ck_assert_msg(ll_genome_validate(&gn, t->s, &err) == LM_OK, "%s: %s", name, err.msg);
+    ll_graph *lg = tl_graph(t->s, &gn);
+    ll_genome_fini(&gn);
+    return lg;
+}
+
 START_TEST(the_library_genome_puts_the_contractions_on_cublaslt)
 {
     /* on every example with a matmul: the library genome is valid, holds at least as many
@@ -567,14 +582,8 @@ START_TEST(the_library_genome_puts_the_contractions_on_cublaslt)
         hl_graph *g = tl_load(names[i]);
         tl_env t;
         tl_build(&t, g, NULL);
-        ll_genome most, lib;
-        lm_err err = {0};
-        ck_assert(ll_genome_init(&most, t.s, &err) == LM_OK);
-        ck_assert(ll_genome_init(&lib, t.s, &err) == LM_OK);
-        ck_assert(ll_genome_most_fused(&most, t.s, &err) == LM_OK);
-        ck_assert_msg(ll_genome_library(&lib, t.s, &err) == LM_OK, "%s: %s", names[i], err.msg);
-        ck_assert_msg(ll_genome_validate(&lib, t.s, &err) == LM_OK, "%s: %s", names[i], err.msg);
-        ll_graph *lm = tl_graph(t.s, &most), *ll = tl_graph(t.s, &lib);
+        ll_graph *lm = seeded_graph(&t, ll_genome_most_fused, names[i]);
+        ll_graph *ll = seeded_graph(&t, ll_genome_library, names[i]);
         uint32_t ml, mr, mk, bl, br, bk;
         count_kinds(lm, &ml, &mr, &mk);
         count_kinds(ll, &bl, &br, &bk);
@@ -586,8 +595,6 @@ START_TEST(the_library_genome_puts_the_contractions_on_cublaslt)
         }
         ll_graph_free(lm);
         ll_graph_free(ll);
-        ll_genome_fini(&most);
-        ll_genome_fini(&lib);
         tl_fini(&t);
         hl_graph_free(g);
     }
@@ -605,12 +612,7 @@ START_TEST(the_fused_stored_genome_inlines_no_reduction)
         hl_graph *g = tl_load(names[i]);
         tl_env t;
         tl_build(&t, g, NULL);
-        ll_genome gn;
-        lm_err err = {0};
-        ck_assert(ll_genome_init(&gn, t.s, &err) == LM_OK);
-        ck_assert_msg(ll_genome_fused_stored(&gn, t.s, &err) == LM_OK, "%s: %s", names[i], err.msg);
-        ck_assert_msg(ll_genome_validate(&gn, t.s, &err) == LM_OK, "%s: %s", names[i], err.msg);
-        ll_graph *lg = tl_graph(t.s, &gn);
+        ll_graph *lg = seeded_graph(&t, ll_genome_fused_stored, names[i]);
         for (uint32_t k = 0; k < ll_graph_node_count(lg); k++) {
             const ll_node *x = ll_graph_node(lg, k);
             regions += x->kind == LL_REGION;
@@ -622,7 +624,6 @@ START_TEST(the_fused_stored_genome_inlines_no_reduction)
                           k, x->region);
         }
         ll_graph_free(lg);
-        ll_genome_fini(&gn);
         tl_fini(&t);
         hl_graph_free(g);
     }

@@ -66,6 +66,13 @@ bad "does not combine" --graph "$g" --limit 3 --reference
 bad "--cutoff needs a non-negative number" --graph "$g" --cutoff -1
 bad "--keep-best needs a number from 1 to 64" --graph "$g" --keep-best 0
 bad "--limit is given twice" --graph "$g" --limit 2 --limit 3
+bad "--screen needs a non-negative number" --graph "$g" --screen -1
+bad "--proposals needs a number from 1 to 64" --graph "$g" --proposals 0
+# --screen and --proposals reach the search: its log's header records them
+"$bin" --graph "$g" --limit 2 --cost-model --screen 5 --proposals 3 --out "$t/d" --quiet > /dev/null ||
+  fail "search with --screen and --proposals"
+head -1 "$t/d/search.jsonl" | grep -q '"screen_factor":5.0,"proposals":3' ||
+  fail "the header lacks the screen and the proposals: $(head -1 "$t/d/search.jsonl")"
 # a missing graph: status 1 and the file named
 "$bin" --graph "$t/missing.json" --limit 3 > /dev/null 2> "$t/err"
 [ $? -eq 1 ] || fail "a missing graph: not status 1"
