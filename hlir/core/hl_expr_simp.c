@@ -156,6 +156,7 @@ static hl_expr term_expr(hl_expr_pool *p, term t)
 
 static hl_expr mul(hl_expr_pool *p, int64_t zb, hl_expr a, hl_expr b);
 static hl_expr add(hl_expr_pool *p, int64_t zb, hl_expr a, hl_expr b);
+static hl_expr divmod(hl_expr_pool *p, int64_t zb, hl_expr_kind k, hl_expr a, hl_expr b);
 
 /* Replaces the factor at index skip of the monomial fs by r and multiplies it out. */
 static hl_expr mono_replace(hl_expr_pool *p, int64_t zb, const evec *fs, uint32_t skip, hl_expr r)
@@ -167,6 +168,51 @@ static hl_expr mono_replace(hl_expr_pool *p, int64_t zb, const evec *fs, uint32_
 }
 
 static bool term_divides(hl_expr_pool *p, term d, term t, term *q);
+static bool is_positive(const hl_expr_pool *p, hl_expr e);
+
+/* The index of the term other than i that equals the canonical term t, or UINT32_MAX. */
+static uint32_t find_term(const hl_expr_pool *p, const tvec *v, uint32_t i, hl_expr t)
+{
+    if (t == HL_NONE || hl__en(p, t)->kind == HL_E_ADD) return UINT32_MAX;
+    term pt = split_term(p, t);
+    for (uint32_t j = 0; j < v->n; j++)
+        if (j != i && v->t[j].m == pt.m && v->t[j].k == pt.k) return j;
+    return UINT32_MAX;
+}
+
+/* The pairs of term i = k*M*((y/c)%e), whose factor fs[f] is (y/c)%e, looked for from the
+ * mod. Such terms are the index of a view that splits z into coordinates and merges them
+ * back (with symbolic dims, s*((z/s)%s) + s*s*(z/(s*s)) + z%s is z), and the search from
+ * a division factor misses them: y/(c*e) is the canonical (y/c)/e, and a mod has no
+ * division factor. Two identities, for c, e > 0:
+ *   k*M*((y/c)%e) + k*e*M*(y/(c*e)) = k*M*(y/c)
+ *   q*c*((y/c)%e) + q*(y%c)         = q*(y%(c*e))      (k*M = q*c)
+ * On success sets *j_out to the partner and *repl to what replaces the pair. */
+static bool find_mod_partner(hl_expr_pool *p, int64_t zb, const tvec *v, uint32_t i,
+                             const evec *fs, uint32_t f, uint32_t *j_out, hl_expr *repl)
+{
+    const hl_expr_node fn = *hl__en(p, fs->e[f]), yc = *hl__en(p, fn.a);
+    if (!is_positive(p, fn.b) || !is_positive(p, yc.b)) return false;
+    hl_expr rest = mul(p, zb, mono_replace(p, zb, fs, f, hl_e_num(p, 1)), hl_e_num(p, v->t[i].k));
+    if (rest == HL_NONE || hl__en(p, rest)->kind == HL_E_ADD) return false;
+    uint32_t j =
+        find_term(p, v, i, mul(p, zb, mul(p, zb, rest, fn.b), divmod(p, zb, HL_E_DIV, fn.a, fn.b)));
+    if (j != UINT32_MAX) {
+        *j_out = j;
+        *repl = mul(p, zb, rest, fn.a);
+        return *repl != HL_NONE;
+    }
+    term q;
+    if (hl__en(p, yc.b)->kind == HL_E_ADD ||
+        !term_divides(p, split_term(p, yc.b), split_term(p, rest), &q))
+        return false;
+    hl_expr qe = term_expr(p, q);
+    j = find_term(p, v, i, mul(p, zb, qe, divmod(p, zb, HL_E_MOD, yc.a, yc.b)));
+    if (j == UINT32_MAX) return false;
+    *j_out = j;
+    *repl = mul(p, zb, qe, divmod(p, zb, HL_E_MOD, yc.a, mul(p, zb, yc.b, fn.b)));
+    return *repl != HL_NONE;
+}
 
 /* Looks for a pair of terms k*d*M*(y/d) and k*M*(y%d) in the sorted, combined terms.
  * On success sets *i_out, *j_out to their indices and *repl to k*M*y, which replaces
@@ -191,6 +237,12 @@ static bool find_divmod_pair(hl_expr_pool *p, int64_t zb, const tvec *v, uint32_
         if (has_sum) continue;
         for (uint32_t f = 0; f < fs.n && !found; f++) {
             const hl_expr_node fn = *hl__en(p, fs.e[f]);
+            if (fn.kind == HL_E_MOD && hl__en(p, fn.a)->kind == HL_E_DIV &&
+                hl__en(p, fn.b)->kind != HL_E_ADD) {
+                found = find_mod_partner(p, zb, v, i, &fs, f, j_out, repl);
+                if (found) *i_out = i;
+                continue;
+            }
             if (fn.kind != HL_E_DIV || hl__en(p, fn.b)->kind == HL_E_ADD) continue;
             /* rest of term i without the factor y/d, then divided by d */
             hl_expr rest =

@@ -115,6 +115,16 @@ START_TEST(merged_contiguous_strides_fold_back)
     ck_assert_uint_eq(X("(z/s)*s + z%s"), hl_e_z(P));
     ck_assert_uint_eq(X("(z/s)*(s*16) + (z%s)*16"), X("16*z"));
     ck_assert_uint_eq(X("(z/(s*4))*(s*4) + ((z%(s*4))/4)*4 + z%4"), hl_e_z(P));
+    /* split into (z/(s*s), (z/s)%s, z%s) and merged back: the division z/(s*s) is
+     * canonically (z/s)/s, so the pair is found from the mod (z/s)%s */
+    ck_assert_uint_eq(X("s*((z/s)%s) + (s*s)*(z/(s*s)) + z%s"), hl_e_z(P));
+    ck_assert_uint_eq(X("s*(z/(s*s)) + (z/s)%s"), X("z/s"));
+    ck_assert_uint_eq(X("(z/4)%8 + 8*(z/32)"), X("z/4"));
+    ck_assert_uint_eq(X("3*((z/4)%s) + (3*s)*(z/(4*s))"), X("3*(z/4)"));
+    ck_assert_uint_eq(X("s*((z/s)%s) + z%s"), X("z%(s*s)"));
+    ck_assert_uint_eq(X("8*((z/4)%s) + 2*(z%4)"), X("2*(z%(4*s))"));
+    /* no partner: the unequal coefficient keeps the terms apart */
+    ck_assert_uint_ne(X("(z/4)%8 + 4*(z/32)"), X("z/4"));
 }
 END_TEST
 

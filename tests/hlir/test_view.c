@@ -88,6 +88,31 @@ START_TEST(symbolic_contiguous_strides)
 }
 END_TEST
 
+START_TEST(contiguous_index_is_z)
+{
+    /* the flat index of a contiguous view is z itself, with symbolic dims too: a kernel
+     * reading it needs no division */
+    hl_expr dims[3] = {N(32), X("s"), X("s")};
+    hl_view v;
+    ck_assert_int_eq(hl_view_contiguous(P, 3, dims, &v, &E), HL_OK);
+    ck_assert_uint_eq(hl_view_index(P, &v), hl_e_z(P));
+    hl_expr dims4[4] = {X("b"), X("s"), N(8), X("s")};
+    ck_assert_int_eq(hl_view_contiguous(P, 4, dims4, &v, &E), HL_OK);
+    ck_assert_uint_eq(hl_view_index(P, &v), hl_e_z(P));
+    /* a row broadcast along the last dim reads z / s */
+    hl_view r;
+    ck_assert_int_eq(hl_view_contiguous(P, 3, (hl_expr[]){N(32), X("s"), N(1)}, &r, &E), HL_OK);
+    hl_view b;
+    ck_assert_int_eq(hl_view_broadcast(P, &r, 2, X("s"), &b, &E), HL_OK);
+    ck_assert_uint_eq(hl_view_index(P, &b), X("z/s"));
+    /* an (s, s) mask broadcast over 32 heads reads z % (s*s) */
+    hl_view m, mb;
+    ck_assert_int_eq(hl_view_contiguous(P, 3, (hl_expr[]){N(1), X("s"), X("s")}, &m, &E), HL_OK);
+    ck_assert_int_eq(hl_view_broadcast(P, &m, 0, N(32), &mb, &E), HL_OK);
+    ck_assert_uint_eq(hl_view_index(P, &mb), X("z%(s*s)"));
+}
+END_TEST
+
 START_TEST(permute_moves_dims_and_strides)
 {
     hl_view v = contig(3, (int64_t[]){2, 3, 4}), p;
@@ -301,6 +326,7 @@ static Suite *hlir_view_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, contiguous_strides_are_z_times_inner);
     tcase_add_test(tc, symbolic_contiguous_strides);
+    tcase_add_test(tc, contiguous_index_is_z);
     tcase_add_test(tc, permute_moves_dims_and_strides);
     tcase_add_test(tc, expand_inserts_a_zero_stride_dim);
     tcase_add_test(tc, broadcast_only_stretches_size_one);
