@@ -16,8 +16,8 @@
  * the evaluator's) and handed over with the cutoff best * cutoff_factor. When restart_after results
  * in a row bring no new best, the parents are dropped and the search restarts from a random genome;
  * the best found so far stays the best. With a measuring evaluator the first candidate and the
- * winner are compared with the reference runtime (sr_candidate.check); a winner that disagrees
- * gives way to the next best.
+ * winner are compared with the reference runtime (sr_candidate.check) after the search, each
+ * measured again for it; a winner that disagrees gives way to the next best.
  *
  * Determinism: every random choice comes from one PCG32 stream of the seed, and the loop
  * depends on nothing but the results and the order they arrive in, so the cost model
@@ -203,6 +203,8 @@ typedef struct srch {
     uint64_t next_id, done;
     uint64_t submitted_search;
     uint64_t first_id; /* the first search candidate handed over */
+    ll_genome first_g; /* its genome, for its check after the search (have_first) */
+    bool have_first, first_ok;
     uint32_t *order;
     uint8_t *mark;
 
@@ -804,8 +806,12 @@ static int next_candidate(srch *x)
         return rc;
     }
     x->submitted_search++;
-    if (x->submitted_search == 1) x->first_id = f->id;
-    return submit(x, f, x->submitted_search == 1);
+    if (x->submitted_search == 1) {
+        x->first_id = f->id;
+        if ((rc = ll_genome_copy(&x->first_g, &f->g, x->err))) return rc;
+        x->have_first = true;
+    }
+    return submit(x, f, false);
 }
 
 /* ==================================================================================
@@ -862,10 +868,15 @@ static int take_result(srch *x)
                  sr_fmt_ms(x->r->reference_ms, buf, sizeof buf),
                  sr_fmt_ms(f->modelled_ms, bbuf, sizeof bbuf));
     } else if (f->role == ROLE_CHECK) {
-        x->r->winner_checked = res.status == SR_OK && res.checked;
+        bool first = f->parent == x->first_id;
+        if (first)
+            x->r->first_checked = res.status == SR_OK && res.checked;
+        else
+            x->r->winner_checked = res.status == SR_OK && res.checked;
         log_candidate(x, f, &res, res.status, res.why, true, fp);
-        progress(x, "winner #%" PRIu64 " checked against the reference: %s%s%s", f->parent,
-                 sr_status_name(res.status), res.why[0] ? ": " : "", res.why);
+        progress(x, "%s #%" PRIu64 " checked against the reference: %s%s%s",
+                 first ? "first candidate" : "winner", f->parent, sr_status_name(res.status),
+                 res.why[0] ? ": " : "", res.why);
         if (res.status != SR_OK) {
             /* it gives way to the next best */
             for (uint32_t i = 0; i < x->hall_n; i++)
@@ -879,7 +890,7 @@ static int take_result(srch *x)
     } else {
         x->r->evaluated++;
         x->r->by_status[res.status]++;
-        if (f->id == x->first_id) x->r->first_checked = res.checked;
+        if (f->id == x->first_id) x->first_ok = res.status == SR_OK;
         bool better = false;
         if (res.status == SR_OK) {
             x->r->ok++;
@@ -979,33 +990,47 @@ static int search_loop(srch *x)
     return rc;
 }
 
-/* With a measuring evaluator: the winner compared with the reference, unless it is the
- * first candidate (checked already); one that disagrees gives way to the next best. */
-static int check_winner(srch *x)
+/* Measures genome g again as a check of candidate parent against the reference; one that
+ * disagrees leaves the hall of the best (take_result). *agreed: it did. */
+static int check_one(srch *x, const ll_genome *g, uint64_t parent, bool *agreed)
+{
+    uint32_t before = x->hall_n;
+    flight *f = free_slot(x);
+    memset(f, 0, sizeof *f);
+    f->role = ROLE_CHECK;
+    f->origin = "check";
+    f->parent = parent;
+    f->id = ++x->next_id;
+    int rc = ll_genome_copy(&f->g, g, x->err);
+    if (rc) return rc;
+    f->have_genome = true;
+    bool ok;
+    if ((rc = prepare(x, f, &ok))) return rc;
+    if (!ok) return lm_err_set(x->err, LM_ERUNTIME, NULL, "search: a checked candidate cannot be built again");
+    if ((rc = submit(x, f, true)) || (rc = take_result(x))) return rc;
+    *agreed = x->hall_n == before;
+    return LM_OK;
+}
+
+/* With a measuring evaluator, after the search (so that the reference runtime, which can
+ * take the CPU tens of seconds on a large graph, spends none of the search's time): the
+ * first candidate compared with the reference, then the winner unless it is the first;
+ * a winner that disagrees gives way to the next best. */
+static int check_first_and_winner(srch *x)
 {
     if (!x->ev->ops->measured) return LM_OK;
+    bool agreed;
+    int rc;
+    if (x->have_first && x->first_ok && (rc = check_one(x, &x->first_g, x->first_id, &agreed)))
+        return rc;
     for (uint32_t tries = 0; x->hall_n && tries < SR_HALL; tries++) {
         if (x->hall[0].id == x->first_id) {
             x->r->winner_checked = x->r->first_checked;
             return LM_OK;
         }
-        uint32_t before = x->hall_n;
-        flight *f = free_slot(x);
-        memset(f, 0, sizeof *f);
-        f->role = ROLE_CHECK;
-        f->origin = "check";
-        f->parent = x->hall[0].id;
-        f->id = ++x->next_id;
-        int rc = ll_genome_copy(&f->g, &x->hall[0].g, x->err);
-        if (rc) return rc;
-        f->have_genome = true;
-        bool ok;
-        if ((rc = prepare(x, f, &ok))) return rc;
-        if (!ok)
-            return lm_err_set(x->err, LM_ERUNTIME, NULL,
-                              "search: the winner cannot be built again");
-        if ((rc = submit(x, f, true)) || (rc = take_result(x))) return rc;
-        if (x->hall_n == before) return LM_OK; /* it agreed */
+        member w = x->hall[0];
+        if ((rc = check_one(x, &w.g, w.id, &agreed))) return rc;
+        if (agreed) return LM_OK;
     }
     return LM_OK;
 }
@@ -1106,6 +1131,7 @@ static void teardown(srch *x)
     if (x->own_ev) x->own_ev->ops->free(x->own_ev);
     member_clear(x->pop, &x->pop_n);
     member_clear(x->hall, &x->hall_n);
+    if (x->have_first) ll_genome_fini(&x->first_g);
     keyset_fini(&x->genomes);
     keyset_fini(&x->programs);
     free(x->order);
@@ -1189,7 +1215,7 @@ int sr_search_run(const hl_graph *g, const sr_options *o, sr_report *rep, lm_err
         rc = reference(&x);
     }
     if (!rc) rc = search_loop(&x);
-    if (!rc) rc = check_winner(&x);
+    if (!rc) rc = check_first_and_winner(&x);
     if (!rc) rc = winner(&x);
     if (x.ev && x.ev == x.own_ev && o->evaluator == SR_EVAL_REPLAY)
         rep->replay_diverged = sr_replay_diverged(x.ev);

@@ -26,12 +26,36 @@ typedef struct hl__buf {
     int64_t dims[HL_MAX_DIMS];
 } hl__buf;
 
-/* A view made concrete: dims and per-dim position tables. */
+/* Blocks a run freed, kept for its next allocation of the same size: a node's output
+ * and its inputs' position tables are as large as the tensors, and a block fresh from the
+ * system costs a page fault per 4 KiB when first written, which made the page faults and
+ * zeroing most of a large elementwise graph's run (the magnitudes of a 16M-element chain:
+ * 40 s on the H100 machine, most of it in the kernel). Only blocks of at least
+ * HL__REC_MIN bytes are kept, at most HL__REC_SLOTS of them and cap bytes in all. */
+#define HL__REC_SLOTS 16
+#define HL__REC_MIN ((size_t)1 << 20)
+typedef struct hl__recycler {
+    void *p[HL__REC_SLOTS];
+    size_t bytes[HL__REC_SLOTS];
+    uint32_t n;
+    size_t held, cap;
+} hl__recycler;
+
+/* A block of n * size bytes (zeroed when zero), from rc when it holds one of that size;
+ * NULL on overflow or out of memory. rc may be NULL. */
+void *hl__rec_alloc(hl__recycler *rc, size_t n, size_t size, bool zero);
+/* Gives back a block of n * size bytes that hl__rec_alloc (or hl__alloc) made. */
+void hl__rec_free(hl__recycler *rc, void *p, size_t n, size_t size);
+/* Frees every block rc holds. */
+void hl__rec_drain(hl__recycler *rc);
+
+/* A view made concrete: dims and per-dim position tables (from rec, given back there). */
 typedef struct hl__cview {
     uint32_t ndim;
     int64_t dims[HL_MAX_DIMS];
     int64_t *tab[HL_MAX_DIMS];
     size_t numel;
+    hl__recycler *rec;
 } hl__cview;
 
 typedef struct hl__run {
@@ -42,6 +66,7 @@ typedef struct hl__run {
     lm_err *err;     /* the caller's record */
     lm_err scratch;  /* what hl_e_eval reports, before it is raised located (hl__ref_eval) */
     uint32_t *fused; /* fused[reduce id] = the Mul it absorbs, or HL_NONE */
+    hl__recycler rec; /* the large blocks the run freed, for its next allocations */
 } hl__run;
 
 /* Row-major element count of dims; false for a negative dim or size_t overflow. */

@@ -347,6 +347,7 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
     hl__run r;
     hl_status st = HL_OK;
     memset(&pl, 0, sizeof pl);
+    memset(&r, 0, sizeof r);
     if ((!outputs && nout) || (!inputs && hl_graph_input_count(g))) {
         st = hl__fail(err, HL_ERR_ARG, NULL,
                       "run: the graph has %u inputs and %u outputs; pass arrays for them",
@@ -358,6 +359,9 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
     /* refuse what the machine cannot hold before allocating a tensor */
     if ((st = hl_run_check_memory(g, dim_values, opts, NULL, err))) goto out;
     if ((st = plan_init(&pl, &r, g, dim_values, err))) goto out;
+    /* the recycler keeps at most a quarter of the memory limit, and 1 GiB */
+    r.rec.cap = (opts && opts->mem_limit ? opts->mem_limit : lm_mem_available()) / 4;
+    if (r.rec.cap > ((size_t)1 << 30)) r.rec.cap = (size_t)1 << 30;
     bufs = hl__zalloc(n ? n : 1, sizeof(hl__buf));
     if (!bufs) {
         st = hl__fail(err, HL_ERR_NOMEM, NULL, "run: out of memory");
@@ -407,7 +411,7 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
         for (uint32_t i = 0; i < nd->n_in; i++) { /* free inputs read for the last time */
             uint32_t src = nd->in[i].node;
             if (last[src] == id && bufs[src].owned && hl_graph_node(g, src)->op != HL_OP_OUTPUT) {
-                hl__free(bufs[src].data);
+                hl__rec_free(&r.rec, bufs[src].data, bufs[src].n, hl_dtype_size(bufs[src].dt));
                 bufs[src].data = NULL;
             }
         }
@@ -431,6 +435,7 @@ out:
         for (uint32_t i = 0; i < nout; i++)
             memset(&outputs[i], 0, sizeof outputs[i]);
     hl__free(bufs);
+    hl__rec_drain(&r.rec);
     plan_fini(&pl);
     return st;
 }

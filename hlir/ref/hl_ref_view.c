@@ -1,14 +1,53 @@
 /* hl_ref_view.c - views made concrete for the reference runtime: dims evaluated, per-dim
  * position tables filled (by addition for a linear stride) and bounds-checked against
- * the producer's buffer; output buffers. */
+ * the producer's buffer; output buffers; the run's recycled blocks. */
 #include "ref/hl_ref_int.h"
 
 #include <stdarg.h>
 
+void *hl__rec_alloc(hl__recycler *rc, size_t n, size_t size, bool zero)
+{
+    if (size && n > SIZE_MAX / size) return NULL;
+    size_t bytes = n * size;
+    if (rc && bytes >= HL__REC_MIN)
+        for (uint32_t i = rc->n; i-- > 0;)
+            if (rc->bytes[i] == bytes) {
+                void *p = rc->p[i];
+                rc->held -= bytes;
+                rc->n--;
+                rc->p[i] = rc->p[rc->n];
+                rc->bytes[i] = rc->bytes[rc->n];
+                return zero ? memset(p, 0, bytes) : p;
+            }
+    return zero ? hl__zalloc(n, size) : hl__alloc(n, size);
+}
+
+void hl__rec_free(hl__recycler *rc, void *p, size_t n, size_t size)
+{
+    size_t bytes = n * size; /* hl__rec_alloc checked it */
+    if (!p) return;
+    if (!rc || bytes < HL__REC_MIN || rc->n == HL__REC_SLOTS || bytes > rc->cap - rc->held ||
+        rc->held > rc->cap) {
+        hl__free(p);
+        return;
+    }
+    rc->p[rc->n] = p;
+    rc->bytes[rc->n++] = bytes;
+    rc->held += bytes;
+}
+
+void hl__rec_drain(hl__recycler *rc)
+{
+    for (uint32_t i = 0; i < rc->n; i++)
+        hl__free(rc->p[i]);
+    rc->n = 0;
+    rc->held = 0;
+}
+
 void hl__ref_cview_free(hl__cview *c)
 {
     for (uint32_t i = 0; i < c->ndim; i++)
-        hl__free(c->tab[i]);
+        hl__rec_free(c->rec, c->tab[i], c->dims[i] ? (size_t)c->dims[i] : 1, sizeof(int64_t));
     memset(c, 0, sizeof *c);
 }
 
@@ -61,10 +100,13 @@ static bool linear_in_z(const hl_expr_pool *p, hl_expr e)
     }
 }
 
-/* tab[i] = stride[z := i] for i < n. A linear stride is evaluated twice and the table
- * filled by addition (checked for overflow); any other is evaluated at every i. */
-static hl_status fill_table(hl__run *r, uint32_t node, hl_expr stride, int64_t n, int64_t *tab)
+/* tab[i] = stride[z := i] for i < n, and the table's least and greatest entry in *mn,
+ * *mx. A linear stride is evaluated twice and the table filled by addition (checked for
+ * overflow), its extremes at its ends; any other is evaluated at every i. */
+static hl_status fill_table(hl__run *r, uint32_t node, hl_expr stride, int64_t n, int64_t *tab,
+                            int64_t *mn, int64_t *mx)
 {
+    *mn = *mx = 0;
     if (n > 2 && linear_in_z(r->p, stride)) {
         int64_t c0, c1, k, last;
         hl_status st = hl__ref_eval(r, node, stride, 0, &c0, "a view stride");
@@ -74,12 +116,16 @@ static hl_status fill_table(hl__run *r, uint32_t node, hl_expr stride, int64_t n
             !__builtin_add_overflow(c0, last, &last)) {
             for (int64_t i = 0; i < n; i++)
                 tab[i] = c0 + i * k;
+            *mn = c0 < last ? c0 : last;
+            *mx = c0 < last ? last : c0;
             return HL_OK;
         }
     }
     for (int64_t i = 0; i < n; i++) {
         hl_status st = hl__ref_eval(r, node, stride, i, &tab[i], "a view stride");
         if (st) return st;
+        if (i == 0 || tab[i] < *mn) *mn = tab[i];
+        if (i == 0 || tab[i] > *mx) *mx = tab[i];
     }
     return HL_OK;
 }
@@ -92,6 +138,7 @@ hl_status hl__ref_make_cview(hl__run *r, uint32_t node, uint32_t which, hl__cvie
     const hl_view *v = &nd->in[which].view;
     const hl__buf *src = &r->bufs[nd->in[which].node];
     memset(c, 0, sizeof *c);
+    c->rec = &r->rec;
     int64_t lo = 0, hi = 0;
     bool empty = false;
     for (uint32_t d = 0; d < v->ndim; d++) {
@@ -100,20 +147,16 @@ hl_status hl__ref_make_cview(hl__run *r, uint32_t node, uint32_t which, hl__cvie
         c->ndim = d + 1;
         int64_t n = c->dims[d];
         if (n == 0) empty = true;
-        c->tab[d] = hl__zalloc(n ? (size_t)n : 1, sizeof(int64_t));
+        c->tab[d] = hl__rec_alloc(c->rec, n ? (size_t)n : 1, sizeof(int64_t), n == 0);
         if (!c->tab[d]) {
             hl__ref_cview_free(c);
             return hl__ref_fail(r, HL_ERR_NOMEM, node, "out of memory for a view's positions");
         }
-        int64_t mn = 0, mx = 0;
-        hl_status st2 = fill_table(r, node, v->strides[d], n, c->tab[d]);
+        int64_t mn, mx;
+        hl_status st2 = fill_table(r, node, v->strides[d], n, c->tab[d], &mn, &mx);
         if (st2) {
             hl__ref_cview_free(c);
             return st2;
-        }
-        for (int64_t i = 0; i < n; i++) {
-            if (i == 0 || c->tab[d][i] < mn) mn = c->tab[d][i];
-            if (i == 0 || c->tab[d][i] > mx) mx = c->tab[d][i];
         }
         if (__builtin_add_overflow(lo, mn, &lo) || __builtin_add_overflow(hi, mx, &hi)) {
             hl__ref_cview_free(c);
@@ -147,7 +190,7 @@ hl_status hl__ref_alloc_out(hl__run *r, uint32_t id, hl__buf *b)
     }
     if (!hl__ref_numel_of(b->ndim, b->dims, &b->n))
         return hl__ref_fail(r, HL_ERR_RUNTIME, id, "result is too large");
-    b->data = hl__zalloc(b->n, hl_dtype_size(b->dt));
+    b->data = hl__rec_alloc(&r->rec, b->n, hl_dtype_size(b->dt), true);
     if (!b->data) return hl__ref_fail(r, HL_ERR_NOMEM, id, "out of memory for %zu elements", b->n);
     b->owned = true;
     return HL_OK;
