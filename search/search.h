@@ -79,7 +79,9 @@ typedef struct sr_options {
     uint32_t restart_after;  /* results in a row without a new best before the search
                                 restarts from a fresh random genome (0: never): 8 */
     double time_limit_s;     /* wall clock of the whole search, saturation included; no
-                                candidate is handed over past it (0: none): 600 */
+                                candidate is handed over past it (0: none) unless none
+                                has a time yet: then the first genome and the seeds, one
+                                at a time, until one has: 600 */
     bool fused_start;        /* the second to fifth draws are the most fused, the library,
                                 the fused-stored and the least fused genomes
                                 (ll_genome_most_fused, _library, _fused_stored,

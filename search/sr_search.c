@@ -45,6 +45,7 @@
 #define SR_STREAM 0x736561726368ull /* "search" */
 #define SR_NODE_LIMIT 200000000ull  /* saturation rows: as --emit space */
 #define SR_HALL 8                   /* best candidates kept for the winner's check */
+#define SR_OVERTIME 5 /* past the time limit, with no time yet: the first genome and 4 seeds */
 
 void sr_options_default(sr_options *o)
 {
@@ -973,7 +974,10 @@ static int search_loop(srch *x)
             if (time_left(x) <= 0) {
                 if (!x->r->time_up) progress(x, "the time limit is reached");
                 x->r->time_up = true;
-                break;
+                /* overtime: while no candidate has a time, the first genome and the seeds
+                 * are still handed over, one at a time, so that a search whose limit went
+                 * on the reference lowering still ends with a program */
+                if (x->hall_n || x->inflight || x->submitted_search >= SR_OVERTIME) break;
             }
             if (x->r->draws >= max_draws) {
                 if (!x->r->exhausted)

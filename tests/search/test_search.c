@@ -380,6 +380,36 @@ START_TEST(an_evaluator_failing_everything_is_a_clear_error)
 }
 END_TEST
 
+/* ---- the time limit ---- */
+
+START_TEST(a_search_out_of_time_still_measures_a_candidate)
+{
+    /* the limit passes before the first candidate: the first genome is still measured,
+     * and the search ends with it */
+    hl_graph *g = load(GRAPH);
+    fault_ev f = {.base = {&FAULT_OPS}, .g = g, .slots = 3};
+    sr_options o;
+    sr_report r;
+    opts(&o, GRAPH, NULL, 0, 20);
+    o.ev = &f.base;
+    o.time_limit_s = 1e-9;
+    run_ok(g, &o, &r);
+    ck_assert(r.time_up);
+    ck_assert_uint_eq(r.evaluated, 1);
+    ck_assert(isfinite(r.best_ms));
+    ck_assert_uint_eq(r.best_n, 1);
+    sr_report_fini(&r);
+    /* when every candidate fails, overtime stops after the first genome and 4 seeds */
+    fault_ev fa = {.base = {&FAULT_OPS}, .g = g, .slots = 3, .fail_all = true};
+    o.ev = &fa.base;
+    lm_err e = {0};
+    ck_assert_int_ne(sr_search_run(g, &o, &r, &e), 0);
+    ck_assert_ptr_nonnull(strstr(e.msg, "no candidate has a time (5 evaluated"));
+    sr_report_fini(&r);
+    hl_graph_free(g);
+}
+END_TEST
+
 /* ---- dedup ---- */
 
 START_TEST(a_program_is_measured_once)
@@ -549,6 +579,7 @@ static Suite *search_suite(void)
     TCase *t = tcase_create("search");
     tcase_set_timeout(t, 300);
     tcase_add_test(t, same_seed_same_plan_byte_for_byte);
+    tcase_add_test(t, a_search_out_of_time_still_measures_a_candidate);
     tcase_add_test(t, replaying_a_log_gives_the_same_plan);
     tcase_add_test(t, a_replay_of_another_graph_diverges);
     tcase_add_test(t, failures_are_recorded_and_the_search_finishes);
