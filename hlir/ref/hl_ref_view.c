@@ -26,8 +26,7 @@ void hl__rec_free(hl__recycler *rc, void *p, size_t n, size_t size)
 {
     size_t bytes = n * size; /* hl__rec_alloc checked it */
     if (!p) return;
-    if (!rc || bytes < HL__REC_MIN || rc->n == HL__REC_SLOTS || bytes > rc->cap - rc->held ||
-        rc->held > rc->cap) {
+    if (!rc || bytes < HL__REC_MIN || rc->n == HL__REC_SLOTS || bytes > rc->cap - rc->held) {
         hl__free(p);
         return;
     }

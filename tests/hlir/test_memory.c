@@ -3,6 +3,9 @@
  * memory, or the caller's) is refused before any tensor is allocated, naming the
  * largest tensors. */
 #include "hl_int.h"
+
+#include <inttypes.h>
+#include <math.h>
 #include "lm_check.h"
 #include "th.h"
 
@@ -87,6 +90,58 @@ START_TEST(hl_run_refuses_before_allocating_and_runs_under_a_larger_limit)
 }
 END_TEST
 
+/* x: f32 [n] -> sin applied k times -> output "y" */
+static hl_graph *sin_chain(int64_t n, int k)
+{
+    hl_graph *g = hl_graph_new();
+    hl_expr d[1] = {hl_n(g, n)};
+    hl_t t = hl_input(g, "x", HL_F32, 1, d);
+    for (int i = 0; i < k; i++)
+        t = hl_sin(g, t);
+    hl_output(g, "y", t);
+    th_graph_ok(g);
+    return g;
+}
+
+/* Allocations through the door for one run of sin_chain(n, k); checks the values. */
+static uint64_t chain_allocations(int64_t n, int k)
+{
+    hl_graph *g = sin_chain(n, k);
+    hl_tensor in[1] = {th_tensor(HL_F32, 1, &n, NULL)}, out[1];
+    float *x = in[0].data;
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (float)(i % 1000) * 0.01f - 5.0f;
+    uint64_t calls;
+    hl__mem_stats_reset();
+    th_run(g, NULL, in, out);
+    hl__mem_stats(&calls, NULL);
+    const float *y = out[0].data;
+    for (int64_t i = 0; i < n; i++) {
+        float want = x[i];
+        for (int j = 0; j < k; j++)
+            want = sinf(want);
+        ck_assert_msg(y[i] == want, "y[%" PRId64 "] = %.9g, sin^%d(x) = %.9g", i, y[i], k, want);
+    }
+    th_free(out, 1);
+    th_free(in, 1);
+    hl_graph_free(g);
+    return calls;
+}
+
+/* A node's output and its input's position table are as large as the tensor; a run
+ * recycles those of at least 1 MiB that it freed for its later nodes, so four more nodes
+ * of 2 MiB tensors cost fewer fresh allocations than four more of small ones, and every
+ * value stays right. */
+START_TEST(a_run_recycles_the_large_blocks_it_freed)
+{
+    int64_t big = (int64_t)1 << 19, small = 64; /* f32: 2 MiB; its table 4 MiB */
+    uint64_t big_more = chain_allocations(big, 8) - chain_allocations(big, 4);
+    uint64_t small_more = chain_allocations(small, 8) - chain_allocations(small, 4);
+    ck_assert_uint_ge(small_more, 8); /* an output and a table per node, at least */
+    ck_assert_uint_le(big_more + 8, small_more);
+}
+END_TEST
+
 /* Dims are checked as a run checks them, and a plan at a larger dim value needs more. */
 START_TEST(the_plan_checks_and_uses_the_dim_values)
 {
@@ -118,6 +173,7 @@ static Suite *suite(void)
     tcase_add_test(tc, a_run_bigger_than_the_machine_is_refused);
     tcase_add_test(tc, hl_run_refuses_before_allocating_and_runs_under_a_larger_limit);
     tcase_add_test(tc, the_plan_checks_and_uses_the_dim_values);
+    tcase_add_test(tc, a_run_recycles_the_large_blocks_it_freed);
     suite_add_tcase(s, tc);
     return s;
 }
