@@ -941,8 +941,8 @@ int pg__gpu_run(pg_program *p, uint32_t vi, lm_err *err)
     return 0;
 }
 
-int pg__gpu_time(pg_program *p, uint32_t vi, uint32_t warmup, uint32_t trials, double timeout_ms,
-                 double *median, double *lo, double *hi, lm_err *err)
+int pg__gpu_time(pg_program *p, uint32_t vi, uint32_t warmup, uint32_t trials, uint32_t reps,
+                 double timeout_ms, double *median, double *lo, double *hi, lm_err *err)
 {
     pg_gpu *g = p->gpu;
     note_input_addresses(p, g);
@@ -952,6 +952,7 @@ int pg__gpu_time(pg_program *p, uint32_t vi, uint32_t warmup, uint32_t trials, d
     rt_time_opts_default(&o);
     o.warmup = warmup;
     o.trials = trials;
+    o.reps = reps;
     if (timeout_ms > 0) o.timeout_ms = timeout_ms;
     rt_timing t;
     lm_err e = {0};

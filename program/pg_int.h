@@ -179,7 +179,7 @@ void pg__gpu_close(pg_program *p);
 /* Runs on the GPU (variant, refresh, uploads, launch, sync). */
 int pg__gpu_run(pg_program *p, uint32_t variant, lm_err *err);
 /* Times variant's replay (pg_program_time). */
-int pg__gpu_time(pg_program *p, uint32_t variant, uint32_t warmup, uint32_t trials,
+int pg__gpu_time(pg_program *p, uint32_t variant, uint32_t warmup, uint32_t trials, uint32_t reps,
                  double timeout_ms, double *median, double *lo, double *hi, lm_err *err);
 /* Copies output i to p->out[i].host. */
 int pg__gpu_download(pg_program *p, uint32_t i, lm_err *err);

@@ -31,10 +31,10 @@ int pg__gpu_run(pg_program *p, uint32_t variant, lm_err *err)
     return pg__fail(err, LM_EUNSUPPORTED, p->name, NO_GPU);
 }
 
-int pg__gpu_time(pg_program *p, uint32_t variant, uint32_t warmup, uint32_t trials,
+int pg__gpu_time(pg_program *p, uint32_t variant, uint32_t warmup, uint32_t trials, uint32_t reps,
                  double timeout_ms, double *median, double *lo, double *hi, lm_err *err)
 {
-    (void)variant, (void)warmup, (void)trials, (void)timeout_ms;
+    (void)variant, (void)warmup, (void)trials, (void)reps, (void)timeout_ms;
     *median = *lo = *hi = 0;
     return pg__fail(err, LM_EUNSUPPORTED, p->name, NO_GPU);
 }

@@ -905,8 +905,9 @@ static int ran(pg_program *p, lm_err *err)
     return 0;
 }
 
-int pg_program_time(pg_program *p, uint32_t warmup, uint32_t trials, double timeout_ms,
-                    double *median_ms, double *min_ms, double *max_ms, lm_err *err)
+int pg_program_time(pg_program *p, uint32_t warmup, uint32_t trials, uint32_t reps,
+                    double timeout_ms, double *median_ms, double *min_ms, double *max_ms,
+                    lm_err *err)
 {
     if (lm_err_is_set(err)) return err->code;
     bool dev;
@@ -915,14 +916,16 @@ int pg_program_time(pg_program *p, uint32_t warmup, uint32_t trials, double time
     if (p->backend != PG_BACKEND_GPU || p->stepwise)
         return pg__fail(err, LM_EUNSUPPORTED, p->name,
                         "timing needs the GPU backend and a graph (%s)", p->note);
-    if (trials < 1 || trials > 10000)
-        return pg__fail(err, LM_EARG, p->name, "timing: %u trials (1 .. 10000)", trials);
+    if (trials < 1 || trials > 10000 || reps < 1 || reps > 10000)
+        return pg__fail(err, LM_EARG, p->name, "timing: %u trials of %u replays (each 1 .. 10000)",
+                        trials, reps);
     p->ran = false;
     for (uint32_t o = 0; o < p->plan.n_outputs; o++)
         p->out[o].valid = false;
     double med, lo, hi;
-    if (pg__gpu_time(p, variant, warmup, trials, timeout_ms, &med, &lo, &hi, err)) return err->code;
-    p->count.timed_replays += (uint64_t)warmup + trials;
+    if (pg__gpu_time(p, variant, warmup, trials, reps, timeout_ms, &med, &lo, &hi, err))
+        return err->code;
+    p->count.timed_replays += (uint64_t)warmup + (uint64_t)trials * reps;
     if (median_ms) *median_ms = med;
     if (min_ms) *min_ms = lo;
     if (max_ms) *max_ms = hi;

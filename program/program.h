@@ -239,13 +239,15 @@ int pg_program_run(pg_program *p, lm_err *err);
 
 /* Times the replay on the GPU with CUDA events (cuda_rt's rt_exec_time): the graph is
  * brought to the current dims and inputs as pg_program_run does (nothing is compiled:
- * that happened when the program opened), then `warmup` launches and `trials` timed ones
- * (1 .. 10000), the host waiting once at the end. *median_ms receives the median per
- * replay; min_ms and max_ms may be NULL. Afterwards the outputs hold the last replay's.
- * LM_EUNSUPPORTED on the CPU or stepwise; LM_ETIMEOUT past timeout_ms (the work may still
- * run: the program must then be freed). */
-int pg_program_time(pg_program *p, uint32_t warmup, uint32_t trials, double timeout_ms,
-                    double *median_ms, double *min_ms, double *max_ms, lm_err *err);
+ * that happened when the program opened), then `warmup` launches and `trials` timed
+ * trials of `reps` launches each between two events (each 1 .. 10000), the host waiting
+ * once at the end. *median_ms receives the median over the trials of the time per
+ * replay (a trial's time / reps); min_ms and max_ms may be NULL. Afterwards the outputs
+ * hold the last replay's. LM_EUNSUPPORTED on the CPU or stepwise; LM_ETIMEOUT past
+ * timeout_ms (the work may still run: the program must then be freed). */
+int pg_program_time(pg_program *p, uint32_t warmup, uint32_t trials, uint32_t reps,
+                    double timeout_ms, double *median_ms, double *min_ms, double *max_ms,
+                    lm_err *err);
 
 /* Output i of the last run in host memory owned by the program (*data), valid until the
  * next run or free; on the GPU copied from the device on the first call after a run.

@@ -315,7 +315,7 @@ static int time_it(wk_state *w, pg_program *p, uint32_t warmup, uint32_t trials,
                    lm_err *err)
 {
     if (w->backend == PG_BACKEND_CPU) return time_cpu(w, p, warmup, trials, med, err);
-    return pg_program_time(p, warmup, trials, w->timeout_ms, med, NULL, NULL, err);
+    return pg_program_time(p, warmup, trials, 1, w->timeout_ms, med, NULL, NULL, err);
 }
 
 /* The reference at the setup's dims and inputs, once. */

@@ -303,7 +303,7 @@ static int fused(const char *dir, const char *name, uint32_t trials, int *status
     }
     if (cb_dump) cg_plan_fprint(b.plan, true, stdout);
     double med = 0, cbest = 0;
-    int rc = pg_program_time(b.p, 5, trials, 60000, &med, NULL, NULL, &err);
+    int rc = pg_program_time(b.p, 5, trials, 1, 60000, &med, NULL, NULL, &err);
     if (!rc) rc = copy_rate(b.p->gpu->ctx, b.bytes, trials, &cbest, &err);
     if (rc) {
         printf("fused %s: FAILED timing: %s\n", name, err.msg);
@@ -339,7 +339,7 @@ static void decode(const char *dir, bool least, uint32_t trials, int *status)
     double med = 0;
     cb_events x = {.ctx = b.p->gpu->ctx};
     rt_drv *d = &x.ctx->drv;
-    int rc = pg_program_time(b.p, 20, trials, 60000, &med, NULL, NULL, &err);
+    int rc = pg_program_time(b.p, 20, trials, 1, 60000, &med, NULL, NULL, &err);
     if (!rc) rc = rt_kernel_get(x.ctx, COPY_SRC, "spin", NULL, 0, &x.spin, &err);
     if (!rc) rc = ev_check(&x, d->event_create(d->self, &x.a, CU_EVENT_DEFAULT), "cuEventCreate", &err);
     if (!rc) rc = ev_check(&x, d->event_create(d->self, &x.b, CU_EVENT_DEFAULT), "cuEventCreate", &err);

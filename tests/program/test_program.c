@@ -499,7 +499,8 @@ START_TEST(timing_replays_the_graph_with_events_and_compiles_nothing)
     pf_set(x.p, &in);
     uint32_t before = rt_mock_calls(x.mock);
     double med, lo, hi;
-    ck_assert_msg(pg_program_time(x.p, 2, 5, 10000, &med, &lo, &hi, &x.err) == 0, "%s", x.err.msg);
+    ck_assert_msg(pg_program_time(x.p, 2, 5, 1, 10000, &med, &lo, &hi, &x.err) == 0, "%s",
+                  x.err.msg);
     ck_assert(med > 0 && lo <= med && med <= hi);
     ck_assert_uint_eq(rt_mock_count_since(x.mock, "cuGraphLaunch", before), 7);
     ck_assert_uint_eq(rt_mock_count_since(x.mock, "cuModuleLoadData", before), 0);
@@ -509,7 +510,17 @@ START_TEST(timing_replays_the_graph_with_events_and_compiles_nothing)
     /* the outputs are the last replay's */
     const void *out;
     ck_assert_int_eq(pg_program_output(x.p, 0, &out, NULL, &x.err), 0);
-    ck_assert_int_eq(pg_program_time(x.p, 0, 0, 1000, &med, NULL, NULL, &x.err), LM_EARG);
+    ck_assert_int_eq(pg_program_time(x.p, 0, 0, 1, 1000, &med, NULL, NULL, &x.err), LM_EARG);
+    lm_err_clear(&x.err);
+    ck_assert_int_eq(pg_program_time(x.p, 0, 1, 0, 1000, &med, NULL, NULL, &x.err), LM_EARG);
+    lm_err_clear(&x.err);
+    /* trials of several replays between two events: 1 warm-up + 3 x 4 launches */
+    before = rt_mock_calls(x.mock);
+    ck_assert_msg(pg_program_time(x.p, 1, 3, 4, 10000, &med, &lo, &hi, &x.err) == 0, "%s",
+                  x.err.msg);
+    ck_assert_uint_eq(rt_mock_count_since(x.mock, "cuGraphLaunch", before), 13);
+    ck_assert_uint_eq(rt_mock_count_since(x.mock, "cuEventRecord", before), 4);
+    ck_assert_uint_eq(counters(&x).timed_replays, 7 + 13);
     pf_inputs_free(&in);
     close_prog(&x);
 }
@@ -904,7 +915,7 @@ START_TEST(the_cpu_backend_computes_what_the_llir_executor_does)
         ck_assert_int_eq(pg_program_set_input_device(p, 0, 0x1000, 40 * 16, &e), LM_EUNSUPPORTED);
         lm_err_clear(&e);
         double ms;
-        ck_assert_int_eq(pg_program_time(p, 1, 1, 1000, &ms, NULL, NULL, &e), LM_EUNSUPPORTED);
+        ck_assert_int_eq(pg_program_time(p, 1, 1, 1, 1000, &ms, NULL, NULL, &e), LM_EUNSUPPORTED);
         pg_program_free(p);
         pf_free(&f);
     }

@@ -144,7 +144,7 @@ START_TEST(gpu_device_inputs_and_unchanged_inputs)
     pg_program_counters(gpu, &cnt);
     ck_assert_uint_eq(cnt.uploads_skipped, 2);
     double med;
-    ck_assert_msg(pg_program_time(gpu, 3, 20, 10000, &med, NULL, NULL, &e) == 0, "%s", e.msg);
+    ck_assert_msg(pg_program_time(gpu, 3, 20, 1, 10000, &med, NULL, NULL, &e) == 0, "%s", e.msg);
     printf("gpu replay of the 4-step program at n = 16: %.4f ms median of 20\n", med);
     ck_assert(med > 0);
     pf_inputs_free(&in);
