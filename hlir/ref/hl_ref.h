@@ -68,6 +68,9 @@ typedef struct hl_run_opts {
     uint64_t mem_limit; /* the most bytes a run may hold at once, its inputs included;
                            0 means the memory this machine has (lm_mem_available), and no
                            check when that is unknown */
+    uint32_t threads;   /* the most threads a large matmul-like product is shared among
+                           (the results are the same bits for any number); 0 means the
+                           machine's online processors, at most 64; 1: none */
 } hl_run_opts;
 
 /* What a run holds in memory, computed from the graph and the dim values alone. */

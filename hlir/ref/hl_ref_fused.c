@@ -10,8 +10,13 @@
  * the products rounded to the dtype, as the separate nodes would (rounding is monotonic,
  * so that is also the rounded max of the exact products). The [m, n, k] product is never
  * materialised; rows are computed in batches sharing b. Each output element receives its
- * terms in index order, so the layout changes no bit (tests compare the paths). */
+ * terms in index order, so the layout changes no bit (tests compare the paths). A large
+ * batched product is shared among threads (hl__ref_fused_threads), batch by batch: each
+ * batch is computed by one thread with the same code, so the bits do not depend on how
+ * many threads there are. */
 #include "ref/hl_ref_int.h"
+
+#include <pthread.h>
 
 /* Rows in a batch of the matmul layout (see exec_fused). */
 enum { MM_ROWS = 8 };
@@ -69,6 +74,143 @@ static void mm_rows_packed(const void *a, hl_dtype dt, const int64_t *bas, size_
     }
 }
 
+/* The batched product of exec_fused: rows walked by oa (a's bases) and ob (b's), cut into
+ * batches of up to MM_ROWS consecutive rows reading the same b. Share t of nt computes the
+ * batches whose index is t modulo nt, with its own accumulators (facc, MM_ROWS * n) and,
+ * unless mm_shape, its own copy of b packed per distinct b base (packed, len * n). */
+typedef struct mm_job {
+    const hl__buf *a, *b;
+    hl__buf *out;
+    hl_dtype dt;
+    const hl__cview *oa, *ob;
+    size_t rows;
+    int64_t len, n;
+    const int64_t *along_a, *along_b, *ta, *tb;
+    bool mm_shape;
+    uint32_t nt;
+} mm_job;
+
+typedef struct mm_share {
+    const mm_job *j;
+    uint32_t t;
+    float *facc, *packed;
+} mm_share;
+
+static void mm_share_run(const mm_share *sh)
+{
+    const mm_job *J = sh->j;
+    const int64_t len = J->len, n = J->n;
+    const int64_t *along_a = J->along_a, *along_b = J->along_b, *ta = J->ta, *tb = J->tb;
+    const hl_dtype dt = J->dt;
+    float *facc = sh->facc, *packed = sh->packed;
+    int64_t packed_bb = 0;
+    bool have_packed = false;
+    hl__walk wa, wb;
+    hl__walk_init(&wa, J->oa);
+    hl__walk_init(&wb, J->ob);
+    size_t batch = 0;
+    for (size_t row = 0; row < J->rows; row++, hl__walk_next(&wa), hl__walk_next(&wb), batch++) {
+        int64_t bb = wb.pos - (len ? along_b[0] : 0) - tb[0];
+        /* up to MM_ROWS consecutive rows reading the same b share each of its rows, so b
+           streams from memory once per batch instead of once per row */
+        int64_t bas[MM_ROWS];
+        size_t cnt = 0, row0 = row;
+        bas[cnt++] = wa.pos - (len ? along_a[0] : 0) - ta[0];
+        while (cnt < MM_ROWS && row + 1 < J->rows) {
+            hl__walk wa2 = wa, wb2 = wb;
+            hl__walk_next(&wa2);
+            hl__walk_next(&wb2);
+            if (wb2.pos - (len ? along_b[0] : 0) - tb[0] != bb) break;
+            wa = wa2;
+            wb = wb2;
+            row++;
+            bas[cnt++] = wa.pos - (len ? along_a[0] : 0) - ta[0];
+        }
+        if (batch % J->nt != sh->t) continue;
+        if (J->mm_shape) {
+            mm_rows(J->a->data, J->b->data, dt, bas, cnt, bb, along_a, along_b, len, ta[0], tb[0],
+                    n, facc);
+        } else {
+            if (!have_packed || packed_bb != bb) {
+                for (int64_t k = 0; k < len; k++)
+                    for (int64_t j = 0; j < n; j++)
+                        packed[k * n + j] =
+                            hl__ld_f(J->b->data, dt, (size_t)(bb + along_b[k] + tb[j]));
+                packed_bb = bb;
+                have_packed = true;
+            }
+            mm_rows_packed(J->a->data, dt, bas, cnt, along_a, ta[0], packed, len, n, facc);
+        }
+        for (size_t q = 0; q < cnt; q++)
+            for (int64_t j = 0; j < n; j++)
+                hl__st_f(J->out->data, J->out->dt, (row0 + q) * (size_t)n + (size_t)j,
+                         facc[q * (size_t)n + (size_t)j]);
+    }
+}
+
+static void *mm_share_main(void *arg)
+{
+    mm_share_run(arg);
+    return NULL;
+}
+
+uint32_t hl__ref_fused_threads(uint32_t threads, uint64_t rows, uint64_t n, uint64_t len,
+                               bool packed)
+{
+    if (threads <= 1) return 1;
+    /* about 2^21 multiply-adds (a millisecond) a thread at least, a batch each at most */
+    double work = (double)rows * (double)(n ? n : 1) * (double)(len ? len : 1);
+    double t = floor(work / (double)(1u << 21)), batches = ceil((double)rows / MM_ROWS);
+    if (t > batches) t = batches;
+    /* a packed copy of b a thread: at most HL_REF_PACKED_MAX bytes of them */
+    double pb = (double)(len ? len : 1) * (double)(n ? n : 1) * sizeof(float);
+    if (packed && t > floor((double)HL_REF_PACKED_MAX / pb))
+        t = floor((double)HL_REF_PACKED_MAX / pb);
+    if (t > threads) t = threads;
+    return t >= 1 ? (uint32_t)t : 1;
+}
+
+/* Runs the batched product on up to r->threads threads; HL_ERR_NOMEM when even one share's
+ * buffers cannot be had. A thread that cannot be started leaves its share to this one. */
+static hl_status mm_run(hl__run *r, uint32_t id, mm_job *J)
+{
+    J->nt =
+        hl__ref_fused_threads(r->threads, J->rows, (uint64_t)J->n, (uint64_t)J->len, !J->mm_shape);
+    mm_share sh[HL_REF_MAX_THREADS];
+    pthread_t th[HL_REF_MAX_THREADS];
+    bool started[HL_REF_MAX_THREADS] = {false};
+    size_t nf = (size_t)(J->n ? J->n : 1) * MM_ROWS;
+    size_t np = J->mm_shape ? 0 : (size_t)(J->len ? J->len : 1) * (size_t)(J->n ? J->n : 1);
+    hl_status st = HL_OK;
+    uint32_t made = 0;
+    for (; made < J->nt; made++) {
+        sh[made] = (mm_share){.j = J, .t = made};
+        sh[made].facc = hl__alloc(nf, sizeof(float));
+        sh[made].packed = np ? hl__alloc(np, sizeof(float)) : NULL;
+        if (!sh[made].facc || (np && !sh[made].packed)) {
+            hl__free(sh[made].facc);
+            hl__free(sh[made].packed);
+            break;
+        }
+    }
+    if (made == 0) return hl__ref_fail(r, HL_ERR_NOMEM, id, "out of memory");
+    J->nt = made; /* fewer buffers: fewer shares */
+    for (uint32_t t = 1; t < made; t++)
+        started[t] = pthread_create(&th[t], NULL, mm_share_main, &sh[t]) == 0;
+    mm_share_run(&sh[0]);
+    for (uint32_t t = 1; t < made; t++) {
+        if (started[t])
+            pthread_join(th[t], NULL);
+        else
+            mm_share_run(&sh[t]);
+    }
+    for (uint32_t t = 0; t < made; t++) {
+        hl__free(sh[t].facc);
+        hl__free(sh[t].packed);
+    }
+    return st;
+}
+
 /* A SumReduce / MaxReduce reading a Mul that nothing else reads, through a contiguous
  * view of the Mul's own shape, runs as one loop (see the top of the file for the
  * arithmetic: a sum of exact products in f32, a max of rounded products). */
@@ -123,65 +265,37 @@ hl_status hl__ref_exec_fused(hl__run *r, uint32_t id, uint32_t mul)
         hl__ref_cview_free(&cv[1]);
         return hl__ref_fail(r, HL_ERR_NOMEM, id, "out of memory");
     }
+    /* With a constant along the row, the batched kernel (mm_run); with b in another layout
+       than the matmul's (a transposed b, as in q k^T), b is packed once per distinct b base
+       into packed[k][j] (decoded to f32, exact) and the same kernel runs on the packed copy.
+       f16 and FP8 take the general loop below, which computes the same sums. */
+    if (!ints && isum && ta_const && (dt == HL_F32 || dt == HL_BF16)) {
+        mm_job J = {.a = a,
+                    .b = b,
+                    .out = out,
+                    .dt = dt,
+                    .oa = &oa,
+                    .ob = &ob,
+                    .rows = rows,
+                    .len = len,
+                    .n = n,
+                    .along_a = along_a,
+                    .along_b = along_b,
+                    .ta = ta,
+                    .tb = tb,
+                    .mm_shape = mm_shape};
+        st = mm_run(r, id, &J);
+        hl__free(facc);
+        hl__ref_cview_free(&cv[0]);
+        hl__ref_cview_free(&cv[1]);
+        return st;
+    }
     hl__walk wa, wb;
     hl__walk_init(&wa, &oa);
     hl__walk_init(&wb, &ob);
-    /* With a constant along the row but b in another layout (a transposed b, as in
-       q k^T), b is packed once per distinct b base into packed[k][j] (decoded to f32,
-       exact) and the same batched kernel runs on the packed copy. f16 and FP8 take the
-       general loop below, which computes the same sums. */
-    bool batched = !ints && isum && ta_const && (dt == HL_F32 || dt == HL_BF16);
-    float *packed = NULL;
-    int64_t packed_bb = 0;
-    bool have_packed = false;
-    if (batched && !mm_shape) {
-        packed = hl__alloc((size_t)(len ? len : 1) * (size_t)(n ? n : 1), sizeof(float));
-        if (!packed) {
-            hl__free(facc);
-            hl__ref_cview_free(&cv[0]);
-            hl__ref_cview_free(&cv[1]);
-            return hl__ref_fail(r, HL_ERR_NOMEM, id, "out of memory");
-        }
-    }
     for (size_t row = 0; row < rows; row++, hl__walk_next(&wa), hl__walk_next(&wb)) {
         int64_t ba = wa.pos - (len ? along_a[0] : 0) - ta[0];
         int64_t bb = wb.pos - (len ? along_b[0] : 0) - tb[0];
-        if (batched) {
-            /* up to MM_ROWS consecutive rows reading the same b share each of its rows, so
-               b streams from memory once per batch instead of once per row */
-            int64_t bas[MM_ROWS];
-            size_t cnt = 0, row0 = row;
-            bas[cnt++] = ba;
-            while (cnt < MM_ROWS && row + 1 < rows) {
-                hl__walk wa2 = wa, wb2 = wb;
-                hl__walk_next(&wa2);
-                hl__walk_next(&wb2);
-                if (wb2.pos - (len ? along_b[0] : 0) - tb[0] != bb) break;
-                wa = wa2;
-                wb = wb2;
-                row++;
-                bas[cnt++] = wa.pos - (len ? along_a[0] : 0) - ta[0];
-            }
-            if (mm_shape) {
-                mm_rows(a->data, b->data, dt, bas, cnt, bb, along_a, along_b, len, ta[0], tb[0], n,
-                        facc);
-            } else {
-                if (!have_packed || packed_bb != bb) {
-                    for (int64_t k = 0; k < len; k++)
-                        for (int64_t j = 0; j < n; j++)
-                            packed[k * n + j] =
-                                hl__ld_f(b->data, dt, (size_t)(bb + along_b[k] + tb[j]));
-                    packed_bb = bb;
-                    have_packed = true;
-                }
-                mm_rows_packed(a->data, dt, bas, cnt, along_a, ta[0], packed, len, n, facc);
-            }
-            for (size_t q = 0; q < cnt; q++)
-                for (int64_t j = 0; j < n; j++)
-                    hl__st_f(out->data, out->dt, (row0 + q) * (size_t)n + (size_t)j,
-                             facc[q * (size_t)n + (size_t)j]);
-            continue;
-        }
         if (ints) {
             int64_t init = isum ? 0 : (dt == HL_INT ? INT32_MIN : INT64_MIN);
             for (int64_t j = 0; j < n; j++)
@@ -236,7 +350,6 @@ hl_status hl__ref_exec_fused(hl__run *r, uint32_t id, uint32_t mul)
         for (int64_t j = 0; j < n; j++)
             hl__st_f(out->data, out->dt, row * (size_t)n + (size_t)j, facc[j]);
     }
-    hl__free(packed);
     hl__free(facc);
     hl__free(iacc);
     hl__ref_cview_free(&cv[0]);

@@ -63,11 +63,24 @@ typedef struct hl__run {
     const hl_expr_pool *p;
     hl_env env;
     hl__buf *bufs;
-    lm_err *err;     /* the caller's record */
-    lm_err scratch;  /* what hl_e_eval reports, before it is raised located (hl__ref_eval) */
-    uint32_t *fused; /* fused[reduce id] = the Mul it absorbs, or HL_NONE */
+    lm_err *err;      /* the caller's record */
+    lm_err scratch;   /* what hl_e_eval reports, before it is raised located (hl__ref_eval) */
+    uint32_t *fused;  /* fused[reduce id] = the Mul it absorbs, or HL_NONE */
     hl__recycler rec; /* the large blocks the run freed, for its next allocations */
+    uint32_t threads; /* hl_run_opts.threads resolved (hl__ref_threads): 1 .. HL_REF_MAX_THREADS */
 } hl__run;
+
+#define HL_REF_MAX_THREADS 64
+/* The most bytes of packed copies of b (hl_ref_fused.c) the threads of one product hold. */
+#define HL_REF_PACKED_MAX ((uint64_t)256 << 20)
+
+/* opts->threads resolved: 0 (or no opts) is the online processors, capped. */
+uint32_t hl__ref_threads(const hl_run_opts *opts);
+/* The threads a batched product of rows x n outputs over len terms is shared among, of
+ * at most `threads` (each given about 2^21 multiply-adds at least); packed: each thread
+ * holds a packed copy of b (len x n floats), at most HL_REF_PACKED_MAX bytes of them. */
+uint32_t hl__ref_fused_threads(uint32_t threads, uint64_t rows, uint64_t n, uint64_t len,
+                               bool packed);
 
 /* Row-major element count of dims; false for a negative dim or size_t overflow. */
 static inline bool hl__ref_numel_of(uint32_t ndim, const int64_t *dims, size_t *out)

@@ -10,6 +10,15 @@
  * run. A buffer is freed after its last reader. */
 #include "ref/hl_ref_int.h"
 
+#include <unistd.h>
+
+uint32_t hl__ref_threads(const hl_run_opts *opts)
+{
+    long t = opts && opts->threads ? (long)opts->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    if (t < 1) t = 1;
+    return t > HL_REF_MAX_THREADS ? HL_REF_MAX_THREADS : (uint32_t)t;
+}
+
 /* ---- the run ---- */
 
 /* Whether view v (of reduce node id) reads every element of node mn's output once, in
@@ -251,13 +260,15 @@ static hl_status plan_memory(hl__run *r, const plan *pl, hl_run_mem *out, top_t 
         }
         if (st) break;
         if (nd->op == HL_OP_SUM_REDUCE || nd->op == HL_OP_MAX_REDUCE) {
-            /* accumulators: eight rows of the fused kernel and its packed b, or a row */
-            uint64_t row = sat_mul((uint64_t)(inner ? inner : 1), 8 * sizeof(float));
-            temp = sat_add(temp, row);
-            if (pl->fused[id] != HL_NONE)
-                temp = sat_add(temp, sat_mul(sat_mul((uint64_t)(inner ? inner : 1),
-                                                     (uint64_t)(along ? along : 1)),
-                                             sizeof(float)));
+            /* accumulators: eight rows of the fused kernel and its packed b (one of each
+               per thread sharing it), or a row */
+            uint64_t in1 = (uint64_t)(inner ? inner : 1), al = (uint64_t)(along ? along : 1);
+            uint64_t es = hl_dtype_size(nd->dtype), rows = b / (es ? es : 1) / in1;
+            bool f = pl->fused[id] != HL_NONE;
+            uint64_t ta = f ? hl__ref_fused_threads(r->threads, rows, in1, al, false) : 1;
+            uint64_t tp = f ? hl__ref_fused_threads(r->threads, rows, in1, al, true) : 0;
+            temp = sat_add(temp, sat_mul(sat_mul(in1, 8 * sizeof(float)), ta));
+            temp = sat_add(temp, sat_mul(sat_mul(sat_mul(in1, al), sizeof(float)), tp));
         }
         uint64_t now = sat_add(sat_add(sat_add(out->input_bytes, live), b), temp);
         if (now > out->peak_bytes) out->peak_bytes = now;
@@ -327,6 +338,7 @@ hl_status hl_run_check_memory(const hl_graph *g, const int64_t *dim_values, cons
     plan pl;
     hl__run r;
     hl_status st = plan_init(&pl, &r, g, dim_values, err);
+    r.threads = hl__ref_threads(opts);
     if (!st) st = plan_memory(&r, &pl, &m, &top);
     plan_fini(&pl);
     if (st) return st;
@@ -359,6 +371,7 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
     /* refuse what the machine cannot hold before allocating a tensor */
     if ((st = hl_run_check_memory(g, dim_values, opts, NULL, err))) goto out;
     if ((st = plan_init(&pl, &r, g, dim_values, err))) goto out;
+    r.threads = hl__ref_threads(opts);
     /* the recycler keeps at most a quarter of the memory limit, and 1 GiB */
     r.rec.cap = (opts && opts->mem_limit ? opts->mem_limit : lm_mem_available()) / 4;
     if (r.rec.cap > ((size_t)1 << 30)) r.rec.cap = (size_t)1 << 30;

@@ -539,6 +539,76 @@ START_TEST(fused_batched_matmul_matches_the_separate_nodes_bit_for_bit)
 }
 END_TEST
 
+/* b[x][k][j] of the test below, stored [x][k][j], or [x][j][k] when transposed. */
+static double bv_at(const hl_tensor *b, int trans, int x, int k, int j)
+{
+    enum { K = 300, N = 256 };
+    return hl_tensor_get(b, trans ? ((size_t)x * N + j) * K + k : ((size_t)x * K + k) * N + j);
+}
+
+/* A product large enough to be shared among threads (2 x 64 rows of 256 over 300 terms:
+ * 9.8M multiply-adds, 16 batches) gives the bits of a plain f32 loop in k order on 1, 3, 4
+ * and 64 threads, in f32 and bf16, with b read in place or packed (stored [n, k]); and a
+ * run allowed more threads plans more memory (an accumulator block per thread). */
+START_TEST(a_large_product_gives_the_same_bits_on_any_number_of_threads)
+{
+    enum { B = 2, M = 64, K = 300, N = 256 };
+    static double av[B * M * K], bv[B * K * N];
+    uint64_t st = 5;
+    for (size_t i = 0; i < B * M * K; i++)
+        av[i] = th_rand(&st, -2, 2);
+    for (size_t i = 0; i < B * K * N; i++)
+        bv[i] = th_rand(&st, -2, 2);
+    hl_dtype dts[2] = {HL_F32, HL_BF16};
+    for (int t = 0; t < 2; t++)
+        for (int trans = 0; trans < 2; trans++) {
+            hl_graph *g = hl_graph_new();
+            hl_expr da[3] = {hl_n(g, B), hl_n(g, M), hl_n(g, K)};
+            hl_expr db[3] = {hl_n(g, B), hl_n(g, trans ? N : K), hl_n(g, trans ? K : N)};
+            hl_t a = hl_input(g, "a", dts[t], 3, da), b = hl_input(g, "b", dts[t], 3, db);
+            hl_output(g, "c", hl_matmul(g, a, trans ? hl_transpose(g, b, 1, 2) : b));
+            th_graph_ok(g);
+            int64_t d1[3] = {B, M, K}, d2[3] = {B, trans ? N : K, trans ? K : N};
+            hl_tensor in[2] = {th_tensor(dts[t], 3, d1, av), th_tensor(dts[t], 3, d2, NULL)};
+            for (int x = 0; x < B; x++) /* b[x][k][j], stored [x][j][k] when transposed */
+                for (int k = 0; k < K; k++)
+                    for (int j = 0; j < N; j++)
+                        hl_tensor_set(&in[1],
+                                      trans ? ((size_t)x * N + j) * K + k
+                                            : ((size_t)x * K + k) * N + j,
+                                      bv[((size_t)x * K + k) * N + j]);
+            uint32_t threads[4] = {1, 3, 4, 64};
+            hl_run_mem mem[4];
+            for (int v = 0; v < 4; v++) {
+                hl_run_opts o = {.threads = threads[v]};
+                lm_err err = {0};
+                ck_assert_int_eq(hl_run_check_memory(g, NULL, &o, &mem[v], &err), HL_OK);
+                hl_tensor out[1];
+                ck_assert_int_eq(hl_run(g, NULL, in, out, &o, &err), HL_OK);
+                ck_assert_uint_eq(out[0].numel, B * M * N);
+                for (int x = 0; x < B; x++)
+                    for (int i = 0; i < M; i++)
+                        for (int j = 0; j < N; j++) {
+                            float acc = 0.0f;
+                            for (int k = 0; k < K; k++)
+                                acc += (float)hl_tensor_get(&in[0], ((size_t)x * M + i) * K + k) *
+                                       (float)bv_at(&in[1], trans, x, k, j);
+                            size_t e = ((size_t)x * M + i) * N + j;
+                            ck_assert_msg(hl_tensor_get(&out[0], e) ==
+                                              (double)hl_round_to(dts[t], acc),
+                                          "dtype %d, transposed %d, %u threads, element %zu", t,
+                                          trans, threads[v], e);
+                        }
+                hl_tensor_fini(&out[0]);
+            }
+            ck_assert_uint_gt(mem[2].peak_bytes, mem[0].peak_bytes);
+            ck_assert_uint_eq(mem[3].peak_bytes, mem[2].peak_bytes); /* 4 threads at most */
+            th_free(in, 2);
+            hl_graph_free(g);
+        }
+}
+END_TEST
+
 /* The fused sum of bf16 products is exact. (1 + 2^-7)^2 = 1 + 2^-6 + 2^-14 does not fit
  * bf16 (stored alone it rounds to 1 + 2^-6); with (1 - 2^-7) * 1 added the exact sum is
  * 2 + 2^-7 + 2^-14, just above the midpoint between the bf16 neighbours 2 and 2 + 2^-6,
@@ -676,6 +746,7 @@ static Suite *hlir_runtime_suite(void)
     tcase_add_test(tc, fused_multiply_reduce_matches_the_separate_nodes_bit_for_bit);
     tcase_add_test(tc, missing_input_or_output_arrays_are_an_error);
     tcase_add_test(tc, fused_batched_matmul_matches_the_separate_nodes_bit_for_bit);
+    tcase_add_test(tc, a_large_product_gives_the_same_bits_on_any_number_of_threads);
     tcase_add_test(tc, fused_bf16_dot_products_are_exact);
     tcase_add_test(tc, column_reduction_matches_row_reduction_bit_for_bit);
     tcase_add_test(tc, random_fill_is_deterministic_per_seed_and_stream_and_in_range);
