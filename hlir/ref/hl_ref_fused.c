@@ -181,7 +181,6 @@ static hl_status mm_run(hl__run *r, uint32_t id, mm_job *J)
     bool started[HL_REF_MAX_THREADS] = {false};
     size_t nf = (size_t)(J->n ? J->n : 1) * MM_ROWS;
     size_t np = J->mm_shape ? 0 : (size_t)(J->len ? J->len : 1) * (size_t)(J->n ? J->n : 1);
-    hl_status st = HL_OK;
     uint32_t made = 0;
     for (; made < J->nt; made++) {
         sh[made] = (mm_share){.j = J, .t = made};
@@ -208,7 +207,7 @@ static hl_status mm_run(hl__run *r, uint32_t id, mm_job *J)
         hl__free(sh[t].facc);
         hl__free(sh[t].packed);
     }
-    return st;
+    return HL_OK;
 }
 
 /* A SumReduce / MaxReduce reading a Mul that nothing else reads, through a contiguous
@@ -258,13 +257,6 @@ hl_status hl__ref_exec_fused(hl__run *r, uint32_t id, uint32_t mul)
     bool isum = nd->op == HL_OP_SUM_REDUCE;
     hl_dtype dt = mn->dtype;
     bool ints = hl__is_intlike(dt);
-    float *facc = ints ? NULL : hl__alloc(n ? (size_t)n * MM_ROWS : 1, sizeof(float));
-    int64_t *iacc = ints ? hl__alloc(n ? (size_t)n : 1, sizeof(int64_t)) : NULL;
-    if (!facc && !iacc) {
-        hl__ref_cview_free(&cv[0]);
-        hl__ref_cview_free(&cv[1]);
-        return hl__ref_fail(r, HL_ERR_NOMEM, id, "out of memory");
-    }
     /* With a constant along the row, the batched kernel (mm_run); with b in another layout
        than the matmul's (a transposed b, as in q k^T), b is packed once per distinct b base
        into packed[k][j] (decoded to f32, exact) and the same kernel runs on the packed copy.
@@ -285,10 +277,17 @@ hl_status hl__ref_exec_fused(hl__run *r, uint32_t id, uint32_t mul)
                     .tb = tb,
                     .mm_shape = mm_shape};
         st = mm_run(r, id, &J);
-        hl__free(facc);
         hl__ref_cview_free(&cv[0]);
         hl__ref_cview_free(&cv[1]);
         return st;
+    }
+    /* the general loop: a row of accumulators */
+    float *facc = ints ? NULL : hl__alloc(n ? (size_t)n : 1, sizeof(float));
+    int64_t *iacc = ints ? hl__alloc(n ? (size_t)n : 1, sizeof(int64_t)) : NULL;
+    if (!facc && !iacc) {
+        hl__ref_cview_free(&cv[0]);
+        hl__ref_cview_free(&cv[1]);
+        return hl__ref_fail(r, HL_ERR_NOMEM, id, "out of memory");
     }
     hl__walk wa, wb;
     hl__walk_init(&wa, &oa);
