@@ -34,13 +34,14 @@ typedef struct gen {
     uint32_t n_inputs;
 } gen;
 
-/* Element count of t with the dynamic dim at its max; INT64_MAX when unknown. */
-static int64_t numel_max(gen *s, const hl_view *v)
+/* Element count of dims with the dynamic dim at its max; INT64_MAX when unknown or over
+ * GEN_MAX_NUMEL. */
+static int64_t numel_max(gen *s, uint32_t ndim, const hl_expr *dims)
 {
     int64_t n = 1;
-    for (uint32_t d = 0; d < v->ndim; d++) {
+    for (uint32_t d = 0; d < ndim; d++) {
         int64_t x;
-        if (!hl_e_is_num(s->p, v->dims[d], &x)) x = v->dims[d] == s->dyn ? s->dyn_max : INT64_MAX;
+        if (!hl_e_is_num(s->p, dims[d], &x)) x = dims[d] == s->dyn ? s->dyn_max : INT64_MAX;
         if (x == INT64_MAX || x > GEN_MAX_NUMEL) return INT64_MAX;
         n *= x;
         if (n > GEN_MAX_NUMEL) return INT64_MAX;
@@ -60,7 +61,7 @@ static void keep(gen *s, hl_t t)
         hl_graph_clear_error(s->g); /* the builder undid the call; skip this draw */
         return;
     }
-    if (numel_max(s, &t.view) == INT64_MAX || s->n_pool == GEN_MAX_POOL) return;
+    if (numel_max(s, t.view.ndim, t.view.dims) == INT64_MAX || s->n_pool == GEN_MAX_POOL) return;
     s->pool[s->n_pool++] = t;
 }
 
@@ -327,8 +328,14 @@ hl_graph *hl_graph_generate(uint64_t seed, const hl_gen_opts *opts, lm_err *err)
     for (uint32_t i = 0; i < n_in; i++) {
         uint32_t nd = 1 + lm_pcg_below(&s.rng, 3);
         hl_expr dims[HL_MAX_DIMS];
-        for (uint32_t d = 0; d < nd; d++)
-            dims[d] = rand_dim(&s);
+        /* an input over GEN_MAX_NUMEL (which the pool would not take, leaving it empty when
+           every input is) is drawn again, a dim fewer each time */
+        for (uint32_t try_nd = nd;; try_nd--) {
+            nd = try_nd;
+            for (uint32_t d = 0; d < nd; d++)
+                dims[d] = rand_dim(&s);
+            if (nd == 1 || numel_max(&s, nd, dims) != INT64_MAX) break;
+        }
         keep(&s, new_input(&s, nd, dims));
     }
     for (uint32_t i = 0; i < s.o.n_ops && s.n_pool; i++) {

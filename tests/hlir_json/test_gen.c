@@ -99,6 +99,24 @@ START_TEST(null_options_use_defaults)
 }
 END_TEST
 
+/* With the largest dims the generator takes, inputs are often too large for its pool
+ * (GEN_MAX_NUMEL); it draws them again, so every seed still gives a valid graph with an
+ * output (seed 2 of the --dynamic --ops 40 --max-dim 64 setting crashed before). */
+START_TEST(the_largest_dims_still_give_a_graph)
+{
+    for (uint64_t seed = 0; seed < 64; seed++) {
+        hl_gen_opts o = {40, 64, seed % 2 == 0};
+        lm_err e;
+        lm_err_clear(&e);
+        hl_graph *g = hl_graph_generate(seed, &o, &e);
+        ck_assert_msg(g != NULL, "seed %llu: %s", (unsigned long long)seed, e.msg);
+        ck_assert_uint_ge(hl_graph_output_count(g), 1);
+        ck_assert_int_eq(hl_graph_check(g, &e), HL_OK);
+        hl_graph_free(g);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("hlir_json_gen");
@@ -108,6 +126,7 @@ static Suite *suite(void)
     tcase_add_test(tc, same_seed_gives_same_graph);
     tcase_add_test(tc, different_seeds_give_different_graphs);
     tcase_add_test(tc, null_options_use_defaults);
+    tcase_add_test(tc, the_largest_dims_still_give_a_graph);
     suite_add_tcase(s, tc);
     return s;
 }
