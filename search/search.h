@@ -103,6 +103,10 @@ typedef struct sr_options {
     FILE *progress;          /* phases and results as they come (NULL: silent) */
     struct sr_evaluator *ev; /* TESTS: an evaluator to use instead (borrowed; the search
                                 neither frees it nor reads `evaluator`) */
+    const char *worker_exe;  /* SR_EVAL_GPU: the workers' executable, started as `EXE
+                                --worker ...` (NULL: this process's, /proc/self/exe); a
+                                library user whose program is not luminal_search names
+                                one (luminal.h) */
 } sr_options;
 
 void sr_options_default(sr_options *o);

@@ -444,6 +444,7 @@ static int open_evaluator(srch *x)
             sr_gpu_opts go;
             sr_gpu_opts_default(&go);
             go.workers = x->o.gpu_workers;
+            go.worker_exe = x->o.worker_exe;
             if (x->o.gpu_timeout_s > 0) go.timeout_s = x->o.gpu_timeout_s;
             go.log = x->pr;
             x->own_ev = sr_gpu_new(&setup, &go, x->err);
