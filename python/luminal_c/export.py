@@ -271,14 +271,14 @@ class _Converter:
             base = "n%%%d" % self.count
         return base
 
-    def emit(self, op, inputs, shape, dtype, **attrs):
+    def emit(self, op, inputs, shape, out_dtype, /, **attrs):
         name = self.fresh(op)
         node = {"name": name, "op": op}
         if inputs:
             node["inputs"] = [v.name for v in inputs]
         node.update(attrs)
         self.nodes.append(node)
-        return _Val(name, shape, dtype)
+        return _Val(name, shape, out_dtype)
 
     def fail(self, detail=""):
         raise UnsupportedOpError(_opname(self.cur.target), _source(self.cur), detail)
@@ -504,7 +504,7 @@ def _square(c, node, x):
     return c.emit("mul", [v, v], v.shape, v.dtype)
 
 
-@_reg("pow", "pow with a scalar exponent 0.5, -0.5, 1, 2, 3, -1, or 2**x")
+@_reg("pow", "pow: a scalar exponent 0.5, -0.5, 1, 2, 3, -1; or a positive scalar base")
 def _pow(c, node, a, b):
     dt = c.out_dtype()
     shape = c.out_shape()
@@ -524,9 +524,13 @@ def _pow(c, node, a, b):
         if e == -1:
             return c.emit("recip", [v], shape, dt)
         c.fail("exponent %g" % e)
-    if not isinstance(a, torch.fx.Node) and float(a) == 2.0:
-        return c.emit("exp2", [c.cast(c.val(b), dt)], shape, dt)
-    c.fail("a tensor exponent")
+    if not isinstance(a, torch.fx.Node) and float(a) > 0:
+        # base ** x = exp2(x * log2(base))
+        x = c.cast(c.val(b), dt)
+        if float(a) != 2.0:
+            x = c.emit("mul", [x, c.const(math.log2(float(a)), dt)], shape, dt)
+        return c.emit("exp2", [x], shape, dt)
+    c.fail("a tensor exponent with a tensor or non-positive base")
 
 
 def _binary(op):
@@ -1226,3 +1230,28 @@ def from_exported_program(ep, example_args, dim_specs=(), name="model"):
     out_spec = ep.call_spec.out_spec if getattr(ep, "call_spec", None) else None
     in_spec = ep.call_spec.in_spec if getattr(ep, "call_spec", None) else None
     return Exported(graph, weights, user_inputs, sources, in_spec, out_spec, len(conv.outputs))
+
+
+# -- splits (after the table above: they return tuples) --
+
+@_reg("split split_with_sizes chunk unbind", "split / split_with_sizes / chunk / unbind")
+def _split(c, node, x, sizes=None, dim=0, *rest):
+    key = node.target._overloadpacket.__name__
+    v = c.val(x)
+    if key == "unbind":
+        dim = 0 if sizes is None else sizes
+    a = c.axis(dim, v.ndim)
+    outs = c.meta()
+    res, start = [], 0
+    for o in outs:
+        n = c.d.expr(o.shape[a]) if key != "unbind" else 1
+        if not isinstance(n, int) or not isinstance(start, int):
+            c.fail("a split of a dynamic dim")
+        shape = list(v.shape)
+        shape[a] = n
+        s = c.emit("slice", [v], shape, v.dtype, axis=a, start=start, end=start + n)
+        if key == "unbind":
+            s = c.reshape(s, [c.d.expr(d) for d in o.shape])
+        res.append(s)
+        start += n
+    return tuple(res)
