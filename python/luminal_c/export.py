@@ -226,26 +226,54 @@ class _Dims:
 
 
 def _dim_specs(model, args, dynamic_shapes):
-    """[(user arg index, axis, torch Dim)] from torch.export's dynamic_shapes."""
+    """[(tensor index, axis, torch Dim)] from torch.export's dynamic_shapes: the spec walked
+    beside the arguments (nested tuples, a dict keyed by forward's parameter names, *args),
+    the tensor index counting the flattened tensor arguments in order."""
     if dynamic_shapes is None:
         return []
+    import inspect
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    # the arguments grouped as forward's parameters: *args collected into one tuple
+    names, grouped = [], []
+    for k, p in enumerate(params):
+        if p.kind == p.VAR_POSITIONAL:
+            names.append(p.name)
+            grouped.append(tuple(args[k:]))
+            break
+        if k >= len(args):
+            break
+        names.append(p.name)
+        grouped.append(args[k])
+    if len(grouped) != len(args) and not any(p.kind == p.VAR_POSITIONAL for p in params):
+        names, grouped = [None] * len(args), list(args)
+    args = tuple(grouped)
     if isinstance(dynamic_shapes, dict):
-        import inspect
-        try:
-            params = list(inspect.signature(model.forward).parameters)
-        except (TypeError, ValueError):
-            params = []
-        per_arg = [dynamic_shapes.get(p) for p in params[:len(args)]]
+        spec = tuple(dynamic_shapes.get(n) for n in names)
     else:
-        per_arg = list(dynamic_shapes)
-    out = []
-    for i, spec in enumerate(per_arg):
-        if spec is None:
-            continue
-        items = spec.items() if isinstance(spec, dict) else enumerate(spec)
-        for axis, d in items:
-            if d is not None and hasattr(d, "__name__"):
-                out.append((i, axis, d))
+        spec = tuple(dynamic_shapes)
+    out, count = [], [0]
+
+    def walk(a, sp):
+        if isinstance(a, torch.Tensor):
+            i = count[0]
+            count[0] += 1
+            if isinstance(sp, dict):
+                items = sp.items()
+            elif isinstance(sp, (tuple, list)):
+                items = enumerate(sp)
+            else:
+                items = ()
+            for axis, d in items:
+                if d is not None and hasattr(d, "__name__"):
+                    out.append((i, axis, d))
+        elif isinstance(a, (tuple, list)):
+            sps = sp if isinstance(sp, (tuple, list)) else [None] * len(a)
+            for x, s2 in zip(a, list(sps) + [None] * (len(a) - len(sps))):
+                walk(x, s2)
+    walk(tuple(args), spec)
     return out
 
 
@@ -593,7 +621,7 @@ for _k, _op in {"lt": "less_than", "gt": "greater_than", "le": "less_equal",
     SUPPORTED_OPS[_k] = "compare: %s (bool)" % _op
 
 
-@_reg("logical_not bitwise_not", "bool: not")
+@_reg("logical_not bitwise_not __invert__", "bool: not")
 def _not(c, node, x):
     v = c.val(x)
     if v.dtype != "bool":
@@ -601,14 +629,14 @@ def _not(c, node, x):
     return c.emit("equal", [c.cast(v, "int"), c.const(0, "int")], v.shape, "bool")
 
 
-@_reg("logical_and bitwise_and", "bool: and")
+@_reg("logical_and bitwise_and __and__", "bool: and")
 def _and(c, node, a, b):
     va, vb = c.cast(c.val(a), "int"), c.cast(c.val(b), "int")
     return c.emit("not_equal", [c.emit("mul", [va, vb], c.out_shape(), "int"), c.const(0, "int")],
                   c.out_shape(), "bool")
 
 
-@_reg("logical_or bitwise_or", "bool: or")
+@_reg("logical_or bitwise_or __or__", "bool: or")
 def _or(c, node, a, b):
     va, vb = c.cast(c.val(a), "int"), c.cast(c.val(b), "int")
     return c.emit("not_equal", [c.emit("add", [va, vb], c.out_shape(), "int"), c.const(0, "int")],
