@@ -22,6 +22,13 @@ fi
 py=$(command -v python3)
 pips=()
 "$py" -c 'import numpy' 2>/dev/null || pips+=(numpy)
+# torch and pytest: the Python package's tests (python/tests, run by scripts/test.sh;
+# LUMINAL_PYTHON=0 leaves them out). torch from PyPI takes about 80 s and 5.7 GB here (its
+# CUDA wheels come with it; the tests run it on the CPU).
+if [ "${LUMINAL_PYTHON:-1}" = 1 ]; then
+  "$py" -c 'import torch' 2>/dev/null || pips+=(torch)
+  "$py" -c 'import pytest' 2>/dev/null || pips+=(pytest)
+fi
 if [ "${LUMINAL_BENCH:-0}" = 1 ]; then
   "$py" -c 'import egglog' 2>/dev/null || pips+=(egglog)
 fi

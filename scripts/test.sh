@@ -57,6 +57,15 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLUMINAL_WERROR=ON >/dev/null
 cmake --build build -j "$jobs"
 ctest_step build -L 'conformance|fuzz|install'
 
+# The Python package (docs/python.md): pip install ./python builds the C library through
+# scikit-build-core and installs luminal_c; pytest runs its tests on the CPU executor (the
+# four models, every supported op against torch, the cache, the errors, the backend).
+# LUMINAL_PYTHON=0 leaves this step out (and deps.sh leaves torch out).
+if [ "${LUMINAL_PYTHON:-1}" = 1 ]; then
+  python3 -m pip install -q ./python || python3 -m pip install -q --break-system-packages ./python
+  python3 -m pytest -q -p no:cacheprovider python/tests
+fi
+
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUMINAL_FUZZ=ON \
   -DLUMINAL_TESTS=OFF -DLUMINAL_WERROR=ON >/dev/null
 cmake --build build-fuzz -j "$jobs"
