@@ -1283,3 +1283,15 @@ def _split(c, node, x, sizes=None, dim=0, *rest):
         res.append(s)
         start += n
     return tuple(res)
+
+
+@_reg("stack", "stack: each unsqueezed, then cat")
+def _stack(c, node, tensors, dim=0):
+    vals = [c.val(t) for t in tensors]
+    dt = c.out_dtype()
+    a = c.axis(dim, vals[0].ndim + 1)
+    parts = [c.reshape(c.cast(v, dt), v.shape[:a] + [1] + v.shape[a:]) for v in vals]
+    acc = parts[0]
+    for k, v in enumerate(parts[1:], 2):
+        acc = c.emit("concat", [acc, v], acc.shape[:a] + [k] + acc.shape[a + 1:], dt, axis=a)
+    return acc

@@ -85,6 +85,8 @@ CASES = [
     ("index_select", lambda s, ids: torch.index_select(s.w, 0, ids) + torch.index_select(s.w.t(), 1, ids).t(),
      (torch.tensor([3, 0, 7, 7, 1]),), None, None, {"w": r(10, 8)}),
     ("cat", lambda s, a, b: torch.cat([a, b, a], dim=-1), (r(4, 3), r(4, 5)), ({0: B}, {0: B}), (r(2, 3), r(2, 5))),
+    ("stack", lambda s, a, b: torch.stack([a, b, a], dim=1) + torch.stack([b, a, b]).transpose(0, 1),
+     (r(4, 3), r(4, 3)), None, None),
     ("slice_select", lambda s, a: a[1:, 2:6] + a[:-1, -4:] + a[2, :4], (r(5, 8),), None, None),
     ("slice_dynamic", lambda s, a: a[:, 1:] * 2, (r(5, 8),), ({0: B},), (r(12, 8),)),
     ("split_chunk", lambda s, a: a.split(3, dim=-1)[1] + a.chunk(2, dim=-1)[0][..., :3], (r(4, 6),), None, None),
