@@ -140,6 +140,23 @@ def test_torch_compile_backend_luminal():
     assert_close(got, want, "torch.compile(backend='luminal')")
 
 
+def test_torch_compile_backend_new_shapes():
+    """dynamo's automatic dynamic shapes: the second shape makes the subgraph dynamic; each
+    shape gets its program, and every call matches eager."""
+    torch._dynamo.reset()
+    m = init_fan_in(MLP(16, 32, 8), seed=9)
+
+    def model(x):
+        return torch.softmax(m(x), dim=-1)
+
+    opt = torch.compile(model, backend="luminal",
+                        options={"limit": 3, "evaluator": "cost_model", "quiet": True})
+    with torch.no_grad():
+        for n in (3, 5, 7, 5):
+            x = torch.randn(n, 16)
+            assert_close(opt(x), model(x), "rows=%d" % n)
+
+
 def test_readme_lines():
     """The README's three lines, run as they are written there."""
     text = open(os.path.join(REPO, "README.md")).read()
