@@ -19,16 +19,28 @@ def test_bench_decoder_small():
     torch.manual_seed(0)
     m = init_fan_in(lb.Decoder(layers=2, d=64, h=4, kv=2, f=128, vocab=100))
     pre, dec = lb.Prefill(m).eval(), lb.Decode(m).eval()
-    ids = torch.randint(0, 100, (1, 9))
+    prompt, steps = 9, 4
+    ids = torch.randint(0, 100, (1, prompt))
     with torch.no_grad():
         want = pre(ids)
         lp = luminal_c.compile(pre, (ids,), limit=3, evaluator="cost_model", quiet=True)
         assert_close(lp(ids), want, "prefill")
-        _, k0, v0 = want
-        past = torch.export.Dim("past", min=1, max=64)
+        logits, k0, v0 = want
+        mx = prompt + steps
+        kc = torch.zeros(k0.shape[:3] + (mx, k0.shape[4]))
+        vc = torch.zeros_like(kc)
+        kc[:, :, :, :prompt] = k0
+        vc[:, :, :, :prompt] = v0
+        pos = torch.tensor([prompt])
         tok = ids[:, -1:]
-        ld = luminal_c.compile(dec, (tok, k0, v0), limit=3, evaluator="cost_model", quiet=True,
-                               dynamic_shapes=(None, {3: past}, {3: past}))
-        assert_close(ld(tok, k0, v0), dec(tok, k0, v0), "decode at past=9")
-        k1, v1 = torch.cat([k0, k0[:, :, :, :2]], 3), torch.cat([v0, v0[:, :, :, :2]], 3)
-        assert_close(ld(tok, k1, v1), dec(tok, k1, v1), "decode at past=11")
+        ld = luminal_c.compile(dec, (tok, pos, kc, vc), limit=3, evaluator="cost_model", quiet=True)
+        assert_close(ld(tok, pos, kc, vc), dec(tok, pos, kc, vc), "decode at position 9")
+        # the whole generation with the static cache, against torch's own loop
+        ka, va = kc.clone(), vc.clone()
+        want_toks = lb.generate(dec, logits, kc, vc, prompt, steps)
+        got_toks = lb.generate(ld, logits, ka, va, prompt, steps)
+        assert torch.equal(got_toks, want_toks)
+        assert_close(ka, kc, "the K cache after generation")
+        # the decode at a later position, on the updated caches
+        pos2 = torch.tensor([prompt + 2])
+        assert_close(ld(tok, pos2, kc, vc), dec(tok, pos2, kc, vc), "decode at position 11")
