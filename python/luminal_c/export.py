@@ -461,8 +461,13 @@ class _Converter:
         return weights, user_inputs
 
     def call(self, node):
+        self.cur = node
         t = node.target
         name = _opname(t)
+        if not isinstance(t, torch._ops.OpOverload) and getattr(t, "__name__", "") in _PY_OPS:
+            # operator.mul, operator.floordiv ... on symbolic sizes
+            self.vals[node.name] = _pyop(self, node)
+            return
         if isinstance(t, torch._ops.OpOverload):
             key = t._overloadpacket.__name__
         else:
@@ -587,18 +592,35 @@ def _rsub(c, node, a, b, alpha=1):
     return c.emit("sub", [vb, va], c.out_shape(), dt)
 
 
-@_reg("div", "broadcast: div (true division; rounding_mode 'floor' for integers)")
+@_reg("div", "broadcast: div (true division)")
 def _div(c, node, a, b, rounding_mode=None):
     dt = c.out_dtype()
-    if rounding_mode not in (None,) and not (rounding_mode == "floor" and dt in ("int", "i64")):
+    if rounding_mode is not None:
         c.fail("rounding_mode %r" % rounding_mode)
     return c.emit("div", [c.operand(a, dt), c.operand(b, dt)], c.out_shape(), dt)
 
 
-@_reg("remainder fmod", "broadcast: mod")
-def _mod(c, node, a, b):
+@_reg("fmod", "broadcast: mod (C's fmod: the sign of a)")
+def _fmod(c, node, a, b):
     dt = c.out_dtype()
     return c.emit("mod", [c.operand(a, dt), c.operand(b, dt)], c.out_shape(), dt)
+
+
+@_reg("remainder", "broadcast: mod, moved to the sign of b (Python's %)")
+def _remainder(c, node, a, b):
+    dt = c.out_dtype()
+    shape = c.out_shape()
+    vb = c.operand(b, dt)
+    r = c.emit("mod", [c.operand(a, dt), vb], shape, dt)
+    zero = c.const(0, dt)
+    # r + b where r is nonzero and its sign differs from b's
+    rneg = c.cast(c.emit("less_than", [r, zero], shape, "bool"), "int")
+    bneg = c.cast(c.emit("less_than", [vb, zero], vb.shape, "bool"), "int")
+    differ = c.emit("not_equal", [rneg, bneg], shape, "bool")
+    nz = c.cast(c.emit("not_equal", [r, zero], shape, "bool"), "int")
+    fix = c.emit("not_equal", [c.emit("mul", [c.cast(differ, "int"), nz], shape, "int"),
+                               c.const(0, "int")], shape, "bool")
+    return c.emit("where", [fix, c.emit("add", [r, vb], shape, dt), r], shape, dt)
 
 
 def _compare(op):
@@ -1154,22 +1176,6 @@ def _pyop(c, node, *args, **kw):
 
 _PY_OPS = {"mul", "add", "sub", "floordiv", "mod", "truediv", "neg", "sym_max", "sym_min",
            "eq", "ne", "lt", "le", "gt", "ge"}
-
-
-_orig_call = _Converter.call
-
-
-def _call(self, node):
-    t = node.target
-    if not isinstance(t, torch._ops.OpOverload) and getattr(t, "__name__", "") in _PY_OPS:
-        self.cur = node
-        self.vals[node.name] = _pyop(self, node)
-        return
-    self.cur = node
-    _orig_call(self, node)
-
-
-_Converter.call = _call
 
 
 # ---- the entry point ----

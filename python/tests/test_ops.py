@@ -41,6 +41,8 @@ CASES = [
     ("rsub", lambda s, a: 1.0 - a, (r(4, 8),), None, None),
     ("mul", lambda s, a, b: a * b, (r(3, 4, 8), r(4, 8)), None, None),
     ("div", lambda s, a, b: a / b, (r(4, 8), pos(4, 8)), None, None),
+    ("remainder_fmod", lambda s, a, b: torch.remainder(a, b) + torch.fmod(a, b) * 3 + a % 2.0,
+     (r(4, 8, lo=-9, hi=9), torch.tensor([2.0, -3.0, 1.5, -0.75, 4.0, -2.5, 3.0, -1.25])), None, None),
     ("maximum_minimum", lambda s, a, b: torch.maximum(a, b) + torch.minimum(a, b) * 2, (r(4, 8), r(4, 8)), None, None),
     ("neg_abs", lambda s, a: -a + a.abs(), (r(4, 8),), None, None),
     ("exp_log", lambda s, a, b: torch.exp(a) + torch.log(b), (r(4, 8), pos(4, 8)), None, None),
