@@ -105,9 +105,12 @@ static const char *from_f32(hl_dtype t)
 static bool tile_ok(uint32_t d, const cg_attn_tile *t)
 {
     if (t->warps != 4 && t->warps != 8) return false;
-    if (t->block_q != 16 * t->warps) return false;
+    /* each warp owns 16 or 32 query rows (one or two m tiles) */
+    if (t->block_q != 16 * t->warps && t->block_q != 32 * t->warps) return false;
+    if (t->block_q != 64 && t->block_q != 128) return false;
     if (t->block_k != 32 && t->block_k != 64 && t->block_k != 128) return false;
-    if (t->block_k == 128 && d != 64) return false; /* registers: S and O together */
+    /* registers: S and O together */
+    if (t->block_k == 128 && (d != 64 || t->block_q != 16 * t->warps)) return false;
     if (t->stages != 1 && t->stages != 2) return false;
     if (t->kv_splits < 1 || t->kv_splits > 64) return false;
     return true;
@@ -116,13 +119,15 @@ static bool tile_ok(uint32_t d, const cg_attn_tile *t)
 uint32_t cg__attn_tiles(uint32_t head_dim, hl_dtype dtype, cg_attn_tile *out, uint32_t cap)
 {
     if ((head_dim != 64 && head_dim != 128) || (dtype != HL_BF16 && dtype != HL_F16)) return 0;
-    static const uint32_t bq[2] = {64, 128}, bk[3] = {32, 64, 128}, splits[2] = {4, 16};
+    /* (block_q, warps): 16 rows a warp, 16, and 32 */
+    static const uint32_t bq[3] = {64, 128, 128}, nw[3] = {4, 8, 4}, bk[3] = {32, 64, 128},
+                          splits[2] = {4, 16};
     uint32_t n = 0;
     cg_attn_tile t;
-    for (uint32_t i = 0; i < 2; i++)
+    for (uint32_t i = 0; i < 3; i++)
         for (uint32_t j = 0; j < 3; j++)
             for (uint32_t s = 1; s <= 2; s++) {
-                t = (cg_attn_tile){bq[i], bk[j], bq[i] / 16, s, 1};
+                t = (cg_attn_tile){bq[i], bk[j], nw[i], s, 1};
                 if (!tile_ok(head_dim, &t)) continue;
                 if (n < cap) out[n] = t;
                 n++;
@@ -181,11 +186,15 @@ static void put_defs(cg_str *b, const cg_attn_spec *s, float scale_log2)
     cg__str_addf(b,
                  "#define LM_BQ %u\n#define LM_BK %u\n#define LM_D %u\n#define LM_NW %u\n"
                  "#define LM_ST %u\n#define LM_SPLITS %u\n#define LM_CAUSAL %d\n"
+                 "#define LM_MT %u\n#define LM_QREG %d\n"
                  "#define LM_MASK %d\n#define LM_MMA_T \"%s\"\n#define LM_CH (LM_D / 8)\n"
                  "#define LM_NT (LM_NW * 32)\n#define LM_SCALE2 __uint_as_float(0x%08" PRIx32
                  "u)\n#define LM_LOG2E 1.4426950408889634f\n#define LM_NINF __int_as_float(0xff800000)\n",
                  t->block_q, t->block_k, s->head_dim, t->warps, t->stages, t->kv_splits,
-                 s->causal ? 1 : 0, s->has_mask ? 1 : 0, s->dtype == HL_F16 ? "f16" : "bf16", sb);
+                 s->causal ? 1 : 0, t->block_q / (16u * t->warps),
+                 /* Q's A fragments stay in registers unless that would spill (two m tiles
+                    at head dim 128: reloaded from shared memory per k step) */
+                 (t->block_q == 16u * t->warps || s->head_dim == 64) ? 1 : 0, s->has_mask ? 1 : 0, s->dtype == HL_F16 ? "f16" : "bf16", sb);
 }
 
 /* The split pass / single pass kernel. */
@@ -314,13 +323,20 @@ static int attn_main(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
         "        }\n"
         "      }\n"
         "    };\n"
-        "    const unsigned wr = warp * 16u;                /* the warp's first row in the tile */\n"
+        "    const unsigned wr = warp * 16u * LM_MT;        /* the warp's first row in the tile */\n"
         "    const bool wact = q0 + wr < SQ;                /* the warp has a row to compute */\n"
-        "    float oacc[LM_D / 8][4];\n"
+        "    float oacc[LM_MT][LM_D / 8][4];\n"
+        "    float mx[LM_MT][2], ls[LM_MT][2];\n"
         "    #pragma unroll\n"
-        "    for (int i = 0; i < LM_D / 8; i++) oacc[i][0] = oacc[i][1] = oacc[i][2] = oacc[i][3] = 0.0f;\n"
-        "    float mx[2] = {LM_NINF, LM_NINF}, ls[2] = {0.0f, 0.0f};\n"
-        "    unsigned qf[LM_D / 16][4];\n"
+        "    for (int m = 0; m < LM_MT; m++) {\n"
+        "      #pragma unroll\n"
+        "      for (int i = 0; i < LM_D / 8; i++) oacc[m][i][0] = oacc[m][i][1] = oacc[m][i][2] = oacc[m][i][3] = 0.0f;\n"
+        "      mx[m][0] = mx[m][1] = LM_NINF;\n"
+        "      ls[m][0] = ls[m][1] = 0.0f;\n"
+        "    }\n"
+        "#if LM_QREG\n"
+        "    unsigned qf[LM_MT][LM_D / 16][4];\n"
+        "#endif\n"
         "    if (t0 < t1) {\n"
         "      load_rows(sQ, gq, q0, SQ, QR, LM_BQ);\n"
         "      load_rows(sK, gk, t0 * LM_BK, SKV, KR, LM_BK);\n"
@@ -347,94 +363,141 @@ static int attn_main(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
         "      }\n"
         "      __syncthreads();\n"
         "      const unsigned short *cK = sK + st * LM_BK * LM_D, *cV = sV + st * LM_BK * LM_D;\n"
+        "#if LM_QREG\n"
         "      if (tt == t0 && wact) {\n"
         "        #pragma unroll\n"
-        "        for (int kd = 0; kd < LM_D / 16; kd++)\n"
-        "          lm_ldsm4(lm_saddr(sQ + lm_sw(wr + (lane & 15u), 2u * kd + (lane >> 4))), qf[kd]);\n"
+        "        for (int m = 0; m < LM_MT; m++) {\n"
+        "          #pragma unroll\n"
+        "          for (int kd = 0; kd < LM_D / 16; kd++)\n"
+        "            lm_ldsm4(lm_saddr(sQ + lm_sw(wr + m * 16u + (lane & 15u), 2u * kd + (lane >> 4))), qf[m][kd]);\n"
+        "        }\n"
         "      }\n"
+        "#endif\n"
+        );
+    cg__str_add(&b,
         "      const long long j0 = tt * LM_BK;\n"
         /* the warp's rows see a key of this tile (causal), and exist */
-        "      const bool wsee = wact && (!LM_CAUSAL || j0 <= q0 + wr + 15 + OFF);\n"
+        "      const bool wsee = wact && (!LM_CAUSAL || j0 <= q0 + wr + 16 * LM_MT - 1 + OFF);\n"
         "      if (wsee) {\n"
-        "        float sacc[LM_BK / 8][4];\n"
+        "        float sacc[LM_MT][LM_BK / 8][4];\n"
         "        #pragma unroll\n"
-        "        for (int i = 0; i < LM_BK / 8; i++) sacc[i][0] = sacc[i][1] = sacc[i][2] = sacc[i][3] = 0.0f;\n"
+        "        for (int m = 0; m < LM_MT; m++) {\n"
+        "          #pragma unroll\n"
+        "          for (int i = 0; i < LM_BK / 8; i++) sacc[m][i][0] = sacc[m][i][1] = sacc[m][i][2] = sacc[m][i][3] = 0.0f;\n"
+        "        }\n"
         "        #pragma unroll\n"
         "        for (int kd = 0; kd < LM_D / 16; kd++) {\n"
+        "#if LM_QREG\n"
+        "          #define LM_QA(m) qf[m][kd]\n"
+        "#else\n"
+        "          unsigned qa[LM_MT][4];\n"
+        "          #pragma unroll\n"
+        "          for (int m = 0; m < LM_MT; m++)\n"
+        "            lm_ldsm4(lm_saddr(sQ + lm_sw(wr + m * 16u + (lane & 15u), 2u * kd + (lane >> 4))), qa[m]);\n"
+        "          #define LM_QA(m) qa[m]\n"
+        "#endif\n"
         "          #pragma unroll\n"
         "          for (int n2 = 0; n2 < LM_BK / 16; n2++) {\n"
         "            unsigned kb[4];\n"
         "            lm_ldsm4(lm_saddr(cK + lm_sw(n2 * 16u + (lane & 7u) + ((lane >> 4) << 3),\n"
         "                                         2u * kd + ((lane >> 3) & 1u))), kb);\n"
-        "            lm_mma(sacc[2 * n2], qf[kd], kb[0], kb[1]);\n"
-        "            lm_mma(sacc[2 * n2 + 1], qf[kd], kb[2], kb[3]);\n"
+        "            #pragma unroll\n"
+        "            for (int m = 0; m < LM_MT; m++) {\n"
+        "              lm_mma(sacc[m][2 * n2], LM_QA(m), kb[0], kb[1]);\n"
+        "              lm_mma(sacc[m][2 * n2 + 1], LM_QA(m), kb[2], kb[3]);\n"
+        "            }\n"
         "          }\n"
+        "          #undef LM_QA\n"
         "        }\n"
         /* scale (log2 domain), mask, bounds */
-        "        const long long i0 = q0 + wr + (lane >> 2);\n"
         "        const bool edge = j0 + LM_BK > SKV || (LM_CAUSAL && j0 + LM_BK - 1 > q0 + wr + OFF) || LM_MASK;\n"
+        /* in 32 bits, relative to the tile: key jj is valid when jj < lim, and seen by the
+           warp's row ii when jj <= ii + dg (both clamped: only their sign matters) */
+        "        const int lim = (int)lm_minl(SKV - j0, LM_BK);\n"
+        "        const int dg = (int)lm_maxl(lm_minl(q0 + wr + OFF - j0, 1 << 20), -(1 << 20));\n"
         "        #pragma unroll\n"
-        "        for (int n = 0; n < LM_BK / 8; n++) {\n"
+        "        for (int m = 0; m < LM_MT; m++) {\n"
+        "          const int i0 = m * 16 + (int)(lane >> 2);\n"
         "          #pragma unroll\n"
-        "          for (int e = 0; e < 4; e++) {\n"
-        "            float x = sacc[n][e] * LM_SCALE2;\n"
-        "            if (edge) {\n"
-        "              const long long i = i0 + (e >> 1) * 8;\n"
-        "              const long long j = j0 + n * 8 + (lane & 3u) * 2u + (e & 1);\n"
-        "              bool keep = j < SKV && (!LM_CAUSAL || j <= i + OFF);\n");
+        "          for (int n = 0; n < LM_BK / 8; n++) {\n"
+        "            #pragma unroll\n"
+        "            for (int e = 0; e < 4; e++) {\n"
+        "              float x = sacc[m][n][e] * LM_SCALE2;\n"
+        "              if (edge) {\n"
+        "                const int ii = i0 + (e >> 1) * 8;\n"
+        "                const int jj = n * 8 + (int)(lane & 3u) * 2 + (e & 1);\n"
+        "                bool keep = jj < lim && (!LM_CAUSAL || jj <= ii + dg);\n");
     if (s->has_mask)
         cg__str_addf(&b,
-                     "              if (keep && i < SQ) x += %s(b%d[MB + i * MR + j * MC]) * LM_LOG2E;\n",
+                     "                const long long i = q0 + wr + ii, j = j0 + jj;\n"
+                     "                if (keep && i < SQ) x += %s(b%d[MB + i * MR + j * MC]) * LM_LOG2E;\n",
                      to_f32(s->mask_dtype), pm);
     cg__str_add(&b,
-        "              if (!keep) x = LM_NINF;\n"
+        "                if (!keep) x = LM_NINF;\n"
+        "              }\n"
+        "              sacc[m][n][e] = x;\n"
         "            }\n"
-        "            sacc[n][e] = x;\n"
         "          }\n"
         "        }\n"
-        /* online softmax: rows lane/4 (h 0) and lane/4 + 8 (h 1) */
-        "        float mt[2] = {mx[0], mx[1]};\n"
+        /* online softmax: rows lane/4 (h 0) and lane/4 + 8 (h 1) of each m tile; P in place */
         "        #pragma unroll\n"
-        "        for (int n = 0; n < LM_BK / 8; n++) {\n"
-        "          mt[0] = fmaxf(mt[0], fmaxf(sacc[n][0], sacc[n][1]));\n"
-        "          mt[1] = fmaxf(mt[1], fmaxf(sacc[n][2], sacc[n][3]));\n"
+        "        for (int m = 0; m < LM_MT; m++) {\n"
+        "          float mt[2] = {mx[m][0], mx[m][1]};\n"
+        "          #pragma unroll\n"
+        "          for (int n = 0; n < LM_BK / 8; n++) {\n"
+        "            mt[0] = fmaxf(mt[0], fmaxf(sacc[m][n][0], sacc[m][n][1]));\n"
+        "            mt[1] = fmaxf(mt[1], fmaxf(sacc[m][n][2], sacc[m][n][3]));\n"
+        "          }\n"
+        "          float al[2], base[2];\n"
+        "          #pragma unroll\n"
+        "          for (int h = 0; h < 2; h++) {\n"
+        "            mt[h] = fmaxf(mt[h], __shfl_xor_sync(0xffffffffu, mt[h], 1));\n"
+        "            mt[h] = fmaxf(mt[h], __shfl_xor_sync(0xffffffffu, mt[h], 2));\n"
+        "            base[h] = mt[h] == LM_NINF ? 0.0f : mt[h];\n"
+        "            al[h] = lm_ex2(mx[m][h] - base[h]);\n"
+        "            mx[m][h] = mt[h];\n"
+        "          }\n"
+        "          float rs[2] = {0.0f, 0.0f};\n"
+        "          #pragma unroll\n"
+        "          for (int n = 0; n < LM_BK / 8; n++) {\n"
+        "            sacc[m][n][0] = lm_ex2(sacc[m][n][0] - base[0]);\n"
+        "            sacc[m][n][1] = lm_ex2(sacc[m][n][1] - base[0]);\n"
+        "            sacc[m][n][2] = lm_ex2(sacc[m][n][2] - base[1]);\n"
+        "            sacc[m][n][3] = lm_ex2(sacc[m][n][3] - base[1]);\n"
+        "            rs[0] += sacc[m][n][0] + sacc[m][n][1];\n"
+        "            rs[1] += sacc[m][n][2] + sacc[m][n][3];\n"
+        "          }\n"
+        "          ls[m][0] = ls[m][0] * al[0] + rs[0];\n"
+        "          ls[m][1] = ls[m][1] * al[1] + rs[1];\n"
+        "          #pragma unroll\n"
+        "          for (int i = 0; i < LM_D / 8; i++) {\n"
+        "            oacc[m][i][0] *= al[0]; oacc[m][i][1] *= al[0];\n"
+        "            oacc[m][i][2] *= al[1]; oacc[m][i][3] *= al[1];\n"
+        "          }\n"
         "        }\n"
-        "        float al[2], base[2];\n"
-        "        #pragma unroll\n"
-        "        for (int h = 0; h < 2; h++) {\n"
-        "          mt[h] = fmaxf(mt[h], __shfl_xor_sync(0xffffffffu, mt[h], 1));\n"
-        "          mt[h] = fmaxf(mt[h], __shfl_xor_sync(0xffffffffu, mt[h], 2));\n"
-        "          base[h] = mt[h] == LM_NINF ? 0.0f : mt[h];\n"
-        "          al[h] = lm_ex2(mx[h] - base[h]);\n"
-        "          mx[h] = mt[h];\n"
-        "        }\n"
-        "        float rs[2] = {0.0f, 0.0f};\n"
-        "        unsigned pf[LM_BK / 16][4];\n"
-        "        #pragma unroll\n"
-        "        for (int n = 0; n < LM_BK / 8; n++) {\n"
-        "          const float p0 = lm_ex2(sacc[n][0] - base[0]), p1 = lm_ex2(sacc[n][1] - base[0]);\n"
-        "          const float p2 = lm_ex2(sacc[n][2] - base[1]), p3 = lm_ex2(sacc[n][3] - base[1]);\n"
-        "          rs[0] += p0 + p1;\n"
-        "          rs[1] += p2 + p3;\n"
-        "          pf[n >> 1][(n & 1) * 2] = lm_pack2(p0, p1);\n"
-        "          pf[n >> 1][(n & 1) * 2 + 1] = lm_pack2(p2, p3);\n"
-        "        }\n"
-        "        ls[0] = ls[0] * al[0] + rs[0];\n"
-        "        ls[1] = ls[1] * al[1] + rs[1];\n"
-        "        #pragma unroll\n"
-        "        for (int i = 0; i < LM_D / 8; i++) {\n"
-        "          oacc[i][0] *= al[0]; oacc[i][1] *= al[0];\n"
-        "          oacc[i][2] *= al[1]; oacc[i][3] *= al[1];\n"
-        "        }\n"
-        /* O += P V */
+        /* O += P V; P rounded to the storage type as A fragments (the S layout is the A
+           layout) */
+        );
+    cg__str_add(&b,
         "        #pragma unroll\n"
         "        for (int kk = 0; kk < LM_BK / 16; kk++) {\n"
+        "          unsigned pa[LM_MT][4];\n"
+        "          #pragma unroll\n"
+        "          for (int m = 0; m < LM_MT; m++) {\n"
+        "            pa[m][0] = lm_pack2(sacc[m][2 * kk][0], sacc[m][2 * kk][1]);\n"
+        "            pa[m][1] = lm_pack2(sacc[m][2 * kk][2], sacc[m][2 * kk][3]);\n"
+        "            pa[m][2] = lm_pack2(sacc[m][2 * kk + 1][0], sacc[m][2 * kk + 1][1]);\n"
+        "            pa[m][3] = lm_pack2(sacc[m][2 * kk + 1][2], sacc[m][2 * kk + 1][3]);\n"
+        "          }\n"
         "          #pragma unroll\n"
         "          for (int nd = 0; nd < LM_D / 8; nd += 2) {\n"
         "            unsigned vb[4];\n"
         "            lm_ldsm4t(lm_saddr(cV + lm_sw(kk * 16u + (lane & 15u), (unsigned)nd + (lane >> 4))), vb);\n"
-        "            lm_mma(oacc[nd], pf[kk], vb[0], vb[1]);\n"
-        "            lm_mma(oacc[nd + 1], pf[kk], vb[2], vb[3]);\n"
+        "            #pragma unroll\n"
+        "            for (int m = 0; m < LM_MT; m++) {\n"
+        "              lm_mma(oacc[m][nd], pa[m], vb[0], vb[1]);\n"
+        "              lm_mma(oacc[m][nd + 1], pa[m], vb[2], vb[3]);\n"
+        "            }\n"
         "          }\n"
         "        }\n"
         "      }\n"
@@ -442,14 +505,19 @@ static int attn_main(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
         "    }\n"
         /* the end: the row sums over the quad, then the output */
         "    #pragma unroll\n"
-        "    for (int h = 0; h < 2; h++) {\n"
-        "      ls[h] += __shfl_xor_sync(0xffffffffu, ls[h], 1);\n"
-        "      ls[h] += __shfl_xor_sync(0xffffffffu, ls[h], 2);\n"
+        "    for (int m = 0; m < LM_MT; m++) {\n"
+        "      #pragma unroll\n"
+        "      for (int h = 0; h < 2; h++) {\n"
+        "        ls[m][h] += __shfl_xor_sync(0xffffffffu, ls[m][h], 1);\n"
+        "        ls[m][h] += __shfl_xor_sync(0xffffffffu, ls[m][h], 2);\n"
+        "      }\n"
         "    }\n"
         "    if (wact) {\n"
         "      #pragma unroll\n"
+        "      for (int m = 0; m < LM_MT; m++) {\n"
+        "      #pragma unroll\n"
         "      for (int h = 0; h < 2; h++) {\n"
-        "        const long long i = q0 + wr + (lane >> 2) + h * 8;\n"
+        "        const long long i = q0 + wr + m * 16 + (lane >> 2) + h * 8;\n"
         "        if (i >= SQ) continue;\n");
     if (split) {
         cg__str_addf(&b,
@@ -458,22 +526,22 @@ static int attn_main(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
             "        #pragma unroll\n"
             "        for (int nd = 0; nd < LM_D / 8; nd++) {\n"
             "          const unsigned col = nd * 8u + (lane & 3u) * 2u;\n"
-            "          *(float2 *)(wo + col) = make_float2(oacc[nd][h * 2], oacc[nd][h * 2 + 1]);\n"
+            "          *(float2 *)(wo + col) = make_float2(oacc[m][nd][h * 2], oacc[m][nd][h * 2 + 1]);\n"
             "        }\n"
             "        if ((lane & 3u) == 0u) {\n"
             "          float *ml = b%d + NBH * LM_SPLITS * SQ * LM_D + part * 2;\n"
-            "          ml[0] = mx[h];\n"
-            "          ml[1] = ls[h];\n"
+            "          ml[0] = mx[m][h];\n"
+            "          ml[1] = ls[m][h];\n"
             "        }\n",
             po, po);
     } else {
         cg__str_addf(&b,
-            "        const float inv = ls[h] > 0.0f ? 1.0f / ls[h] : 0.0f;\n"
+            "        const float inv = ls[m][h] > 0.0f ? 1.0f / ls[m][h] : 0.0f;\n"
             "        %s *__restrict__ go = b%d + OB + i * OR;\n"
             "        #pragma unroll\n"
             "        for (int nd = 0; nd < LM_D / 8; nd++) {\n"
             "          const unsigned col = nd * 8u + (lane & 3u) * 2u;\n"
-            "          const float a = oacc[nd][h * 2] * inv, c2 = oacc[nd][h * 2 + 1] * inv;\n"
+            "          const float a = oacc[m][nd][h * 2] * inv, c2 = oacc[m][nd][h * 2 + 1] * inv;\n"
             "          if (((OB | OR) & 1) == 0) {\n"
             "            *(unsigned *)(go + col) = lm_pack2(a, c2);\n"
             "          } else {\n"
@@ -483,7 +551,7 @@ static int attn_main(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
             "        }\n",
             cg__store_c(s->dtype), po, from_f32(s->dtype), from_f32(s->dtype));
     }
-    cg__str_add(&b, "      }\n    }\n  }\n");
+    cg__str_add(&b, "      }\n      }\n    }\n  }\n");
     char *body = cg__str_take(&b);
     char *pretxt = cg__str_take(&pre);
     if (!body || !pretxt) {

@@ -36,13 +36,23 @@ grep -E "^(device|check|checks|FAIL|attn_gpu)" "$out/attn.log" | head -40
 PYTHONUNBUFFERED=1 python3 bench/codegen/attn_torch.py --ours "$out/ours.txt" --out "$out/table.md" \
   >"$out/torch.log" 2>&1
 trc=$?
+# profiler counters of one kernel (NCU="WORKLOAD BQ BK WARPS STAGES SPLITS")
+if [ -n "${NCU:-}" ] && command -v ncu >/dev/null; then
+  set -- $NCU
+  timeout 120 ncu --clock-control none -k lm_kernel --launch-skip 3 --launch-count 1 \
+    --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
+    --section ComputeWorkloadAnalysis --section LaunchStats \
+    .gpu/bin/attn_gpu --no-checks --only "$1" --tile $2 $3 $4 $5 $6 >"$out/ncu.log" 2>&1
+  echo "ncu: exit $?"
+  grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Theoretical Occupancy|Issue Slots Busy|Executed Ipc|Shared Memory|Bank|Stall|Warp Cycles Per Issued" "$out/ncu.log" | head -30
+fi
 cs=/usr/local/cuda/bin/compute-sanitizer
 src=skipped
 if [ -x "$cs" ] && [ "${SANITIZE:-1}" = 1 ]; then
   for tool in memcheck racecheck; do
     timeout "${SAN_TIMEOUT_S:-150}" "$cs" --tool $tool --error-exitcode 99 .gpu/bin/attn_gpu --check-only --quick \
       >"$out/$tool.log" 2>&1
-    echo "$tool: exit $? ($(grep -o 'ERROR SUMMARY: [0-9]* error' "$out/$tool.log" | tail -1); $(grep -c '^FAIL' "$out/$tool.log") FAIL lines)"
+    echo "$tool: exit $? ($(grep -E -o '(ERROR|RACECHECK) SUMMARY: .*' "$out/$tool.log" | tail -1); $(grep -c '^FAIL' "$out/$tool.log") FAIL lines)"
   done
 fi
 if [ "${HARNESS:-1}" = 1 ]; then

@@ -667,7 +667,8 @@ static int precompile_all(void)
 
 int main(int argc, char **argv)
 {
-    bool check_only = false, ccheck = false, precompile = false;
+    bool check_only = false, ccheck = false, precompile = false, no_checks = false;
+    cg_attn_tile only_tile = {0};
     const char *results = NULL, *only = NULL, *dump = NULL;
     cg_attn_tile dump_tile = {0};
     for (int i = 1; i < argc; i++) {
@@ -675,6 +676,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--check-only")) check_only = true;
         else if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--precompile")) precompile = true;
+        else if (!strcmp(argv[i], "--no-checks")) no_checks = true;
+        else if (!strcmp(argv[i], "--tile") && i + 5 < argc) {
+            only_tile.block_q = (uint32_t)atoi(argv[++i]);
+            only_tile.block_k = (uint32_t)atoi(argv[++i]);
+            only_tile.warps = (uint32_t)atoi(argv[++i]);
+            only_tile.stages = (uint32_t)atoi(argv[++i]);
+            only_tile.kv_splits = (uint32_t)atoi(argv[++i]);
+        }
         else if (!strcmp(argv[i], "--results") && i + 1 < argc) results = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--dump") && i + 6 < argc) {
@@ -687,7 +696,8 @@ int main(int argc, char **argv)
         }
         else {
             fprintf(stderr, "usage: attn_gpu [--compile-check | --precompile] [--check-only] [--quick] [--results FILE] "
-                            "[--only WORKLOAD-PREFIX] [--dump WORKLOAD BQ BK WARPS STAGES SPLITS]\n");
+                            "[--no-checks] [--only WORKLOAD-PREFIX] [--tile BQ BK WARPS STAGES SPLITS] "
+                            "[--dump WORKLOAD BQ BK WARPS STAGES SPLITS]\n");
             return 2;
         }
     }
@@ -723,7 +733,7 @@ int main(int argc, char **argv)
         return EXIT_SKIP;
     }
     printf("device: %s\n", rt_ctx_device(ctx)->name);
-    int fails = run_checks(ctx);
+    int fails = no_checks ? 0 : run_checks(ctx);
     FILE *res = results ? fopen(results, "w") : NULL;
     if (!check_only)
         for (uint32_t wi = 0; wi < sizeof WORKLOADS / sizeof WORKLOADS[0]; wi++) {
@@ -733,6 +743,7 @@ int main(int argc, char **argv)
             uint32_t nt = cg__attn_tiles(cs->d, cs->dt, tiles, 64);
             for (uint32_t ti = 0; ti < nt; ti++) {
                 if (cs->sq > 1 && tiles[ti].kv_splits > 1) continue; /* splits: decode */
+                if (only_tile.block_q && memcmp(&only_tile, &tiles[ti], sizeof only_tile)) continue;
                 fails += time_case(ctx, cs, tiles[ti], res);
             }
         }
