@@ -189,18 +189,12 @@ static void put_defs(cg_str *b, const cg_attn_spec *s, float scale_log2)
                  "#define LM_MT %u\n#define LM_QREG %d\n"
                  "#define LM_MASK %d\n#define LM_MMA_T \"%s\"\n#define LM_CH (LM_D / 8)\n"
                  "#define LM_NT (LM_NW * 32)\n#define LM_SCALE2 __uint_as_float(0x%08" PRIx32
-                 "u)\n#define LM_LOG2E 1.4426950408889634f\n#define LM_NINF __int_as_float(0xff800000)\n"
-                 /* a positive scale is applied inside the exponent's FMA (raw scores keep
-                    their order); otherwise the scores are scaled first */
-                 "#define LM_PRESCALE %d\n#define LM_EXPS %s\n"
-                 "#define LM_MASKC (LM_LOG2E / LM_EXPS)\n",
+                 "u)\n#define LM_LOG2E 1.4426950408889634f\n#define LM_NINF __int_as_float(0xff800000)\n",
                  t->block_q, t->block_k, s->head_dim, t->warps, t->stages, t->kv_splits,
                  s->causal ? 1 : 0, t->block_q / (16u * t->warps),
                  /* Q's A fragments stay in registers unless that would spill (two m tiles
                     at head dim 128: reloaded from shared memory per k step) */
-                 (t->block_q == 16u * t->warps || s->head_dim == 64) ? 1 : 0, s->has_mask ? 1 : 0,
-                 s->dtype == HL_F16 ? "f16" : "bf16", sb, scale_log2 > 0.0f ? 0 : 1,
-                 scale_log2 > 0.0f ? "LM_SCALE2" : "1.0f");
+                 (t->block_q == 16u * t->warps || s->head_dim == 64) ? 1 : 0, s->has_mask ? 1 : 0, s->dtype == HL_F16 ? "f16" : "bf16", sb);
 }
 
 /* The split pass / single pass kernel. */
@@ -428,7 +422,7 @@ static int attn_main(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
         "          for (int n = 0; n < LM_BK / 8; n++) {\n"
         "            #pragma unroll\n"
         "            for (int e = 0; e < 4; e++) {\n"
-        "              float x = LM_PRESCALE ? sacc[m][n][e] * LM_SCALE2 : sacc[m][n][e];\n"
+        "              float x = sacc[m][n][e] * LM_SCALE2;\n"
         "              if (edge) {\n"
         "                const int ii = i0 + (e >> 1) * 8;\n"
         "                const int jj = n * 8 + (int)(lane & 3u) * 2 + (e & 1);\n"
@@ -436,7 +430,7 @@ static int attn_main(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
     if (s->has_mask)
         cg__str_addf(&b,
                      "                const long long i = q0 + wr + ii, j = j0 + jj;\n"
-                     "                if (keep && i < SQ) x += %s(b%d[MB + i * MR + j * MC]) * LM_MASKC;\n",
+                     "                if (keep && i < SQ) x += %s(b%d[MB + i * MR + j * MC]) * LM_LOG2E;\n",
                      to_f32(s->mask_dtype), pm);
     cg__str_add(&b,
         "                if (!keep) x = LM_NINF;\n"
@@ -448,15 +442,12 @@ static int attn_main(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
         /* online softmax: rows lane/4 (h 0) and lane/4 + 8 (h 1) of each m tile; P in place */
         "        #pragma unroll\n"
         "        for (int m = 0; m < LM_MT; m++) {\n"
-        "          float mt[2] = {LM_NINF, LM_NINF};\n"
+        "          float mt[2] = {mx[m][0], mx[m][1]};\n"
         "          #pragma unroll\n"
         "          for (int n = 0; n < LM_BK / 8; n++) {\n"
         "            mt[0] = fmaxf(mt[0], fmaxf(sacc[m][n][0], sacc[m][n][1]));\n"
         "            mt[1] = fmaxf(mt[1], fmaxf(sacc[m][n][2], sacc[m][n][3]));\n"
         "          }\n"
-        /* raw scores: the max in the log2 domain is the raw max times the (positive) scale */
-        "          mt[0] = fmaxf(mx[m][0], mt[0] * LM_EXPS);\n"
-        "          mt[1] = fmaxf(mx[m][1], mt[1] * LM_EXPS);\n"
         "          float al[2], base[2];\n"
         "          #pragma unroll\n"
         "          for (int h = 0; h < 2; h++) {\n"
@@ -469,22 +460,19 @@ static int attn_main(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
         "          float rs[2] = {0.0f, 0.0f};\n"
         "          #pragma unroll\n"
         "          for (int n = 0; n < LM_BK / 8; n++) {\n"
-        "            sacc[m][n][0] = lm_ex2(fmaf(sacc[m][n][0], LM_EXPS, -base[0]));\n"
-        "            sacc[m][n][1] = lm_ex2(fmaf(sacc[m][n][1], LM_EXPS, -base[0]));\n"
-        "            sacc[m][n][2] = lm_ex2(fmaf(sacc[m][n][2], LM_EXPS, -base[1]));\n"
-        "            sacc[m][n][3] = lm_ex2(fmaf(sacc[m][n][3], LM_EXPS, -base[1]));\n"
+        "            sacc[m][n][0] = lm_ex2(sacc[m][n][0] - base[0]);\n"
+        "            sacc[m][n][1] = lm_ex2(sacc[m][n][1] - base[0]);\n"
+        "            sacc[m][n][2] = lm_ex2(sacc[m][n][2] - base[1]);\n"
+        "            sacc[m][n][3] = lm_ex2(sacc[m][n][3] - base[1]);\n"
         "            rs[0] += sacc[m][n][0] + sacc[m][n][1];\n"
         "            rs[1] += sacc[m][n][2] + sacc[m][n][3];\n"
         "          }\n"
         "          ls[m][0] = ls[m][0] * al[0] + rs[0];\n"
         "          ls[m][1] = ls[m][1] * al[1] + rs[1];\n"
-        /* O rescaled only when some row's max moved (warp-uniform: al is exactly 1 else) */
-        "          if (__any_sync(0xffffffffu, al[0] != 1.0f || al[1] != 1.0f)) {\n"
-        "            #pragma unroll\n"
-        "            for (int i = 0; i < LM_D / 8; i++) {\n"
-        "              oacc[m][i][0] *= al[0]; oacc[m][i][1] *= al[0];\n"
-        "              oacc[m][i][2] *= al[1]; oacc[m][i][3] *= al[1];\n"
-        "            }\n"
+        "          #pragma unroll\n"
+        "          for (int i = 0; i < LM_D / 8; i++) {\n"
+        "            oacc[m][i][0] *= al[0]; oacc[m][i][1] *= al[0];\n"
+        "            oacc[m][i][2] *= al[1]; oacc[m][i][3] *= al[1];\n"
         "          }\n"
         "        }\n"
         /* O += P V; P rounded to the storage type as A fragments (the S layout is the A

@@ -136,7 +136,7 @@ def main():
             f"{k} {v[0]:.4f}/{v[1]:.4f}" for k, v in t.items()))
         for r in sorted(ours[name], key=lambda r: r[2]):
             per_tile.append(f"  ours {r[0]:<18} single {r[1]:.4f} b2b {r[2]:.4f} ms "
-                            f"({r[3]:.0f} TFLOP/s) b2b ratio {r[2] / tb[0]:.2f}")
+                            f"({r[3]:.0f} TFLOP/s) b2b vs best torch {r[2] / tb[0]:.2f}")
     text = "\n".join(per_tile + [""] + lines) + "\n"
     if args.out:
         with open(args.out, "w") as f:
