@@ -165,6 +165,8 @@ static int compile_check(void)
                 if (cg__attn_kernels(&a.c, &a.s, k, &n) || cg__attn_kernels(&a2.c, &a2.s, k2, &n2)) {
                     printf("FAIL %s D=%u %s: generation: %s%s\n", cs.name, d, tn, a.err.msg, a2.err.msg);
                     fails++;
+                    for (uint32_t i = 0; i < n; i++) free(k[i].source);
+                    for (uint32_t i = 0; i < n2; i++) free(k2[i].source);
                     actx_free(&a), actx_free(&a2);
                     continue;
                 }
