@@ -15,7 +15,7 @@
 ;
 ; Families (docs/rules.md): 1 expression algebra (expr), 2 dtypes (dtype_prop extended,
 ; dtype_check, dtype_guard), 3 kernel lowering (lower), 4 and 5 fusion (fuse, uses,
-; uses_prune, inline), 6 matmuls (mm_*), 7 cleanup (cleanup).
+; uses_prune, inline), 6 matmuls (mm_*), 7 cleanup (cleanup), 8 attention (attn).
 
 ; ==========================================================================================
 ; The backend vocabulary (docs/llir.md). Field order and sorts are the contract with
