@@ -263,6 +263,10 @@ int cg__kw_buf(cg_kw *kw, uint32_t buf, hl_dtype dt, bool written);
  * then decls and body; fills k's source and params. 0 or an error. */
 int cg__kw_finish(cg_kw *kw, const char *decls, const char *body, uint32_t threads,
                   cg_kernel *k);
+/* The same with `pre` (device functions, macros; may be NULL) written between the prelude
+ * and the kernel's signature. */
+int cg__kw_finish_ex(cg_kw *kw, const char *pre, const char *decls, const char *body,
+                     uint32_t threads, cg_kernel *k);
 
 /* Templates: each writes kernel k (source, grid, block, params, template name) for LLIR
  * node `node`, which stores into buffer out_buf. */

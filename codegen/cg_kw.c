@@ -55,6 +55,12 @@ int cg__kw_buf(cg_kw *kw, uint32_t buf, hl_dtype dt, bool written)
 int cg__kw_finish(cg_kw *kw, const char *decls, const char *body, uint32_t threads,
                   cg_kernel *k)
 {
+    return cg__kw_finish_ex(kw, NULL, decls, body, threads, k);
+}
+
+int cg__kw_finish_ex(cg_kw *kw, const char *pre, const char *decls, const char *body,
+                     uint32_t threads, cg_kernel *k)
+{
     cg_ctx *c = kw->c;
     uint32_t nbuf = kw->n_params;
     for (uint32_t d = 0; d < c->d->n; d++) {
@@ -71,6 +77,7 @@ int cg__kw_finish(cg_kw *kw, const char *decls, const char *body, uint32_t threa
     cg__str_init(&b);
     cg__str_addf(&b, "// luminal-c codegen: LLIR node %%%u\n", kw->llir_node);
     cg__prelude(&b);
+    if (pre) cg__str_add(&b, pre);
     cg__str_addf(&b, "extern \"C\" __global__ void __launch_bounds__(%u) lm_kernel(", threads);
     for (uint32_t i = 0; i < kw->n_params; i++) {
         const cg_param *p = &kw->params[i];

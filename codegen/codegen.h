@@ -80,7 +80,9 @@ typedef struct cg_param {
  * a buffer is a pointer (`T *__restrict__`, T the buffer's storage type), a dim a `long
  * long` holding the dim's value. Launch with grid (the expressions evaluated at the
  * run's dim values; each is >= 1 and within CUDA's limits: x < 2^31, y and z <= 65535)
- * and block; kernels use static shared memory only (shared_bytes is 0 today). Every
+ * and block and shared_bytes of dynamic shared memory (0 for every template but the fused
+ * attention kernel's, which takes up to 160 KiB; cuda_rt raises the kernel's limit past
+ * 48 KiB before the launch or the graph node, RT_SHARED_DEFAULT). Every
  * kernel is correct for any grid of at least one block (grid-stride loops), so program/
  * may also launch fewer blocks. */
 typedef struct cg_kernel {
@@ -93,7 +95,8 @@ typedef struct cg_kernel {
     cg_param params[CG_MAX_PARAMS];
     const char *template_name; /* "elementwise", "elementwise-loop", "row-warp", "row-block",
                                   "copy", "gather", "scatter-init", "scatter-mark",
-                                  "scatter-apply", "matmul" (static) */
+                                  "scatter-apply", "matmul", "attention",
+                                  "attention-combine" (static) */
     hl_expr ops;             /* the values one launch evaluates (loads, iotas, ops and
                                 reduction steps, each as often as the loops around it run),
                                 an expression of the dims; HL_NONE where not counted

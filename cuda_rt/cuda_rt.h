@@ -354,6 +354,12 @@ void rt_kernel_cache_stats(const rt_ctx *ctx, uint64_t *hits, uint64_t *misses);
 #define RT_MAX_KERNEL_ARGS 64
 #define RT_MAX_ARG_BYTES 4096
 
+/* Dynamic shared memory a block gets without asking. A launch, kernel node or node update
+ * with more shared_bytes first raises the kernel's limit
+ * (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, once per kernel and size); more than
+ * the device allows fails there, naming the kernel. */
+#define RT_SHARED_DEFAULT 49152u
+
 /* One kernel launch: args[i] points at the value of parameter i, sizes[i] its size. */
 typedef struct rt_launch {
     rt_kernel *kernel;

@@ -72,6 +72,12 @@ struct rt_mock {
     mexec **execs;
     uint32_t nexecs, execs_cap;
     int live_misc; /* modules, events, streams, cuBLASLt objects */
+    /* functions whose dynamic shared memory limit was raised (cuFuncSetAttribute with
+       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES): a launch or kernel node asking
+       for more than the limit (48 KiB unless raised) fails, as on the device */
+    CUfunction *shm_fn;
+    int *shm_max;
+    uint32_t nshm, shm_cap;
     malloc_rec *allocs;
     uint32_t nallocs, allocs_cap;
     CUdeviceptr next_addr;
@@ -384,12 +390,23 @@ static CUresult m_module_func(void *s, CUfunction *f, CUmodule mod, const char *
     *f = (CUfunction)handle(M(s));
     return CUDA_SUCCESS;
 }
+#define MOCK_SHM_DEFAULT 49152  /* bytes a block may take without the attribute */
+#define MOCK_SHM_OPTIN 232448   /* the most it may be raised to (sm_90: 227 KiB) */
+
+static int shm_limit(const rt_mock *m, CUfunction f)
+{
+    for (uint32_t i = 0; i < m->nshm; i++)
+        if (m->shm_fn[i] == f) return m->shm_max[i];
+    return MOCK_SHM_DEFAULT;
+}
+
 static CUresult m_launch(void *s, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                          unsigned by, unsigned bz, unsigned shm, CUstream st, void **p, void **e)
 {
-    (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shm, (void)st, (void)p, (void)e;
+    (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)st, (void)p, (void)e;
     CUresult r = drv_call(M(s), "cuLaunchKernel");
     if (r) return r;
+    if ((int)shm > shm_limit(M(s), f)) return CUDA_ERROR_INVALID_VALUE;
     stream_work(M(s), MK_KERNEL, gx, f);
     return CUDA_SUCCESS;
 }
@@ -414,6 +431,7 @@ static CUresult m_graph_add_kernel(void *s, CUgraphNode *n, CUgraph g, const CUg
     CUresult r = drv_call(M(s), "cuGraphAddKernelNode");
     if (r) return r;
     if (!p->func || p->gridDimX == 0 || p->blockDimX == 0) return CUDA_ERROR_INVALID_VALUE;
+    if ((int)p->sharedMemBytes > shm_limit(M(s), p->func)) return CUDA_ERROR_INVALID_VALUE;
     *n = (CUgraphNode)add_node((mgraph *)g, MK_KERNEL, p->gridDimX, p->func);
     return CUDA_SUCCESS;
 }
@@ -430,6 +448,7 @@ static CUresult m_graph_kernel_set(void *s, CUgraphNode n, const CUDA_KERNEL_NOD
 {
     CUresult r = drv_call(M(s), "cuGraphKernelNodeSetParams");
     if (r) return r;
+    if ((int)p->sharedMemBytes > shm_limit(M(s), p->func)) return CUDA_ERROR_INVALID_VALUE;
     ((mnode *)n)->grid_x = p->gridDimX;
     return CUDA_SUCCESS;
 }
@@ -467,6 +486,7 @@ static CUresult m_exec_kernel_set(void *s, CUgraphExec e, CUgraphNode n,
 {
     CUresult r = drv_call(M(s), "cuGraphExecKernelNodeSetParams");
     if (r) return r;
+    if ((int)p->sharedMemBytes > shm_limit(M(s), p->func)) return CUDA_ERROR_INVALID_VALUE;
     mexec *x = (mexec *)e;
     mnode *sn = (mnode *)n;
     if (sn->owner != x->from || sn->index >= x->n) return CUDA_ERROR_INVALID_VALUE;
@@ -607,8 +627,22 @@ static CUresult m_event_elapsed(void *s, float *ms, CUevent a, CUevent b)
 }
 static CUresult m_func_set_attr(void *s, CUfunction f, CUfunction_attribute a, int v)
 {
-    (void)f, (void)a, (void)v;
-    return drv_call(M(s), "cuFuncSetAttribute");
+    rt_mock *m = M(s);
+    CUresult r = drv_call(m, "cuFuncSetAttribute");
+    if (r) return r;
+    if (a != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_SUCCESS;
+    if (!f || v < 0 || v > MOCK_SHM_OPTIN) return CUDA_ERROR_INVALID_VALUE;
+    for (uint32_t i = 0; i < m->nshm; i++)
+        if (m->shm_fn[i] == f) {
+            m->shm_max[i] = v;
+            return CUDA_SUCCESS;
+        }
+    uint32_t cap = m->shm_cap;
+    m->shm_fn = grow(m->shm_fn, &m->shm_cap, m->nshm + 1, sizeof *m->shm_fn);
+    m->shm_max = grow(m->shm_max, &cap, m->nshm + 1, sizeof *m->shm_max);
+    m->shm_fn[m->nshm] = f;
+    m->shm_max[m->nshm++] = v;
+    return CUDA_SUCCESS;
 }
 
 /* ---- cuBLASLt --------------------------------------------------------------------- */
@@ -778,6 +812,8 @@ void rt_mock_free(rt_mock *m)
     free(m->calls);
     free(m->rules);
     free(m->allocs);
+    free(m->shm_fn);
+    free(m->shm_max);
     free(m->tail);
     free(m);
 }

@@ -198,7 +198,8 @@ static int reserve_node(rt_graph *g, lm_err *err)
 int rt_graph_add_kernel(rt_graph *g, const rt_launch *l, const uint32_t *deps, uint32_t ndeps,
                         uint32_t *node, lm_err *err)
 {
-    if (graph_usable(g, err) || rt__launch_check(l, "kernel node", err) || reserve_node(g, err))
+    if (graph_usable(g, err) || rt__launch_check(l, "kernel node", err) ||
+        rt__kernel_shared(g->ctx, l, err) || reserve_node(g, err))
         return err->code;
     CUgraphNode *dn = NULL;
     size_t ndn = 0;
@@ -391,7 +392,9 @@ static int exec_usable(const rt_exec *e, lm_err *err)
 
 int rt_exec_set_kernel(rt_exec *e, uint32_t node, const rt_launch *l, lm_err *err)
 {
-    if (exec_usable(e, err) || rt__launch_check(l, "kernel node", err)) return err->code;
+    if (exec_usable(e, err) || rt__launch_check(l, "kernel node", err) ||
+        rt__kernel_shared(e->graph->ctx, l, err))
+        return err->code;
     rt_graph *g = e->graph;
     if (node >= g->n || g->nodes[node].kind != GN_KERNEL)
         return RT_FAIL(err, RT_EARG, "graph node %u is not a kernel node (graph has %u nodes)",

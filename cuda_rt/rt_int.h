@@ -254,6 +254,10 @@ const char *rt__kernel_name(const rt_kernel *k);
  * `what` starts the message ("kernel launch", "kernel node"). For direct launches and
  * kernel nodes alike. */
 int rt__launch_check(const rt_launch *l, const char *what, lm_err *err);
+/* Raises l's kernel's dynamic shared memory limit to l->shared_bytes when that is more than
+ * RT_SHARED_DEFAULT and than the limit set so far (before a launch, a kernel node, a node
+ * update). */
+int rt__kernel_shared(rt_ctx *ctx, const rt_launch *l, lm_err *err);
 #define RT_ARG_ALIGN 16 /* each argument's slot in a node's copy is aligned to this */
 /* Bytes an argument of `size` bytes takes in a node's copy (a multiple of RT_ARG_ALIGN). */
 size_t rt__arg_slot(size_t size);

@@ -16,6 +16,7 @@
 struct rt_kernel {
     CUfunction fn;
     char *name;
+    uint32_t shared_max; /* the dynamic shared memory limit raised to (0: the default) */
 };
 
 struct rt_kernel_entry {
@@ -262,9 +263,27 @@ int rt__launch_check(const rt_launch *l, const char *what, lm_err *err)
     return 0;
 }
 
+int rt__kernel_shared(rt_ctx *ctx, const rt_launch *l, lm_err *err)
+{
+    rt_kernel *k = l->kernel;
+    if (l->shared_bytes <= RT_SHARED_DEFAULT || l->shared_bytes <= k->shared_max) return 0;
+    rt_drv *d = &ctx->drv;
+    if (RT_CU(ctx, err,
+              d->func_set_attr(d->self, k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               (int)l->shared_bytes),
+              "cuFuncSetAttribute(%s, MAX_DYNAMIC_SHARED_SIZE_BYTES, %u): more dynamic shared "
+              "memory than the device gives a block (227 KiB on sm_90)",
+              k->name, l->shared_bytes))
+        return err->code;
+    k->shared_max = l->shared_bytes;
+    return 0;
+}
+
 int rt_launch_kernel(rt_ctx *ctx, const rt_launch *l, lm_err *err)
 {
-    if (rt__ctx_usable(ctx, err) || rt__launch_check(l, "kernel launch", err)) return err->code;
+    if (rt__ctx_usable(ctx, err) || rt__launch_check(l, "kernel launch", err) ||
+        rt__kernel_shared(ctx, l, err))
+        return err->code;
     void *params[RT_MAX_KERNEL_ARGS + 1];
     for (uint32_t i = 0; i < l->nargs; i++)
         memcpy(&params[i], &l->args[i], sizeof params[i]);

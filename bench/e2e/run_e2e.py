@@ -12,7 +12,10 @@ For each graph of examples/graphs (at its dims' profile values):
                      --bench --json
   torch  the same graph through torch_graph.py on the same inputs (OUT/NAME/inputs/*.npy):
          eager, torch.compile (default), torch.compile(mode="reduce-overhead") and, for
-         attention graphs, F.scaled_dot_product_attention (eager).
+         attention graphs, F.scaled_dot_product_attention (eager) on 4-D (batch, heads,
+         seq, dim) tensors, with the backend it selected (flash for bf16/f16 causal or
+         unmasked attention) recorded as torch.sdpa.backend. "best" is the fastest of all
+         of these variants.
   check  our outputs against each torch variant's (torch_graph.compare; the anchor, which
          decides "correct", is eager), within the dtype's fixed tolerance; the graph's f64
          value (the truth) gives each side's own error, to tell a wrong program from
@@ -427,6 +430,12 @@ def run_workload(gpath, args, tools, rates, device, deadline):
                 outs = [o.clone() for o in fn_raw(*ins)]
                 sync()
                 ent["compile_s" if compiled else "first_call_s"] = time.time() - t0
+            if v == "sdpa":  # which backend ran (flash, unless the tensors rule it out)
+                be = getattr(fn_raw, "sdpa_backends", None) or []
+                ent["backend"] = ", ".join(b for b, _ in be)
+                why = "; ".join(w for _, w in be if w)
+                if why:
+                    ent["backend_refusals"] = why
             for _ in range(3):  # warm-up (CUDA graphs record on the first calls)
                 fn_raw(*ins)
             sync()
@@ -548,7 +557,8 @@ def render(doc):
             if e is None:
                 cells.append("")
             elif "back_to_back_ms" in e:
-                cells.append(f"{fmt_ms(e['single_call_ms'])} / {fmt_ms(e['back_to_back_ms'])}")
+                be = f" ({e['backend']})" if e.get("backend") else ""
+                cells.append(f"{fmt_ms(e['single_call_ms'])} / {fmt_ms(e['back_to_back_ms'])}{be}")
             else:
                 cells.append("error")
         bt, _ = best_torch(r, "back_to_back_ms")

@@ -21,6 +21,8 @@ What it checks (each line of its report is one check; README.md explains the tol
   machinery  hand-written primitives: strides that are not k*z (merged, reversed, min,
              cdiv, comparisons), an output read through its own view, and an iota using
              every operator of the expression language; they must match exactly.
+  sdpa       the sdpa variant's tensors are 4-D views (a broadcast K too) and the
+             backend SDPA selects is recorded once per attention node.
   compare    the comparison itself fails on a wrong answer (a perturbed output, a NaN
              where there was none, a wrong shape), and an f64 truth never widens its bound.
 
@@ -234,6 +236,30 @@ def run_machinery(R):
              f"{n_grid} of {len(plans)} views read through index grids, the rest as_strided")
 
 
+def run_sdpa_shapes(R):
+    """The sdpa variant hands SDPA 4-D (batch, heads, seq, dim) tensors (3-D ones select
+    the math backend on a GPU), as views, and records one backend per attention node."""
+    shapes = {(): (1, 1, 5, 8), (3,): (1, 3, 5, 8), (2, 3): (2, 3, 5, 8), (2, 2, 3): (4, 3, 5, 8)}
+    for lead, want in shapes.items():
+        x = torch.randn(*lead, 5, 8)
+        y = tg.to_bhsd(x)
+        ok = tuple(y.shape) == want and (len(lead) > 2 or y.data_ptr() == x.data_ptr())
+        R.record(f"sdpa 4-D: lead {lead}", ok, f"{tuple(x.shape)} -> {tuple(y.shape)}")
+    # a broadcast K (GQA) stays a view: no copy of K per query head
+    k = torch.randn(1, 5, 8).expand(6, 5, 8)
+    kb = tg.to_bhsd(k)
+    R.record("sdpa 4-D: broadcast K stays a view", kb.stride(1) == 0 and kb.dim() == 4,
+             f"strides {kb.stride()}")
+    g = tg.TorchGraph.load(os.path.join(EXAMPLES, "causal_attention_bf16.json"))
+    dims = {"S": 3}
+    prog = g.prepare(dims, attention="sdpa")
+    ins = [torch.randn(*shape).to(dt) for _, dt, shape in g.input_specs(dims)]
+    out = prog(*ins)[0]
+    be = prog.sdpa_backends
+    R.record("sdpa backend recorded", len(be) == 1 and be[0][0] in ("flash", "efficient", "math")
+             and tuple(out.shape) == (32, 3, 64), f"{be}, output {tuple(out.shape)}")
+
+
 def bump(t, i, v):
     """t with element i increased by v (or set to NaN)."""
     t = t.clone()
@@ -285,6 +311,7 @@ def main():
     R = Runner(os.path.abspath(args.ref_dump), args.work)
     t0 = time.time()
     groups = [("compare", run_compare_selftest), ("machinery", run_machinery),
+              ("sdpa", run_sdpa_shapes),
               ("generated", run_generated), ("examples", run_examples)]
     for name, fn in groups:
         if args.only and not name.startswith(args.only):

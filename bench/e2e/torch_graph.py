@@ -363,6 +363,37 @@ def take(data, idx, check=True):
     return torch.take(data, i)
 
 
+def to_bhsd(x):
+    """x [*lead, seq, dim] as 4-D (batch, heads, seq, dim): no lead dims -> (1, 1), one ->
+    (1, heads), two as they are, more -> the leading ones merged into batch. A view where
+    the strides allow (reshape copies only a merge that no view can express)."""
+    lead = x.shape[:-2]
+    if len(lead) == 0:
+        return x.reshape(1, 1, *x.shape[-2:])
+    if len(lead) == 1:
+        return x.unsqueeze(0)
+    if len(lead) == 2:
+        return x
+    return x.reshape(-1, lead[-1], *x.shape[-2:])
+
+
+def sdpa_backend(q, k, v, **kw):
+    """Which SDPA backend runs F.scaled_dot_product_attention(q, k, v, **kw): "flash" when
+    the call succeeds with only the flash backend allowed, else "efficient", else "math"
+    (the second value joins the refusals' first lines). Needs torch.nn.attention."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    why = []
+    for name, be in (("flash", SDPBackend.FLASH_ATTENTION),
+                     ("efficient", SDPBackend.EFFICIENT_ATTENTION)):
+        try:
+            with sdpa_kernel(be):
+                F.scaled_dot_product_attention(q, k, v, **kw)
+            return name, "; ".join(why)
+        except RuntimeError as e:
+            why.append(f"{name}: {str(e).splitlines()[0][:200]}")
+    return "math", "; ".join(why)
+
+
 def causal_mask(s, t, dtype, device):
     """[s, t]: 0 where key j <= query i + (t - s), -1e30 above, made in f32."""
     row = torch.arange(s, device=device).unsqueeze(1)
@@ -579,6 +610,10 @@ class _Program:
         self.g, self.dims, self.device = g, dims, device
         self.attention, self.counter = attention, counter
         self.check = device.type == "cpu"  # data-dependent index checks (they sync a GPU)
+        # attention="sdpa": (backend, refusals) per attention node, filled on the first
+        # call by sdpa_backend (run_e2e reports it); None otherwise
+        self.sdpa_backends = [] if attention == "sdpa" else None
+        self._n_attn = sum(1 for n in g.nodes if n["op"] == "attention")
         self.input_names = g.input_names
         self.output_names = g.output_names
         self._steps = [self._compile(n) for n in g.nodes]
@@ -934,11 +969,20 @@ class _Program:
             s, t = q.shape[-2], k.shape[-2]
 
             def f(q, k, v):
-                q, k, v = (x.expand(*batch, *x.shape[-2:]) for x in (q, k, v))
+                # SDPA's fused backends (flash, memory-efficient) take (batch, heads, seq,
+                # dim) tensors only: with 3-D ones it falls back to the math backend, an
+                # order of magnitude slower. The leading dims become (batch, heads) as views.
+                q, k, v = (to_bhsd(x.expand(*batch, *x.shape[-2:])) for x in (q, k, v))
                 if causal and s != t:  # bottom-right aligned, unlike is_causal
                     keep = causal_mask(s, t, torch.float32, q.device) == 0
-                    return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, scale=sc)
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sc)
+                    kw = dict(attn_mask=keep, scale=sc)
+                else:
+                    kw = dict(is_causal=causal, scale=sc)
+                if self.sdpa_backends is not None and len(self.sdpa_backends) < self._n_attn:
+                    # once per attention node: which backend these tensors select
+                    self.sdpa_backends.append(sdpa_backend(q, k, v, **kw))
+                o = F.scaled_dot_product_attention(q, k, v, **kw)
+                return o.reshape(*batch, *o.shape[-2:])
             return user(f, q, k, v)
 
         return sdpa if self.attention == "sdpa" else explicit

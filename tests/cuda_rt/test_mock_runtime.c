@@ -291,6 +291,42 @@ START_TEST(launch_with_zero_grid_is_rejected)
 }
 END_TEST
 
+/* More than 48 KiB of dynamic shared memory: the kernel's limit is raised (once per size)
+ * before a direct launch, a kernel node and a node update; the mock, like the device,
+ * refuses a launch past the limit, so without the attribute each of these would fail. */
+START_TEST(large_dynamic_shared_memory_raises_the_kernel_limit_first)
+{
+    fixture f;
+    open_with(&f, NULL);
+    scale_launch s;
+    make_launch(&s, get_scale(&f), 0x1000, 2.0f, 10, 1);
+    s.l.shared_bytes = RT_SHARED_DEFAULT; /* the default: no attribute */
+    ck_assert_msg(rt_launch_kernel(f.ctx, &s.l, &f.err) == 0, "%s", f.err.msg);
+    ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuFuncSetAttribute", 0), 0);
+    s.l.shared_bytes = 96u << 10;
+    ck_assert_msg(rt_launch_kernel(f.ctx, &s.l, &f.err) == 0, "%s", f.err.msg);
+    ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuFuncSetAttribute", 0), 1);
+    ck_assert_msg(rt_launch_kernel(f.ctx, &s.l, &f.err) == 0, "%s", f.err.msg);
+    ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuFuncSetAttribute", 0), 1); /* once */
+    rt_graph *g;
+    ck_assert_int_eq(rt_graph_new(f.ctx, &g, &f.err), 0);
+    s.l.shared_bytes = 128u << 10; /* more: raised again, before the node is added */
+    uint32_t n0;
+    ck_assert_msg(rt_graph_add_kernel(g, &s.l, NULL, 0, &n0, &f.err) == 0, "%s", f.err.msg);
+    ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuFuncSetAttribute", 0), 2);
+    rt_exec *e = instantiate(&f, g);
+    s.l.shared_bytes = 200u << 10;
+    ck_assert_msg(rt_exec_set_kernel(e, n0, &s.l, &f.err) == 0, "%s", f.err.msg);
+    ck_assert_uint_eq(rt_mock_count_since(f.mock, "cuFuncSetAttribute", 0), 3);
+    /* past what the device gives a block: the error names the call and the kernel */
+    s.l.shared_bytes = 240u << 10;
+    ck_assert_int_ne(rt_launch_kernel(f.ctx, &s.l, &f.err), 0);
+    ck_assert_ptr_nonnull(strstr(f.err.msg, "MAX_DYNAMIC_SHARED_SIZE_BYTES"));
+    ck_assert_ptr_nonnull(strstr(f.err.msg, "scale"));
+    close_with(&f, e, g, NULL);
+}
+END_TEST
+
 /* ---- graphs ---------------------------------------------------------------------------- */
 
 START_TEST(set_kernel_updates_exec_and_mirrors_source)
@@ -771,6 +807,7 @@ static Suite *cuda_rt_mock_suite(void)
     TCase *tc = tcase_create("mock");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, open_without_device_says_no_cuda_device);
+    tcase_add_test(tc, large_dynamic_shared_memory_raises_the_kernel_limit_first);
     tcase_add_test(tc, open_real_driver_works_or_says_no_cuda_device);
     tcase_add_test(tc, open_reports_device_and_probes_capture);
     tcase_add_test(tc, out_of_memory_message_names_call_sizes_and_fix);
