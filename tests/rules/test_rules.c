@@ -569,9 +569,16 @@ typedef struct tr_expect {
  * single-use). Causal attention has none either: its single region would compute the
  * softmax (a max and a sum over the keys) inside the p v product, once per element of the
  * head dim it is broadcast along, and no-reduction-under-contraction forbids that (without
- * the rule the single region exists, so this row checks the rule). */
+ * the rule the single region exists, so this row checks the rule). The same holds of the
+ * other attention examples; GQA and decode (K and V broadcast over a group dim, two batch
+ * dims that do not collapse into one) have no KMatmul and no Blas: their products are the
+ * fused attention or Mul + Sum kernels. */
 static const tr_expect tr_expected[] = {
+    {"attention_bf16", 2, 2, false},
+    {"attention_gqa_bf16", 0, 0, false},
+    {"attention_mask_bf16", 2, 2, false},
     {"causal_attention_bf16", 2, 2, false},
+    {"decode_attention_bf16", 0, 0, false},
     {"decode_mlp_bf16", 3, 3, false},
     {"elementwise_chain_f32_16m", 0, 0, true},
     {"embedding_gather", 0, 0, false},
