@@ -12,6 +12,9 @@
  *            load of a loop whose lanes read apart (cg_kernel.strided);
  *            par = min(1, threads launched / THREADS_TO_SATURATE): a grid too small to
  *            fill the machine does not reach the bandwidth
+ *            attention (a KAttn's "attention" kernel): flops 4 d per score computed
+ *            (causal: the pairs j <= i + skv - sq) at attn_tc, the softmax at simt_f32,
+ *            both at the wave quantization of its blocks over the SMs
  *   library  t = blas_launch + max(bytes / BW, flops / (peak(dtype) * waves)), waves the
  *            tile quantization of cuBLASLt's tiles over the SMs (a 4096^3 bf16 matmul
  *            keeps 97 % of the peak, a 256 x 256 one 1 of 132 SMs busy)
