@@ -17,7 +17,7 @@
  *
  * Expressions: everything the plan says is in its own pool (cg_plan.exprs), copied from
  * the LLIR graph's pool structure by structure, so the plan outlives the graph. */
-#include "cg_attn.h"
+#include "cg_attn_glue.h"
 #include "cg_int.h"
 
 #include <inttypes.h>
@@ -219,7 +219,8 @@ static int attn_view(build *b, uint32_t id, const char *name, const hl_view *v, 
     return 0;
 }
 
-static int plan_attn(build *b, uint32_t id)
+/* The spec of attention node id, but its buffers. */
+static int attn_fill(build *b, uint32_t id, cg_attn_spec *out)
 {
     cg_plan *p = b->p;
     hl_expr_pool *px = p->exprs;
@@ -275,6 +276,57 @@ static int plan_attn(build *b, uint32_t id)
     s.o_row = d;
     s.o_base = hl_e_mul(px, hl_e_z(px), hl_e_mul(px, s.sq, d));
     if (s.o_base == HL_NONE) return cg__fail(b->err, LM_EUNSUPPORTED, id, "attention: overflow");
+    s.q_buf = s.k_buf = s.v_buf = s.o_buf = s.m_buf = s.ws_buf = LM_NONE;
+    s.tile = (cg_attn_tile){at->block_q, at->block_k, at->warps, at->stages, at->kv_splits};
+    *out = s;
+    return 0;
+}
+
+int cg__attn_spec_of(const ll_graph *g, uint32_t node, hl_expr_pool **pool, cg_attn_spec *out,
+                     lm_err *err)
+{
+    *pool = NULL;
+    const ll_node *n = ll_graph_node(g, node);
+    if (!n || n->kind != LL_KERNEL || !ll_op_is_attn(n->op))
+        return cg__fail(err, LM_EARG, node, "cg__attn_spec_of: not an attention node");
+    build b;
+    memset(&b, 0, sizeof b);
+    cg_plan pl;
+    memset(&pl, 0, sizeof pl);
+    const hl_expr_pool *lp = ll_graph_exprs(g);
+    pl.exprs = hl_expr_pool_new();
+    b.c.memo = cg__alloc(hl_expr_count(lp) ? hl_expr_count(lp) : 1, sizeof *b.c.memo);
+    if (!pl.exprs || !b.c.memo) {
+        hl_expr_pool_free(pl.exprs);
+        cg__free(b.c.memo);
+        return cg__fail(err, LM_ENOMEM, node, "out of memory");
+    }
+    for (uint32_t i = 0; i < hl_expr_count(lp); i++)
+        b.c.memo[i] = HL_NONE;
+    b.p = &pl;
+    b.err = err;
+    b.c.plan = &pl;
+    b.c.g = g;
+    b.c.err = err;
+    int rc = attn_fill(&b, node, out);
+    cg__free(b.c.memo);
+    if (rc) {
+        hl_expr_pool_free(pl.exprs);
+        return rc;
+    }
+    *pool = pl.exprs;
+    return 0;
+}
+
+static int plan_attn(build *b, uint32_t id)
+{
+    cg_plan *p = b->p;
+    const ll_node *n = ll_graph_node(b->c.g, id);
+    const ll_attn *at = &n->at;
+    bool has_mask = n->n_in == 4;
+    cg_attn_spec s;
+    int rc = attn_fill(b, id, &s);
+    if (rc) return rc;
     const uint32_t *buf_of = p->node_buf;
     s.q_buf = buf_of[n->in[0]];
     s.k_buf = buf_of[n->in[1]];
@@ -282,7 +334,6 @@ static int plan_attn(build *b, uint32_t id)
     s.m_buf = has_mask ? buf_of[n->in[3]] : LM_NONE;
     s.o_buf = buf_of[id];
     s.ws_buf = LM_NONE;
-    s.tile = (cg_attn_tile){at->block_q, at->block_k, at->warps, at->stages, at->kv_splits};
     if (at->kv_splits > 1) {
         hl_expr ws = cg__attn_workspace(&b->c, &s);
         if (ws == HL_NONE)
