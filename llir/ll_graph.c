@@ -762,7 +762,7 @@ static int decode_blas(gb *b, uint32_t cls, uint32_t kn, const ll_op_info *o, ll
 /* A KAttn or KAttnMask node: the scores' shape [L.., Sq, Skv, D] with q's and k's strides
  * in it (q with 0 along Skv, k with 0 along Sq), v's strides in the P V shape
  * [L.., Sq, D, Skv] (0 along Sq), the output's contiguous strides, the mask's strides in
- * [L.., Sq, Skv] (KAttnMask), then causal, scale, scale_dt, DT and the tile. */
+ * [L.., Sq, Skv] (KAttnMask), then causal, scale, scale_dt, base2, DT and the tile. */
 static int decode_attn(gb *b, uint32_t cls, uint32_t kn, const ll_op_info *o, ll_node *nd,
                        uint32_t nin)
 {
@@ -815,22 +815,26 @@ static int decode_attn(gb *b, uint32_t cls, uint32_t kn, const ll_op_info *o, ll
             dm[i] = sh[i];
         set_view(&at->mask, nl + 2, dm, ms);
     }
-    int64_t causal = field_i64(b, kn, f), t[5];
+    int64_t causal = field_i64(b, kn, f), base2 = field_i64(b, kn, f + 3), t[5];
     double scale = field_f64(b, kn, f + 1);
     for (uint32_t i = 0; i < 5; i++)
-        t[i] = field_i64(b, kn, f + 4 + i);
+        t[i] = field_i64(b, kn, f + 5 + i);
     if (causal != 0 && causal != 1)
         return gfail(b, cls, kn, "%s: causal is 0 or 1, not %lld", o->name, (long long)causal);
+    if (base2 != 0 && base2 != 1)
+        return gfail(b, cls, kn, "%s: base2 is 0 or 1, not %lld", o->name, (long long)base2);
     if (!(scale > 0.0) || !isfinite(scale))
         return gfail(b, cls, kn, "%s: the scale must be finite and > 0, not %g", o->name, scale);
     for (uint32_t i = 0; i < 5; i++)
         if (t[i] < 1 || t[i] > 1024)
             return gfail(b, cls, kn, "%s: tile field %s is %lld, not in [1, 1024]", o->name,
-                         o->fields[f + 4 + i].name, (long long)t[i]);
+                         o->fields[f + 5 + i].name, (long long)t[i]);
     hl_dtype sdt = HL_F32;
     if ((rc = field_dtype(b, cls, kn, f + 2, o, &sdt))) return rc;
     at->causal = causal != 0;
-    at->scale = hl_round_to(sdt, (float)scale);
+    /* the scale as the graph rounded it; a softmax in base 2 is the softmax of its scores
+     * times ln 2 (2^x = e^(x ln 2)), so the node's e-based scale is that much smaller */
+    at->scale = hl_round_to(sdt, (float)scale) * (base2 ? 0.6931471805599453 : 1.0);
     at->block_q = (uint32_t)t[0];
     at->block_k = (uint32_t)t[1];
     at->warps = (uint32_t)t[2];

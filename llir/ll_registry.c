@@ -42,9 +42,9 @@
     FLD("shape", ELIST), FLD("q_strides", ELIST), FLD("k_strides", ELIST),                  \
         FLD("v_strides", ELIST), FLD("out_strides", ELIST)
 #define ATTN_REST                                                                          \
-    FLD("causal", I64), FLD("scale", F64), FLD("scale_dt", DTYPE), FLD("dtype", DTYPE),     \
-        FLD("block_q", I64), FLD("block_k", I64), FLD("warps", I64), FLD("stages", I64),    \
-        FLD("kv_splits", I64)
+    FLD("causal", I64), FLD("scale", F64), FLD("scale_dt", DTYPE), FLD("base2", I64),       \
+        FLD("dtype", DTYPE), FLD("block_q", I64), FLD("block_k", I64), FLD("warps", I64),   \
+        FLD("stages", I64), FLD("kv_splits", I64)
 
 /* An HLIR kind, its kernel K<name> and its fused form F<name>, for the elementwise and
  * reduction primitives whose contract is "every input and the output are DT". */
@@ -114,11 +114,11 @@ static const ll_op_info OPS[] = {
     {"KMatmul", LL_D_KERNEL, HL_OP_COUNT, 5, {BINARY, FLD("dtype", DTYPE)}, 2, DT_F(4),
      {DT_F(4), DT_F(4)}},
     /* attention (docs/llir.md, Attention): q, k, v (and the mask) in the DType field */
-    {"KAttn", LL_D_KERNEL, HL_OP_COUNT, 14, {ATTN_VIEWS, ATTN_REST}, 3, DT_F(8),
-     {DT_F(8), DT_F(8), DT_F(8)}},
-    {"KAttnMask", LL_D_KERNEL, HL_OP_COUNT, 15,
-     {ATTN_VIEWS, FLD("mask_strides", ELIST), ATTN_REST}, 4, DT_F(9),
-     {DT_F(9), DT_F(9), DT_F(9), DT_F(9)}},
+    {"KAttn", LL_D_KERNEL, HL_OP_COUNT, 15, {ATTN_VIEWS, ATTN_REST}, 3, DT_F(9),
+     {DT_F(9), DT_F(9), DT_F(9)}},
+    {"KAttnMask", LL_D_KERNEL, HL_OP_COUNT, 16,
+     {ATTN_VIEWS, FLD("mask_strides", ELIST), ATTN_REST}, 4, DT_F(10),
+     {DT_F(10), DT_F(10), DT_F(10), DT_F(10)}},
 
     /* ---- fused regions: the plumbing, then the fused forms ---- */
     {"FStore", LL_D_REGION, HL_OP_COUNT, 1, {FLD("dtype", DTYPE)}, 1, DT_F(0), {DT_F(0)}},

@@ -193,12 +193,13 @@ START_TEST(attention_genomes_agree_with_the_reference)
     static const struct {
         const char *file;
         bool fused;
-    } cases[] = {{"decode", true},          {"gqa", true},
-                 {"handwritten_softmax", true}, {"kv_cache_causal", true},
-                 {"mask_input", true},      {"miss_causal_short_kv", true},
-                 {"miss_exp2", false},      {"miss_head_dim_strided", false},
-                 {"miss_mask_transposed", true}, {"miss_softmax_axis", false},
-                 {"op_causal", true},       {"op_plain_f32", true}};
+    } cases[] = {{"decode", true},          {"exp2_softmax", true},
+                 {"gqa", true},             {"handwritten_softmax", true},
+                 {"kv_cache_causal", true}, {"mask_input", true},
+                 {"miss_causal_short_kv", true}, {"miss_exp2_mask", false},
+                 {"miss_head_dim_strided", false}, {"miss_mask_transposed", true},
+                 {"miss_softmax_axis", false}, {"op_causal", true},
+                 {"op_plain_f32", true}};
     char *rules = tf_rules();
     uint64_t n = the_scale().per_generated * 2, checked = 0, fused = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -1264,12 +1264,13 @@ typedef struct tr_attn_case {
  * (a row may be fully masked, or the mask is over the wrong dims) only the latter. */
 static const tr_attn_case tr_attn_cases[] = {
     {"decode", 7, 7},
+    {"exp2_softmax", 4, 0},
     {"gqa", 4, 4},
     {"handwritten_softmax", 4, 0},
     {"kv_cache_causal", 7, 7},
     {"mask_input", 0, 4},
     {"miss_causal_short_kv", 0, 4},
-    {"miss_exp2", 0, 0},
+    {"miss_exp2_mask", 0, 0},
     {"miss_head_dim_strided", 0, 0},
     {"miss_mask_transposed", 0, 4},
     {"miss_softmax_axis", 0, 0},
