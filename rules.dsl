@@ -15,7 +15,7 @@
 ;
 ; Families (docs/rules.md): 1 expression algebra (expr), 2 dtypes (dtype_prop extended,
 ; dtype_check, dtype_guard), 3 kernel lowering (lower), 4 and 5 fusion (fuse, uses,
-; uses_prune, inline), 6 matmuls (mm_*), 7 cleanup (cleanup).
+; uses_prune, inline), 6 matmuls (mm_*), 7 cleanup (cleanup), 8 attention (attn).
 
 ; ==========================================================================================
 ; The backend vocabulary (docs/llir.md). Field order and sorts are the contract with
@@ -67,6 +67,16 @@
                    Expression Expression i64 i64 f64 DType f64 i64
                    DType DType DType DType DType) OpKind)
 
+; attention (family 8): (KAttn shape q_strides k_strides v_strides out_strides causal
+; scale scale_dt base2 DT block_q block_k warps stages kv_splits), inputs q k v; KAttnMask
+; has mask_strides after out_strides and reads the mask fourth; base2 1: the softmax's exp
+; is exp2 (the scale then counts ln 2 times less)
+(constructor KAttn (EList EList EList EList EList i64 f64 DType i64 DType i64 i64 i64 i64 i64)
+             OpKind)
+(constructor KAttnMask (EList EList EList EList EList EList i64 f64 DType i64 DType i64 i64 i64 i64
+                        i64)
+             OpKind)
+
 ; ==========================================================================================
 ; Rulesets, in schedule order
 ; ==========================================================================================
@@ -84,6 +94,7 @@
 (ruleset mm_blas)
 (ruleset mm_epi_pre)
 (ruleset mm_epi)
+(ruleset attn)
 (ruleset fuse)
 (ruleset uses)
 (ruleset uses_prune)
@@ -328,6 +339,10 @@
 (rule ((= ?e (Op (FInl) (ICons ?f ?r))) (= ?t (dtype ?f))) ((set (dtype ?e) ?t))
       :ruleset dtype_prop :name "dtype-finl")
 (rule ((= ?e (Op (KMatmul ?s ?a ?b ?o ?t) ?l))) ((set (dtype ?e) ?t)) :ruleset dtype_prop :name "dtype-kmatmul")
+(rule ((= ?e (Op (KAttn ?sh ?qs ?ks ?vs ?os ?c ?sc ?sdt ?b2 ?t ?bq ?bk ?w ?st ?n) ?l))) ((set (dtype ?e) ?t))
+      :ruleset dtype_prop :name "dtype-kattn")
+(rule ((= ?e (Op (KAttnMask ?sh ?qs ?ks ?vs ?os ?ms ?c ?sc ?sdt ?b2 ?t ?bq ?bk ?w ?st ?n) ?l)))
+      ((set (dtype ?e) ?t)) :ruleset dtype_prop :name "dtype-kattnmask")
 (rule ((= ?e (Op (Blas ?m ?n ?k ?bt ?la ?lb ?sa ?sb ?oa ?ob ?al ?ad ?be ?ep ?ta ?tb ?tc ?td ?tx) ?l)))
       ((set (dtype ?e) ?td)) :ruleset dtype_prop :name "dtype-blas")
 
@@ -930,6 +945,293 @@
       :ruleset mm_epi :name "blas-output-f32")
 
 ; ==========================================================================================
+; Family 8: attention (ruleset attn): softmax(scale q k^T [+ mask | causal]) v as one
+; fused kernel (KAttn, KAttnMask; docs/llir.md, Attention), unioned into the class of the
+; P V contraction's Sum, so the search chooses between it and the unfused program.
+;
+; Shapes: the scores contraction is a Mul of shape [L.., Sq, Skv, D] (L the leading dims:
+; batch, heads, any number) read by a Sum over D; the P V contraction a Mul of shape
+; [L.., Sq, D, Skv] read by a Sum over Skv. The rules work on the lists' last entries
+; through (att-sl l init last), so one rule covers every number of leading dims; the
+; leading strides are kept as they are (any expression: GQA reads K with a 0 or a
+; (z/G)-stride there).
+; ==========================================================================================
+
+; (att-sl l init last): the list l is init followed by last. Made on demand (att-slw) for
+; the lists the rules below take apart, and for their inits in turn.
+(relation att-slw (EList))
+(relation att-sl (EList EList Expression))
+(relation att-zeros (EList))
+(rule ((att-slw ?l) (= ?l (ECons ?x (ENil)))) ((att-sl ?l (ENil) ?x)) :ruleset attn :name "attn-sl-one")
+(rule ((att-slw ?l) (= ?l (ECons ?h ?t)) (= ?t (ECons ?h2 ?t2))) ((att-slw ?t)) :ruleset attn
+      :name "attn-sl-want-tail")
+(rule ((att-slw ?l) (= ?l (ECons ?h ?t)) (att-sl ?t ?i ?x)) ((att-sl ?l (ECons ?h ?i) ?x))
+      :ruleset attn :name "attn-sl-cons")
+(rule ((att-slw ?l) (att-sl ?l ?i ?x)) ((att-slw ?i)) :ruleset attn :name "attn-sl-want-init")
+(rule ((= ?l (ENil))) ((att-zeros ?l)) :ruleset attn :name "attn-zeros-nil")
+(rule ((= ?l (ECons (MNum 0) ?t)) (att-zeros ?t)) ((att-zeros ?l)) :ruleset attn :name "attn-zeros-cons")
+; the lists taken apart: every contraction (a Mul read by a Sum over its last dim), a Mul
+; or Recip reading a row reduction (the softmax's max and sum), an Add reading the scores
+(rule ((= ?s (Op (Sum ?ssh ?n ?sa (MIter) ?so) (ICons ?m (INil))))
+       (= ?m (Op (Mul ?msh ?xs ?ys ?ms) ?l)))
+      ((att-slw ?ssh) (att-slw ?so) (att-slw ?msh) (att-slw ?xs) (att-slw ?ys) (att-slw ?ms))
+      :ruleset attn :name "attn-want-contraction")
+(rule ((= ?r (Op (Max ?sh ?n ?a ?na ?o) ?l)) (= ?m (Op (Mul ?msh ?xs ?ys ?ms) (ICons ?r ?t))))
+      ((att-slw ?msh) (att-slw ?xs) (att-slw ?ms)) :ruleset attn :name "attn-want-neg")
+(rule ((= ?r (Op (Max ?sh ?n ?a ?na ?o) ?l))
+       (= ?m (Op (Mul ?msh ?xs ?ys ?ms) (ICons ?c (ICons ?r (INil))))))
+      ((att-slw ?msh) (att-slw ?ys) (att-slw ?ms)) :ruleset attn :name "attn-want-neg-swapped")
+(rule ((= ?r (Op (Sum ?sh ?n ?a ?na ?o) ?l)) (= ?m (Op (Recip ?rsh ?rs ?ro) (ICons ?r (INil)))))
+      ((att-slw ?rsh) (att-slw ?rs) (att-slw ?ro)) :ruleset attn :name "attn-want-recip")
+
+; The float dtypes the node computes in
+(relation att-float (DType))
+(att-float (F32))
+(att-float (Bf16))
+(att-float (F16))
+
+; ---- the scores: (att-qk S q k msh qs ks sh o dt): S[l.., i, j] = sum_d q[l.., i, d]
+; k[l.., j, d], the Mul reading q with strides qs = qL.. ++ [qi, 0, qd] and k with
+; ks = kL.. ++ [0, kj, kd] in its shape msh = sh ++ [D]; qd and kd are z (the head dim
+; contiguous), qi and kj linear in z (a row stride); S stored with strides o in shape sh.
+(relation att-qk (IR IR IR EList EList EList EList EList DType))
+(rule ((= ?s (Op (Sum ?sh ?D ?sa (MIter) ?o) (ICons ?m (INil))))
+       (= ?m (Op (Mul ?msh ?qs ?ks ?ms) (ICons ?q (ICons ?k (INil)))))
+       (att-sl ?msh ?sh ?D) (att-sl ?ms ?sa (MIter))
+       (att-sl ?qs ?q1 ?qd) (att-sl ?q1 ?q2 (MNum 0)) (att-sl ?q2 ?qL ?qi)
+       (att-sl ?ks ?k1 ?kd) (att-sl ?k1 ?k2 ?kj) (att-sl ?k2 ?kL (MNum 0))
+       (lin ?qd (MNum 1)) (lin ?kd (MNum 1)) (lin ?qi ?cqi) (lin ?kj ?ckj)
+       (= ?dt (dtype ?s)) (att-float ?dt))
+      ((att-qk ?s ?q ?k ?msh ?qs ?ks ?sh ?o ?dt)) :ruleset attn :name "attn-scores")
+; k first: x*y = y*x exactly
+(rule ((= ?s (Op (Sum ?sh ?D ?sa (MIter) ?o) (ICons ?m (INil))))
+       (= ?m (Op (Mul ?msh ?ks ?qs ?ms) (ICons ?k (ICons ?q (INil)))))
+       (att-sl ?msh ?sh ?D) (att-sl ?ms ?sa (MIter))
+       (att-sl ?qs ?q1 ?qd) (att-sl ?q1 ?q2 (MNum 0)) (att-sl ?q2 ?qL ?qi)
+       (att-sl ?ks ?k1 ?kd) (att-sl ?k1 ?k2 ?kj) (att-sl ?k2 ?kL (MNum 0))
+       (lin ?qd (MNum 1)) (lin ?kd (MNum 1)) (lin ?qi ?cqi) (lin ?kj ?ckj)
+       (= ?dt (dtype ?s)) (att-float ?dt))
+      ((att-qk ?s ?q ?k ?msh ?qs ?ks ?sh ?o ?dt)) :ruleset attn :name "attn-scores-swapped")
+
+; ---- the scale: (att-sc X q k msh qs ks sh o dt scale scale_dt): X = scale * S, the
+; scalar rounded to scale_dt as the graph rounded it; 1 (F32) without a Mul
+(relation att-sc (IR IR IR EList EList EList EList EList DType f64 DType))
+(rule ((att-qk ?s ?q ?k ?msh ?qs ?ks ?sh ?o ?dt))
+      ((att-sc ?s ?q ?k ?msh ?qs ?ks ?sh ?o ?dt 1.0 (F32))) :ruleset attn :name "attn-unscaled")
+(rule ((att-qk ?s ?q ?k ?msh ?qs ?ks ?sh ?o ?dt)
+       (= ?x (Op (Mul ?sh ?o ?cs ?o) (ICons ?s (ICons ?c (INil))))) (scalar ?c ?v ?vt)
+       (> ?v 0.0) (< ?v 3.0e38))
+      ((att-sc ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt)) :ruleset attn :name "attn-scale")
+(rule ((att-qk ?s ?q ?k ?msh ?qs ?ks ?sh ?o ?dt)
+       (= ?x (Op (Mul ?sh ?cs ?o ?o) (ICons ?c (ICons ?s (INil))))) (scalar ?c ?v ?vt)
+       (> ?v 0.0) (< ?v 3.0e38))
+      ((att-sc ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt)) :ruleset attn :name "attn-scale-swapped")
+(rule ((att-sc ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt) (= ?y (Op (Add ?sh ?a ?b ?o) ?l)))
+      ((att-slw ?a) (att-slw ?b)) :ruleset attn :name "attn-want-mask")
+
+; ---- the logits: (att-pre X q k msh qs ks sh o dt scale scale_dt mode M ms): X = the
+; scaled scores (mode 0), plus M read with strides ms in shape sh (mode 1: an additive
+; mask; its last two strides linear), or plus a causal mask (mode 2)
+(relation att-pre (IR IR IR EList EList EList EList EList DType f64 DType i64 IR EList))
+(rule ((att-sc ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt))
+      ((att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt 0 ?x ?o)) :ruleset attn :name "attn-no-mask")
+(rule ((att-sc ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt)
+       (= ?y (Op (Add ?sh ?o ?ms ?o) (ICons ?x (ICons ?mk (INil)))))
+       (att-sl ?ms ?m1 ?mj) (att-sl ?m1 ?mL ?mi) (lin ?mi ?cmi) (lin ?mj ?cmj) (= ?dt (dtype ?mk)))
+      ((att-pre ?y ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt 1 ?mk ?ms)) :ruleset attn :name "attn-mask")
+(rule ((att-sc ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt)
+       (= ?y (Op (Add ?sh ?ms ?o ?o) (ICons ?mk (ICons ?x (INil)))))
+       (att-sl ?ms ?m1 ?mj) (att-sl ?m1 ?mL ?mi) (lin ?mi ?cmi) (lin ?mj ?cmj) (= ?dt (dtype ?mk)))
+      ((att-pre ?y ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt 1 ?mk ?ms)) :ruleset attn
+      :name "attn-mask-swapped")
+
+; ---- the causal mask (hl_attention's, or the same written out): (att-causal M ms Sq Skv):
+; M read with strides ms in [L.., Sq, Skv] is -big where j > i + (Skv - Sq) (bottom-right
+; aligned), else 0: an Iota of that predicate over the [Sq, Skv] grid, cast to f32, times
+; a constant <= -1e9 (the exp of anything below it is 0 in f32), in f32 or cast to the
+; scores' dtype, read with 0 over the leading dims.
+; (att-pred e Sq Skv): e(z) = (z/Skv + (Skv - Sq) < z%Skv), in the simplifier's forms
+(relation att-pred (Expression Expression Expression))
+(relation att-has3 (Expression Expression))
+(rule ((= ?e (MAdd (MAdd ?a ?b) ?c))) ((att-has3 ?e ?a) (att-has3 ?e ?b) (att-has3 ?e ?c))
+      :ruleset attn :name "attn-sum3")
+(rule ((= ?i (Op (Iota ?e ?n) (INil))) (= ?e (MLt (MDiv (MIter) ?t) (MMod (MIter) ?t))))
+      ((att-pred ?e ?t ?t)) :ruleset attn :name "attn-pred-square")
+(rule ((= ?i (Op (Iota ?e ?n) (INil))) (= ?e (MLt ?a (MMod (MIter) ?t)))
+       (att-has3 ?a (MDiv (MIter) ?t)) (att-has3 ?a ?t) (att-has3 ?a (MMul ?s (MNum -1))))
+      ((att-pred ?e ?s ?t)) :ruleset attn :name "attn-pred-offset")
+(rule ((= ?i (Op (Iota ?e ?n) (INil))) (= ?e (MLt ?a (MMod (MIter) ?t)))
+       (att-has3 ?a (MDiv (MIter) ?t)) (att-has3 ?a ?t) (att-has3 ?a (MNum ?m)) (< ?m 0)
+       (= ?s (MNum (- 0 ?m))))
+      ((att-pred ?e ?s ?t)) :ruleset attn :name "attn-pred-offset-num")
+(rule ((= ?i (Op (Iota ?e ?n) (INil))) (= ?e (MLt (MAdd (MDiv (MIter) ?t) (MNum ?d)) (MMod (MIter) ?t)))
+       (= ?t (MNum ?tv)) (> ?d 0) (= ?s (MNum (- ?tv ?d))))
+      ((att-pred ?e ?s ?t)) :ruleset attn :name "attn-pred-offset-nums")
+(relation att-cmask (IR EList EList))
+(rule ((= ?f (Op (Mul ?g ?mo ?zs ?mo) (ICons ?c (ICons ?big (INil)))))
+       (= ?c (Op (Cast ?g ?mo ?mo (F32)) (ICons ?i (INil)))) (= ?i (Op (Iota ?e ?n) (INil)))
+       (= ?g (ECons ?sq (ECons ?skv (ENil)))) (att-pred ?e ?sq ?skv)
+       (= ?mo (ECons ?mi (ECons ?mj (ENil)))) (lin ?mi ?skv) (lin ?mj (MNum 1))
+       (scalar ?big ?bv ?bt) (<= ?bv -1.0e9))
+      ((att-cmask ?f ?g ?mo)) :ruleset attn :name "attn-causal-f32")
+(rule ((att-cmask ?f ?g ?mo) (= ?m (Op (Cast ?g ?mo ?mo ?t) (ICons ?f (INil)))))
+      ((att-cmask ?m ?g ?mo)) :ruleset attn :name "attn-causal-cast")
+; fully masked rows would differ (the graph averages them, the kernel gives 0): only
+; Skv >= Sq, where row i always sees key 0
+(rule ((att-pre ?y ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt 1 ?mk ?ms)
+       (att-cmask ?mk ?g ?mo) (= ?g (ECons ?sq (ECons ?skv (ENil))))
+       (att-sl ?ms ?m1 ?mj) (att-sl ?m1 ?mL ?mi) (att-zeros ?mL) (= ?mo (ECons ?mi (ECons ?mj (ENil))))
+       (att-sl ?sh ?sh2 ?skv) (att-sl ?sh2 ?L ?sq) (= ?sq ?skv))
+      ((att-pre ?y ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt 2 ?mk ?ms)) :ruleset attn :name "attn-causal")
+(rule ((att-pre ?y ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt 1 ?mk ?ms)
+       (att-cmask ?mk ?g ?mo) (= ?g (ECons ?sq (ECons ?skv (ENil))))
+       (att-sl ?ms ?m1 ?mj) (att-sl ?m1 ?mL ?mi) (att-zeros ?mL) (= ?mo (ECons ?mi (ECons ?mj (ENil))))
+       (att-sl ?sh ?sh2 ?skv) (att-sl ?sh2 ?L ?sq)
+       (= ?lk (lower ?skv)) (= ?uq (upper ?sq)) (>= ?lk ?uq))
+      ((att-pre ?y ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt 2 ?mk ?ms)) :ruleset attn
+      :name "attn-causal-longer-kv")
+
+; ---- the row softmax over the last dim of X (att-pre): max, X - max, exp, sum, times
+; the reciprocal of the sum; each step reads its operands as hl_softmax does (the row
+; values through a 0 stride along the row), in either operand order where it has two.
+; (att-mx R X ro): R = max over the row of X, stored with strides ro
+(relation att-mx (IR IR EList))
+(rule ((att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt ?md ?mk ?ms)
+       (att-sl ?sh ?sh2 ?skv) (att-sl ?o ?a2 ?na)
+       (= ?r (Op (Max ?sh2 ?skv ?a2 ?na ?ro) (ICons ?x (INil)))))
+      ((att-mx ?r ?x ?ro)) :ruleset attn :name "attn-max")
+; (att-neg N X rb): N = -max, stored in [L.., Sq, 1]; rb reads it broadcast along the row
+(relation att-neg (IR IR EList))
+(rule ((att-mx ?r ?x ?ro) (= ?n (Op (Mul ?nsh ?rb ?cs ?no) (ICons ?r (ICons ?c (INil)))))
+       (att-sl ?rb ?ro (MNum 0)) (att-sl ?no ?ro (MIter)) (att-sl ?nsh ?sh2 (MNum 1))
+       (scalar ?c -1.0 ?ct))
+      ((att-neg ?n ?x ?rb)) :ruleset attn :name "attn-neg-max")
+(rule ((att-mx ?r ?x ?ro) (= ?n (Op (Mul ?nsh ?cs ?rb ?no) (ICons ?c (ICons ?r (INil)))))
+       (att-sl ?rb ?ro (MNum 0)) (att-sl ?no ?ro (MIter)) (att-sl ?nsh ?sh2 (MNum 1))
+       (scalar ?c -1.0 ?ct))
+      ((att-neg ?n ?x ?rb)) :ruleset attn :name "attn-neg-max-swapped")
+; (att-sub Y X): Y = X - max
+(relation att-sub (IR IR))
+(rule ((att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt ?md ?mk ?ms) (att-neg ?n ?x ?rb)
+       (= ?y (Op (Add ?sh ?o ?rb ?o) (ICons ?x (ICons ?n (INil))))))
+      ((att-sub ?y ?x)) :ruleset attn :name "attn-sub-max")
+(rule ((att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt ?md ?mk ?ms) (att-neg ?n ?x ?rb)
+       (= ?y (Op (Add ?sh ?rb ?o ?o) (ICons ?n (ICons ?x (INil))))))
+      ((att-sub ?y ?x)) :ruleset attn :name "attn-sub-max-swapped")
+; (att-exp E X b): E = exp(X - max) = exp2((X - max) * log2 e), log2 e as an f32 constant
+; (b 0), or E = exp2(X - max) (b 1: a softmax in base 2, which is the softmax of X ln 2)
+(relation att-exp (IR IR i64))
+(rule ((att-sub ?y ?x) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt ?md ?mk ?ms)
+       (= ?u (Op (Mul ?sh ?o ?cs ?o) (ICons ?y (ICons ?c (INil))))) (scalar ?c 1.4426950216293335 ?ct)
+       (= ?e (Op (Exp2 ?sh ?o ?o) (ICons ?u (INil)))))
+      ((att-exp ?e ?x 0)) :ruleset attn :name "attn-exp")
+(rule ((att-sub ?y ?x) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt ?md ?mk ?ms)
+       (= ?u (Op (Mul ?sh ?cs ?o ?o) (ICons ?c (ICons ?y (INil))))) (scalar ?c 1.4426950216293335 ?ct)
+       (= ?e (Op (Exp2 ?sh ?o ?o) (ICons ?u (INil)))))
+      ((att-exp ?e ?x 0)) :ruleset attn :name "attn-exp-swapped")
+(rule ((att-sub ?y ?x) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt ?md ?mk ?ms)
+       (= ?e (Op (Exp2 ?sh ?o ?o) (ICons ?y (INil)))))
+      ((att-exp ?e ?x 1)) :ruleset attn :name "attn-exp2")
+; (att-rs Rc E X rb b): Rc = 1 / (the row sum of E), rb reads it broadcast along the row
+(relation att-rs (IR IR IR EList i64))
+(rule ((att-exp ?e ?x ?b2) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt ?md ?mk ?ms)
+       (att-sl ?sh ?sh2 ?skv) (att-sl ?o ?a2 ?na)
+       (= ?s (Op (Sum ?sh2 ?skv ?a2 ?na ?ro) (ICons ?e (INil))))
+       (= ?rc (Op (Recip ?rsh ?rb ?rro) (ICons ?s (INil))))
+       (att-sl ?rsh ?sh2 (MNum 1)) (att-sl ?rb ?ro (MNum 0)) (att-sl ?rro ?ro (MIter)))
+      ((att-rs ?rc ?e ?x ?rb ?b2)) :ruleset attn :name "attn-row-sum")
+; (att-p P X b): P = softmax of X's rows (b 1: in base 2)
+(relation att-p (IR IR i64))
+(rule ((att-rs ?rc ?e ?x ?rb ?b2) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt ?md ?mk ?ms)
+       (= ?p (Op (Mul ?sh ?o ?rb ?o) (ICons ?e (ICons ?rc (INil))))))
+      ((att-p ?p ?x ?b2)) :ruleset attn :name "attn-normalise")
+(rule ((att-rs ?rc ?e ?x ?rb ?b2) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt ?md ?mk ?ms)
+       (= ?p (Op (Mul ?sh ?rb ?o ?o) (ICons ?rc (ICons ?e (INil))))))
+      ((att-p ?p ?x ?b2)) :ruleset attn :name "attn-normalise-swapped")
+
+; ---- P V: (att-pv O X v vs oo b): O[l.., i, c] = sum_j P[l.., i, j] v[l.., j, c], the Mul
+; of shape sh2 ++ [D, Skv] reading P contiguously (a 0 along D) and v with strides
+; vs = vL.. ++ [0, vd, vj] (vd = z: the head dim contiguous, vj linear); O stored with oo
+(relation att-pv (IR IR IR EList EList i64))
+(rule ((att-p ?p ?x ?b2) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt ?md ?mk ?ms)
+       (att-sl ?sh ?sh2 ?skv) (att-sl ?msh ?sh ?D) (att-sl ?o ?a2 ?na)
+       (= ?out (Op (Sum ?osh ?skv ?pa (MIter) ?oo) (ICons ?m (INil))))
+       (= ?m (Op (Mul ?m2 ?ps ?vs ?mst) (ICons ?p (ICons ?vv (INil)))))
+       (att-sl ?m2 ?osh ?skv) (att-sl ?osh ?sh2 ?D) (att-sl ?mst ?pa (MIter))
+       (att-sl ?ps ?p1 ?na) (att-sl ?p1 ?a2 (MNum 0))
+       (att-sl ?vs ?v1 ?vj) (att-sl ?v1 ?v2 ?vd) (att-sl ?v2 ?vL (MNum 0))
+       (lin ?vd (MNum 1)) (lin ?vj ?cvj) (= ?dt (dtype ?vv)) (= ?dt (dtype ?out)))
+      ((att-pv ?out ?x ?vv ?vs ?oo ?b2)) :ruleset attn :name "attn-pv")
+(rule ((att-p ?p ?x ?b2) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt ?md ?mk ?ms)
+       (att-sl ?sh ?sh2 ?skv) (att-sl ?msh ?sh ?D) (att-sl ?o ?a2 ?na)
+       (= ?out (Op (Sum ?osh ?skv ?pa (MIter) ?oo) (ICons ?m (INil))))
+       (= ?m (Op (Mul ?m2 ?vs ?ps ?mst) (ICons ?vv (ICons ?p (INil)))))
+       (att-sl ?m2 ?osh ?skv) (att-sl ?osh ?sh2 ?D) (att-sl ?mst ?pa (MIter))
+       (att-sl ?ps ?p1 ?na) (att-sl ?p1 ?a2 (MNum 0))
+       (att-sl ?vs ?v1 ?vj) (att-sl ?v1 ?v2 ?vd) (att-sl ?v2 ?vL (MNum 0))
+       (lin ?vd (MNum 1)) (lin ?vj ?cvj) (= ?dt (dtype ?vv)) (= ?dt (dtype ?out)))
+      ((att-pv ?out ?x ?vv ?vs ?oo ?b2)) :ruleset attn :name "attn-pv-swapped")
+
+; ---- the fused node, once per tile of the template (codegen/cg_attn.h: queries per
+; block, keys per step, warps, K/V pipeline stages; cg__attn_tiles lists the same): the
+; tiles of every head dim, and those of head dim 64 only (128 keys per step); for short
+; queries (upper(Sq) <= 16: decode) once more per KV split (flash-decoding: keys per step,
+; splits)
+(relation attn-tile (i64 i64 i64 i64))
+(attn-tile 64 64 4 2)
+(attn-tile 128 64 8 2)
+(attn-tile 64 32 4 1)
+(attn-tile 128 32 8 2)
+(relation attn-tile-d64 (i64 i64 i64 i64))
+(attn-tile-d64 64 128 4 2)
+(attn-tile-d64 128 128 8 2)
+(relation attn-split (i64 i64))
+(attn-split 64 4)
+(attn-split 64 16)
+(attn-split 32 16)
+(relation att-tile-for (Expression i64 i64 i64 i64))
+(rule ((att-pv ?out ?x ?vv ?vs ?oo ?b2) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt ?md ?mk ?ms)
+       (att-sl ?msh ?sh ?D) (attn-tile ?bq ?bk ?w ?st))
+      ((att-tile-for ?D ?bq ?bk ?w ?st)) :ruleset attn :name "attn-tiles")
+(rule ((att-pv ?out ?x ?vv ?vs ?oo ?b2) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt ?md ?mk ?ms)
+       (att-sl ?msh ?sh ?D) (= ?D (MNum 64)) (attn-tile-d64 ?bq ?bk ?w ?st))
+      ((att-tile-for ?D ?bq ?bk ?w ?st)) :ruleset attn :name "attn-tiles-d64")
+(relation att-kv-len (IR Expression Expression))
+(rule ((att-pv ?out ?x ?vv ?vs ?oo ?b2) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt ?md ?mk ?ms)
+       (att-sl ?sh ?sh2 ?skv) (att-sl ?sh2 ?L ?sq))
+      ((att-kv-len ?out ?sq ?skv)) :ruleset attn :name "attn-lengths")
+(rule ((att-pv ?out ?x ?vv ?vs ?oo ?b2) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt 0 ?mk ?ms)
+       (att-sl ?msh ?sh ?D) (att-tile-for ?D ?bq ?bk ?w ?st))
+      ((union ?out (Op (KAttn ?msh ?qs ?ks ?vs ?oo 0 ?v ?vt ?b2 ?dt ?bq ?bk ?w ?st 1)
+                       (ICons ?q (ICons ?k (ICons ?vv (INil)))))))
+      :ruleset attn :name "attn-fuse")
+(rule ((att-pv ?out ?x ?vv ?vs ?oo ?b2) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt 2 ?mk ?ms)
+       (att-sl ?msh ?sh ?D) (att-tile-for ?D ?bq ?bk ?w ?st))
+      ((union ?out (Op (KAttn ?msh ?qs ?ks ?vs ?oo 1 ?v ?vt ?b2 ?dt ?bq ?bk ?w ?st 1)
+                       (ICons ?q (ICons ?k (ICons ?vv (INil)))))))
+      :ruleset attn :name "attn-fuse-causal")
+(rule ((att-pv ?out ?x ?vv ?vs ?oo 0) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt 1 ?mk ?ms)
+       (att-sl ?msh ?sh ?D) (att-tile-for ?D ?bq ?bk ?w ?st))
+      ((union ?out (Op (KAttnMask ?msh ?qs ?ks ?vs ?oo ?ms 0 ?v ?vt 0 ?dt ?bq ?bk ?w ?st 1)
+                       (ICons ?q (ICons ?k (ICons ?vv (ICons ?mk (INil))))))))
+      :ruleset attn :name "attn-fuse-mask")
+(rule ((att-pv ?out ?x ?vv ?vs ?oo ?b2) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt 0 ?mk ?ms)
+       (att-kv-len ?out ?sq ?skv) (= ?u (upper ?sq)) (<= ?u 16) (attn-split ?bk ?n))
+      ((union ?out (Op (KAttn ?msh ?qs ?ks ?vs ?oo 0 ?v ?vt ?b2 ?dt 64 ?bk 4 2 ?n)
+                       (ICons ?q (ICons ?k (ICons ?vv (INil)))))))
+      :ruleset attn :name "attn-fuse-split")
+(rule ((att-pv ?out ?x ?vv ?vs ?oo ?b2) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt 2 ?mk ?ms)
+       (att-kv-len ?out ?sq ?skv) (= ?u (upper ?sq)) (<= ?u 16) (attn-split ?bk ?n))
+      ((union ?out (Op (KAttn ?msh ?qs ?ks ?vs ?oo 1 ?v ?vt ?b2 ?dt 64 ?bk 4 2 ?n)
+                       (ICons ?q (ICons ?k (ICons ?vv (INil)))))))
+      :ruleset attn :name "attn-fuse-split-causal")
+(rule ((att-pv ?out ?x ?vv ?vs ?oo 0) (att-pre ?x ?q ?k ?msh ?qs ?ks ?sh ?o ?dt ?v ?vt 1 ?mk ?ms)
+       (att-kv-len ?out ?sq ?skv) (= ?u (upper ?sq)) (<= ?u 16) (attn-split ?bk ?n))
+      ((union ?out (Op (KAttnMask ?msh ?qs ?ks ?vs ?oo ?ms 0 ?v ?vt 0 ?dt 64 ?bk 4 2 ?n)
+                       (ICons ?q (ICons ?k (ICons ?vv (ICons ?mk (INil))))))))
+      :ruleset attn :name "attn-fuse-split-mask")
+
+; ==========================================================================================
 ; Families 4 and 5: fused regions (rulesets fuse, uses, uses_prune, inline)
 ;
 ; For every fusible node X (elementwise, Cast, Constant, Iota, or a reduction):
@@ -1123,6 +1425,10 @@
 (rule ((= ?e (Op (KSum ?s ?n ?a ?na ?o ?t) ?l))) ((has-backend ?e)) :ruleset cleanup :name "backend-ksum")
 (rule ((= ?e (Op (KMax ?s ?n ?a ?na ?o ?t) ?l))) ((has-backend ?e)) :ruleset cleanup :name "backend-kmax")
 (rule ((= ?e (Op (KMatmul ?s ?a ?b ?o ?t) ?l))) ((has-backend ?e)) :ruleset cleanup :name "backend-kmatmul")
+(rule ((= ?e (Op (KAttn ?sh ?qs ?ks ?vs ?os ?c ?sc ?sdt ?b2 ?t ?bq ?bk ?w ?st ?n) ?l))) ((has-backend ?e))
+      :ruleset cleanup :name "backend-kattn")
+(rule ((= ?e (Op (KAttnMask ?sh ?qs ?ks ?vs ?os ?ms ?c ?sc ?sdt ?b2 ?t ?bq ?bk ?w ?st ?n) ?l)))
+      ((has-backend ?e)) :ruleset cleanup :name "backend-kattnmask")
 (rule ((= ?e (Op (Blas ?m ?n ?k ?bt ?la ?lb ?sa ?sb ?oa ?ob ?al ?ad ?be ?ep ?ta ?tb ?tc ?td ?tx) ?l)))
       ((has-backend ?e)) :ruleset cleanup :name "backend-blas")
 
@@ -1238,6 +1544,16 @@
 (rule ((= ?e (Op (KMatmul ?s ?a ?b ?o ?t) (ICons ?x (ICons ?y ?r)))))
       ((dt-want ?e ?t "KMatmul out") (dt-want ?x ?t "KMatmul a") (dt-want ?y ?t "KMatmul b"))
       :ruleset dtype_check :name "want-kmatmul")
+(rule ((= ?e (Op (KAttn ?sh ?qs ?ks ?vs ?os ?c ?sc ?sdt ?b2 ?t ?bq ?bk ?w ?st ?n)
+                 (ICons ?q (ICons ?k (ICons ?v ?r))))))
+      ((dt-want ?e ?t "KAttn out") (dt-want ?q ?t "KAttn q") (dt-want ?k ?t "KAttn k")
+       (dt-want ?v ?t "KAttn v"))
+      :ruleset dtype_check :name "want-kattn")
+(rule ((= ?e (Op (KAttnMask ?sh ?qs ?ks ?vs ?os ?ms ?c ?sc ?sdt ?b2 ?t ?bq ?bk ?w ?st ?n)
+                 (ICons ?q (ICons ?k (ICons ?v (ICons ?m ?r)))))))
+      ((dt-want ?e ?t "KAttnMask out") (dt-want ?q ?t "KAttnMask q") (dt-want ?k ?t "KAttnMask k")
+       (dt-want ?v ?t "KAttnMask v") (dt-want ?m ?t "KAttnMask mask"))
+      :ruleset dtype_check :name "want-kattnmask")
 (rule ((= ?e (Op (Blas ?m ?n ?k ?bt ?la ?lb ?sa ?sb ?oa ?ob ?al ?ad ?be ?ep ?ta ?tb ?tc ?td ?tx)
                  (ICons ?x (ICons ?y ?r)))))
       ((dt-want ?e ?td "Blas D") (dt-want ?x ?ta "Blas a") (dt-want ?y ?tb "Blas b"))
@@ -1286,12 +1602,14 @@
 (phase 18 "mm-epilogue-patterns" "(run mm_epi_pre 32)")
 (phase 19 "mm-epilogue" "(run mm_epi 16)")
 (phase 20 "mm-dtype" "(run dtype_prop 64)")
-(phase 21 "fuse" "(run fuse 4)")
-(phase 22 "fuse-dtype" "(run dtype_prop 64)")
-(phase 23 "uses" "(run uses 64)")
-(phase 24 "uses-prune" "(run uses_prune 4)")
-(phase 25 "inline" "(run inline 4)")
-(phase 26 "inline-dtype" "(run dtype_prop 64)")
-(phase 27 "cleanup" "(run cleanup 8)")
-(phase 28 "dtype-check" "(run dtype_check 8)")
-(phase 29 "dtype-guard" "(run dtype_guard 2)")
+(phase 21 "attn" "(run attn 64)")
+(phase 22 "attn-dtype" "(run dtype_prop 64)")
+(phase 23 "fuse" "(run fuse 4)")
+(phase 24 "fuse-dtype" "(run dtype_prop 64)")
+(phase 25 "uses" "(run uses 64)")
+(phase 26 "uses-prune" "(run uses_prune 4)")
+(phase 27 "inline" "(run inline 4)")
+(phase 28 "inline-dtype" "(run dtype_prop 64)")
+(phase 29 "cleanup" "(run cleanup 8)")
+(phase 30 "dtype-check" "(run dtype_check 8)")
+(phase 31 "dtype-guard" "(run dtype_guard 2)")

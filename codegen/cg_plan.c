@@ -17,6 +17,7 @@
  *
  * Expressions: everything the plan says is in its own pool (cg_plan.exprs), copied from
  * the LLIR graph's pool structure by structure, so the plan outlives the graph. */
+#include "cg_attn_glue.h"
 #include "cg_int.h"
 
 #include <inttypes.h>
@@ -168,6 +169,203 @@ static int copy_matmul(build *b, const ll_matmul *src, ll_matmul *dst)
     return 0;
 }
 
+/* ---- the fused attention (KAttn, KAttnMask): the spec of codegen/cg_attn.h ---- */
+
+/* The z-coefficient of stride s over a dim of size n (s = c*z, c free of z), or HL_NONE;
+ * a stride is first simplified with z < n when n is a number. In the plan's pool. */
+static hl_expr attn_coef(hl_expr_pool *p, hl_expr s, hl_expr n)
+{
+    int64_t nv;
+    if (hl_e_is_num(p, n, &nv) && nv > 0) s = hl_e_subst_z(p, s, hl_e_z(p), nv);
+    if (s == HL_NONE) return HL_NONE;
+    hl_expr c = hl_e_subst_z(p, s, hl_e_num(p, 1), 0);
+    if (c == HL_NONE || hl_e_has_z(p, c)) return HL_NONE;
+    return hl_e_mul(p, c, hl_e_z(p)) == s ? c : HL_NONE;
+}
+
+/* The base of a view (LLIR pool) at leading index z = bh, flattened over the leading dims
+ * lead[0 .. nl) (plan pool), and its row and column strides' coefficients. */
+static int attn_view(build *b, uint32_t id, const char *name, const hl_view *v, uint32_t nl,
+                     const hl_expr *lead, hl_expr n_bh, hl_expr *base, hl_expr *row, hl_expr *col)
+{
+    hl_expr_pool *p = b->p->exprs;
+    const hl_expr_pool *lp = ll_graph_exprs(b->c.g);
+    int64_t zb = 0;
+    if (!hl_e_is_num(p, n_bh, &zb)) zb = 0;
+    hl_expr z = hl_e_z(p), inner = hl_e_num(p, 1), acc = hl_e_num(p, 0);
+    for (uint32_t i = nl; i-- > 0;) {
+        hl_expr st = cg__expr_copy(p, lp, v->strides[i], b->c.memo);
+        hl_expr idx = hl_e_div(p, z, inner);
+        if (i) idx = hl_e_mod(p, idx, lead[i]);
+        hl_expr at = hl_e_subst_z(p, st, idx, zb);
+        acc = hl_e_add(p, acc, at);
+        inner = hl_e_mul(p, inner, lead[i]);
+        if (acc == HL_NONE || inner == HL_NONE)
+            return cg__fail(b->err, LM_EUNSUPPORTED, id,
+                            "attention: %s's base overflows int64 or memory ran out", name);
+    }
+    *base = acc;
+    hl_expr rs = cg__expr_copy(p, lp, v->strides[nl], b->c.memo);
+    hl_expr cs = cg__expr_copy(p, lp, v->strides[nl + 1], b->c.memo);
+    hl_expr rn = cg__expr_copy(p, lp, v->dims[nl], b->c.memo);
+    hl_expr cn = cg__expr_copy(p, lp, v->dims[nl + 1], b->c.memo);
+    *row = attn_coef(p, rs, rn);
+    *col = attn_coef(p, cs, cn);
+    if (*row == HL_NONE || *col == HL_NONE)
+        return cg__fail(b->err, LM_EUNSUPPORTED, id,
+                        "attention: %s's row or column stride is not linear in z (the fused "
+                        "kernel addresses base + row * r + col * c)",
+                        name);
+    return 0;
+}
+
+/* The spec of attention node id, but its buffers. */
+static int attn_fill(build *b, uint32_t id, cg_attn_spec *out)
+{
+    cg_plan *p = b->p;
+    hl_expr_pool *px = p->exprs;
+    const ll_node *n = ll_graph_node(b->c.g, id);
+    const ll_attn *at = &n->at;
+    const hl_expr_pool *lp = ll_graph_exprs(b->c.g);
+    bool has_mask = n->n_in == 4;
+    if (n->n_in != (has_mask ? 4u : 3u) || at->nlead + 2 > HL_MAX_DIMS)
+        return cg__fail(b->err, LM_EVERIFY, id, "an attention node with %u inputs", n->n_in);
+    cg_attn_spec s;
+    memset(&s, 0, sizeof s);
+    s.llir_node = id;
+    s.dtype = n->dtype;
+    int64_t hd;
+    hl_expr d = cg__expr_copy(px, lp, at->d, b->c.memo);
+    if (!hl_e_is_num(px, d, &hd) || (hd != 64 && hd != 128))
+        return cg__fail(b->err, LM_EUNSUPPORTED, id,
+                        "attention: the fused kernel takes head dims 64 and 128; this one is "
+                        "not (the unfused program computes it)");
+    if (n->dtype != HL_BF16 && n->dtype != HL_F16)
+        return cg__fail(b->err, LM_EUNSUPPORTED, id,
+                        "attention: the fused kernel takes bf16 or f16, not %s (the unfused "
+                        "program computes it)",
+                        hl_dtype_name(n->dtype));
+    s.head_dim = (uint32_t)hd;
+    s.causal = at->causal;
+    s.has_mask = has_mask;
+    s.mask_dtype = has_mask ? n->in_dtype[3] : HL_F32;
+    s.scale = (float)at->scale;
+    hl_expr lead[HL_MAX_DIMS];
+    s.n_bh = hl_e_num(px, 1);
+    for (uint32_t i = 0; i < at->nlead; i++) {
+        lead[i] = cg__expr_copy(px, lp, at->q.dims[i], b->c.memo);
+        s.n_bh = hl_e_mul(px, s.n_bh, lead[i]);
+    }
+    s.sq = cg__expr_copy(px, lp, at->sq, b->c.memo);
+    s.skv = cg__expr_copy(px, lp, at->skv, b->c.memo);
+    if (s.n_bh == HL_NONE || s.sq == HL_NONE || s.skv == HL_NONE)
+        return cg__fail(b->err, LM_EUNSUPPORTED, id, "attention: a size overflows int64");
+    hl_expr qc, kc, vc, one = hl_e_num(px, 1);
+    int rc = attn_view(b, id, "q", &at->q, at->nlead, lead, s.n_bh, &s.q_base, &s.q_row, &qc);
+    if (!rc) rc = attn_view(b, id, "k", &at->k, at->nlead, lead, s.n_bh, &s.k_base, &s.k_row, &kc);
+    if (!rc) rc = attn_view(b, id, "v", &at->v, at->nlead, lead, s.n_bh, &s.v_base, &s.v_row, &vc);
+    if (!rc && has_mask)
+        rc = attn_view(b, id, "the mask", &at->mask, at->nlead, lead, s.n_bh, &s.m_base, &s.m_row,
+                       &s.m_col);
+    if (rc) return rc;
+    if (qc != one || kc != one || vc != one)
+        return cg__fail(b->err, LM_EUNSUPPORTED, id,
+                        "attention: the head dim of q, k and v must be contiguous (stride 1) "
+                        "for the fused kernel");
+    /* the output: contiguous [lead.., Sq, D] */
+    s.o_row = d;
+    s.o_base = hl_e_mul(px, hl_e_z(px), hl_e_mul(px, s.sq, d));
+    if (s.o_base == HL_NONE) return cg__fail(b->err, LM_EUNSUPPORTED, id, "attention: overflow");
+    s.q_buf = s.k_buf = s.v_buf = s.o_buf = s.m_buf = s.ws_buf = LM_NONE;
+    s.tile = (cg_attn_tile){at->block_q, at->block_k, at->warps, at->stages, at->kv_splits};
+    *out = s;
+    return 0;
+}
+
+int cg__attn_spec_of(const ll_graph *g, uint32_t node, hl_expr_pool **pool, cg_attn_spec *out,
+                     lm_err *err)
+{
+    *pool = NULL;
+    const ll_node *n = ll_graph_node(g, node);
+    if (!n || n->kind != LL_KERNEL || !ll_op_is_attn(n->op))
+        return cg__fail(err, LM_EARG, node, "cg__attn_spec_of: not an attention node");
+    build b;
+    memset(&b, 0, sizeof b);
+    cg_plan pl;
+    memset(&pl, 0, sizeof pl);
+    const hl_expr_pool *lp = ll_graph_exprs(g);
+    pl.exprs = hl_expr_pool_new();
+    b.c.memo = cg__alloc(hl_expr_count(lp) ? hl_expr_count(lp) : 1, sizeof *b.c.memo);
+    if (!pl.exprs || !b.c.memo) {
+        hl_expr_pool_free(pl.exprs);
+        cg__free(b.c.memo);
+        return cg__fail(err, LM_ENOMEM, node, "out of memory");
+    }
+    for (uint32_t i = 0; i < hl_expr_count(lp); i++)
+        b.c.memo[i] = HL_NONE;
+    b.p = &pl;
+    b.err = err;
+    b.c.plan = &pl;
+    b.c.g = g;
+    b.c.err = err;
+    int rc = attn_fill(&b, node, out);
+    cg__free(b.c.memo);
+    if (rc) {
+        hl_expr_pool_free(pl.exprs);
+        return rc;
+    }
+    *pool = pl.exprs;
+    return 0;
+}
+
+static int plan_attn(build *b, uint32_t id)
+{
+    cg_plan *p = b->p;
+    const ll_node *n = ll_graph_node(b->c.g, id);
+    const ll_attn *at = &n->at;
+    bool has_mask = n->n_in == 4;
+    cg_attn_spec s;
+    int rc = attn_fill(b, id, &s);
+    if (rc) return rc;
+    const uint32_t *buf_of = p->node_buf;
+    s.q_buf = buf_of[n->in[0]];
+    s.k_buf = buf_of[n->in[1]];
+    s.v_buf = buf_of[n->in[2]];
+    s.m_buf = has_mask ? buf_of[n->in[3]] : LM_NONE;
+    s.o_buf = buf_of[id];
+    s.ws_buf = LM_NONE;
+    if (at->kv_splits > 1) {
+        hl_expr ws = cg__attn_workspace(&b->c, &s);
+        if (ws == HL_NONE)
+            return cg__fail(b->err, LM_EUNSUPPORTED, id, "attention: the workspace overflows");
+        s.ws_buf = add_buffer(b, CG_BUF_WORKSPACE, LM_NONE, HL_F32, ws, id);
+        if (s.ws_buf == LM_NONE) return b->err->code;
+    }
+    cg_kernel ks[2];
+    memset(ks, 0, sizeof ks);
+    uint32_t nk = 0;
+    if ((rc = cg__attn_kernels(&b->c, &s, ks, &nk))) {
+        for (uint32_t i = 0; i < 2; i++)
+            cg__free(ks[i].source);
+        return rc;
+    }
+    for (uint32_t i = 0; i < nk; i++) {
+        cg_kernel *k = new_kernel(b, id);
+        if (!k) {
+            for (uint32_t j = i; j < nk; j++)
+                cg__free(ks[j].source);
+            return b->err->code;
+        }
+        *k = ks[i];
+        if ((rc = kernel_step(b, id))) {
+            for (uint32_t j = i + 1; j < nk; j++)
+                cg__free(ks[j].source);
+            return rc;
+        }
+    }
+    return 0;
+}
+
 static int plan_node(build *b, uint32_t id, const uint32_t *alias_out)
 {
     cg_plan *p = b->p;
@@ -229,6 +427,7 @@ static int plan_node(build *b, uint32_t id, const uint32_t *alias_out)
         touch(p, bl->workspace, step, true);
         return 0;
     }
+    if (n->kind == LL_KERNEL && ll_op_is_attn(n->op)) return plan_attn(b, id);
     if (is_matmul_kernel(n)) {
         cg_kernel *k = new_kernel(b, id);
         if (!k) return b->err->code;

@@ -27,6 +27,22 @@ static void matmul(const ll_graph *g, const ll_matmul *m, FILE *f)
             m->order_b == LL_COL_MAJOR ? "/col" : "", m->alpha, m->beta, (int)m->epilogue);
 }
 
+static void attn(const ll_graph *g, const ll_node *nd, FILE *f)
+{
+    static const char *name[] = {"q", "k", "v", "mask"};
+    const ll_attn *a = &nd->at;
+    const hl_view *vw[4] = {&a->q, &a->k, &a->v, &a->mask};
+    for (uint32_t k = 0; k < nd->n_in && k < 4; k++) {
+        fprintf(f, " (%s %%%u ", name[k], nd->in[k]);
+        dims(g, vw[k]->ndim, vw[k]->dims, f);
+        fputc(':', f);
+        dims(g, vw[k]->ndim, vw[k]->strides, f);
+        fputc(')', f);
+    }
+    fprintf(f, " causal=%d scale=%.9g tile=%ux%u/%uw/%us split=%u", (int)a->causal, a->scale,
+            a->block_q, a->block_k, a->warps, a->stages, a->kv_splits);
+}
+
 void ll_graph_dump(const ll_graph *g, FILE *f)
 {
     for (uint32_t i = 0; i < g->n_dims; i++)
@@ -61,6 +77,10 @@ void ll_graph_dump(const ll_graph *g, FILE *f)
             break;
         case LL_KERNEL:
         case LL_FUSED:
+            if (ll_op_is_attn(nd->op)) {
+                attn(g, nd, f);
+                break;
+            }
             if (p->op == HL_OP_COUNT) {
                 fprintf(f, " %%%u %%%u", nd->in[0], nd->in[1]);
                 matmul(g, &nd->mm, f);

@@ -222,7 +222,8 @@ static int exec_prim(ll_exec *x, uint32_t id)
 
 static bool is_matmul(const ll_node *n)
 {
-    return n->kind == LL_LIBRARY || (n->kind == LL_KERNEL && ll__op_prim(n->op) == HL_OP_COUNT);
+    return n->kind == LL_LIBRARY || (n->kind == LL_KERNEL && ll__op_prim(n->op) == HL_OP_COUNT &&
+                                      !ll_op_is_attn(n->op));
 }
 
 static int check_structure(ll_exec *x)
@@ -376,6 +377,7 @@ static size_t work_bytes(const ll_exec *x, uint32_t id)
         return ll__x_matmul_work(x, id);
     case LL_KERNEL:
         if (is_matmul(n)) return ll__x_matmul_work(x, id);
+        if (ll_op_is_attn(n->op)) return ll__x_attn_work(x, id);
         /* fall through */
     case LL_OUTPUT: { /* hlir's result and its Output copy, and reinterpreting copies */
         size_t w = out_bytes(x, id);
@@ -497,6 +499,7 @@ static int exec_node(ll_exec *x, uint32_t id)
     case LL_OUTPUT:
         return exec_prim(x, id);
     case LL_KERNEL:
+        if (ll_op_is_attn(n->op)) return ll__x_attn(x, id);
         return is_matmul(n) ? ll__x_matmul(x, id) : exec_prim(x, id);
     case LL_LIBRARY:
         return ll__x_matmul(x, id);

@@ -1,6 +1,6 @@
 /* ll_exec_int.h - the CPU executor's internals, shared by ll_exec.c (the run: checks,
  * the memory plan, buffers, standalone kernels), ll_exec_region.c (fused regions) and
- * ll_exec_mm.c (KMatmul and Blas). Not public.
+ * ll_exec_mm.c (KMatmul and Blas), ll_exec_attn.c (KAttn, KAttnMask). Not public.
  *
  * Every top-level node's result is one contiguous hl_tensor in the node's dtype (for
  * LL_INPUT, the caller's tensor, borrowed). A consumer reads a producer's bytes as the
@@ -75,5 +75,8 @@ size_t ll__x_region_work(const ll_exec *x, uint32_t id);
 /* KMatmul and Blas (ll_exec_mm.c). */
 int ll__x_matmul(ll_exec *x, uint32_t id);
 size_t ll__x_matmul_work(const ll_exec *x, uint32_t id);
+/* KAttn and KAttnMask (ll_exec_attn.c). */
+int ll__x_attn(ll_exec *x, uint32_t id);
+size_t ll__x_attn_work(const ll_exec *x, uint32_t id);
 
 #endif /* LUMINAL_LL_EXEC_INT_H */

@@ -87,7 +87,22 @@ static void put_node(fp *f, const ll_node *nd)
         put(f, p->cast_to);
         put(f, p->axis);
     }
-    if (nd->kind == LL_LIBRARY || (nd->kind == LL_KERNEL && p->op == HL_OP_COUNT)) {
+    if (nd->kind == LL_KERNEL && ll_op_is_attn(nd->op)) {
+        const ll_attn *a = &nd->at;
+        put(f, a->nlead);
+        put_expr(f, a->sq);
+        put_expr(f, a->skv);
+        put_expr(f, a->d);
+        put_view(f, &a->q);
+        put_view(f, &a->k);
+        put_view(f, &a->v);
+        put_view(f, &a->mask);
+        put(f, a->causal);
+        put(f, bits_f64(a->scale));
+        put(f, (uint64_t)a->block_q << 32 | a->block_k);
+        put(f, (uint64_t)a->warps << 32 | a->stages);
+        put(f, a->kv_splits);
+    } else if (nd->kind == LL_LIBRARY || (nd->kind == LL_KERNEL && p->op == HL_OP_COUNT)) {
         const ll_matmul *m = &nd->mm;
         hl_expr ex[8] = {m->m, m->n, m->k, m->batch, m->lda, m->ldb, m->stride_a, m->stride_b};
         for (int i = 0; i < 8; i++)

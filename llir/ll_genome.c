@@ -276,6 +276,7 @@ static int score(const ll_space *s, uint32_t j, prefer pref)
     const ll_op_info *o = ll_op_get(op);
     bool most = pref == MOST_FUSED;
     if (pref == LIBRARY && o->dialect == LL_D_LIBRARY) return 7;
+    if (ll_op_is_attn(op)) return most ? 8 : 0; /* the fused attention: the most fused */
     switch (o->dialect) {
     case LL_D_LIBRARY:
         return most ? 6 : 2;

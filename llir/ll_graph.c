@@ -22,6 +22,8 @@
  */
 #include "ll_int.h"
 
+#include <math.h>
+
 #include <stdio.h>
 
 enum { NEW = 0, BUSY = 1, DONE = 2 };
@@ -757,11 +759,98 @@ static int decode_blas(gb *b, uint32_t cls, uint32_t kn, const ll_op_info *o, ll
     return LM_OK;
 }
 
+/* A KAttn or KAttnMask node: the scores' shape [L.., Sq, Skv, D] with q's and k's strides
+ * in it (q with 0 along Skv, k with 0 along Sq), v's strides in the P V shape
+ * [L.., Sq, D, Skv] (0 along Sq), the output's contiguous strides, the mask's strides in
+ * [L.., Sq, Skv] (KAttnMask), then causal, scale, scale_dt, base2, DT and the tile. */
+static int decode_attn(gb *b, uint32_t cls, uint32_t kn, const ll_op_info *o, ll_node *nd,
+                       uint32_t nin)
+{
+    hl_expr_pool *p = b->g->pool;
+    hl_expr sh[HL_MAX_DIMS], qs[HL_MAX_DIMS], ks[HL_MAX_DIMS], vs[HL_MAX_DIMS], ms[HL_MAX_DIMS];
+    uint32_t n, nq, nk, nv, nm = 0;
+    bool mask = o->n_inputs == 4;
+    uint32_t f = mask ? 6 : 5; /* the first field after the lists */
+    if (nin != o->n_inputs)
+        return gfail(b, cls, kn, "%s takes %u inputs, its IList has %u", o->name, o->n_inputs, nin);
+    int rc = field_elist(b, kn, 0, o, &n, sh);
+    if (!rc) rc = field_elist(b, kn, 1, o, &nq, qs);
+    if (!rc) rc = field_elist(b, kn, 2, o, &nk, ks);
+    if (!rc) rc = field_elist(b, kn, 3, o, &nv, vs);
+    if (!rc && mask) rc = field_elist(b, kn, 5, o, &nm, ms);
+    if (rc) return rc;
+    if (n < 3 || nq != n || nk != n || nv != n || (mask && nm != n - 1))
+        return gfail(b, cls, kn, "%s: the shape is [lead..., Sq, Skv, D] (%u dims) with as many "
+                                 "strides for q, k and v (%u, %u, %u)%s",
+                     o->name, n, nq, nk, nv, mask ? " and one fewer for the mask" : "");
+    uint32_t nl = n - 3, iq = nl, ik = nl + 1, id = nl + 2;
+    if (!is_num(p, qs[ik], 0) || !is_num(p, ks[iq], 0) || !is_num(p, vs[iq], 0))
+        return gfail(b, cls, kn, "%s: q must be read with stride 0 along the keys, k and v with "
+                                 "stride 0 along the queries",
+                     o->name);
+    ll_attn *at = &nd->at;
+    memset(at, 0, sizeof *at);
+    at->nlead = nl;
+    at->sq = sh[iq];
+    at->skv = sh[ik];
+    at->d = sh[id];
+    hl_expr dq[HL_MAX_DIMS], dk[HL_MAX_DIMS], sqv[HL_MAX_DIMS], skv[HL_MAX_DIMS], svv[HL_MAX_DIMS];
+    for (uint32_t i = 0; i < nl; i++) {
+        dq[i] = dk[i] = sh[i];
+        sqv[i] = qs[i];
+        skv[i] = ks[i];
+        svv[i] = vs[i];
+    }
+    dq[nl] = sh[iq], dq[nl + 1] = sh[id];
+    dk[nl] = sh[ik], dk[nl + 1] = sh[id];
+    sqv[nl] = qs[iq], sqv[nl + 1] = qs[id];
+    skv[nl] = ks[ik], skv[nl + 1] = ks[id];
+    svv[nl] = vs[nl + 2], svv[nl + 1] = vs[nl + 1]; /* v's P V strides: [.., 0, c, j] */
+    set_view(&at->q, nl + 2, dq, sqv);
+    set_view(&at->k, nl + 2, dk, skv);
+    set_view(&at->v, nl + 2, dk, svv);
+    if (mask) {
+        hl_expr dm[HL_MAX_DIMS];
+        for (uint32_t i = 0; i < nl + 2; i++)
+            dm[i] = sh[i];
+        set_view(&at->mask, nl + 2, dm, ms);
+    }
+    int64_t causal = field_i64(b, kn, f), base2 = field_i64(b, kn, f + 3), t[5];
+    double scale = field_f64(b, kn, f + 1);
+    for (uint32_t i = 0; i < 5; i++)
+        t[i] = field_i64(b, kn, f + 5 + i);
+    if (causal != 0 && causal != 1)
+        return gfail(b, cls, kn, "%s: causal is 0 or 1, not %lld", o->name, (long long)causal);
+    if (base2 != 0 && base2 != 1)
+        return gfail(b, cls, kn, "%s: base2 is 0 or 1, not %lld", o->name, (long long)base2);
+    if (!(scale > 0.0) || !isfinite(scale))
+        return gfail(b, cls, kn, "%s: the scale must be finite and > 0, not %g", o->name, scale);
+    for (uint32_t i = 0; i < 5; i++)
+        if (t[i] < 1 || t[i] > 1024)
+            return gfail(b, cls, kn, "%s: tile field %s is %lld, not in [1, 1024]", o->name,
+                         o->fields[f + 5 + i].name, (long long)t[i]);
+    hl_dtype sdt = HL_F32;
+    if ((rc = field_dtype(b, cls, kn, f + 2, o, &sdt))) return rc;
+    at->causal = causal != 0;
+    /* the scale as the graph rounded it; a softmax in base 2 is the softmax of its scores
+     * times ln 2 (2^x = e^(x ln 2)), so the node's e-based scale is that much smaller */
+    at->scale = hl_round_to(sdt, (float)scale) * (base2 ? 0.6931471805599453 : 1.0);
+    at->block_q = (uint32_t)t[0];
+    at->block_k = (uint32_t)t[1];
+    at->warps = (uint32_t)t[2];
+    at->stages = (uint32_t)t[3];
+    at->kv_splits = (uint32_t)t[4];
+    nd->ndim = nl + 2;
+    memcpy(nd->shape, dq, (nl + 2) * sizeof(hl_expr));
+    return check_out_strides(b, cls, kn, o, 4, nd->ndim, nd->shape);
+}
+
 /* The fields of a K*, KMatmul, Blas or F* kind node kn into nd (its dtype set). */
 static int decode_fields(gb *b, uint32_t cls, uint32_t kn, const ll_op_info *o, ll_node *nd,
                          uint32_t nin)
 {
     if (o->dialect == LL_D_LIBRARY) return decode_blas(b, cls, kn, o, nd, nin);
+    if (ll_op_is_attn(nd->op)) return decode_attn(b, cls, kn, o, nd, nin);
     if (o->prim == HL_OP_COUNT) return decode_kmatmul(b, cls, kn, o, nd);
     if (nin != o->n_inputs)
         return gfail(b, cls, kn, "%s takes %u inputs, its IList has %u", o->name, o->n_inputs, nin);

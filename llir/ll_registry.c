@@ -38,6 +38,14 @@
     FLD("shape", ELIST), FLD("iters", EXPR), FLD("strides", ELIST), FLD("iter_stride", EXPR), \
         FLD("out_strides", ELIST)
 
+#define ATTN_VIEWS                                                                         \
+    FLD("shape", ELIST), FLD("q_strides", ELIST), FLD("k_strides", ELIST),                  \
+        FLD("v_strides", ELIST), FLD("out_strides", ELIST)
+#define ATTN_REST                                                                          \
+    FLD("causal", I64), FLD("scale", F64), FLD("scale_dt", DTYPE), FLD("base2", I64),       \
+        FLD("dtype", DTYPE), FLD("block_q", I64), FLD("block_k", I64), FLD("warps", I64),   \
+        FLD("stages", I64), FLD("kv_splits", I64)
+
 /* An HLIR kind, its kernel K<name> and its fused form F<name>, for the elementwise and
  * reduction primitives whose contract is "every input and the output are DT". */
 #define HLIR_UNARY(nm, op)                                                                 \
@@ -105,6 +113,12 @@ static const ll_op_info OPS[] = {
     K_REDUCE("KMax", LL_D_KERNEL, HL_OP_MAX_REDUCE),
     {"KMatmul", LL_D_KERNEL, HL_OP_COUNT, 5, {BINARY, FLD("dtype", DTYPE)}, 2, DT_F(4),
      {DT_F(4), DT_F(4)}},
+    /* attention (docs/llir.md, Attention): q, k, v (and the mask) in the DType field */
+    {"KAttn", LL_D_KERNEL, HL_OP_COUNT, 15, {ATTN_VIEWS, ATTN_REST}, 3, DT_F(9),
+     {DT_F(9), DT_F(9), DT_F(9)}},
+    {"KAttnMask", LL_D_KERNEL, HL_OP_COUNT, 16,
+     {ATTN_VIEWS, FLD("mask_strides", ELIST), ATTN_REST}, 4, DT_F(10),
+     {DT_F(10), DT_F(10), DT_F(10), DT_F(10)}},
 
     /* ---- fused regions: the plumbing, then the fused forms ---- */
     {"FStore", LL_D_REGION, HL_OP_COUNT, 1, {FLD("dtype", DTYPE)}, 1, DT_F(0), {DT_F(0)}},
@@ -158,6 +172,12 @@ ll_op ll_op_find(const char *name)
     for (uint32_t i = 0; i < N_OPS; i++)
         if (strcmp(OPS[i].name, name) == 0) return (ll_op)i;
     return LL_OP_NONE;
+}
+
+bool ll_op_is_attn(ll_op op)
+{
+    return op < N_OPS && OPS[op].dialect == LL_D_KERNEL && OPS[op].prim == HL_OP_COUNT &&
+           strncmp(OPS[op].name, "KAttn", 5) == 0;
 }
 
 const char *ll__op_name(ll_op op)

@@ -27,6 +27,10 @@
  *                          "order_a", "order_b", "alpha", "beta", "epilogue",
  *                          "type_a", "type_b", "type_c", "type_d", "type_bias" }
  *                                                     (KMatmul and library calls)
+ *                  "attn": { "nlead", "sq", "skv", "d",
+ *                            "q", "k", "v", "mask": {"dims": [...], "strides": [...]},
+ *                            "causal", "scale", "block_q", "block_k", "warps", "stages",
+ *                            "kv_splits" }            (KAttn, KAttnMask)
  *                  "eclass", "enode",                 (when known)
  *                  "origin": "rule 'fuse-add'" }      (the origin's text, when known)
  *              ] }
@@ -215,6 +219,36 @@ static json_t *w_mm(writer *w, const ll_matmul *m)
     return o;
 }
 
+static json_t *w_view(writer *w, const hl_view *v)
+{
+    uint32_t nd = v->ndim <= HL_MAX_DIMS ? v->ndim : 0;
+    json_t *e = w_check(w, json_object());
+    put(w, e, "dims", w_exprs(w, nd, v->dims));
+    put(w, e, "strides", w_exprs(w, nd, v->strides));
+    return e;
+}
+
+static json_t *w_attn(writer *w, const ll_attn *a)
+{
+    json_t *o = w_check(w, json_object());
+    put(w, o, "nlead", w_id(w, a->nlead));
+    put(w, o, "sq", w_expr(w, a->sq));
+    put(w, o, "skv", w_expr(w, a->skv));
+    put(w, o, "d", w_expr(w, a->d));
+    put(w, o, "q", w_view(w, &a->q));
+    put(w, o, "k", w_view(w, &a->k));
+    put(w, o, "v", w_view(w, &a->v));
+    put(w, o, "mask", w_view(w, &a->mask));
+    put(w, o, "causal", w_check(w, json_boolean(a->causal)));
+    put(w, o, "scale", w_f64(w, a->scale));
+    put(w, o, "block_q", w_id(w, a->block_q));
+    put(w, o, "block_k", w_id(w, a->block_k));
+    put(w, o, "warps", w_id(w, a->warps));
+    put(w, o, "stages", w_id(w, a->stages));
+    put(w, o, "kv_splits", w_id(w, a->kv_splits));
+    return o;
+}
+
 static json_t *w_node(writer *w, uint32_t id)
 {
     const ll_node *n = ll_graph_node(w->g, id);
@@ -236,6 +270,7 @@ static json_t *w_node(writer *w, uint32_t id)
     put(w, o, "in_dtype", idt);
     if (n->prim.op < HL_OP_COUNT) put(w, o, "prim", w_prim(w, &n->prim));
     if (has_mm(n)) put(w, o, "mm", w_mm(w, &n->mm));
+    if (ll_op_is_attn(n->op)) put(w, o, "attn", w_attn(w, &n->at));
     if (n->eclass != LM_NONE) put(w, o, "eclass", w_id(w, n->eclass));
     if (n->enode != LM_NONE) put(w, o, "enode", w_id(w, n->enode));
     if (n->origin != LM_NONE)
@@ -571,6 +606,52 @@ static int r_mm(reader *r, json_t *o, ll_matmul *m, uint32_t node)
     return 0;
 }
 
+static int r_aview(reader *r, json_t *o, const char *key, hl_view *v, uint32_t node)
+{
+    json_t *e;
+    if (r_get(r, o, key, true, &e)) return r->err->code;
+    snprintf(r->path, sizeof r->path, "nodes[%u].attn.%s", node, key);
+    if (!json_is_object(e)) return r_fail(r, LM_EPARSE, NULL, "expected an object");
+    if (r_keys(r, e, "dims strides")) return r->err->code;
+    uint32_t nd, ns;
+    if (r_exprs(r, e, "dims", HL_MAX_DIMS, v->dims, &nd) ||
+        r_exprs(r, e, "strides", HL_MAX_DIMS, v->strides, &ns))
+        return r->err->code;
+    if (nd != ns) return r_fail(r, LM_EPARSE, "strides", "%u strides for %u dims", ns, nd);
+    v->ndim = nd;
+    set_path(r, "nodes[%u].attn%s", node, NULL);
+    return 0;
+}
+
+static int r_attn(reader *r, json_t *o, ll_attn *a, uint32_t node)
+{
+    set_path(r, "nodes[%u].attn%s", node, NULL);
+    if (!json_is_object(o)) return r_fail(r, LM_EPARSE, NULL, "expected an object");
+    if (r_keys(r, o,
+               "nlead sq skv d q k v mask causal scale block_q block_k warps stages kv_splits"))
+        return r->err->code;
+    int64_t x[6];
+    static const char *ik[6] = {"nlead", "block_q", "block_k", "warps", "stages", "kv_splits"};
+    for (uint32_t i = 0; i < 6; i++)
+        if (r_int(r, o, ik[i], i ? 1 : 0, i ? 1024 : HL_MAX_DIMS - 2, &x[i])) return r->err->code;
+    json_t *c;
+    if (r_get(r, o, "causal", true, &c)) return r->err->code;
+    if (!json_is_boolean(c)) return r_fail(r, LM_EPARSE, "causal", "expected true or false");
+    if (r_expr(r, o, "sq", &a->sq) || r_expr(r, o, "skv", &a->skv) || r_expr(r, o, "d", &a->d) ||
+        r_f(r, o, "scale", false, &a->scale) || r_aview(r, o, "q", &a->q, node) ||
+        r_aview(r, o, "k", &a->k, node) || r_aview(r, o, "v", &a->v, node) ||
+        r_aview(r, o, "mask", &a->mask, node))
+        return r->err->code;
+    a->nlead = (uint32_t)x[0];
+    a->block_q = (uint32_t)x[1];
+    a->block_k = (uint32_t)x[2];
+    a->warps = (uint32_t)x[3];
+    a->stages = (uint32_t)x[4];
+    a->kv_splits = (uint32_t)x[5];
+    a->causal = json_is_true(c);
+    return 0;
+}
+
 /* The empty node: no inputs, no region, no primitive, no matmul, no provenance. */
 static void node_empty(ll_node *n)
 {
@@ -591,7 +672,7 @@ static int r_node(reader *r, json_t *o, uint32_t id)
 {
     set_path(r, "nodes[%u]%s", id, NULL);
     if (!json_is_object(o)) return r_fail(r, LM_EPARSE, NULL, "expected an object");
-    if (r_keys(r, o, "id kind op region dtype shape in in_dtype prim mm eclass enode origin"))
+    if (r_keys(r, o, "id kind op region dtype shape in in_dtype prim mm attn eclass enode origin"))
         return r->err->code;
     ll_node n;
     node_empty(&n);
@@ -641,6 +722,8 @@ static int r_node(reader *r, json_t *o, uint32_t id)
     json_t *prim = json_object_get(o, "prim"), *mm = json_object_get(o, "mm");
     if (prim && r_prim(r, prim, &n.prim, id)) return r->err->code;
     if (mm && r_mm(r, mm, &n.mm, id)) return r->err->code;
+    json_t *attn = json_object_get(o, "attn");
+    if (attn && r_attn(r, attn, &n.at, id)) return r->err->code;
     set_path(r, "nodes[%u]%s", id, NULL);
     lm_err be = {0};
     if (ll__graph_push(r->g, &n, &be) == LM_NONE)

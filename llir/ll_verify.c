@@ -196,10 +196,45 @@ static const char *operand_name(const ll_node *nd, uint32_t k)
     case HL_OP_LESS_THAN:
         return k == 0 ? "a" : "b";
     case HL_OP_COUNT:
+        if (ll_op_is_attn(nd->op)) {
+            static const char *at[] = {"q", "k", "v", "mask"};
+            return k < 4 ? at[k] : "x";
+        }
         return o->dialect == LL_D_KERNEL ? (k == 0 ? "a" : "b") : "x";
     default:
         return "x";
     }
+}
+
+/* KAttn, KAttnMask: q, k, v (and the mask) in the node's dtype, the views' dims those of
+ * the node's sizes, the output [L.., Sq, D]. */
+static int check_attn(vr *v, uint32_t id)
+{
+    const ll_node *nd = &v->g->nodes[id];
+    const ll_attn *at = &nd->at;
+    uint32_t want = ll_op_get(nd->op)->n_inputs, nl = at->nlead;
+    if (nd->n_in != want) return vfail(v, id, "%s reads %u inputs, not %u", ll_op_get(nd->op)->name, want, nd->n_in);
+    for (uint32_t k = 0; k < nd->n_in; k++)
+        if (nd->in_dtype[k] != nd->dtype)
+            return vfail(v, id, "attention reads its operand %u in %s, not its dtype %s", k,
+                         hl_dtype_name(nd->in_dtype[k]), hl_dtype_name(nd->dtype));
+    if (!hl_dtype_is_float(nd->dtype)) return vfail(v, id, "attention computes a float dtype");
+    if (nl + 2 > HL_MAX_DIMS || nd->ndim != nl + 2 || at->q.ndim != nl + 2 || at->k.ndim != nl + 2 ||
+        at->v.ndim != nl + 2 || at->mask.ndim != (want == 4 ? nl + 2 : 0u))
+        return vfail(v, id, "attention's views do not have the %u leading dims and two more", nl);
+    for (uint32_t i = 0; i < nl; i++)
+        if (at->q.dims[i] != nd->shape[i] || at->k.dims[i] != nd->shape[i] ||
+            at->v.dims[i] != nd->shape[i] || (want == 4 && at->mask.dims[i] != nd->shape[i]))
+            return vfail(v, id, "attention's leading dim %u differs between its views", i);
+    if (nd->shape[nl] != at->sq || nd->shape[nl + 1] != at->d || at->q.dims[nl] != at->sq ||
+        at->q.dims[nl + 1] != at->d || at->k.dims[nl] != at->skv || at->k.dims[nl + 1] != at->d ||
+        at->v.dims[nl] != at->skv || at->v.dims[nl + 1] != at->d ||
+        (want == 4 && (at->mask.dims[nl] != at->sq || at->mask.dims[nl + 1] != at->skv)))
+        return vfail(v, id, "attention's views are not q [.., Sq, D], k and v [.., Skv, D], "
+                            "mask [.., Sq, Skv] and its output [.., Sq, D]");
+    if (at->kv_splits < 1 || at->block_q < 1 || at->block_k < 1 || at->warps < 1 || at->stages < 1)
+        return vfail(v, id, "attention's tile has a zero field");
+    return LM_OK;
 }
 
 static int check_edge_dtypes(vr *v, uint32_t id)
@@ -331,6 +366,7 @@ static int check_node(vr *v, uint32_t id)
     case LL_KERNEL:
     case LL_FUSED:
         if (o->prim != HL_OP_COUNT) return check_prim(v, id);
+        if (ll_op_is_attn(nd->op)) return check_attn(v, id);
         /* KMatmul */
         if (nd->n_in != 2 || nd->mm.type_a != nd->in_dtype[0] || nd->mm.type_b != nd->in_dtype[1] ||
             nd->mm.type_d != nd->dtype)
@@ -514,6 +550,11 @@ static int check_reach(vr *v)
         } else if ((nd->kind == LL_KERNEL || nd->kind == LL_FUSED) && nd->prim.op != HL_OP_COUNT) {
             for (uint32_t k = 0; k < nd->n_in && !rc; k++)
                 rc = check_view(v, id, k, &nd->prim.in[k].view, nd->in[k]);
+        } else if (nd->kind == LL_KERNEL && ll_op_is_attn(nd->op)) {
+            const ll_attn *at = &nd->at;
+            const hl_view *vw[4] = {&at->q, &at->k, &at->v, &at->mask};
+            for (uint32_t k = 0; k < nd->n_in && k < 4 && !rc; k++)
+                rc = check_view(v, id, k, vw[k], nd->in[k]);
         } else if (nd->kind == LL_LIBRARY || nd->kind == LL_KERNEL) {
             rc = check_matmul(v, id);
         }

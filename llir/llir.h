@@ -232,6 +232,30 @@ typedef struct ll_matmul {
 } ll_matmul;
 
 /* ==================================================================================
+ * Attention (KAttn, KAttnMask)
+ * ================================================================================== */
+
+/* o[l.., i, c] = sum_j softmax_j(s[l.., i, .]) v[l.., j, c],
+ *   s[l.., i, j] = scale * sum_d q[l.., i, d] k[l.., j, d]  (+ mask[l.., i, j])
+ *                  and -inf where causal and j > i + (skv - sq) (bottom-right aligned),
+ * with f32 products and accumulation, an f32 softmax, one rounding to the node's dtype; a
+ * row whose every key is masked gives 0. q is read through the view q ([L.., Sq, D]), k
+ * and v through k and v ([L.., Skv, D]), the mask through mask ([L.., Sq, Skv]; ndim 0
+ * without one); the output is contiguous [L.., Sq, D]. The tile is the kernel's shape
+ * (codegen/cg_attn.h), a genome choice that does not change the value. */
+typedef struct ll_attn {
+    uint32_t nlead;            /* leading dims L (batch, heads) */
+    hl_expr sq, skv, d;        /* query rows, keys, head dim */
+    hl_view q, k, v, mask;
+    bool causal;
+    double scale;              /* as the graph computes it: already rounded to scale_dt */
+    uint32_t block_q, block_k, warps, stages, kv_splits;
+} ll_attn;
+
+/* Whether op is one of the attention constructors (KAttn, KAttnMask). */
+bool ll_op_is_attn(ll_op op);
+
+/* ==================================================================================
  * The search space
  * ================================================================================== */
 
@@ -437,6 +461,7 @@ typedef struct ll_node {
                          prim.in[0].view, name and index; LL_INPUT: name and index. For
                          the other nodes prim.op is HL_OP_COUNT and prim is zero */
     ll_matmul mm;     /* KMatmul and Blas */
+    ll_attn at;       /* KAttn and KAttnMask */
     uint32_t eclass;  /* the e-class the node came from (serialization index), or LM_NONE */
     uint32_t enode;   /* the e-node chosen, or LM_NONE */
     uint32_t origin;  /* the rule or command that inserted the e-node: an index into the

@@ -12,6 +12,9 @@
  *            load of a loop whose lanes read apart (cg_kernel.strided);
  *            par = min(1, threads launched / THREADS_TO_SATURATE): a grid too small to
  *            fill the machine does not reach the bandwidth
+ *            attention (a KAttn's "attention" kernel): flops 4 d per score computed
+ *            (causal: the pairs j <= i + skv - sq) at attn_tc, the softmax at simt_f32,
+ *            both at the wave quantization of its blocks over the SMs
  *   library  t = blas_launch + max(bytes / BW, flops / (peak(dtype) * waves)), waves the
  *            tile quantization of cuBLASLt's tiles over the SMs (a 4096^3 bf16 matmul
  *            keeps 97 % of the peak, a 256 x 256 one 1 of 132 SMs busy)
@@ -57,6 +60,13 @@ static const struct cost_constants {
     double div32_ops;     /* a 32-bit integer division by a run-time value, in ops of
                              simt_f32 (estimate: about 20 instructions) */
     double div64_ops;     /* a 64-bit one: a subroutine of about 60 (estimate) */
+    double attn_tc;       /* flop/s of the fused attention kernel's two products on
+                             tensor cores (mma.sync bf16/f16, f32 accumulation) with the
+                             online softmax between them: FlashAttention-2 reaches about
+                             330-340 TFLOP/s forward on an H100 at head dim 64-128 (its
+                             paper, fig. 6); estimate 300 TFLOP/s until measured here */
+    double attn_exp_ops;  /* SIMT work per score (scale, mask, max, exp, sum, rescale):
+                             estimate 8 ops of simt_f32 */
     double sector;        /* bytes a load moves when the lanes of a loop read addresses
                              apart (cg_kernel.strided): one 32-byte sector each. The
                              4096^3 matmul as one reduction kernel (its B read down a
@@ -79,6 +89,8 @@ static const struct cost_constants {
     .sector = 32.0,
     .div32_ops = 20.0,
     .div64_ops = 60.0,
+    .attn_tc = 300e12,
+    .attn_exp_ops = 8.0,
 };
 
 /* ==================================================================================
@@ -148,6 +160,27 @@ static double mm_flops(const sr_env *e, const hl_expr_pool *p, const ll_matmul *
     return 2.0 * (double)m * (double)n * (double)k * (double)b;
 }
 
+/* The scores a fused attention node computes: batch and heads x the (i, j) pairs not
+ * masked by causality (bottom-right aligned: row i sees min(skv, i + skv - sq + 1) keys;
+ * tiles past the diagonal are skipped). *pairs_out gets the same count; 0 when a size
+ * is unknown. */
+static double attn_scores(const sr_env *e, const hl_expr_pool *p, const ll_node *n)
+{
+    const ll_attn *a = &n->at;
+    int64_t sq = sr_env_eval(e, p, a->sq), skv = sr_env_eval(e, p, a->skv);
+    if (sq <= 0 || skv <= 0) return 0;
+    double lead = numel_of(e, p, a->nlead, a->q.dims);
+    double pairs = (double)sq * (double)skv;
+    if (a->causal) {
+        pairs = 0;
+        for (int64_t i = 0; i < sq; i++) {
+            int64_t see = i + skv - sq + 1;
+            pairs += (double)(see < 0 ? 0 : see > skv ? skv : see);
+        }
+    }
+    return lead * pairs;
+}
+
 static double buf_bytes(const cg_plan *p, const sr_env *pe, uint32_t b)
 {
     if (b >= p->n_buffers) return 0;
@@ -175,11 +208,27 @@ static void kernel_cost(const cg_plan *p, const ll_graph *lg, const sr_env *pe, 
         row->block[d] = k->block[d];
         threads *= (double)(g > 0 ? g : 1) * (double)(k->block[d] ? k->block[d] : 1);
     }
-    double flops = 0, rate = COST.simt_f32;
+    double flops = 0, rate = COST.simt_f32, softmax_s = 0;
     const ll_node *n = ll_graph_node(lg, k->llir_node);
+    bool attn = n && n->kind == LL_KERNEL && ll_op_is_attn(n->op) && k->template_name &&
+                strcmp(k->template_name, "attention") == 0;
     if (n && n->kind == LL_KERNEL && n->op == ll_op_find("KMatmul")) {
         flops = mm_flops(le, ll_graph_exprs(lg), &n->mm); /* KMatmul */
         rate = COST.kmatmul_f32;
+    } else if (attn) {
+        /* two products of 2 d flops per score on tensor cores, the softmax on SIMT, at the
+         * share of the SMs the grid's blocks keep busy (one wave quantization) */
+        const hl_expr_pool *lp = ll_graph_exprs(lg);
+        double scores = attn_scores(le, lp, n);
+        int64_t d = sr_env_eval(le, lp, n->at.d);
+        double per_block = (double)(k->block[0] ? k->block[0] : 1) *
+                           (double)(k->block[1] ? k->block[1] : 1) *
+                           (double)(k->block[2] ? k->block[2] : 1);
+        double blocks = threads / per_block;
+        double waves = ceil(blocks / COST.sms), util = waves > 0 ? blocks / (waves * COST.sms) : 1;
+        flops = 4.0 * scores * (double)(d > 0 ? d : 0);
+        rate = COST.attn_tc * (util > 0 ? util : 1);
+        softmax_s = COST.attn_exp_ops * scores / (COST.simt_f32 * (util > 0 ? util : 1));
     } else if (k->ops != HL_NONE) {
         int64_t v = sr_env_eval(pe, p->exprs, k->ops); /* loops nested in loops included */
         flops = v >= 0 ? (double)v : 1e18; /* -1: it overflowed int64 */
@@ -195,7 +244,7 @@ static void kernel_cost(const cg_plan *p, const ll_graph *lg, const sr_env *pe, 
     }
     double par = threads / COST.threads_sat;
     if (par > 1) par = 1;
-    double tm = bytes / (COST.bw * par), tc = flops / rate;
+    double tm = bytes / (COST.bw * par), tc = flops / rate + softmax_s;
     row->bytes = bytes;
     row->flops = flops;
     row->modelled_us = (COST.launch_s + (tm > tc ? tm : tc)) * 1e6;

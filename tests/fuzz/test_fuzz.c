@@ -167,12 +167,91 @@ START_TEST(the_regressions_pass)
 }
 END_TEST
 
+/* Attention in every form the rules fuse (tests/rules/attn: the op, hand-written, causal,
+ * a mask input, GQA, decode, a KV cache longer than the queries, and the near misses):
+ * every genome, with the fused KAttn / KAttnMask or without, agrees with the reference,
+ * at the fuzzer's dims, at every dim 1 (one query, one key) and at odd sizes where the
+ * query and key lengths differ (S = 5, 13 or 7, T = 7, 37 or 3, within each dim's range); a
+ * graph the rules fuse has genomes with the fused node at every setting. */
+typedef struct attn_log {
+    tf_log log;
+    uint64_t fused; /* genomes whose program holds a KAttn or KAttnMask */
+} attn_log;
+
+static void attn_each(void *ctx, const ls_fuzz_case *c, const hl_graph *g, const ll_space *s,
+                      const ll_genome *gn, const ll_graph *lg)
+{
+    attn_log *a = ctx;
+    tf_each(&a->log, c, g, s, gn, lg);
+    if (c->op_count &&
+        (c->op_count[ll_op_find("KAttn")] > 0 || c->op_count[ll_op_find("KAttnMask")] > 0))
+        a->fused++;
+}
+
+START_TEST(attention_genomes_agree_with_the_reference)
+{
+    static const struct {
+        const char *file;
+        bool fused;
+    } cases[] = {{"decode", true},          {"exp2_softmax", true},
+                 {"gqa", true},             {"handwritten_softmax", true},
+                 {"kv_cache_causal", true}, {"mask_input", true},
+                 {"miss_causal_short_kv", true}, {"miss_exp2_mask", false},
+                 {"miss_head_dim_strided", false}, {"miss_mask_transposed", true},
+                 {"miss_softmax_axis", false}, {"op_causal", true},
+                 {"op_plain_f32", true}};
+    char *rules = tf_rules();
+    uint64_t n = the_scale().per_generated * 2, checked = 0, fused = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/tests/rules/attn/%s.json", LUMINAL_SOURCE_DIR,
+                 cases[i].file);
+        hl_graph *g = tf_load(path);
+        uint32_t nd = hl_graph_dim_count(g);
+        ck_assert_uint_le(nd, 8);
+        for (int v = 0; v < 5; v++) {
+            int64_t dims[8];
+            for (uint32_t k = 0; k < nd; k++) {
+                const hl_dim *d = hl_graph_dim_at(g, k);
+                const char *nm = hl_var_name(hl_graph_exprs_c(g), d->var);
+                bool t = strcmp(nm, "T") == 0;
+                int64_t x = v == 0   ? 3
+                            : v == 1 ? 1
+                            : v == 2 ? (t ? 7 : 5)
+                            : v == 3 ? (t ? 37 : 13)
+                                     : (t ? 3 : 7); /* keys fewer than queries */
+                dims[k] = x < d->lo ? d->lo : x > d->hi ? d->hi : x;
+            }
+            attn_log a = {.log = {.graph = cases[i].file}};
+            ls_fuzz_hooks h = {.ctx = &a, .each = attn_each};
+            ls_fuzz_opts o = {.n = n, .seed = 7 + (uint64_t)v, .dims = dims, .rules = rules};
+            ls_fuzz_result r;
+            lm_err err = {0};
+            ck_assert_msg(ls_fuzz_graph(g, &o, &h, &r, &err) == 0, "%s: %s", cases[i].file,
+                          err.msg);
+            ck_assert_msg(r.failed == 0, "%s (setting %d): %s", cases[i].file, v, a.log.first);
+            ck_assert(r.checked == o.n || r.exhausted);
+            ck_assert_msg((a.fused > 0) == cases[i].fused,
+                          "%s (setting %d): %" PRIu64 " genomes with the fused node", cases[i].file,
+                          v, a.fused);
+            checked += r.checked;
+            fused += a.fused;
+        }
+        hl_graph_free(g);
+    }
+    printf("attention: %" PRIu64 " genomes (%" PRIu64 " with the fused node), 0 failed\n",
+           checked, fused);
+    free(rules);
+}
+END_TEST
+
 static Suite *fuzz_suite(void)
 {
     Suite *s = suite_create("fuzz_genomes");
     TCase *tc = tcase_create("genomes");
     tcase_set_timeout(tc, 3000);
     tcase_add_test(tc, the_regressions_pass);
+    tcase_add_test(tc, attention_genomes_agree_with_the_reference);
     tcase_add_test(tc, every_genome_agrees_with_the_reference);
     suite_add_tcase(s, tc);
     return s;

@@ -569,9 +569,16 @@ typedef struct tr_expect {
  * single-use). Causal attention has none either: its single region would compute the
  * softmax (a max and a sum over the keys) inside the p v product, once per element of the
  * head dim it is broadcast along, and no-reduction-under-contraction forbids that (without
- * the rule the single region exists, so this row checks the rule). */
+ * the rule the single region exists, so this row checks the rule). The same holds of the
+ * other attention examples; GQA and decode (K and V broadcast over a group dim, two batch
+ * dims that do not collapse into one) have no KMatmul and no Blas: their products are the
+ * fused attention or Mul + Sum kernels. */
 static const tr_expect tr_expected[] = {
+    {"attention_bf16", 2, 2, false},
+    {"attention_gqa_bf16", 0, 0, false},
+    {"attention_mask_bf16", 2, 2, false},
     {"causal_attention_bf16", 2, 2, false},
+    {"decode_attention_bf16", 0, 0, false},
     {"decode_mlp_bf16", 3, 3, false},
     {"elementwise_chain_f32_16m", 0, 0, true},
     {"embedding_gather", 0, 0, false},
@@ -1243,6 +1250,66 @@ START_TEST(handmade_matmuls_become_the_expected_calls)
 END_TEST
 
 /* ------------------------------------------------------------------------------------ */
+/* attention (rules.dsl, family 8): the fused nodes each form gets, and none for near misses */
+
+static size_t tr_table_rows(const tr_run *r, const char *name);
+
+typedef struct tr_attn_case {
+    const char *file;
+    size_t kattn, kattn_mask; /* distinct KAttn and KAttnMask terms */
+} tr_attn_case;
+
+/* 4 tiles (attn-tile); decode shapes (upper(Sq) <= 16) 3 KV splits more. A causal mask
+ * gives the causal KAttn and the mask-tensor KAttnMask; one the rules cannot prove causal
+ * (a row may be fully masked, or the mask is over the wrong dims) only the latter. */
+static const tr_attn_case tr_attn_cases[] = {
+    {"decode", 7, 7},
+    {"exp2_softmax", 4, 0},
+    {"gqa", 4, 4},
+    {"handwritten_softmax", 4, 0},
+    {"kv_cache_causal", 7, 7},
+    {"mask_input", 0, 4},
+    {"miss_causal_short_kv", 0, 4},
+    {"miss_exp2_mask", 0, 0},
+    {"miss_head_dim_strided", 0, 0},
+    {"miss_mask_transposed", 0, 4},
+    {"miss_softmax_axis", 0, 0},
+    {"op_causal", 4, 4},
+    {"op_plain_f32", 4, 0},
+};
+
+START_TEST(attention_is_fused_in_every_form_and_not_for_near_misses)
+{
+    char *paths[TR_MAX_FILES];
+    int n = tr_json_files("tests/rules/attn", paths);
+    int ncases = (int)(sizeof tr_attn_cases / sizeof tr_attn_cases[0]);
+    ck_assert_int_eq(n, ncases);
+    for (int i = 0; i < n; i++) {
+        const char *name = tr_stem(paths[i]);
+        const tr_attn_case *ac = NULL;
+        for (int j = 0; j < ncases; j++)
+            if (strcmp(tr_attn_cases[j].file, name) == 0) ac = &tr_attn_cases[j];
+        ck_assert_msg(ac != NULL, "%s: no expectations", name);
+        hl_graph *g = tr_load(paths[i]);
+        tr_run r;
+        tr_saturate(g, &r, name);
+        tr_view v;
+        tr_view_init(&v, &r);
+        const char *m = tr_check_general(&v);
+        ck_assert_msg(m == NULL, "%s: %s", name, m);
+        size_t ka = tr_table_rows(&r, "KAttn"), km = tr_table_rows(&r, "KAttnMask");
+        ck_assert_msg(ka == ac->kattn && km == ac->kattn_mask,
+                      "%s: %zu KAttn and %zu KAttnMask, expected %zu and %zu", name, ka, km,
+                      ac->kattn, ac->kattn_mask);
+        tr_view_fini(&v);
+        tr_run_free(&r);
+        hl_graph_free(g);
+        free(paths[i]);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------ */
 /* copies of operands read through non-linear strides (rules.dsl, copy-*) */
 
 static size_t tr_table_rows(const tr_run *r, const char *name)
@@ -1562,6 +1629,7 @@ static Suite *rules_suite(void)
     tcase_add_test(tc, the_checks_fail_without_the_families_they_check);
     tcase_add_test(tc, the_dtype_guard_catches_a_wrong_operand_dtype);
     tcase_add_test(tc, a_limit_names_the_phase_that_hit_it);
+    tcase_add_test(tc, attention_is_fused_in_every_form_and_not_for_near_misses);
     tcase_add_test(tc, the_expression_algebra_folds_to_canonical_forms);
     tcase_add_test(tc, handmade_matmuls_become_the_expected_calls);
     tcase_add_test(tc, non_linear_operands_get_one_copy_each);

@@ -533,6 +533,46 @@ START_TEST(the_cost_model_orders_obvious_cases)
 }
 END_TEST
 
+/* The rules make the fused attention reachable and the model ranks it first: on every
+ * attention example, a search of 20 candidates from random genomes only (no seeds)
+ * wins with the fused kernel; the decode step's winner splits the KV length (the
+ * template's split pass and combine). The Llama block with its seeds keeps the fused
+ * attention beside its cuBLASLt calls. */
+START_TEST(the_search_finds_the_fused_attention)
+{
+    static const struct {
+        const char *name;
+        bool seeds, split;
+    } cases[] = {{"causal_attention_bf16", false, false}, {"attention_bf16", false, false},
+                 {"attention_mask_bf16", false, false},   {"attention_gqa_bf16", false, false},
+                 {"decode_attention_bf16", false, true},  {"llama_block_bf16", true, false}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/examples/graphs/%s.json", LUMINAL_SOURCE_DIR,
+                 cases[i].name);
+        hl_graph *g = load(path);
+        sr_options o;
+        sr_report r;
+        opts(&o, path, NULL, 0, 20);
+        o.fused_start = cases[i].seeds;
+        run_ok(g, &o, &r);
+        uint32_t attn = 0, combine = 0;
+        for (uint32_t k = 0; k < r.n_kernel_rows; k++) {
+            const sr_kernel_row *row = &r.kernel_rows[k];
+            if (strncmp(row->llir_op, "KAttn", 5) == 0 && strcmp(row->template_name, "attention") == 0)
+                attn++;
+            if (strcmp(row->template_name, "attention-combine") == 0) combine++;
+        }
+        ck_assert_msg(attn == 1, "%s: the winner (%.4g ms modelled) has %u fused attention kernels",
+                      cases[i].name, r.best_ms, attn);
+        ck_assert_msg((combine == 1) == cases[i].split, "%s: %u combine kernels", cases[i].name,
+                      combine);
+        sr_report_fini(&r);
+        hl_graph_free(g);
+    }
+}
+END_TEST
+
 /* The model's rows of the reference lowering of the graph at path (its profile dims). */
 static sr_kernel_row *reference_rows(const char *path, uint32_t *n, double *ms)
 {
@@ -587,6 +627,7 @@ static Suite *search_suite(void)
     tcase_add_test(t, a_program_is_measured_once);
     tcase_add_test(t, the_model_screens_out_hopeless_candidates);
     tcase_add_test(t, the_cost_model_orders_obvious_cases);
+    tcase_add_test(t, the_search_finds_the_fused_attention);
     tcase_add_test(t, the_cost_model_counts_loops_and_scattered_loads);
     suite_add_tcase(s, t);
     return s;

@@ -52,6 +52,10 @@
 (constructor Blas (Expression Expression Expression Expression Expression Expression
                    Expression Expression i64 i64 f64 DType f64 i64
                    DType DType DType DType DType) OpKind)
+; attention (docs/llir.md): declared as rules.dsl declares them; these test rules make none
+(constructor KAttn (EList EList EList EList EList i64 f64 DType i64 DType i64 i64 i64 i64 i64) OpKind)
+(constructor KAttnMask (EList EList EList EList EList EList i64 f64 DType i64 DType i64 i64 i64 i64
+                        i64) OpKind)
 
 ;; ---- the schedule ----
 (relation phase (i64 String String))
