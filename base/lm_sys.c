@@ -11,66 +11,155 @@
 #include <time.h>
 #include <unistd.h>
 
-char *lm_read_file(const char *path, size_t max_bytes, size_t *len, lm_err *err)
+/* ---- the bounded reader ----
+ *
+ * Why a reader and not only lm_read_file: formats with a length in their header
+ * (safetensors) read the header first and then exactly the bytes it claims, checked
+ * against the file's size, so that a lying header costs nothing. */
+
+int lm_reader_open(lm_reader *r, const char *path, lm_err *err)
 {
-    lm_loc at = {.file = path, .node_id = LM_NONE};
-    if (len) *len = 0;
-    if (!path || !*path) {
-        lm_err_set(err, LM_EARG, NULL, "no file name given");
-        return NULL;
-    }
-    bool is_stdin = strcmp(path, "-") == 0;
-    FILE *f = is_stdin ? stdin : fopen(path, "rb");
-    if (!f) {
-        lm_err_set(err, LM_EIO, &at, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
+    memset(r, 0, sizeof *r);
+    if (!path || !*path) return lm_err_set(err, LM_EARG, NULL, "no file name given");
+    r->is_stdin = strcmp(path, "-") == 0;
+    snprintf(r->name, sizeof r->name, "%s", r->is_stdin ? "<stdin>" : path);
+    lm_loc at = {.file = r->name, .node_id = LM_NONE};
+    FILE *f = r->is_stdin ? stdin : fopen(path, "rb");
+    if (!f) return lm_err_set(err, LM_EIO, &at, "cannot open: %s", strerror(errno));
+    r->f = f;
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        if (!is_stdin) fclose(f);
-        lm_err_set(err, LM_EIO, &at, "is a directory, not a file");
+    if (fstat(fileno(f), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            lm_reader_close(r);
+            return lm_err_set(err, LM_EIO, &at, "is a directory, not a file");
+        }
+        r->regular = S_ISREG(st.st_mode) && st.st_size >= 0;
+        r->size = r->regular ? (uint64_t)st.st_size : 0;
+    }
+    return 0;
+}
+
+int lm_reader_read(lm_reader *r, void *buf, size_t n, size_t *got, lm_err *err)
+{
+    size_t k = n ? fread(buf, 1, n, (FILE *)r->f) : 0;
+    r->pos += k;
+    if (got) *got = k;
+    if (k < n && ferror((FILE *)r->f)) {
+        lm_loc at = {.file = r->name, .node_id = LM_NONE};
+        return lm_err_set(err, LM_EIO, &at, "read failed: %s", strerror(errno));
+    }
+    return 0;
+}
+
+int lm_reader_read_exact(lm_reader *r, void *buf, size_t n, const char *what, lm_err *err)
+{
+    size_t got = 0;
+    if (lm_reader_read(r, buf, n, &got, err)) return err ? err->code : LM_EIO;
+    if (got == n) return 0;
+    lm_loc at = {.file = r->name, .node_id = LM_NONE};
+    return lm_err_set(err, LM_EPARSE, &at,
+                      "the file is truncated: it ends after %llu bytes, inside %s (%zu more bytes "
+                      "were expected)",
+                      (unsigned long long)r->pos, what ? what : "its data", n - got);
+}
+
+bool lm_reader_at_end(lm_reader *r, lm_err *err)
+{
+    unsigned char c;
+    size_t got = 0;
+    if (lm_reader_read(r, &c, 1, &got, err)) return false;
+    return got == 0;
+}
+
+char *lm_reader_rest(lm_reader *r, size_t max_bytes, size_t *len, lm_err *err)
+{
+    lm_loc at = {.file = r->name, .node_id = LM_NONE};
+    if (len) *len = 0;
+    if (!max_bytes) max_bytes = LM_READ_MAX;
+    if (max_bytes >= SIZE_MAX - 1) max_bytes = SIZE_MAX - 2;
+    /* a regular file says its size: refuse before allocating anything */
+    uint64_t left = r->regular && r->size > r->pos ? r->size - r->pos : 0;
+    if (r->regular && left > max_bytes) {
+        lm_err_set(err, LM_ELIMIT, &at,
+                   "the file is %llu bytes, more than the limit of %zu bytes for it",
+                   (unsigned long long)r->size, max_bytes);
         return NULL;
     }
-    size_t cap = 4096, n = 0;
+    /* the capacity never passes max_bytes + 2: the data, one byte to see that there is
+     * more than the limit, and the NUL */
+    size_t cap = r->regular ? (size_t)left + 2 : 65536;
+    if (cap > max_bytes + 2) cap = max_bytes + 2;
+    size_t n = 0;
     char *buf = malloc(cap);
     if (!buf) {
-        if (!is_stdin) fclose(f);
-        lm_err_set(err, LM_ENOMEM, &at, "out of memory reading the file");
+        lm_err_set(err, LM_ENOMEM, &at, "out of memory: %zu bytes to read the file", cap);
         return NULL;
     }
     for (;;) {
         if (n + 1 >= cap) {
-            char *nb = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (cap >= max_bytes + 2) break; /* n == max_bytes + 1: more than the limit */
+            size_t ncap = cap < (max_bytes + 2) / 2 ? cap * 2 : max_bytes + 2;
+            char *nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);
-                if (!is_stdin) fclose(f);
-                lm_err_set(err, LM_ENOMEM, &at, "out of memory reading %zu bytes", n);
+                lm_err_set(err, LM_ENOMEM, &at,
+                           "out of memory: %zu bytes to read the file (%zu read so far)", ncap, n);
                 return NULL;
             }
             buf = nb;
-            cap *= 2;
+            cap = ncap;
         }
-        size_t k = fread(buf + n, 1, cap - n - 1, f);
-        n += k;
-        if (max_bytes && n > max_bytes) {
+        size_t k = 0;
+        if (lm_reader_read(r, buf + n, cap - n - 1, &k, err)) {
             free(buf);
-            if (!is_stdin) fclose(f);
-            lm_err_set(err, LM_EIO, &at, "larger than the limit of %zu bytes", max_bytes);
             return NULL;
         }
+        n += k;
         if (k == 0) break;
     }
-    int failed = ferror(f);
-    int saved = errno;
-    if (!is_stdin) fclose(f);
-    if (failed) {
+    if (n > max_bytes) {
         free(buf);
-        lm_err_set(err, LM_EIO, &at, "read failed: %s", strerror(saved));
+        lm_err_set(err, LM_ELIMIT, &at, "the %s holds more than the limit of %zu bytes for it",
+                   r->regular ? "file" : "stream", max_bytes);
         return NULL;
     }
     buf[n] = '\0';
     if (len) *len = n;
     return buf;
+}
+
+void lm_reader_close(lm_reader *r)
+{
+    if (r && r->f && !r->is_stdin) fclose((FILE *)r->f);
+    if (r) r->f = NULL;
+}
+
+char *lm_read_file(const char *path, size_t max_bytes, size_t *len, lm_err *err)
+{
+    if (len) *len = 0;
+    lm_reader r;
+    if (lm_reader_open(&r, path, err)) return NULL;
+    char *buf = lm_reader_rest(&r, max_bytes, len, err);
+    lm_reader_close(&r);
+    return buf;
+}
+
+bool lm_find_nul(const char *text, size_t len, uint32_t *line, uint32_t *col)
+{
+    const char *z = memchr(text, 0, len);
+    if (!z) return false;
+    uint32_t ln = 1, c = 1;
+    for (const char *p = text; p < z; p++) {
+        if (*p == '\n') {
+            ln++;
+            c = 1;
+        } else {
+            c++;
+        }
+    }
+    if (line) *line = ln;
+    if (col) *col = c;
+    return true;
 }
 
 double lm_now_s(void)
