@@ -212,6 +212,10 @@ void lm_reader_close(lm_reader *r);
  * LM_ELIMIT (larger than the limit) or LM_ENOMEM; then returns NULL. */
 char *lm_read_file(const char *path, size_t max_bytes, size_t *len, lm_err *err);
 
+/* As lm_read_file, for text formats (programs, JSON): a NUL byte is refused as soon as
+ * it is read, LM_EPARSE located at its line and column, so /dev/zero costs one step. */
+char *lm_read_text(const char *path, size_t max_bytes, size_t *len, lm_err *err);
+
 /* Where the first NUL byte of text[0 .. len) is, as a 1-based line and column; false
  * when there is none. For text formats, which refuse NUL bytes with their location. */
 bool lm_find_nul(const char *text, size_t len, uint32_t *line, uint32_t *col);

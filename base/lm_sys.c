@@ -71,7 +71,9 @@ bool lm_reader_at_end(lm_reader *r, lm_err *err)
     return got == 0;
 }
 
-char *lm_reader_rest(lm_reader *r, size_t max_bytes, size_t *len, lm_err *err)
+/* lm_reader_rest; text: a NUL byte is refused, located, as soon as it is read (so an
+ * endless stream of zeros costs one step). */
+static char *rest(lm_reader *r, size_t max_bytes, bool text, size_t *len, lm_err *err)
 {
     lm_loc at = {.file = r->name, .node_id = LM_NONE};
     if (len) *len = 0;
@@ -114,6 +116,14 @@ char *lm_reader_rest(lm_reader *r, size_t max_bytes, size_t *len, lm_err *err)
             free(buf);
             return NULL;
         }
+        uint32_t line, col;
+        if (text && k && memchr(buf + n, 0, k) && lm_find_nul(buf, n + k, &line, &col)) {
+            free(buf);
+            lm_loc nul = {.file = r->name, .line = line, .col = col, .node_id = LM_NONE};
+            lm_err_set(err, LM_EPARSE, &nul,
+                       "a NUL byte: the file must be text, and nothing after it would be read");
+            return NULL;
+        }
         n += k;
         if (k == 0) break;
     }
@@ -128,6 +138,11 @@ char *lm_reader_rest(lm_reader *r, size_t max_bytes, size_t *len, lm_err *err)
     return buf;
 }
 
+char *lm_reader_rest(lm_reader *r, size_t max_bytes, size_t *len, lm_err *err)
+{
+    return rest(r, max_bytes, false, len, err);
+}
+
 void lm_reader_close(lm_reader *r)
 {
     if (r && r->f && !r->is_stdin) fclose((FILE *)r->f);
@@ -140,6 +155,16 @@ char *lm_read_file(const char *path, size_t max_bytes, size_t *len, lm_err *err)
     lm_reader r;
     if (lm_reader_open(&r, path, err)) return NULL;
     char *buf = lm_reader_rest(&r, max_bytes, len, err);
+    lm_reader_close(&r);
+    return buf;
+}
+
+char *lm_read_text(const char *path, size_t max_bytes, size_t *len, lm_err *err)
+{
+    if (len) *len = 0;
+    lm_reader r;
+    if (lm_reader_open(&r, path, err)) return NULL;
+    char *buf = rest(&r, max_bytes, true, len, err);
     lm_reader_close(&r);
     return buf;
 }
