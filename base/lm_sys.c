@@ -71,6 +71,27 @@ bool lm_reader_at_end(lm_reader *r, lm_err *err)
     return got == 0;
 }
 
+/* The chunks of a stream being read: no chunk is ever copied while reading (a realloc
+ * would hold the old and the new block at once), so refusing a stream costs at most the
+ * limit. A read that fits its first chunk is returned as it is; a longer one is copied
+ * into one block at the end (the chunks are freed as they are copied). */
+#define CHUNK_FIRST ((size_t)64 << 10)
+#define CHUNK_MAX ((size_t)64 << 20)
+
+typedef struct chunks {
+    char **p;
+    size_t *len;
+    size_t n, cap;
+} chunks;
+
+static void chunks_free(chunks *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->p[i]);
+    free(c->p);
+    free(c->len);
+}
+
 /* lm_reader_rest; text: a NUL byte is refused, located, as soon as it is read (so an
  * endless stream of zeros costs one step). */
 static char *rest(lm_reader *r, size_t max_bytes, bool text, size_t *len, lm_err *err)
@@ -78,7 +99,7 @@ static char *rest(lm_reader *r, size_t max_bytes, bool text, size_t *len, lm_err
     lm_loc at = {.file = r->name, .node_id = LM_NONE};
     if (len) *len = 0;
     if (!max_bytes) max_bytes = LM_READ_MAX;
-    if (max_bytes >= SIZE_MAX - 1) max_bytes = SIZE_MAX - 2;
+    if (max_bytes >= SIZE_MAX / 2) max_bytes = SIZE_MAX / 2;
     /* a regular file says its size: refuse before allocating anything */
     uint64_t left = r->regular && r->size > r->pos ? r->size - r->pos : 0;
     if (r->regular && left > max_bytes) {
@@ -87,55 +108,94 @@ static char *rest(lm_reader *r, size_t max_bytes, bool text, size_t *len, lm_err
                    (unsigned long long)r->size, max_bytes);
         return NULL;
     }
-    /* the capacity never passes max_bytes + 2: the data, one byte to see that there is
-     * more than the limit, and the NUL */
-    size_t cap = r->regular ? (size_t)left + 2 : 65536;
-    if (cap > max_bytes + 2) cap = max_bytes + 2;
-    size_t n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        lm_err_set(err, LM_ENOMEM, &at, "out of memory: %zu bytes to read the file", cap);
-        return NULL;
-    }
+    /* the first chunk holds a regular file whole (and one byte more, to see that it did
+     * not grow) and its NUL; a stream's chunks double up to CHUNK_MAX; all of them
+     * together never hold more than max_bytes + 2 */
+    size_t want = r->regular ? (size_t)left + 2 : CHUNK_FIRST;
+    chunks c = {0};
+    size_t total = 0, line = 1, col = 1;
+    int rc = 0;
     for (;;) {
-        if (n + 1 >= cap) {
-            if (cap >= max_bytes + 2) break; /* n == max_bytes + 1: more than the limit */
-            size_t ncap = cap < (max_bytes + 2) / 2 ? cap * 2 : max_bytes + 2;
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                free(buf);
-                lm_err_set(err, LM_ENOMEM, &at,
-                           "out of memory: %zu bytes to read the file (%zu read so far)", ncap, n);
-                return NULL;
+        size_t room = max_bytes + 2 - total; /* >= 1: total <= max_bytes + 1 */
+        if (room < 2) break;                 /* total == max_bytes + 1: more than the limit */
+        size_t size = want < room ? want : room;
+        if (c.n == c.cap) {
+            size_t ncap = c.cap ? c.cap * 2 : 8;
+            char **np = realloc(c.p, ncap * sizeof *np);
+            if (np) c.p = np;
+            size_t *nl = np ? realloc(c.len, ncap * sizeof *nl) : NULL;
+            if (nl) c.len = nl;
+            if (!np || !nl) {
+                rc = lm_err_set(err, LM_ENOMEM, &at, "out of memory reading the file");
+                break;
             }
-            buf = nb;
-            cap = ncap;
+            c.cap = ncap;
         }
-        size_t k = 0;
-        if (lm_reader_read(r, buf + n, cap - n - 1, &k, err)) {
-            free(buf);
-            return NULL;
+        char *b = malloc(size);
+        if (!b) {
+            rc = lm_err_set(err, LM_ENOMEM, &at,
+                            "out of memory: %zu bytes more to read the file (%zu read so far)",
+                            size, total);
+            break;
         }
-        uint32_t line, col;
-        if (text && k && memchr(buf + n, 0, k) && lm_find_nul(buf, n + k, &line, &col)) {
-            free(buf);
-            lm_loc nul = {.file = r->name, .line = line, .col = col, .node_id = LM_NONE};
-            lm_err_set(err, LM_EPARSE, &nul,
-                       "a NUL byte: the file must be text, and nothing after it would be read");
-            return NULL;
+        c.p[c.n] = b;
+        c.len[c.n++] = 0;
+        size_t k = 0, got = 0;
+        /* fill the chunk but for one byte (the NUL, when it is the only one) */
+        while (got < size - 1) {
+            if ((rc = lm_reader_read(r, b + got, size - 1 - got, &k, err))) break;
+            if (k == 0) break;
+            if (text && memchr(b + got, 0, k)) {
+                const char *z = memchr(b + got, 0, k);
+                for (size_t i = 0; i < c.n; i++) { /* the line and column of the NUL */
+                    const char *q = c.p[i], *e = i + 1 < c.n ? q + c.len[i] : z;
+                    if (i + 1 == c.n) e = z;
+                    for (; q < e; q++) {
+                        if (*q == '\n') line++, col = 1;
+                        else col++;
+                    }
+                }
+                lm_loc nul = {.file = r->name, .line = (uint32_t)line, .col = (uint32_t)col,
+                              .node_id = LM_NONE};
+                rc = lm_err_set(err, LM_EPARSE, &nul,
+                                "a NUL byte: the file must be text, and nothing after it would "
+                                "be read");
+                break;
+            }
+            got += k;
+            c.len[c.n - 1] = got;
         }
-        n += k;
-        if (k == 0) break;
+        total += got;
+        if (rc || got < size - 1) break; /* an error, or the end */
+        want = want < CHUNK_MAX ? want * 2 : CHUNK_MAX;
     }
-    if (n > max_bytes) {
-        free(buf);
-        lm_err_set(err, LM_ELIMIT, &at, "the %s holds more than the limit of %zu bytes for it",
-                   r->regular ? "file" : "stream", max_bytes);
+    if (!rc && total > max_bytes)
+        rc = lm_err_set(err, LM_ELIMIT, &at, "the %s holds more than the limit of %zu bytes for it",
+                        r->regular ? "file" : "stream", max_bytes);
+    char *out = NULL;
+    if (!rc && c.n == 1) { /* it fit the first chunk: no copy */
+        out = c.p[0];
+        c.n = 0;
+    } else if (!rc) {
+        out = malloc(total + 1);
+        if (!out)
+            rc = lm_err_set(err, LM_ENOMEM, &at, "out of memory: %zu bytes to hold the file",
+                            total + 1);
+        for (size_t i = 0, o = 0; out && i < c.n; i++) {
+            memcpy(out + o, c.p[i], c.len[i]);
+            o += c.len[i];
+            free(c.p[i]);
+            c.p[i] = NULL;
+        }
+    }
+    chunks_free(&c);
+    if (rc) {
+        free(out);
         return NULL;
     }
-    buf[n] = '\0';
-    if (len) *len = n;
-    return buf;
+    out[total] = '\0';
+    if (len) *len = total;
+    return out;
 }
 
 char *lm_reader_rest(lm_reader *r, size_t max_bytes, size_t *len, lm_err *err)

@@ -707,7 +707,7 @@ pg_program *pg_program_load(const char *dir, const pg_options *opt, lm_err *err)
     }
     size_t len;
     lm_err fe = {0};
-    if (!(text = lm_read_file(path, (size_t)1 << 30, &len, &fe))) {
+    if (!(text = lm_read_text(path, PG_MAX_LLIR_BYTES, &len, &fe))) {
         lm_err_copy(err, &fe);
         pg__wrap(err, p->name, "loading");
         goto fail;

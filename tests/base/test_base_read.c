@@ -105,6 +105,53 @@ START_TEST(stdin_is_named_and_bounded)
 }
 END_TEST
 
+/* A stream longer than one chunk (the reader's first is 64 KiB) is read whole through a
+ * pipe fed by a child; in text mode a NUL past the first chunk is located exactly. */
+static void feed_stdin(size_t n, size_t nul_at)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        for (size_t i = 0; i < n; i++) {
+            char c = i == nul_at ? 0 : i % 100 == 99 ? '\n' : 'a';
+            if (write(fds[1], &c, 1) != 1) _exit(1);
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    ck_assert_int_ne(dup2(fds[0], STDIN_FILENO), -1);
+    close(fds[0]);
+}
+
+START_TEST(a_long_stream_is_read_whole)
+{
+    feed_stdin(300000, (size_t)-1);
+    lm_err e = {0};
+    size_t len = 0;
+    char *t = lm_read_text("-", 1 << 20, &len, &e);
+    ck_assert_msg(t != NULL, "%s", e.msg);
+    ck_assert_uint_eq(len, 300000);
+    ck_assert_uint_eq(strlen(t), 300000);
+    ck_assert(t[99] == '\n' && t[299999] == '\n' && t[150000] == 'a');
+    free(t);
+}
+END_TEST
+
+START_TEST(a_nul_past_the_first_chunk_is_located)
+{
+    feed_stdin(300000, 200050); /* line 2001 (lines of 100), column 51 */
+    lm_err e = {0};
+    ck_assert_ptr_null(lm_read_text("-", 1 << 20, NULL, &e));
+    ck_assert_int_eq(e.code, LM_EPARSE);
+    ck_assert_uint_eq(e.line, 2001);
+    ck_assert_uint_eq(e.col, 51);
+    ck_assert_ptr_nonnull(strstr(e.msg, "<stdin>:2001:51: a NUL byte"));
+}
+END_TEST
+
 START_TEST(missing_and_directories_are_named)
 {
     make_tmp();
@@ -155,6 +202,8 @@ static Suite *read_suite(void)
     tcase_add_test(tc, a_large_file_is_refused_before_allocating);
     tcase_add_test(tc, an_endless_stream_stops_at_the_limit);
     tcase_add_test(tc, stdin_is_named_and_bounded);
+    tcase_add_test(tc, a_long_stream_is_read_whole);
+    tcase_add_test(tc, a_nul_past_the_first_chunk_is_located);
     tcase_add_test(tc, missing_and_directories_are_named);
     tcase_add_test(tc, exact_reads_say_where_the_file_ends);
     tcase_add_test(tc, nul_bytes_are_located);
