@@ -401,11 +401,11 @@ static char *read_named_file(eg_engine *e, const sx *at, const char *what, scrat
                                                                      : LM_READ_MAX;
     /* a NUL byte is refused (lm_read_text): the text would end there, the rest unread */
     sc->text = lm_read_text(at->text, max, NULL, &ferr);
-    if (!sc->text) {
-        if (ferr.code == LM_ENOMEM) eg__oom(e, 0);
-        eg__throw(e, ferr.code == LM_EIO ? LM_EIO : ferr.code, at, "cannot read %s file '%s': %s",
-                  what, at->text, ferr.msg[0] ? ferr.msg : "unreadable");
-    }
+    /* a failed read leaves the engine as it was: out of memory here is the read's (its
+     * message says how many bytes), not the engine's, which stays usable */
+    if (!sc->text)
+        eg__throw(e, ferr.code ? ferr.code : LM_EIO, at, "cannot read %s file '%s': %s", what,
+                  at->text, ferr.msg[0] ? ferr.msg : "unreadable");
     return sc->text;
 }
 
