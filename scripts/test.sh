@@ -55,7 +55,7 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLUMINAL_WERROR=ON >/dev/null
 cmake --build build -j "$jobs"
-ctest_step build -L 'conformance|fuzz'
+ctest_step build -L 'conformance|fuzz|limits'
 
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUMINAL_FUZZ=ON \
   -DLUMINAL_TESTS=OFF -DLUMINAL_WERROR=ON >/dev/null
