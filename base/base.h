@@ -171,9 +171,11 @@ double lm_pcg_unit(lm_pcg32 *r);
  *
  * The limit a caller gives is the most the input can usefully hold (a .npy of a known
  * shape, a format's largest header, the engine's memory limit); 0 means LM_READ_MAX. A
- * stream of unknown size (standard input, a pipe, a character device) is read in
- * growing steps whose capacity never passes limit + 1 bytes, so refusing an input costs
- * at most the limit. Messages name the path, or "<stdin>" for "-". */
+ * stream of unknown size (standard input, a pipe, a character device) is read in chunks
+ * (64 KiB doubling to 64 MiB) that are never copied while reading and together never
+ * hold more than limit + 2 bytes, so refusing an input costs at most the limit; a stream
+ * read whole is copied into one block at the end (twice its size for that moment, unless
+ * it fit the first chunk). Messages name the path, or "<stdin>" for "-". */
 #define LM_READ_MAX ((size_t)1 << 30) /* the limit when a caller gives 0: 1 GiB */
 
 /* A file or stream open for bounded reading (lm_reader_open). */
