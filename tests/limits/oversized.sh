@@ -53,6 +53,9 @@ printf '(relation r (String))\n(input r "/dev/zero")\n' > "$t/input_zero.egg"
 printf '(relation r (String))\n(input r "%s")\n' "$t/big.egg" > "$t/input_big.egg"
 
 # ---- eqsat ----
+# fault 11: a NUL in the middle of a program is refused, located, not the end of the text
+printf '(relation r (i64))\n(r 1)\000(panic "after the NUL")\n' > "$t/nul.egg"
+capped /dev/null "nul.egg:2:6: a NUL byte" "$eqsat" "$t/nul.egg"
 capped /dev/null "NUL byte" "$eqsat" /dev/zero
 capped /dev/zero "<stdin>:1:1: a NUL byte" "$eqsat" -
 capped /dev/null "cannot read input file '/dev/zero'" "$eqsat" "$t/input_zero.egg"
