@@ -48,6 +48,8 @@ START_TEST(reads_a_file_whole)
     ck_assert_ptr_nonnull(strstr(e.msg, "a.txt"));
     ck_assert_ptr_nonnull(strstr(e.msg, "11 bytes"));
     ck_assert_ptr_nonnull(strstr(e.msg, "limit of 10 bytes"));
+    unlink(p);
+    rmdir(tmpdir);
 }
 END_TEST
 
@@ -69,6 +71,7 @@ START_TEST(a_large_file_is_refused_before_allocating)
     ck_assert_int_eq(e.code, LM_ELIMIT);
     ck_assert_ptr_nonnull(strstr(e.msg, "3221225472 bytes"));
     unlink(path);
+    rmdir(tmpdir);
 }
 END_TEST
 
@@ -163,6 +166,7 @@ START_TEST(missing_and_directories_are_named)
     ck_assert_ptr_null(lm_read_file("/nonexistent/x", 0, NULL, &e));
     ck_assert_int_eq(e.code, LM_EIO);
     ck_assert_ptr_nonnull(strstr(e.msg, "/nonexistent/x"));
+    rmdir(tmpdir);
 }
 END_TEST
 
@@ -181,6 +185,8 @@ START_TEST(exact_reads_say_where_the_file_ends)
     ck_assert_ptr_nonnull(strstr(e.msg, "ends after 11 bytes, inside its header"));
     ck_assert(lm_reader_at_end(&r, &e));
     lm_reader_close(&r);
+    unlink(p);
+    rmdir(tmpdir);
 }
 END_TEST
 
