@@ -243,7 +243,9 @@ static int check_llir_io(pg_program *p, lm_err *err)
             uint32_t id = side ? ll_graph_output(p->llir, i) : ll_graph_input(p->llir, i);
             const ll_node *nd = ll_graph_node(p->llir, id);
             const pg_io *io = side ? &p->outputs[i] : &p->inputs[i];
-            const char *lname = nd && nd->prim.name ? nd->prim.name : "";
+            char dflt[32]; /* an unnamed node's name, as io_from_llir gives it */
+            snprintf(dflt, sizeof dflt, "%s%u", what, i);
+            const char *lname = nd && nd->prim.name ? nd->prim.name : dflt;
             bool same = nd && !strcmp(lname, io->name) && nd->dtype == io->dtype &&
                         nd->ndim == io->ndim;
             for (uint32_t d = 0; same && d < io->ndim; d++)
