@@ -7,7 +7,7 @@
  *             command line without translation; lm_err_set is the door every error of
  *             every module finally goes through (a breakpoint there catches them all)
  *   random    PCG32, the generator behind every random choice (graphs, inputs, genomes)
- *   files     reading a whole file (or standard input, "-") into memory
+ *   files     the one bounded reader of files and streams (standard input is "-")
  *
  * The conventions these serve are written in docs/architecture.md. In short:
  *
@@ -164,11 +164,63 @@ double lm_pcg_unit(lm_pcg32 *r);
  * Files
  * ================================================================================== */
 
-/* Reads the whole file at path into a NUL-terminated buffer that the caller frees with
- * free(); "-" reads standard input. *len (may be NULL) receives the length without the
- * NUL. Fails with LM_EIO naming the path and the reason (missing, a directory, unreadable,
- * larger than max_bytes when max_bytes > 0) or LM_ENOMEM; then returns NULL. */
+/* Every file and stream the project reads goes through this one bounded reader: a size
+ * limit always holds, and a regular file's real size is checked against it before
+ * anything is allocated, so a huge file, a link to /dev/zero or an endless pipe is
+ * refused with a message, never read until memory runs out.
+ *
+ * The limit a caller gives is the most the input can usefully hold (a .npy of a known
+ * shape, a format's largest header, the engine's memory limit); 0 means LM_READ_MAX. A
+ * stream of unknown size (standard input, a pipe, a character device) is read in chunks
+ * (64 KiB doubling to 64 MiB) that are never copied while reading and together never
+ * hold more than limit + 2 bytes, so refusing an input costs at most the limit; a stream
+ * read whole is copied into one block at the end (twice its size for that moment, unless
+ * it fit the first chunk). Messages name the path, or "<stdin>" for "-". */
+#define LM_READ_MAX ((size_t)1 << 30) /* the limit when a caller gives 0: 1 GiB */
+
+/* A file or stream open for bounded reading (lm_reader_open). */
+typedef struct lm_reader {
+    void *f;                /* the FILE (void: no stdio in the header's users) */
+    bool is_stdin;          /* "-": not closed by lm_reader_close */
+    bool regular;           /* a regular file: size is its size when opened */
+    uint64_t size;          /* a regular file's size in bytes; 0 otherwise */
+    uint64_t pos;           /* bytes read so far */
+    char name[LM_ERR_NAME]; /* for messages: the path, or "<stdin>" */
+} lm_reader;
+
+/* Opens path ("-": standard input) and finds what it is. LM_EARG without a path, LM_EIO
+ * naming it when it cannot be opened or is a directory. */
+int lm_reader_open(lm_reader *r, const char *path, lm_err *err);
+/* Reads up to n bytes into buf; *got (may be NULL) receives how many (fewer only at the
+ * end). LM_EIO on a read error. */
+int lm_reader_read(lm_reader *r, void *buf, size_t n, size_t *got, lm_err *err);
+/* Reads exactly n bytes into buf, or fails: LM_EPARSE "ends after B bytes; W were
+ * expected" (what names the part: "its header"), LM_EIO on a read error. */
+int lm_reader_read_exact(lm_reader *r, void *buf, size_t n, const char *what, lm_err *err);
+/* True when nothing is left to read. It reads one byte ahead to know, so a false answer
+ * means the input holds more than the caller expected (that byte is consumed). */
+bool lm_reader_at_end(lm_reader *r, lm_err *err);
+/* Reads the rest into a new NUL-terminated buffer (free()) of at most max_bytes bytes
+ * (0: LM_READ_MAX). LM_ELIMIT naming the file, its size where known and the limit when
+ * there is more (for a regular file, before allocating), LM_ENOMEM, LM_EIO; NULL then. */
+char *lm_reader_rest(lm_reader *r, size_t max_bytes, size_t *len, lm_err *err);
+/* Closes the file (never standard input). Accepts a reader that failed to open. */
+void lm_reader_close(lm_reader *r);
+
+/* Reads the whole file at path (lm_reader_open, lm_reader_rest) into a NUL-terminated
+ * buffer that the caller frees with free(); "-" reads standard input. *len (may be NULL)
+ * receives the length without the NUL. max_bytes as lm_reader_rest (0: LM_READ_MAX).
+ * Fails with LM_EIO naming the path and the reason (missing, a directory, unreadable),
+ * LM_ELIMIT (larger than the limit) or LM_ENOMEM; then returns NULL. */
 char *lm_read_file(const char *path, size_t max_bytes, size_t *len, lm_err *err);
+
+/* As lm_read_file, for text formats (programs, JSON): a NUL byte is refused as soon as
+ * it is read, LM_EPARSE located at its line and column, so /dev/zero costs one step. */
+char *lm_read_text(const char *path, size_t max_bytes, size_t *len, lm_err *err);
+
+/* Where the first NUL byte of text[0 .. len) is, as a 1-based line and column; false
+ * when there is none. For text formats, which refuse NUL bytes with their location. */
+bool lm_find_nul(const char *text, size_t len, uint32_t *line, uint32_t *col);
 
 /* ==================================================================================
  * Small shared helpers

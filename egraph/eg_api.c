@@ -79,12 +79,17 @@ int eg_run_file(eg_engine *e, const char *path, lm_err *err)
     if (e->failed) return refuse_failed(err, "eg_run_file");
     lm_err ferr;
     lm_err_clear(&ferr);
-    char *text = lm_read_file(path, 0, NULL, &ferr);
+    /* the read is bounded like everything else: by the memory limit when one is set */
+    size_t max = e->opt.mem_limit && e->opt.mem_limit < LM_READ_MAX ? (size_t)e->opt.mem_limit
+                                                                     : LM_READ_MAX;
+    /* and a NUL byte is refused, located: the text would end there, the rest unread */
+    char *text = lm_read_text(path, max, NULL, &ferr);
     if (!text) {
         lm_err_copy(err, &ferr);
         return err && err->code ? err->code : ferr.code;
     }
-    int rc = eg_run_text(e, text, path, err);
+    const char *name = path && strcmp(path, "-") == 0 ? "<stdin>" : path;
+    int rc = eg_run_text(e, text, name, err);
     free(text);
     return rc;
 }

@@ -396,12 +396,16 @@ static char *read_named_file(eg_engine *e, const sx *at, const char *what, scrat
     lm_err ferr;
     lm_err_clear(&ferr);
     free(sc->text);
-    sc->text = lm_read_file(at->text, 0, NULL, &ferr);
-    if (!sc->text) {
-        if (ferr.code == LM_ENOMEM) eg__oom(e, 0);
-        eg__throw(e, LM_EIO, at, "cannot read %s file '%s': %s", what, at->text,
-                  ferr.msg[0] ? ferr.msg : "unreadable");
-    }
+    /* bounded by the memory limit when one is set, else by base's LM_READ_MAX */
+    size_t max = e->opt.mem_limit && e->opt.mem_limit < LM_READ_MAX ? (size_t)e->opt.mem_limit
+                                                                     : LM_READ_MAX;
+    /* a NUL byte is refused (lm_read_text): the text would end there, the rest unread */
+    sc->text = lm_read_text(at->text, max, NULL, &ferr);
+    /* a failed read leaves the engine as it was: out of memory here is the read's (its
+     * message says how many bytes), not the engine's, which stays usable */
+    if (!sc->text)
+        eg__throw(e, ferr.code ? ferr.code : LM_EIO, at, "cannot read %s file '%s': %s", what,
+                  at->text, ferr.msg[0] ? ferr.msg : "unreadable");
     return sc->text;
 }
 

@@ -453,7 +453,7 @@ static char *read_rel(reader *r, const char *dir, const char *rel, const char *k
     }
     snprintf(path, n, "%s/%s", dir, rel);
     lm_err fe = {0};
-    char *text = lm_read_file(path, (size_t)256 << 20, len, &fe);
+    char *text = lm_read_text(path, PG_MAX_FILE_BYTES, len, &fe);
     pg__free(path);
     if (!text) {
         lm_err_copy(r->err, &fe);
@@ -692,7 +692,7 @@ int pg__plan_read(pg_program *pr, const char *dir, char **llir_file, char **llir
     json_t *root = NULL;
     size_t len;
     lm_err fe = {0};
-    char *text = lm_read_file(file, (size_t)256 << 20, &len, &fe);
+    char *text = lm_read_text(file, PG_MAX_FILE_BYTES, &len, &fe);
     if (!text) {
         lm_err_copy(err, &fe);
         pg__wrap(err, pr->name, "loading");

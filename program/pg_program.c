@@ -169,11 +169,120 @@ static int io_from_llir(pg_program *p, lm_err *err)
     return 0;
 }
 
+/* An input or output name is a tensor name of the graph format (docs/graph-json.md): 1
+ * to 63 characters of A-Z a-z 0-9 _ . - %, and not "." or "..". So it is a plain file
+ * name: luminal_run writes DIR/NAME.npy and never outside DIR. */
+static bool io_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > 63 || !strcmp(s, ".") || !strcmp(s, "..")) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '.' || c == '-' || c == '%';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+/* Every name is valid and unique on its side: two inputs of one name would be fed from
+ * one file or one tensor, two outputs of one name written over each other. A program
+ * has at least one output. */
+static int check_io_names(pg_program *p, lm_err *err)
+{
+    const cg_plan *pl = &p->plan;
+    if (pl->n_outputs == 0)
+        return pg__fail(err, LM_EVERIFY, p->name, "the program has no outputs: nothing to run");
+    for (uint32_t side = 0; side < 2; side++) {
+        uint32_t n = side ? pl->n_outputs : pl->n_inputs;
+        const pg_io *io = side ? p->outputs : p->inputs;
+        const char *what = side ? "output" : "input";
+        for (uint32_t i = 0; i < n; i++) {
+            if (!io_name_ok(io[i].name))
+                return pg__fail(err, LM_EVERIFY, p->name,
+                                "%s %u is named \"%.80s\", which is not a tensor name (1 to 63 "
+                                "characters of A-Z a-z 0-9 _ . - %%, not \".\" or \"..\"): "
+                                "names become file names",
+                                what, i, io[i].name);
+            for (uint32_t j = 0; j < i; j++)
+                if (!strcmp(io[j].name, io[i].name))
+                    return pg__fail(err, LM_EVERIFY, p->name,
+                                    "%ss %u and %u are both named '%s'; names must be unique",
+                                    what, j, i, io[i].name);
+        }
+    }
+    return 0;
+}
+
+/* A loaded program's LLIR is its plan's program: the same inputs and outputs in the same
+ * order, with the same names, dtypes and shapes (the CPU backend runs the LLIR on the
+ * plan's inputs and reads its outputs by position), so an empty or foreign llir.json is
+ * refused here, never run. */
+static int check_llir_io(pg_program *p, lm_err *err)
+{
+    const cg_plan *pl = &p->plan;
+    if (ll_graph_node_count(p->llir) == 0)
+        return pg__fail(err, LM_EVERIFY, p->name, "its LLIR graph has no nodes");
+    if (ll_graph_input_count(p->llir) != pl->n_inputs ||
+        ll_graph_output_count(p->llir) != pl->n_outputs)
+        return pg__fail(err, LM_EVERIFY, p->name,
+                        "the plan has %u inputs and %u outputs, its LLIR %u and %u", pl->n_inputs,
+                        pl->n_outputs, ll_graph_input_count(p->llir),
+                        ll_graph_output_count(p->llir));
+    const hl_expr_pool *src = ll_graph_exprs(p->llir);
+    uint32_t nsrc = hl_expr_count(src);
+    hl_expr *memo = pg__alloc(nsrc + 1, sizeof *memo);
+    if (!memo) return pg__fail(err, LM_ENOMEM, p->name, "out of memory");
+    for (uint32_t i = 0; i < nsrc; i++)
+        memo[i] = HL_NONE;
+    int rc = 0;
+    for (uint32_t side = 0; side < 2 && !rc; side++) {
+        uint32_t n = side ? pl->n_outputs : pl->n_inputs;
+        const char *what = side ? "output" : "input";
+        for (uint32_t i = 0; i < n && !rc; i++) {
+            uint32_t id = side ? ll_graph_output(p->llir, i) : ll_graph_input(p->llir, i);
+            const ll_node *nd = ll_graph_node(p->llir, id);
+            const pg_io *io = side ? &p->outputs[i] : &p->inputs[i];
+            char dflt[32]; /* an unnamed node's name, as io_from_llir gives it */
+            snprintf(dflt, sizeof dflt, "%s%u", what, i);
+            const char *lname = nd && nd->prim.name ? nd->prim.name : dflt;
+            bool same = nd && !strcmp(lname, io->name) && nd->dtype == io->dtype &&
+                        nd->ndim == io->ndim;
+            for (uint32_t d = 0; same && d < io->ndim; d++)
+                same = pg__expr_copy(p->plan.exprs, src, nd->shape[d], memo) == io->shape[d];
+            if (!same)
+                rc = pg__fail(err, LM_EVERIFY, p->name,
+                              "%s %u is '%s' (%s, rank %u) in the plan, but '%s' (%s, rank %u) "
+                              "or of another shape in its LLIR: llir.json is not this plan's",
+                              what, i, io->name, hl_dtype_name(io->dtype), io->ndim, lname,
+                              nd ? hl_dtype_name(nd->dtype) : "?", nd ? nd->ndim : 0);
+        }
+    }
+    for (uint32_t b = 0; b < pl->n_buffers && !rc; b++)
+        if (pl->buffers[b].llir_node != LM_NONE &&
+            pl->buffers[b].llir_node >= ll_graph_node_count(p->llir))
+            rc = pg__fail(err, LM_EVERIFY, p->name, "buffer %u names LLIR node %u of %u", b,
+                          pl->buffers[b].llir_node, ll_graph_node_count(p->llir));
+    for (uint32_t k = 0; k < pl->n_kernels && !rc; k++)
+        if (pl->kernels[k].llir_node != LM_NONE &&
+            pl->kernels[k].llir_node >= ll_graph_node_count(p->llir))
+            rc = pg__fail(err, LM_EVERIFY, p->name, "kernel %u names LLIR node %u of %u", k,
+                          pl->kernels[k].llir_node, ll_graph_node_count(p->llir));
+    for (uint32_t k = 0; k < pl->n_blas && !rc; k++)
+        if (pl->blas[k].llir_node != LM_NONE &&
+            pl->blas[k].llir_node >= ll_graph_node_count(p->llir))
+            rc = pg__fail(err, LM_EVERIFY, p->name, "library call %u names LLIR node %u of %u", k,
+                          pl->blas[k].llir_node, ll_graph_node_count(p->llir));
+    pg__free(memo);
+    return rc;
+}
+
 /* The LLIR's dims are the plan's (by name, with the same ranges); the IO table agrees
  * with the buffers it names. */
 static int check_consistency(pg_program *p, lm_err *err)
 {
     const cg_plan *pl = &p->plan;
+    if (check_io_names(p, err)) return err->code;
     if (ll_graph_dim_count(p->llir) != pl->n_dims)
         return pg__fail(err, LM_EVERIFY, p->name, "the plan has %u dims, its LLIR %u", pl->n_dims,
                         ll_graph_dim_count(p->llir));
@@ -600,7 +709,7 @@ pg_program *pg_program_load(const char *dir, const pg_options *opt, lm_err *err)
     }
     size_t len;
     lm_err fe = {0};
-    if (!(text = lm_read_file(path, (size_t)1 << 30, &len, &fe))) {
+    if (!(text = lm_read_text(path, PG_MAX_LLIR_BYTES, &len, &fe))) {
         lm_err_copy(err, &fe);
         pg__wrap(err, p->name, "loading");
         goto fail;
@@ -619,7 +728,7 @@ pg_program *pg_program_load(const char *dir, const pg_options *opt, lm_err *err)
         pg__wrap(err, p->name, "loading %s", path);
         goto fail;
     }
-    if (init_common(p, NULL, err)) goto fail;
+    if (check_llir_io(p, err) || init_common(p, NULL, err)) goto fail;
     free(text);
     pg__free(path);
     pg__free(lf);

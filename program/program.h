@@ -65,6 +65,8 @@ struct rt_options;
 #define PG_MAX_BUCKETS 16   /* buckets of one dim */
 #define PG_MAX_VARIANTS 256 /* bucket combinations of one program */
 #define PG_MAX_RANK 8       /* dims of an input or output (hlir's HL_MAX_DIMS) */
+#define PG_MAX_FILE_BYTES ((size_t)256 << 20) /* plan.json and each kernel source, read */
+#define PG_MAX_LLIR_BYTES ((size_t)1 << 30)  /* llir.json, read */
 
 /* The format of a saved program's plan file. */
 #define PG_FORMAT "luminal-program"

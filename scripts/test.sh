@@ -55,7 +55,7 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLUMINAL_WERROR=ON >/dev/null
 cmake --build build -j "$jobs"
-ctest_step build -L 'conformance|fuzz|install'
+ctest_step build -L 'conformance|fuzz|install|limits'
 
 # The Python package (docs/python.md): pip install ./python builds the C library through
 # scikit-build-core and installs luminal_c; pytest runs its tests on the CPU executor (the

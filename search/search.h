@@ -55,6 +55,13 @@ typedef enum sr_eval_kind {
 /* The results a search records: sr_status of sr_eval.h, by index (SR_REASONS of them);
  * sr_reason_name gives the log's name ("ok", "compile-failed", ...), NULL past the end. */
 #define SR_REASONS 9
+/* The bounds of the search's counts, the command line's and a replayed log's alike, so
+ * that no size computed from them overflows (max_draws is at most
+ * (1000 + 200 * SR_MAX_LIMIT) * SR_MAX_SMALL, far below 2^63). */
+#define SR_MAX_LIMIT 1000000000ull /* candidates (--limit) */
+#define SR_MAX_SMALL 64            /* keep-best, mutations, restart-after, proposals, slots */
+#define SR_MAX_FACTOR 1e9          /* cutoff and screen factors, seconds of time limit */
+#define SR_LOG_MAX_BYTES ((size_t)1 << 30) /* a search log read by a replay */
 const char *sr_reason_name(uint32_t i);
 
 /* Options. sr_options_default fills the documented defaults (docs/search.md). */

@@ -72,6 +72,12 @@ bool sr_replay_diverged(const sr_evaluator *ev);
 
 /* ---- the output directory (sr_save.c) ---- */
 
+/* Opens PATH.tmp (its name into tmp) for writing; NULL with LM_EIO. */
+FILE *sr__open_tmp(const char *path, char *tmp, size_t cap, lm_err *err);
+/* Closes f and, when rc is 0 and the close succeeded, renames tmp over path (else removes
+ * tmp). Returns the first error. */
+int sr__commit_tmp(FILE *f, const char *tmp, const char *path, int rc, lm_err *err);
+
 /* One point of the search curve: after the n-th evaluated search candidate, the best. */
 typedef struct sr_curve_point {
     uint64_t n;

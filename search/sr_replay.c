@@ -132,6 +132,43 @@ static double num(json_t *v)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* An integer field of the header in [lo, hi]; missing is an error unless dflt_ok (then
+ * *out = dflt). A log is input: every field is checked as the command line checks the
+ * option it records. */
+static int hdr_int(json_t *o, const char *key, int64_t lo, int64_t hi, bool dflt_ok, int64_t dflt,
+                   int64_t *out, const char *path, lm_err *err)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v && dflt_ok) {
+        *out = dflt;
+        return LM_OK;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return lm_err_set(err, LM_EPARSE, NULL,
+                          "%s:1: the header's \"%s\" must be an integer from %" PRId64
+                          " to %" PRId64,
+                          path, key, lo, hi);
+    *out = json_integer_value(v);
+    return LM_OK;
+}
+
+static int hdr_num(json_t *o, const char *key, double lo, double hi, bool dflt_ok, double dflt,
+                   double *out, const char *path, lm_err *err)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v && dflt_ok) {
+        *out = dflt;
+        return LM_OK;
+    }
+    double x = num(v);
+    if (!(x >= lo && x <= hi))
+        return lm_err_set(err, LM_EPARSE, NULL,
+                          "%s:1: the header's \"%s\" must be a number from %g to %g", path, key,
+                          lo, hi);
+    *out = x;
+    return LM_OK;
+}
+
 static int read_header(json_t *o, sr_log_header *h, const char *path, lm_err *err)
 {
     const char *fmt = json_string_value(json_object_get(o, "format"));
@@ -144,29 +181,43 @@ static int read_header(json_t *o, sr_log_header *h, const char *path, lm_err *er
     const char *ev = json_string_value(json_object_get(o, "evaluator"));
     snprintf(h->evaluator, sizeof h->evaluator, "%s", ev ? ev : "?");
     h->measured = json_is_true(json_object_get(o, "measured"));
-    h->slots = (uint32_t)json_integer_value(json_object_get(o, "slots"));
-    h->seed = (uint64_t)json_integer_value(json_object_get(o, "seed"));
-    h->limit = (uint64_t)json_integer_value(json_object_get(o, "limit"));
-    h->max_draws = (uint64_t)json_integer_value(json_object_get(o, "max_draws"));
-    h->keep_best = (uint32_t)json_integer_value(json_object_get(o, "keep_best"));
-    h->max_mutations = (uint32_t)json_integer_value(json_object_get(o, "max_mutations"));
-    h->restart_after = (uint32_t)json_integer_value(json_object_get(o, "restart_after"));
-    h->cutoff_factor = num(json_object_get(o, "cutoff_factor"));
+    int64_t slots = 0, seed = 0, limit = 0, draws = 0, keep = 0, mut = 0, restart = 0, prop = 0;
+    const int64_t small = (int64_t)SR_MAX_SMALL, lim = (int64_t)SR_MAX_LIMIT;
+    if (hdr_int(o, "slots", 1, small, false, 0, &slots, path, err) ||
+        hdr_int(o, "seed", 0, INT64_MAX, false, 0, &seed, path, err) ||
+        hdr_int(o, "limit", 1, lim, false, 0, &limit, path, err) ||
+        hdr_int(o, "max_draws", 0, (1000 + 200 * lim) * small, false, 0, &draws, path, err) ||
+        hdr_int(o, "keep_best", 1, small, false, 0, &keep, path, err) ||
+        hdr_int(o, "max_mutations", 1, small, false, 0, &mut, path, err) ||
+        hdr_int(o, "restart_after", 0, small, false, 0, &restart, path, err) ||
+        /* 1 in a log that predates the proposals */
+        hdr_int(o, "proposals", 1, small, true, 1, &prop, path, err) ||
+        hdr_num(o, "cutoff_factor", 0, SR_MAX_FACTOR, false, 0, &h->cutoff_factor, path, err) ||
+        /* 0 in a log that predates the screen */
+        hdr_num(o, "screen_factor", 0, SR_MAX_FACTOR, true, 0, &h->screen_factor, path, err))
+        return err->code;
+    h->slots = (uint32_t)slots;
+    h->seed = (uint64_t)seed;
+    h->limit = (uint64_t)limit;
+    h->max_draws = (uint64_t)draws;
+    h->keep_best = (uint32_t)keep;
+    h->max_mutations = (uint32_t)mut;
+    h->restart_after = (uint32_t)restart;
+    h->proposals = (uint32_t)prop;
     h->fused_start = json_is_true(json_object_get(o, "fused_start"));
-    h->screen_factor = num(json_object_get(o, "screen_factor"));
-    if (isnan(h->screen_factor)) h->screen_factor = 0; /* written before the screen existed */
-    json_t *pj = json_object_get(o, "proposals");
-    h->proposals = json_is_integer(pj) ? (uint32_t)json_integer_value(pj) : 1;
-    if (h->slots < 1 || isnan(h->cutoff_factor))
-        return lm_err_set(err, LM_EPARSE, NULL, "%s:1: the header lacks slots or cutoff_factor",
-                          path);
     json_t *dims = json_object_get(o, "dims");
+    if (dims && !json_is_object(dims))
+        return lm_err_set(err, LM_EPARSE, NULL, "%s:1: the header's \"dims\" is not an object",
+                          path);
     const char *k;
     json_t *v;
     json_object_foreach(dims, k, v)
     {
         if (h->n_dims == 32 || strlen(k) >= sizeof h->dim_names[0])
             return lm_err_set(err, LM_EPARSE, NULL, "%s:1: too many dims or a name too long", path);
+        if (!json_is_integer(v) || json_integer_value(v) < 1)
+            return lm_err_set(err, LM_EPARSE, NULL,
+                              "%s:1: the header's dim '%s' is not a positive integer", path, k);
         snprintf(h->dim_names[h->n_dims], sizeof h->dim_names[0], "%s", k);
         h->dims[h->n_dims++] = json_integer_value(v);
     }
@@ -176,24 +227,27 @@ static int read_header(json_t *o, sr_log_header *h, const char *path, lm_err *er
 sr_evaluator *sr_replay_new(const char *path, sr_log_header *h, lm_err *err)
 {
     memset(h, 0, sizeof *h);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        lm_err_set(err, LM_EIO, NULL, "replay: cannot read '%s'", path);
+    /* the whole log, bounded, text (a NUL byte is refused with its place) */
+    size_t total = 0;
+    char *text = lm_read_text(path, SR_LOG_MAX_BYTES, &total, err);
+    if (!text) {
+        lm_err_prefix(err, "replay");
         return NULL;
     }
     replay_ev *r = calloc(1, sizeof *r);
     if (!r) {
-        fclose(f);
+        free(text);
         lm_err_set(err, LM_ENOMEM, NULL, "replay: out of memory");
         return NULL;
     }
-    char *line = NULL;
-    size_t cap = 0, cap_e = 0;
-    ssize_t len;
+    size_t cap_e = 0, len;
     uint64_t lineno = 0;
     bool have_header = false;
     int rc = LM_OK;
-    while (!rc && (len = getline(&line, &cap, f)) > 0) {
+    for (char *line = text, *next; !rc && line < text + total; line = next) {
+        char *nl = memchr(line, '\n', (size_t)(text + total - line));
+        next = nl ? nl + 1 : text + total;
+        len = (size_t)(next - line);
         lineno++;
         json_error_t je;
         json_t *o = json_loadb(line, (size_t)len, 0, &je);
@@ -251,8 +305,7 @@ sr_evaluator *sr_replay_new(const char *path, sr_log_header *h, lm_err *err)
         }
         json_decref(o);
     }
-    free(line);
-    fclose(f);
+    free(text);
     if (!rc && !have_header) rc = lm_err_set(err, LM_EPARSE, NULL, "%s: an empty log", path);
     if (!rc) {
         r->slots = h->slots;

@@ -14,31 +14,68 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "program.h"
 
+/* Every file of the output directory is written as PATH.tmp and renamed over PATH once
+ * complete, so that an output never truncates an input before it is read (the input
+ * graph may be DIR/graph.json of an earlier search) and a failed write leaves the old
+ * file whole. */
+FILE *sr__open_tmp(const char *path, char *tmp, size_t cap, lm_err *err)
+{
+    if ((size_t)snprintf(tmp, cap, "%s.tmp", path) >= cap) {
+        lm_err_set(err, LM_EIO, NULL, "search: the path '%s' is too long", path);
+        return NULL;
+    }
+    FILE *f = fopen(tmp, "wb");
+    if (!f) lm_err_set(err, LM_EIO, NULL, "search: cannot write '%s': %s", tmp, strerror(errno));
+    return f;
+}
+
+int sr__commit_tmp(FILE *f, const char *tmp, const char *path, int rc, lm_err *err)
+{
+    if (fclose(f) != 0 && !rc)
+        rc = lm_err_set(err, LM_EIO, NULL, "search: writing '%s' failed: %s", tmp,
+                        strerror(errno));
+    if (!rc && rename(tmp, path) != 0)
+        rc = lm_err_set(err, LM_EIO, NULL, "search: cannot rename '%s' to '%s': %s", tmp, path,
+                        strerror(errno));
+    if (rc) remove(tmp);
+    return rc;
+}
+
+/* True when a and b name one file (a copy onto itself would be a no-op at best). */
+static bool same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
 static int copy_file(const char *from, const char *to, lm_err *err)
 {
+    if (same_file(from, to)) return LM_OK; /* the input graph is already the output's */
     FILE *in = fopen(from, "rb");
     if (!in)
         return lm_err_set(err, LM_EIO, NULL, "search: cannot read '%s': %s", from, strerror(errno));
-    FILE *out = fopen(to, "wb");
+    char tmp[4200];
+    FILE *out = sr__open_tmp(to, tmp, sizeof tmp, err);
     if (!out) {
         fclose(in);
-        return lm_err_set(err, LM_EIO, NULL, "search: cannot write '%s': %s", to, strerror(errno));
+        return err->code;
     }
     char buf[65536];
     size_t n;
     int rc = LM_OK;
     while ((n = fread(buf, 1, sizeof buf, in)) > 0)
         if (fwrite(buf, 1, n, out) != n) {
-            rc = lm_err_set(err, LM_EIO, NULL, "search: writing '%s' failed", to);
+            rc = lm_err_set(err, LM_EIO, NULL, "search: writing '%s' failed", tmp);
             break;
         }
+    if (!rc && ferror(in))
+        rc = lm_err_set(err, LM_EIO, NULL, "search: reading '%s' failed", from);
     fclose(in);
-    if (fclose(out) != 0 && !rc)
-        rc = lm_err_set(err, LM_EIO, NULL, "search: writing '%s' failed", to);
-    return rc;
+    return sr__commit_tmp(out, tmp, to, rc, err);
 }
 
 int sr_save_program(const char *out_dir, const cg_plan *plan, const ll_graph *lg, const hl_graph *g,
@@ -60,19 +97,16 @@ int sr_save_program(const char *out_dir, const cg_plan *plan, const ll_graph *lg
     if (rc) return rc;
     snprintf(path, sizeof path, "%s/graph.json", out_dir);
     if (graph_path && strcmp(graph_path, "-") != 0) return copy_file(graph_path, path, err);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return lm_err_set(err, LM_EIO, NULL, "search: cannot write '%s': %s", path,
-                          strerror(errno));
+    char tmp[4200];
+    FILE *f = sr__open_tmp(path, tmp, sizeof tmp, err);
+    if (!f) return err->code;
     lm_err he = {0};
     rc = hl_graph_fwrite_json(g, f, &he) != 0 ? LM_EIO : LM_OK;
-    if (fclose(f) != 0 && !rc) rc = LM_EIO;
     if (rc) {
         lm_err_copy(err, &he);
-        if (!err->code) lm_err_set(err, LM_EIO, NULL, "search: writing '%s' failed", path);
-        return err->code;
+        if (!err->code) lm_err_set(err, LM_EIO, NULL, "search: writing '%s' failed", tmp);
     }
-    return LM_OK;
+    return sr__commit_tmp(f, tmp, path, rc, err);
 }
 
 /* ==================================================================================
@@ -173,10 +207,9 @@ int sr_save_report(const char *out_dir, const sr_report *r, const char *graph_na
 {
     char path[4096], a[32], b[32];
     snprintf(path, sizeof path, "%s/report.html", out_dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return lm_err_set(err, LM_EIO, NULL, "search: cannot write '%s': %s", path,
-                          strerror(errno));
+    char tmp[4200];
+    FILE *f = sr__open_tmp(path, tmp, sizeof tmp, err);
+    if (!f) return err->code;
     fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>luminal search: ", f);
     esc(f, graph_name);
     fputs("</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:60em}"
@@ -255,6 +288,6 @@ int sr_save_report(const char *out_dir, const sr_report *r, const char *graph_na
                 k->modelled_us);
     }
     fputs("</table>\n</body></html>\n", f);
-    if (fclose(f) != 0) return lm_err_set(err, LM_EIO, NULL, "search: writing '%s' failed", path);
-    return LM_OK;
+    int wrc = ferror(f) ? lm_err_set(err, LM_EIO, NULL, "search: writing '%s' failed", tmp) : 0;
+    return sr__commit_tmp(f, tmp, path, wrc, err);
 }

@@ -178,6 +178,7 @@ typedef struct srch {
     FILE *log; /* search.jsonl, or NULL */
     FILE *pr;  /* progress, or NULL */
     double t0, deadline;
+    char log_path[4096], log_tmp[4200]; /* the log, and its name while it is written */
 
     eg_engine *e;
     hl_encoding enc;
@@ -366,6 +367,18 @@ static int saturate(srch *x)
     uint64_t avail = lm_mem_available();
     ll_sat_opts so = {.node_limit = SR_NODE_LIMIT,
                       .mem_limit = x->o.sat_mem_limit ? x->o.sat_mem_limit : avail / 2};
+    /* --time-limit covers saturation: what is left of it bounds the whole saturation (the
+     * driver checks it before each phase) and each phase's run (the engine's checks) */
+    double left = time_left(x);
+    if (isfinite(left)) {
+        if (left <= 0) {
+            x->r->time_up = true;
+            return lm_err_set(x->err, LM_ELIMIT, NULL,
+                              "search: the time limit (%g s) passed before saturation began",
+                              x->o.time_limit_s);
+        }
+        so.time_limit_s = left;
+    }
     eg_options eo;
     eg_options_default(&eo);
     ll_sat_engine_options(&so, &eo);
@@ -384,6 +397,11 @@ static int saturate(srch *x)
     int rc = ll_saturate(x->e, x->o.rules, x->o.rules_name, &so, &rep, x->err);
     x->r->t.saturate = lm_now_s() - t;
     x->r->rows = eg_node_count(x->e);
+    if (rc && so.time_limit_s > 0 && time_left(x) <= 0) {
+        x->r->time_up = true;
+        lm_err_prefix(x->err, "search: --time-limit %g s passed during saturation (%.3f s)",
+                      x->o.time_limit_s, x->r->t.saturate);
+    }
     if (rc) return rc;
     progress(x, "saturate: %" PRIu64 " rows after %u phases (%.3f s)", x->r->rows, rep.n_phases,
              x->r->t.saturate);
@@ -1024,7 +1042,7 @@ static int check_one(srch *x, const ll_genome *g, uint64_t parent, bool *agreed)
 static int check_first_and_winner(srch *x)
 {
     if (!x->ev->ops->measured) return LM_OK;
-    bool agreed;
+    bool agreed = false;
     int rc;
     if (x->have_first && x->first_ok && (rc = check_one(x, &x->first_g, x->first_id, &agreed)))
         return rc;
@@ -1116,16 +1134,14 @@ static int make_dirs(const char *dir)
 static int open_log(srch *x)
 {
     if (!x->o.out_dir) return LM_OK;
-    char path[4096];
     if (make_dirs(x->o.out_dir) != 0)
         return lm_err_set(x->err, LM_EIO, NULL, "search: cannot make the directory '%s': %s",
                           x->o.out_dir, strerror(errno));
-    snprintf(path, sizeof path, "%s/search.jsonl", x->o.out_dir);
-    x->log = fopen(path, "w");
-    if (!x->log)
-        return lm_err_set(x->err, LM_EIO, NULL, "search: cannot write '%s': %s", path,
-                          strerror(errno));
-    return LM_OK;
+    /* written as search.jsonl.tmp and renamed when the search ends (srch_fini), so that
+     * a replayed log in the same directory is never truncated */
+    snprintf(x->log_path, sizeof x->log_path, "%s/search.jsonl", x->o.out_dir);
+    x->log = sr__open_tmp(x->log_path, x->log_tmp, sizeof x->log_tmp, x->err);
+    return x->log ? LM_OK : x->err->code;
 }
 
 static void teardown(srch *x)
@@ -1147,7 +1163,11 @@ static void teardown(srch *x)
     if (x->have_enc) hl_encoding_fini(&x->enc);
     eg_engine_free(x->e);
     if (x->devnull) fclose(x->devnull);
-    if (x->log) fclose(x->log);
+    if (x->log) {
+        lm_err le = {0};
+        if (sr__commit_tmp(x->log, x->log_tmp, x->log_path, LM_OK, &le))
+            lm_err_copy(x->err, &le);
+    }
 }
 
 /* The replay's header replaces the search's parameters and dims. */
@@ -1175,6 +1195,14 @@ static int apply_header(srch *x, const sr_log_header *h)
                               "search: the replayed log has no value of dim '%s': is it the log "
                               "of another graph?",
                               name);
+        /* as --dim NAME=V is checked: within the graph's range */
+        const hl_dim *d = hl_graph_dim_at(x->g, i);
+        if (x->dims[i] < d->lo || x->dims[i] > d->hi)
+            return lm_err_set(x->err, LM_EARG, NULL,
+                              "search: the replayed log runs dim '%s' at %" PRId64
+                              ", outside the graph's range [%" PRId64 ", %" PRId64
+                              "]: is it the log of another graph?",
+                              name, x->dims[i], d->lo, d->hi);
     }
     snprintf(x->r->evaluator, sizeof x->r->evaluator, "replay of %s", h->evaluator);
     x->r->measured = h->measured;
@@ -1192,6 +1220,14 @@ int sr_search_run(const hl_graph *g, const sr_options *o, sr_report *rep, lm_err
         return lm_err_set(err, LM_EARG, NULL, "sr_search_run: no graph or no rules");
     if (o->evaluator == SR_EVAL_REPLAY && !o->replay_path && !o->ev)
         return lm_err_set(err, LM_EARG, NULL, "sr_search_run: a replay needs the log's path");
+    if (o->limit > SR_MAX_LIMIT || o->max_draws > (1000 + 200 * SR_MAX_LIMIT) * SR_MAX_SMALL ||
+        o->proposals > SR_MAX_SMALL || o->max_mutations > SR_MAX_SMALL ||
+        o->restart_after > SR_MAX_SMALL || !(o->time_limit_s >= 0) ||
+        o->time_limit_s > SR_MAX_FACTOR)
+        return lm_err_set(err, LM_EARG, NULL,
+                          "sr_search_run: a count out of range (limit at most %llu; proposals, "
+                          "mutations and restart-after at most %d; time limit 0 to %g s)",
+                          (unsigned long long)SR_MAX_LIMIT, SR_MAX_SMALL, SR_MAX_FACTOR);
     srch x = {.g = g, .o = *o, .r = rep, .err = err, .pr = o->progress};
     x.t0 = lm_now_s();
     x.nd = hl_graph_dim_count(g);

@@ -633,9 +633,9 @@ hl_graph *hl_graph_read_json(const char *text, size_t len, const char *source, l
 hl_graph *hl_graph_load_json(const char *path, lm_err *err)
 {
     size_t len = 0;
-    char *buf = lm_read_file(path, HL_JSON_MAX_BYTES, &len, err);
+    char *buf = lm_read_text(path, HL_JSON_MAX_BYTES, &len, err); /* NUL bytes refused */
     if (!buf) return NULL;
     hl_graph *g = hl_graph_read_json(buf, len, strcmp(path, "-") == 0 ? "<stdin>" : path, err);
-    free(buf); /* lm_read_file's buffer */
+    free(buf); /* lm_read_text's buffer */
     return g;
 }

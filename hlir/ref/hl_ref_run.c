@@ -102,15 +102,31 @@ static hl_status plan_init(plan *pl, hl__run *r, const hl_graph *g, const int64_
     }
     r->env = (hl_env){pl->vals, pl->bound, nvars};
     r->fused = pl->fused;
+    /* only what the outputs need runs: a node no output reads, directly or through
+     * others, is skipped and its memory never counted (nodes are in topological id order,
+     * so one backward pass finds them) */
+    bool *live = hl__zalloc(n ? n : 1, sizeof(bool));
+    if (!live) return hl__fail(err, HL_ERR_NOMEM, NULL, "run: out of memory");
+    for (uint32_t i = 0; i < hl_graph_output_count(g); i++)
+        live[hl_graph_output(g, i)] = true;
+    for (uint32_t id = n; id-- > 0;) {
+        const hl_node *nd = hl_graph_node(g, id);
+        if (nd->op == HL_OP_INPUT) live[id] = true; /* bound by the caller, always */
+        if (!live[id]) continue;
+        for (uint32_t i = 0; i < nd->n_in; i++)
+            live[nd->in[i].node] = true;
+    }
     /* last reader of each node, to free buffers early; then the Mul+reduce fusions */
     for (uint32_t id = 0; id < n; id++) {
         pl->last[id] = id;
         pl->readers[id] = 0;
         pl->fused[id] = HL_NONE;
-        pl->skip[id] = false;
+        pl->skip[id] = !live[id];
     }
+    hl__free(live);
     for (uint32_t id = 0; id < n; id++) {
         const hl_node *nd = hl_graph_node(g, id);
+        if (pl->skip[id]) continue; /* dead: reads nothing */
         for (uint32_t i = 0; i < nd->n_in; i++) {
             pl->last[nd->in[i].node] = id;
             pl->readers[nd->in[i].node]++;
@@ -118,7 +134,7 @@ static hl_status plan_init(plan *pl, hl__run *r, const hl_graph *g, const int64_
     }
     for (uint32_t id = 0; id < n; id++) {
         const hl_node *nd = hl_graph_node(g, id);
-        if (nd->op != HL_OP_SUM_REDUCE && nd->op != HL_OP_MAX_REDUCE) continue;
+        if (pl->skip[id] || (nd->op != HL_OP_SUM_REDUCE && nd->op != HL_OP_MAX_REDUCE)) continue;
         uint32_t m = nd->in[0].node;
         const hl_node *mn = hl_graph_node(g, m);
         if (mn->op != HL_OP_MUL || pl->readers[m] != 1) continue;
@@ -417,7 +433,7 @@ hl_status hl_run(const hl_graph *g, const int64_t *dim_values, const hl_tensor *
         b->owned = false;
     }
     for (uint32_t id = 0; id < n; id++) {
-        if (skip[id]) continue; /* a Mul run inside its reduce */
+        if (skip[id]) continue; /* a Mul run inside its reduce, or a node no output needs */
         if ((st = hl__ref_exec_node(&r, id))) goto out;
         const hl_node *nd = hl_graph_node(g, id);
         if (fused[id] != HL_NONE) nd = hl_graph_node(g, fused[id]); /* its inputs were read */

@@ -340,6 +340,16 @@ START_TEST(st_bad_headers)
          "duplicate"},
         {"{\"__metadata__\": 3}", "'__metadata__'"},
         {"{\"a\": {\"dtype\": 3, \"shape\": [1], \"data_offsets\": [0, 4]}}", "'dtype'"},
+        {"{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}, "
+         "\"b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}",
+         "overlap"},
+        {"{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, "
+         "\"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}",
+         "'a' and 'b' overlap"},
+        {"{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [4, 8]}}",
+         "belong to no tensor"},
+        {"{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}",
+         "after the last tensor"},
         {"{oops", "header:1:"},
         {"", NULL},
     };

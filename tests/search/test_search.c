@@ -229,6 +229,7 @@ typedef struct fault_ev {
     ll_fingerprint seen[256];
     uint32_t n_seen;
     bool dup; /* a program was submitted twice */
+    double stall_s; /* the reference (id 0) takes this long to submit: time passes */
 } fault_ev;
 
 static uint32_t f_slots(sr_evaluator *ev)
@@ -240,6 +241,11 @@ static int f_submit(sr_evaluator *ev, const sr_candidate *c, lm_err *err)
 {
     fault_ev *f = (fault_ev *)ev;
     ck_assert_uint_lt(f->n, f->slots);
+    if (c->id == 0 && f->stall_s > 0) {
+        double until = lm_now_s() + f->stall_s;
+        while (lm_now_s() < until)
+            usleep(1000);
+    }
     ck_assert_ptr_nonnull(c->plan);
     ll_fingerprint fp = ll_graph_fingerprint(c->llir);
     /* a check repeats a candidate, and a candidate may repeat the reference (seen[0]) */
@@ -384,15 +390,23 @@ END_TEST
 
 START_TEST(a_search_out_of_time_still_measures_a_candidate)
 {
-    /* the limit passes before the first candidate: the first genome is still measured,
-     * and the search ends with it */
+    /* the limit passes before the first candidate (after saturation: the reference's
+     * evaluation stalls past it): the first genome is still measured, and the search
+     * ends with it. The limit leaves saturation three times what it took unlimited. */
     hl_graph *g = load(GRAPH);
-    fault_ev f = {.base = {&FAULT_OPS}, .g = g, .slots = 3};
+    fault_ev f0 = {.base = {&FAULT_OPS}, .g = g, .slots = 3};
     sr_options o;
     sr_report r;
+    opts(&o, GRAPH, NULL, 0, 2);
+    o.ev = &f0.base;
+    run_ok(g, &o, &r);
+    double sat = r.t.saturate + r.t.space;
+    sr_report_fini(&r);
+    fault_ev f = {.base = {&FAULT_OPS}, .g = g, .slots = 3};
     opts(&o, GRAPH, NULL, 0, 20);
     o.ev = &f.base;
-    o.time_limit_s = 1e-9;
+    o.time_limit_s = 3 * sat + 0.2;
+    f.stall_s = o.time_limit_s;
     run_ok(g, &o, &r);
     ck_assert(r.time_up);
     ck_assert_uint_eq(r.evaluated, 1);
@@ -400,11 +414,33 @@ START_TEST(a_search_out_of_time_still_measures_a_candidate)
     ck_assert_uint_eq(r.best_n, 1);
     sr_report_fini(&r);
     /* when every candidate fails, overtime stops after the first genome and 4 seeds */
-    fault_ev fa = {.base = {&FAULT_OPS}, .g = g, .slots = 3, .fail_all = true};
+    fault_ev fa = {.base = {&FAULT_OPS}, .g = g, .slots = 3, .fail_all = true,
+                   .stall_s = o.time_limit_s};
     o.ev = &fa.base;
     lm_err e = {0};
     ck_assert_int_ne(sr_search_run(g, &o, &r, &e), 0);
     ck_assert_ptr_nonnull(strstr(e.msg, "no candidate has a time (5 evaluated"));
+    sr_report_fini(&r);
+    hl_graph_free(g);
+}
+END_TEST
+
+/* --time-limit covers saturation (issue 21, fault 2): a limit that passes before or
+ * during saturation stops the search there, saying so, instead of saturating on. */
+START_TEST(the_time_limit_covers_saturation)
+{
+    hl_graph *g = load(GRAPH);
+    fault_ev f = {.base = {&FAULT_OPS}, .g = g, .slots = 3};
+    sr_options o;
+    sr_report r;
+    opts(&o, GRAPH, NULL, 0, 20);
+    o.ev = &f.base;
+    o.time_limit_s = 1e-9;
+    lm_err e = {0};
+    ck_assert_int_eq(sr_search_run(g, &o, &r, &e), LM_ELIMIT);
+    ck_assert_msg(strstr(e.msg, "time limit") && strstr(e.msg, "saturation"), "%s", e.msg);
+    ck_assert(r.time_up);
+    ck_assert_uint_eq(r.evaluated, 0);
     sr_report_fini(&r);
     hl_graph_free(g);
 }
@@ -620,6 +656,7 @@ static Suite *search_suite(void)
     tcase_set_timeout(t, 300);
     tcase_add_test(t, same_seed_same_plan_byte_for_byte);
     tcase_add_test(t, a_search_out_of_time_still_measures_a_candidate);
+    tcase_add_test(t, the_time_limit_covers_saturation);
     tcase_add_test(t, replaying_a_log_gives_the_same_plan);
     tcase_add_test(t, a_replay_of_another_graph_diverges);
     tcase_add_test(t, failures_are_recorded_and_the_search_finishes);

@@ -107,9 +107,22 @@ typedef struct lr_st {
  * parse (with jansson's line and column) or is not an object, an entry that is not
  * {"dtype": string, "shape": [ints >= 0], "data_offsets": [b, e]}, b > e, e past the
  * data, e - b not numel * itemsize, a name longer than LR_MAX_NAME - 1, two tensors of
- * one name. An unknown dtype gives LR_E_OTHER. LM_ENOMEM. 0 with *out filled (free it
+ * one name, tensors whose data overlap or leave a gap, data after the last tensor (as
+ * the format's reference loader refuses them: the tensors, ordered by offset, cover the
+ * data exactly). An unknown dtype gives LR_E_OTHER. LM_ENOMEM. 0 with *out filled (free it
  * with lr_st_free; the arrays point into buf). */
 int lr_st_parse(const uint8_t *buf, size_t len, const char *what, lr_st *out, lm_err *err);
+
+/* Reads the safetensors file at path into a new buffer (*buf, freed by the caller with
+ * free(); *len its length) and parses it (lr_st_parse). The read is bounded by what the
+ * file says of itself, checked before the data is allocated: its 8-byte header length
+ * (at most LR_ST_MAX_HEADER, and within a regular file's size), then its header, whose
+ * last data offset gives the data's length (within the file's size, and at most
+ * max_data bytes), then exactly that many bytes and the end of the file. So a file that
+ * is /dev/zero, an endless pipe or a lying header is refused without reading more than
+ * its header. LM_EPARSE, LM_ELIMIT, LM_EIO, LM_ENOMEM naming the file. */
+int lr_st_read(const char *path, uint64_t max_data, char **buf, size_t *len, lr_st *out,
+               lm_err *err);
 void lr_st_free(lr_st *st);
 /* The entry called name, or NULL. */
 const lr_st_entry *lr_st_find(const lr_st *st, const char *name);

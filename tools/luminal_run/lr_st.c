@@ -115,6 +115,68 @@ static int parse_entry(const char *name, const json_t *v, const uint8_t *data, s
     return 0;
 }
 
+typedef struct span {
+    uint64_t b, e;
+    uint32_t i;
+} span;
+
+static int span_cmp(const void *x, const void *y)
+{
+    const span *a = x, *b = y;
+    if (a->b != b->b) return a->b < b->b ? -1 : 1;
+    if (a->e != b->e) return a->e < b->e ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* The tensors, ordered by offset, cover the data exactly: no two overlap (identical
+ * offsets included), no gap, nothing after the last one (the reference loader's
+ * validation). Zero-sized tensors take no bytes and may sit anywhere. */
+static int check_cover(const lr_st *st, const uint8_t *data, size_t dlen, const char *what,
+                       lm_err *err)
+{
+    span *sp = st->n ? calloc(st->n, sizeof *sp) : NULL;
+    if (st->n && !sp) return lm_err_set(err, LM_ENOMEM, NULL, "%s: out of memory", what);
+    for (uint32_t i = 0; i < st->n; i++) {
+        sp[i].b = (uint64_t)(st->entries[i].a.data - data);
+        sp[i].e = sp[i].b + st->entries[i].a.bytes;
+        sp[i].i = i;
+    }
+    if (st->n) qsort(sp, st->n, sizeof *sp, span_cmp);
+    uint64_t end = 0;
+    int rc = 0;
+    for (uint32_t k = 0; k < st->n && !rc; k++) {
+        const span *s = &sp[k];
+        if (s->b == s->e && s->b <= end) continue; /* empty: no bytes */
+        if (s->b < end) {
+            const span *prev = &sp[k - 1];
+            for (uint32_t j = k; j-- > 0;) /* the tensor it overlaps: the last one ending past b */
+                if (sp[j].e > s->b && sp[j].e > sp[j].b) {
+                    prev = &sp[j];
+                    break;
+                }
+            rc = lm_err_set(err, LM_EPARSE, NULL,
+                            "%s: safetensors header: tensors '%s' and '%s' overlap: their "
+                            "data_offsets are [%" PRIu64 ", %" PRIu64 "] and [%" PRIu64
+                            ", %" PRIu64 "]",
+                            what, st->entries[prev->i].name, st->entries[s->i].name, prev->b,
+                            prev->e, s->b, s->e);
+        } else if (s->b > end) {
+            rc = lm_err_set(err, LM_EPARSE, NULL,
+                            "%s: safetensors header: bytes %" PRIu64 " to %" PRIu64
+                            " of the data belong to no tensor (a gap before tensor '%s')",
+                            what, end, s->b, st->entries[s->i].name);
+        }
+        if (s->e > end) end = s->e;
+    }
+    if (!rc && end != dlen)
+        rc = lm_err_set(err, LM_EPARSE, NULL,
+                        "%s: the file is longer than its header says: %zu bytes of data after "
+                        "the last tensor, which ends at byte %" PRIu64,
+                        what, dlen - (size_t)end, end);
+    free(sp);
+    return rc;
+}
+
 int lr_st_parse(const uint8_t *buf, size_t len, const char *what, lr_st *out, lm_err *err)
 {
     out->n = 0;
@@ -170,9 +232,116 @@ int lr_st_parse(const uint8_t *buf, size_t len, const char *what, lr_st *out, lm
         if (rc) goto done;
         out->n++;
     }
+    rc = check_cover(out, data, dlen, what, err);
 done:
     json_decref(root);
     if (rc) lr_st_free(out);
+    return rc;
+}
+
+/* The largest data_offsets end in a header (entries that are malformed count as 0:
+ * lr_st_parse refuses them by name). */
+static uint64_t header_extent(const json_t *root)
+{
+    uint64_t ext = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)root, key, v)
+    {
+        uint64_t en;
+        const json_t *off = json_is_object(v) ? json_object_get(v, "data_offsets") : NULL;
+        if (json_is_array(off) && json_array_size(off) == 2 &&
+            get_u64(json_array_get(off, 1), &en) && en > ext)
+            ext = en;
+    }
+    return ext;
+}
+
+int lr_st_read(const char *path, uint64_t max_data, char **buf, size_t *len, lr_st *out,
+               lm_err *err)
+{
+    *buf = NULL;
+    *len = 0;
+    out->n = 0;
+    out->entries = NULL;
+    if (lm_err_is_set(err)) return err->code;
+    lm_reader r;
+    if (lm_reader_open(&r, path, err)) return err->code;
+    uint8_t pre[8];
+    char *b = NULL;
+    size_t got = 0;
+    int rc = lm_reader_read(&r, pre, 8, &got, err);
+    if (!rc && got < 8)
+        rc = lm_err_set(err, LM_EPARSE, NULL,
+                        "%s: not a safetensors file (shorter than its 8-byte header length)",
+                        path);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0 && !rc; i--)
+        n = n << 8 | pre[i];
+    if (!rc && n > LR_ST_MAX_HEADER)
+        rc = lm_err_set(err, LM_EPARSE, NULL,
+                        "%s: not a safetensors file: its header length %" PRIu64
+                        " is above the format's %u bytes",
+                        path, n, LR_ST_MAX_HEADER);
+    if (!rc && r.regular && n > r.size - 8)
+        rc = lm_err_set(err, LM_EPARSE, NULL,
+                        "%s: the file is truncated: its header claims %" PRIu64
+                        " bytes, %" PRIu64 " are there",
+                        path, n, r.size - 8);
+    if (!rc && !(b = malloc(8 + (size_t)n)))
+        rc = lm_err_set(err, LM_ENOMEM, NULL, "%s: out of memory for its header", path);
+    if (!rc) {
+        memcpy(b, pre, 8);
+        rc = lm_reader_read_exact(&r, b + 8, (size_t)n, "its header", err);
+    }
+    uint64_t ext = 0;
+    if (!rc) {
+        json_t *root = json_loadb(b + 8, (size_t)n, JSON_REJECT_DUPLICATES, NULL);
+        bool obj = root && json_is_object(root);
+        if (obj) ext = header_extent(root);
+        json_decref(root);
+        if (!obj) /* the parser names what is wrong with the header, located */
+            rc = lr_st_parse((const uint8_t *)b, 8 + (size_t)n, path, out, err);
+        if (!rc && !obj)
+            rc = lm_err_set(err, LM_EPARSE, NULL, "%s: safetensors header: not a JSON object",
+                            path);
+    }
+    if (!rc && r.regular && ext > r.size - 8 - n)
+        rc = lm_err_set(err, LM_EPARSE, NULL,
+                        "%s: the file is truncated: its header puts data up to byte %" PRIu64
+                        ", the file holds %" PRIu64 " bytes of data",
+                        path, ext, r.size - 8 - n);
+    if (!rc && ext > max_data)
+        rc = lm_err_set(err, LM_ELIMIT, NULL,
+                        "%s: its header puts data up to byte %" PRIu64
+                        ", more than the %" PRIu64 " bytes this run can hold",
+                        path, ext, max_data);
+    if (!rc && ext > SIZE_MAX - 9 - n)
+        rc = lm_err_set(err, LM_ELIMIT, NULL, "%s: its data does not fit in memory", path);
+    char *nb = NULL;
+    if (!rc && !(nb = realloc(b, 8 + (size_t)n + (size_t)ext + 1)))
+        rc = lm_err_set(err, LM_ENOMEM, NULL, "%s: out of memory for %" PRIu64 " bytes of data",
+                        path, ext);
+    if (nb) b = nb;
+    if (!rc) rc = lm_reader_read_exact(&r, b + 8 + n, (size_t)ext, "its data", err);
+    if (!rc && !lm_reader_at_end(&r, err) && !lm_err_is_set(err))
+        rc = lm_err_set(err, LM_EPARSE, NULL,
+                        "%s: the file is longer than its header says: there are bytes after "
+                        "byte %" PRIu64 " of the data, where the last tensor ends",
+                        path, ext);
+    if (lm_err_is_set(err) && !rc) rc = err->code;
+    lm_reader_close(&r);
+    if (!rc) {
+        *len = 8 + (size_t)n + (size_t)ext;
+        b[*len] = 0;
+        rc = lr_st_parse((const uint8_t *)b, *len, path, out, err);
+    }
+    if (rc) {
+        free(b);
+        b = NULL;
+        *len = 0;
+    }
+    *buf = b;
     return rc;
 }
 

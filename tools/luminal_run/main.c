@@ -397,12 +397,13 @@ static int check_graph_matches(run *r)
 
 /* ---- inputs ---- */
 
+/* A safetensors file is read as far as its own header says, and no further than the
+ * memory this process may use (lr_st_read). */
 static int read_st(run *r, const char *path, char **buf, lr_st *st)
 {
     size_t len = 0;
-    *buf = lm_read_file(path, 0, &len, &r->err);
-    if (!*buf) return 1;
-    return lr_st_parse((const uint8_t *)*buf, len, path, st, &r->err) ? 1 : 0;
+    uint64_t avail = lm_mem_available();
+    return lr_st_read(path, avail ? avail : UINT64_MAX, buf, &len, st, &r->err) ? 1 : 0;
 }
 
 /* Fills input in from array a (from `what`), checking dtype and shape. */
@@ -435,11 +436,28 @@ static int take_array(run *r, input *in, const lr_array *a, const char *what)
     return lr_convert_in(a, in->dtype, in->t.data, what, &r->err) ? 1 : 0;
 }
 
+/* The most bytes a .npy file of input `in` can hold: the longest header and the
+ * elements at the widest type any dtype accepts (8 bytes: i64; a narrow float given as
+ * f32 takes 4). A larger file (or an endless one, /dev/zero) is refused without being
+ * read past this. */
+static size_t npy_max_bytes(const input *in)
+{
+    uint64_t data = in->info.numel <= UINT64_MAX / 8 ? in->info.numel * 8 : UINT64_MAX;
+    uint64_t max = data <= UINT64_MAX - LR_NPY_MAX_HEADER - 16 ? data + LR_NPY_MAX_HEADER + 16
+                                                                : UINT64_MAX;
+    return max < (uint64_t)SIZE_MAX / 2 ? (size_t)max : SIZE_MAX / 2;
+}
+
 static int from_npy(run *r, input *in, const char *path)
 {
     size_t len = 0;
-    char *buf = lm_read_file(path, 0, &len, &r->err);
-    if (!buf) return 1;
+    char *buf = lm_read_file(path, npy_max_bytes(in), &len, &r->err);
+    if (!buf) {
+        if (r->err.code == LM_ELIMIT)
+            lm_err_prefix(&r->err, "input '%s' (%" PRIu64 " elements of %s)", in->info.name,
+                          in->info.numel, in->info.dtype);
+        return 1;
+    }
     lr_array a;
     int rc = lr_npy_parse((const uint8_t *)buf, len, path, &a, &r->err) ? 1 : 0;
     if (!rc) rc = take_array(r, in, &a, path);

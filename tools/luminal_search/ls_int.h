@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #define LS_MAX_DIM_ARGS 16
+#define LS_RULES_MAX_BYTES ((size_t)64 << 20) /* a --rules file (rules.dsl is ~60 KB) */
 
 typedef struct ls_opts {
     const char *graph;   /* --graph FILE */

@@ -33,7 +33,7 @@ static const char USAGE[] =
     "\n"
     "  --graph FILE     the graph to read (required; - reads standard input)\n"
     "Search:\n"
-    "  --limit N        candidates to evaluate, at most (default 20)\n"
+    "  --limit N        candidates to evaluate, at most (default 20; 1 to 10^9)\n"
     "  --out DIR        save DIR/program (the winner; luminal_run DIR runs it),\n"
     "                   DIR/graph.json, DIR/search.jsonl (the log) and DIR/report.html\n"
     "  --seed N         every random choice of the search, and the measured inputs\n"
@@ -46,8 +46,10 @@ static const char USAGE[] =
     "  --replay-measurements FILE  answer every candidate from a previous search's\n"
     "                   search.jsonl instead of measuring: reproduces that search exactly\n"
     "                   (its seed, limit, dims and parameters come from the log)\n"
-    "  --time-limit S   wall-clock seconds of the whole search; no candidate is started\n"
-    "                   after it (default 600; 0: none) unless none has a time yet\n"
+    "  --time-limit S   wall-clock seconds of the whole search, saturation included (a\n"
+    "                   limit that passes during saturation stops the search there); no\n"
+    "                   candidate is started after it (default 600; 0: none) unless none\n"
+    "                   has a time yet\n"
     "                   (then the first genome and the seeds, until one has); the first\n"
     "                   candidate and the winner are checked against the reference\n"
     "                   runtime after it\n"
@@ -88,8 +90,9 @@ static const char USAGE_MODES[] =
     "  --reference      run the CPU reference runtime on seeded random inputs and print,\n"
     "                   per output: name, dtype, shape, sum, max |x| and the XXH3-64\n"
     "                   hash of its bytes\n"
-    "  --fuzz N         genome fuzzing: saturate with the rules, build the search space,\n"
-    "                   and check N distinct valid genomes (the most fused, the library,\n"
+    "  --fuzz N         genome fuzzing (N from 1 to 10^9): saturate with the rules, build\n"
+    "                   the search space, and check N distinct valid genomes (the most\n"
+    "                   fused, the library,\n"
     "                   the fused-stored and the least fused, then random draws and\n"
     "                   mutation walks; every genome of a space\n"
     "                   that holds fewer than N): each is built into LLIR, verified, run on\n"
@@ -260,10 +263,19 @@ static int parse_dim(const char *s, ls_opts *o)
     return 0;
 }
 
+/* Sets a flag option, refusing it the second time (--help: "at most once"). */
+static int flag_once(bool *flag, const char *a)
+{
+    if (*flag) return usage_error("%s is given twice", a);
+    *flag = true;
+    return -1;
+}
+
 /* Returns -1 to continue, or the exit status. */
 static int parse_args(int argc, char **argv, ls_opts *o)
 {
     bool seed_given = false;
+    int frc = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -291,17 +303,18 @@ static int parse_args(int argc, char **argv, ls_opts *o)
             i++;
         } else if (strcmp(a, "--rules") == 0) {
             if (!next) return usage_error("%s needs a file", a);
+            if (o->rules) return usage_error("%s is given twice", a);
             o->rules = next;
             i++;
         } else if (strcmp(a, "--reference") == 0) {
-            o->reference = true;
+            if ((frc = flag_once(&o->reference, a)) >= 0) return frc;
         } else if (strcmp(a, "--fuzz") == 0) {
             if (o->fuzz) return usage_error("%s is given twice", a);
-            if (!next || parse_u64(next, &o->fuzz) != 0 || o->fuzz == 0)
-                return usage_error("%s needs a positive number of genomes", a);
+            if (!next || parse_u64(next, &o->fuzz) != 0 || o->fuzz == 0 || o->fuzz > SR_MAX_LIMIT)
+                return usage_error("%s needs a number of genomes from 1 to 1000000000", a);
             i++;
         } else if (strcmp(a, "--fuzz-no-verify") == 0) {
-            o->fuzz_no_verify = true;
+            if ((frc = flag_once(&o->fuzz_no_verify, a)) >= 0) return frc;
         } else if (strcmp(a, "--seed") == 0) {
             if (seed_given) return usage_error("%s is given twice", a);
             if (!next || parse_u64(next, &o->seed) != 0)
@@ -326,8 +339,9 @@ static int parse_args(int argc, char **argv, ls_opts *o)
             i++;
         } else if (strcmp(a, "--limit") == 0) {
             if (o->limit) return usage_error("%s is given twice", a);
-            if (!next || parse_u64(next, &o->limit) != 0 || o->limit == 0)
-                return usage_error("%s needs a positive number of candidates", a);
+            if (!next || parse_u64(next, &o->limit) != 0 || o->limit == 0 ||
+                o->limit > SR_MAX_LIMIT)
+                return usage_error("%s needs a positive number of candidates, at most 1000000000", a);
             o->search = true;
             i++;
         } else if (strcmp(a, "--out") == 0) {
@@ -337,11 +351,14 @@ static int parse_args(int argc, char **argv, ls_opts *o)
             o->search = true;
             i++;
         } else if (strcmp(a, "--cost-model") == 0) {
-            o->cost_model = o->search = true;
+            if ((frc = flag_once(&o->cost_model, a)) >= 0) return frc;
+            o->search = true;
         } else if (strcmp(a, "--gpu") == 0) {
-            o->gpu = o->search = true;
+            if ((frc = flag_once(&o->gpu, a)) >= 0) return frc;
+            o->search = true;
         } else if (strcmp(a, "--no-fused-start") == 0) {
-            o->no_fused_start = o->search = true;
+            if ((frc = flag_once(&o->no_fused_start, a)) >= 0) return frc;
+            o->search = true;
         } else if (strcmp(a, "--replay-measurements") == 0) {
             if (o->replay) return usage_error("%s is given twice", a);
             if (!next || !*next) return usage_error("%s needs a search log (search.jsonl)", a);
@@ -378,9 +395,9 @@ static int parse_args(int argc, char **argv, ls_opts *o)
             o->search = true;
             i++;
         } else if (strcmp(a, "--json") == 0) {
-            o->json = true;
+            if ((frc = flag_once(&o->json, a)) >= 0) return frc;
         } else if (strcmp(a, "--quiet") == 0) {
-            o->quiet = true;
+            if ((frc = flag_once(&o->quiet, a)) >= 0) return frc;
         } else {
             return usage_error("unknown option '%s'", a);
         }
@@ -388,6 +405,8 @@ static int parse_args(int argc, char **argv, ls_opts *o)
     if (!o->graph) return usage_error("%s", "--graph FILE is required");
     if (o->search && (o->emit || o->reference || o->fuzz))
         return usage_error("%s", "the search does not combine with --emit, --reference or --fuzz");
+    if ((o->emit != NULL) + o->reference + (o->fuzz != 0) > 1)
+        return usage_error("%s", "--emit, --reference and --fuzz exclude each other: give one");
     if ((o->cost_model + o->gpu + (o->replay != NULL)) > 1)
         return usage_error("%s", "--cost-model, --gpu and --replay-measurements exclude each other");
     if (o->search && o->mem_limit)

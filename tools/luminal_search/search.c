@@ -46,7 +46,7 @@ int ls_search(const hl_graph *g, const ls_opts *o)
     char *own = NULL;
     const char *rules = ls_rules_builtin(), *name = ls_rules_builtin_name();
     if (o->rules) {
-        own = lm_read_file(o->rules, 0, NULL, &err);
+        own = lm_read_text(o->rules, LS_RULES_MAX_BYTES, NULL, &err);
         if (!own) {
             fprintf(stderr, "luminal_search: --rules: %s\n", err.msg);
             return 1;

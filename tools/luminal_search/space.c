@@ -44,7 +44,7 @@ static int build(const hl_graph *g, const ls_opts *o, built *b)
     char *own = NULL;
     const char *rules = ls_rules_builtin(), *name = ls_rules_builtin_name();
     if (o->rules) {
-        own = lm_read_file(o->rules, 0, NULL, &err);
+        own = lm_read_text(o->rules, LS_RULES_MAX_BYTES, NULL, &err);
         if (!own) return fail(o->emit, err.msg);
         rules = own;
         name = o->rules;
