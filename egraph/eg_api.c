@@ -527,6 +527,16 @@ uint64_t eg_mem_peak(const eg_engine *e)
     return e->mem.peak;
 }
 
+void eg_engine_set_time_limit(eg_engine *e, double seconds)
+{
+    e->opt.time_limit_s = seconds > 0 ? seconds : 0; /* NaN compares false: none */
+}
+
+double eg_engine_time_limit(const eg_engine *e)
+{
+    return e->opt.time_limit_s;
+}
+
 uint64_t eg_alloc_count(const eg_engine *e)
 {
     return e->nalloc;

@@ -134,6 +134,13 @@ eg_engine *eg_engine_new(const eg_options *opt, lm_err *err);
  * NULL. Cannot fail. */
 void eg_engine_free(eg_engine *e);
 
+/* The time limit of the commands that run rules from now on (eg_options.time_limit_s: 0 =
+ * none; a negative or NaN value counts as 0), and the one in force. A driver that runs
+ * several schedules under one budget (llir's saturation, phase by phase) gives each what
+ * is left of it. Cannot fail. */
+void eg_engine_set_time_limit(eg_engine *e, double seconds);
+double eg_engine_time_limit(const eg_engine *e);
+
 /* Runs every command of a program, in order. filename is used in error locations and
  * may be NULL ("<input>"). Stops at the first failing command and returns its code,
  * leaving the effects of the commands before it. include/input paths are relative to the

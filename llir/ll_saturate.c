@@ -119,6 +119,7 @@ int ll_saturate(eg_engine *e, const char *rules, const char *rules_name, const l
     ll_sat_opts none = {0};
     if (!o) o = &none;
     double t0 = lm_now_s();
+    double engine_limit = eg_engine_time_limit(e);
     int rc = ll__eg_run_text(e, rules, rules_name ? rules_name : "<rules>", err);
     if (!rc) rc = ll_registry_check(e, err);
     phase_row rows[LL_MAX_PHASES];
@@ -136,6 +137,9 @@ int ll_saturate(eg_engine *e, const char *rules, const char *rules_name, const l
                           what, o->time_limit_s, spent);
             break;
         }
+        /* each phase's run gets what is left of the saturation's budget, so one phase
+         * cannot spend the whole of it again (the engine checks its limit inside joins) */
+        if (o->time_limit_s > 0) eg_engine_set_time_limit(e, o->time_limit_s - spent);
         ll_phase_report *p = &rep->phase[rep->n_phases++];
         memcpy(p->name, rows[i].name, strlen(rows[i].name) + 1);
         p->order = rows[i].order;
@@ -168,6 +172,7 @@ int ll_saturate(eg_engine *e, const char *rules, const char *rules_name, const l
                           what, limit, o->node_limit, o->mem_limit, o->time_limit_s, p->rows,
                           p->bytes, p->seconds, spent);
     }
+    if (o->time_limit_s > 0) eg_engine_set_time_limit(e, engine_limit);
     rep->seconds = lm_now_s() - t0;
     return rc;
 }
