@@ -473,6 +473,27 @@ hl_status hl__json_check_le(hl__json_reader *r, const char *field, hl_expr a, hl
     return HL_OK;
 }
 
+/* True when e is affine in z: z-free, z itself, a sum of affine terms, or an affine term
+ * times a z-free factor (a difference is a sum with a negated factor). Over z in [0, n)
+ * such an expression takes its least and largest values at the ends, so the bounds check
+ * evaluates two points instead of n (a view's strides are nearly always of this form). */
+static bool affine_in_z(const hl_expr_pool *p, hl_expr e, int depth)
+{
+    if (depth > HL_E_MAX_PARSE_DEPTH) return false;
+    if (!hl_e_has_z(p, e)) return true;
+    hl_expr_node n = hl_e_get(p, e);
+    switch (n.kind) {
+    case HL_E_Z: return true;
+    case HL_E_ADD:
+    case HL_E_SUB: return affine_in_z(p, n.a, depth + 1) && affine_in_z(p, n.b, depth + 1);
+    case HL_E_MUL:
+        if (!hl_e_has_z(p, n.a)) return affine_in_z(p, n.b, depth + 1);
+        if (!hl_e_has_z(p, n.b)) return affine_in_z(p, n.a, depth + 1);
+        return false;
+    default: return false;
+    }
+}
+
 hl_status hl__json_check_view_bounds(hl__json_reader *r, const char *label, const hl_view *v,
                                      uint32_t src)
 {
@@ -499,7 +520,8 @@ hl_status hl__json_check_view_bounds(hl__json_reader *r, const char *label, cons
         int64_t lo = 0, hi = 0;
         for (uint32_t d = 0; d < v->ndim; d++) {
             int64_t mn = INT64_MAX, mx = INT64_MIN;
-            for (int64_t z = 0; z < dimv[d]; z++) {
+            bool ends = affine_in_z(p, v->strides[d], 0);
+            for (int64_t z = 0; z < dimv[d]; z = ends && z < dimv[d] - 1 ? dimv[d] - 1 : z + 1) {
                 int64_t x;
                 if (hl_e_eval(p, v->strides[d], &env, z, &x, &e) != HL_OK)
                     return hl__json_fail(

@@ -214,6 +214,47 @@ START_TEST(bad_expressions_are_rejected)
 }
 END_TEST
 
+/* Accepts text (the graph is read and freed). */
+static void accept(const char *dims, const char *inputs, const char *nodes, const char *outputs)
+{
+    char *t = doc(dims, inputs, nodes, outputs);
+    lm_err e;
+    lm_err_clear(&e);
+    hl_graph *g = hl_graph_read_json(t, strlen(t), "t.json", &e);
+    ck_assert_msg(g != NULL, "rejected: %s: %s", t, e.msg);
+    hl_graph_free(g);
+    free(t);
+}
+
+/* The bounds check evaluates a stride affine in z at its two ends only and scans any other
+ * stride: both must still find a read past either end, with dims at every setting. */
+START_TEST(view_bounds_hold_for_affine_and_other_strides)
+{
+    const char *dims = "{\"name\": \"n\", \"min\": 1, \"max\": 40, \"profile\": 8}";
+    const char *x40 = "{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [40]}";
+    /* reversed: 39 - z over n elements stays inside for every n <= 40 */
+    accept(dims, x40,
+           "{\"name\": \"y\", \"op\": \"exp2\", \"inputs\": "
+           "[{\"tensor\": \"x\", \"shape\": [\"n\"], \"strides\": [\"39 - z\"]}]}",
+           "\"y\"");
+    /* 40 - z reads element 40 at z = 0 (the first end) */
+    reject(dims, x40,
+           "{\"name\": \"y\", \"op\": \"exp2\", \"inputs\": "
+           "[{\"tensor\": \"x\", \"shape\": [\"n\"], \"strides\": [\"40 - z\"]}]}",
+           "\"y\"", HL_ERR_SHAPE, SUBS("out of bounds"));
+    /* z + 1 reads element n, which is 40 only with n at its largest (the last end) */
+    reject(dims, x40,
+           "{\"name\": \"y\", \"op\": \"exp2\", \"inputs\": "
+           "[{\"tensor\": \"x\", \"shape\": [\"n\"], \"strides\": [\"z + 1\"]}]}",
+           "\"y\"", HL_ERR_SHAPE, SUBS("out of bounds"));
+    /* (z * 13) % 41 is not affine: its largest value, 40, lies inside the range (z = 22) */
+    reject(dims, x40,
+           "{\"name\": \"y\", \"op\": \"exp2\", \"inputs\": "
+           "[{\"tensor\": \"x\", \"shape\": [\"n\"], \"strides\": [\"(z * 13) % 41\"]}]}",
+           "\"y\"", HL_ERR_SHAPE, SUBS("out of bounds"));
+}
+END_TEST
+
 START_TEST(explicit_views_are_checked)
 {
     /* reads past the end of x's 6 elements */
@@ -497,6 +538,7 @@ static Suite *suite(void)
     tcase_add_test(tc, wrong_field_types_are_rejected);
     tcase_add_test(tc, bad_expressions_are_rejected);
     tcase_add_test(tc, explicit_views_are_checked);
+    tcase_add_test(tc, view_bounds_hold_for_affine_and_other_strides);
     tcase_add_test(tc, symbolic_reshape_and_slice_are_checked);
     tcase_add_test(tc, location_fields_are_filled);
     tcase_add_test(tc, the_node_limit_is_checked_before_the_document_is_parsed);
