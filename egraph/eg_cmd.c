@@ -83,8 +83,13 @@ void eg__unwind(eg_engine *e, uint32_t smark)
     eg__scoped_unwind(e, smark);
     e->npend = 0;
     e->npend_vals = 0;
+    if (e->npset_used) {
+        memset(e->pset, 0, e->npset_slots * sizeof *e->pset);
+        e->npset_used = 0;
+    }
     e->nsxstack = 0;
     e->in_search = false;
+    e->stop_jmp = NULL;
     e->dirty_off = false;
     for (uint32_t i = 0; i < e->ntables; i++)
         e->tables[i].hi = UINT32_MAX;
@@ -159,7 +164,14 @@ static bool sched(eg_engine *e, const sx *s, scratch *sc)
 static void report_stop(eg_engine *e)
 {
     eg_stop_reason why = e->last_stop;
-    if (why == EG_STOP_MEM_LIMIT)
+    if (why == EG_STOP_MEM_LIMIT && e->limit_ask)
+        fprintf(e->log,
+                "run stopped: memory limit reached (a primitive asked for %llu bytes with %llu "
+                "held, limit %llu; %llu rows, %llu iterations); results so far kept\n",
+                (unsigned long long)e->limit_ask, (unsigned long long)e->mem.bytes,
+                (unsigned long long)e->opt.mem_limit, (unsigned long long)eg_node_count(e),
+                (unsigned long long)e->iterations);
+    else if (why == EG_STOP_MEM_LIMIT)
         fprintf(e->log,
                 "run stopped: memory limit reached (%llu bytes held, limit %llu; %llu rows, "
                 "%llu iterations); results so far kept\n",

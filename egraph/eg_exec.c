@@ -128,13 +128,12 @@ static void join(jctx *j, uint32_t ndone);
 /* Tries row r of atom ai: filters, binds its unbound variables, recurses. */
 static void try_row(jctx *j, uint32_t ai, const source *src, uint32_t r, uint32_t ndone)
 {
-    /* a join that visits many rows but matches few must still honour the time limit */
+    /* a join that visits many rows but matches few must still honour the limits */
     if (++j->visits >= EG_LIMIT_CHECK_VISITS) {
         j->visits = 0;
         eg_engine *e = j->e;
-        if (e->in_search && e->opt.time_limit_s > 0 &&
-            eg__now() - e->cmd_start > e->opt.time_limit_s) {
-            e->limit_stop = EG_STOP_TIME_LIMIT;
+        if (e->in_search && (e->opt.node_limit || e->opt.mem_limit || e->opt.time_limit_s > 0) &&
+            eg__limits_hit(e)) {
             j->stop = true;
             return;
         }
@@ -275,6 +274,21 @@ void *eg__scoped_grow(eg_engine *e, void *p, size_t n, size_t size)
     void *q = eg__marray(e, p, n ? n : 1, size); /* p stays registered if this fails */
     e->scoped[i - 1] = q;
     return q;
+}
+
+void *eg__scoped_alloc_raw(eg_engine *e, size_t bytes)
+{
+    assert(e->nscoped < EG_SCOPED_DEPTH);
+    void *p = eg__marray(e, NULL, bytes ? bytes : 1, 1);
+    e->scoped[e->nscoped++] = p;
+    return p;
+}
+
+void eg__scoped_release(eg_engine *e, void *p)
+{
+    assert(e->nscoped > 0 && e->scoped[e->nscoped - 1] == p);
+    (void)p;
+    e->nscoped--;
 }
 
 void eg__scoped_free(eg_engine *e, void *p)
@@ -525,10 +539,51 @@ eg_value eg__eval(eg_engine *e, const aexpr *a, eg_value *vals)
     return 0;
 }
 
+/* Whether the relation insert (table, row[0..n)) is already pending in this iteration;
+ * if not, records it as the pending op about to be made (index e->npend). */
+static bool insert_pending(eg_engine *e, uint32_t table, const eg_value *row, uint32_t n)
+{
+    if ((e->npset_used + 1) * 2 > e->npset_slots) {
+        uint32_t ns = e->npset_slots ? e->npset_slots * 2 : 1024;
+        if (ns < e->npset_slots) eg__oom(e, SIZE_MAX);
+        uint32_t *sl = eg__mcalloc(e, ns, sizeof *sl);
+        for (uint32_t i = 0; i < e->npset_slots; i++) {
+            uint32_t id = e->pset[i];
+            if (!id) continue;
+            const pending_op *p = &e->pend[id - 1];
+            uint64_t h = eg__key_hash(e->pend_vals + p->off, e->tables[p->table].n_in) ^
+                         (uint64_t)p->table * 0x9E3779B97F4A7C15ull;
+            uint32_t j = (uint32_t)h & (ns - 1);
+            while (sl[j])
+                j = (j + 1) & (ns - 1);
+            sl[j] = id;
+        }
+        eg__mfree(e, e->pset);
+        e->pset = sl;
+        e->npset_slots = ns;
+    }
+    uint64_t h = eg__key_hash(row, n) ^ (uint64_t)table * 0x9E3779B97F4A7C15ull;
+    uint32_t j = (uint32_t)h & (e->npset_slots - 1);
+    while (e->pset[j]) {
+        const pending_op *p = &e->pend[e->pset[j] - 1];
+        if (p->table == table && memcmp(e->pend_vals + p->off, row, n * sizeof(eg_value)) == 0)
+            return true;
+        j = (j + 1) & (e->npset_slots - 1);
+    }
+    e->pset[j] = e->npend + 1;
+    e->npset_used++;
+    return false;
+}
+
 static void pend(eg_engine *e, uint32_t table, const eg_value *row, uint32_t n, pend_kind op)
 {
     EG_MGROW(e, e->pend, e->cappend, e->npend + 1);
     EG_MGROW(e, e->pend_vals, e->cappend_vals, e->npend_vals + n + 1);
+    /* A relation row that many matches insert (a rule joining a relation with itself) is
+     * queued once: the pending buffer grows with the rows made, not the matches. Inserts
+     * commute with each other and with subsumes, and deletes apply first, so dropping a
+     * repeated insert changes nothing. */
+    if (op == PEND_INSERT && insert_pending(e, table, row, n)) return;
     pending_op *p = &e->pend[e->npend++];
     p->table = table;
     p->op = (uint8_t)op;
@@ -641,17 +696,38 @@ static void apply_other(eg_engine *e, const pending_op *p)
     }
 }
 
-void eg__flush_pending(eg_engine *e)
+/* Applies the pending writes; with `limited`, checks the run's limits every
+ * EG_LIMIT_CHECK_MATCHES writes and, at one, drops the writes not yet applied and returns
+ * true (the caller makes their rules match again). */
+static bool apply_pending(eg_engine *e, bool limited)
 {
-    if (!e->npend) return;
-    for (uint32_t i = 0; i < e->npend; i++)
-        if (e->pend[i].op == PEND_DELETE) apply_delete(e, &e->pend[i]);
-    /* apply_other may queue nothing (not in search), but merges may grow e->pend's tables;
-     * e->pend itself is not appended to outside the search phase */
-    for (uint32_t i = 0; i < e->npend; i++)
-        if (e->pend[i].op != PEND_DELETE) apply_other(e, &e->pend[i]);
+    bool cut = false;
+    if (e->npend) {
+        for (uint32_t i = 0; i < e->npend; i++)
+            if (e->pend[i].op == PEND_DELETE) apply_delete(e, &e->pend[i]);
+        /* apply_other may queue nothing (not in search), but merges may grow e->pend's
+         * tables; e->pend itself is not appended to outside the search phase */
+        for (uint32_t i = 0; i < e->npend; i++) {
+            if (e->pend[i].op != PEND_DELETE) apply_other(e, &e->pend[i]);
+            if (limited && (i + 1) % EG_LIMIT_CHECK_MATCHES == 0 && i + 1 < e->npend &&
+                eg__limits_hit(e)) {
+                cut = true;
+                break;
+            }
+        }
+    }
     e->npend = 0;
     e->npend_vals = 0;
+    if (e->npset_used) {
+        memset(e->pset, 0, e->npset_slots * sizeof *e->pset);
+        e->npset_used = 0;
+    }
+    return cut;
+}
+
+void eg__flush_pending(eg_engine *e)
+{
+    (void)apply_pending(e, false);
 }
 
 /* ====================================================================================
@@ -662,12 +738,14 @@ typedef struct {
     rule *r;
 } mctx;
 
-/* Checks the node and time limits while an iteration runs, so one exploding iteration
- * also stops cleanly; the rows made so far are kept and rebuilt. */
-static bool limits_hit(eg_engine *e)
+/* Checks the node, memory and time limits while an iteration runs, so one exploding
+ * iteration also stops cleanly; the rows made so far are kept and rebuilt. The node
+ * limit counts rows, as the stop message reports them: pending writes are memory, which
+ * the memory limit bounds (issue 21: counting them stopped a run "at the node limit"
+ * with a fraction of the limit in rows). */
+bool eg__limits_hit(eg_engine *e)
 {
-    /* pending writes count: most of them become rows */
-    if (e->opt.node_limit && eg_node_count(e) + e->npend >= e->opt.node_limit) {
+    if (e->opt.node_limit && eg_node_count(e) >= e->opt.node_limit) {
         e->limit_stop = EG_STOP_NODE_LIMIT;
         return true;
     }
@@ -682,6 +760,23 @@ static bool limits_hit(eg_engine *e)
     return false;
 }
 
+void eg__limit_poll(eg_engine *e)
+{
+    if (e->stop_jmp && e->in_search && eg__limits_hit(e)) longjmp(*e->stop_jmp, 1);
+}
+
+void eg__limit_room(eg_engine *e, size_t bytes)
+{
+    if (!e->stop_jmp || !e->in_search) return;
+    if (e->opt.mem_limit &&
+        (bytes >= e->opt.mem_limit || e->mem.bytes >= e->opt.mem_limit - bytes)) {
+        e->limit_stop = EG_STOP_MEM_LIMIT;
+        e->limit_ask = bytes;
+        longjmp(*e->stop_jmp, 1);
+    }
+    eg__limit_poll(e);
+}
+
 static bool on_match(eg_engine *e, void *ctx, eg_value *vals)
 {
     rule *r = ((mctx *)ctx)->r;
@@ -689,7 +784,7 @@ static bool on_match(eg_engine *e, void *ctx, eg_value *vals)
     eg__exec_actions(e, r->acts, r->nacts, vals);
     if (++e->match_tick >= EG_LIMIT_CHECK_MATCHES) {
         e->match_tick = 0;
-        if ((e->opt.node_limit || e->opt.mem_limit || e->opt.time_limit_s > 0) && limits_hit(e))
+        if ((e->opt.node_limit || e->opt.mem_limit || e->opt.time_limit_s > 0) && eg__limits_hit(e))
             return false;
     }
     return true;
@@ -735,24 +830,45 @@ static bool iteration(eg_engine *e, uint32_t rs)
     for (uint32_t k = 0; k < R->nrules; k++)
         if (e->rules[R->rules[k]].nslots > maxslots) maxslots = e->rules[R->rules[k]].nslots;
     eg_value *vals = eg__scoped_alloc(e, (maxslots + 1) * sizeof(eg_value));
+    uint32_t *old_seen = eg__scoped_alloc(e, (R->nrules + 1) * sizeof(uint32_t));
+    for (uint32_t k = 0; k < R->nrules; k++)
+        old_seen[k] = e->rules[R->rules[k]].seen;
+    uint32_t smark = e->nscoped;
     uint32_t cmd_origin = e->cur_origin;
-    for (uint32_t k = 0; k < R->nrules && !e->limit_stop; k++) {
-        rule *r = &e->rules[R->rules[k]];
-        double r0 = eg__now();
-        uint64_t m0 = r->matches;
-        mctx mc = {r};
-        bool naive = r->naive || e->opt.naive;
-        e->cur_origin = r->origin; /* the rows its actions make are the rule's */
-        eg__query_run(e, &r->q, naive, r->seen, false, vals, on_match, &mc);
+    /* A limit reached inside a long primitive (eg__limit_poll) lands here: the rule it
+     * interrupted keeps its seen mark, as does every rule after it. */
+    jmp_buf jb;
+    e->stop_jmp = &jb;
+    if (setjmp(jb) == 0) {
+        for (uint32_t k = 0; k < R->nrules && !e->limit_stop; k++) {
+            rule *r = &e->rules[R->rules[k]];
+            double r0 = eg__now();
+            uint64_t m0 = r->matches;
+            mctx mc = {r};
+            bool naive = r->naive || e->opt.naive;
+            e->cur_origin = r->origin; /* the rows its actions make are the rule's */
+            eg__query_run(e, &r->q, naive, r->seen, false, vals, on_match, &mc);
+            e->cur_origin = cmd_origin;
+            if (!e->limit_stop) r->seen = cur + 1; /* an interrupted rule re-matches later */
+            double dt = eg__now() - r0;
+            r->time_s += dt;
+            R->matches += r->matches - m0;
+        }
+    } else {
+        eg__scoped_unwind(e, smark);
         e->cur_origin = cmd_origin;
-        if (!e->limit_stop) r->seen = cur + 1; /* an interrupted rule re-matches later */
-        double dt = eg__now() - r0;
-        r->time_s += dt;
-        R->matches += r->matches - m0;
     }
-    eg__scoped_free(e, vals);
+    e->stop_jmp = NULL;
     e->in_search = false;
-    eg__flush_pending(e); /* deletes see which rows existed when the iteration began */
+    /* deletes see which rows existed when the iteration began; a limit reached while the
+     * writes are applied drops the rest, and then every rule of the iteration matches its
+     * rows again in a later run */
+    bool limited = e->opt.node_limit || e->opt.mem_limit || e->opt.time_limit_s > 0;
+    if (apply_pending(e, limited))
+        for (uint32_t k = 0; k < R->nrules; k++)
+            e->rules[R->rules[k]].seen = old_seen[k];
+    eg__scoped_free(e, old_seen);
+    eg__scoped_free(e, vals);
     for (uint32_t ti = 0; ti < e->ntables; ti++)
         e->tables[ti].hi = UINT32_MAX;
     double t1 = eg__now();
@@ -771,6 +887,7 @@ static eg_stop_reason run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *
 {
     *changed = false;
     e->limit_stop = 0;
+    e->limit_ask = 0;
     for (uint64_t i = 0; i < n; i++) {
         if (until && until_holds(e, until)) return e->last_stop = EG_STOP_UNTIL;
         if (e->opt.iter_limit && e->iterations >= e->opt.iter_limit)

@@ -406,6 +406,7 @@ struct eg_engine {
     /* strings */
     char **strs;
     uint64_t *str_hash;
+    size_t *str_len; /* the length of each string, without its NUL */
     uint32_t nstrs, capstrs;
     uint32_t *str_slots;
     uint32_t str_nslots;
@@ -483,6 +484,13 @@ struct eg_engine {
     double cmd_start;    /* when the current top-level command began (time limit) */
     int limit_stop;      /* a limit cut the current iteration short: its reason, or 0 */
     uint64_t match_tick; /* matches since the last limit check */
+    jmp_buf *stop_jmp;   /* while an iteration's search runs: where a limit reached inside
+                          * a long primitive stops it (eg__limit_poll) */
+    /* the relation inserts pending in this iteration, by key (open addressing over
+     * e->pend indices + 1): a row inserted by many matches is queued once */
+    uint32_t *pset;
+    size_t limit_ask; /* the allocation a memory-limit stop refused (eg__limit_room), or 0 */
+    uint32_t npset_slots, npset_used;
     /* output */
     FILE *out;
     FILE *log;
@@ -515,6 +523,8 @@ typedef void (*eg_guarded_fn)(eg_engine *e, void *ctx);
 int eg__guard(eg_engine *e, lm_err *err, const char *fn, eg_guarded_fn body, void *ctx);
 
 uint32_t eg__intern(eg_engine *e, const char *s, size_t n);
+uint32_t eg__intern_hashed(eg_engine *e, const char *s, size_t n, uint64_t h, char *owned);
+size_t eg__str_len(const eg_engine *e, uint32_t id);
 const char *eg__str(const eg_engine *e, uint32_t id);
 uint32_t eg__new_id(eg_engine *e);
 static inline uint32_t eg__find(eg_engine *e, uint32_t x)
@@ -624,6 +634,14 @@ void eg__uses_add_row(eg_engine *e, const eg_table *t, uint32_t r);
  * in it. Returns 0, or -1 with a description in why. */
 int eg__uses_check(eg_engine *e, char *why, size_t n);
 void eg__flush_pending(eg_engine *e);
+/* The limits inside an iteration (eg_exec.c). eg__limits_hit says whether the node
+ * (rows), memory or time limit is reached and records which in e->limit_stop.
+ * eg__limit_poll, for primitives that may run long (string building), stops the
+ * iteration's search at once when a limit is reached; eg__limit_room does so before an
+ * allocation of `bytes` would pass the memory limit. Both do nothing outside a search. */
+bool eg__limits_hit(eg_engine *e);
+void eg__limit_poll(eg_engine *e);
+void eg__limit_room(eg_engine *e, size_t bytes);
 eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *until, bool *changed);
 eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v);
 
@@ -655,6 +673,10 @@ void eg__frame_free(eg_engine *e, frame *f);
 void *eg__scoped_alloc(eg_engine *e, size_t bytes);
 void *eg__scoped_grow(eg_engine *e, void *p, size_t n, size_t size);
 void eg__scoped_free(eg_engine *e, void *p);
+/* eg__scoped_alloc without zeroing; eg__scoped_release unregisters the top-most buffer p
+ * without freeing it (its new owner frees it). */
+void *eg__scoped_alloc_raw(eg_engine *e, size_t bytes);
+void eg__scoped_release(eg_engine *e, void *p);
 void eg__scoped_unwind(eg_engine *e, uint32_t mark);
 
 /* The time, for limits and statistics (base's monotonic clock). */

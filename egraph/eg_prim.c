@@ -15,7 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t, for hashing a long string by chunks */
 #include <xxhash.h>
+
+/* string concatenation copies and hashes by chunks of this many bytes, checking the
+ * run's limits between them */
+#define SCAT_CHUNK ((size_t)1 << 24)
 
 enum {
     OP_IADD,
@@ -439,7 +444,7 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
             return PR_FAIL;
         }
         if (x == INT64_MIN && y == -1) {
-            *why = "integer overflow in division";
+            *why = "integer overflow";
             return PR_FAIL;
         }
         *out = of_i(p->op == OP_IDIV ? x / y : x % y);
@@ -501,7 +506,13 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
         *out = eg__intern(e, buf, strlen(buf));
         return PR_OK;
     case OP_IABS:
-        *out = of_i(x < 0 ? (int64_t)(0 - (uint64_t)x) : x);
+    case OP_INEG:
+        /* -INT64_MIN is not an i64: the same failure as (- 0 x) (issue 21) */
+        if (x == INT64_MIN) {
+            *why = "integer overflow";
+            return PR_FAIL;
+        }
+        *out = of_i(p->op == OP_IABS && x >= 0 ? x : -x);
         return PR_OK;
     case OP_ILOG2:
         if (x <= 0) {
@@ -514,9 +525,6 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
                 r++;
             *out = of_i(r);
         }
-        return PR_OK;
-    case OP_INEG:
-        *out = of_i((int64_t)(0 - (uint64_t)x));
         return PR_OK;
     case OP_FADD:
         *out = of_f(fx + fy);
@@ -596,19 +604,35 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
         return PR_OK;
     case OP_SCAT: {
         size_t len = 0;
-        for (uint32_t i = 0; i < nargs; i++)
-            len += strlen(eg__str(e, (uint32_t)a[i]));
-        char *s = eg__scoped_alloc(e, len + 1);
+        for (uint32_t i = 0; i < nargs; i++) {
+            size_t l = eg__str_len(e, (uint32_t)a[i]);
+            if (l > SIZE_MAX - 1 - len) eg__oom(e, SIZE_MAX);
+            len += l;
+        }
+        /* A string that grows every iteration reaches gigabytes in a few: the copy and
+         * its hash go by chunks, with the run's limits checked before the allocation and
+         * between chunks (issue 21), and the buffer becomes the interned string. */
+        eg__limit_room(e, len + 1);
+        char *s = eg__scoped_alloc_raw(e, len + 1);
+        XXH3_state_t st;
+        XXH3_64bits_reset(&st);
         size_t o = 0;
         for (uint32_t i = 0; i < nargs; i++) {
             const char *t = eg__str(e, (uint32_t)a[i]);
-            size_t l = strlen(t);
-            memcpy(s + o, t, l);
-            o += l;
+            size_t l = eg__str_len(e, (uint32_t)a[i]);
+            for (size_t at = 0; at < l;) {
+                size_t c = l - at < SCAT_CHUNK ? l - at : SCAT_CHUNK;
+                memcpy(s + o, t + at, c);
+                XXH3_64bits_update(&st, s + o, c);
+                o += c;
+                at += c;
+                if (c == SCAT_CHUNK) eg__limit_poll(e);
+            }
         }
         s[o] = 0;
-        *out = eg__intern(e, s, o);
-        eg__scoped_free(e, s);
+        uint64_t h = XXH3_64bits_digest(&st);
+        eg__scoped_release(e, s);
+        *out = eg__intern_hashed(e, s, o, h, s);
         return PR_OK;
     }
     case OP_SCOUNT: {
@@ -634,6 +658,7 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
             for (const char *q = strstr(s, t); q; q = strstr(q + tl, t))
                 cnt++;
         if (rl && cnt > (SIZE_MAX - sl - 1) / rl) eg__oom(e, SIZE_MAX);
+        eg__limit_room(e, sl + cnt * rl + 1);
         char *res = eg__scoped_alloc(e, sl + cnt * rl + 1), *w = res;
         if (!tl) { /* the replacement before every character and at the end */
             for (const char *q = s;; q++) {

@@ -154,6 +154,30 @@ START_TEST(i64_arithmetic_fails_on_overflow_as_in_egglog)
 }
 END_TEST
 
+/* Issue 21, fault 12: negation and abs of INT64_MIN overflow like (- 0 x), with the same
+ * message, in actions and in queries. */
+START_TEST(i64_negation_fails_on_overflow_like_subtraction)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(check (= (- 5) -5)) (check (= (neg -7) 7)) (check (= (abs -7) 7))"
+             "(check (= (abs 7) 7)) (check (= (- -9223372036854775807) 9223372036854775807))"
+             "(relation R (i64)) (R -9223372036854775808) (R 3) (relation S (i64))"
+             "(rule ((R x) (= y (abs x))) ((S y))) (run 1) (check (S 3))");
+    ck_assert_uint_eq(t_size(e, "S"), 1);
+    static const char *const neg[] = {"(let $a (- -9223372036854775808))",
+                                       "(let $a (neg -9223372036854775808))",
+                                       "(let $a (abs -9223372036854775808))",
+                                       "(let $a (- 0 -9223372036854775808))",
+                                       "(let $a (/ -9223372036854775808 -1))"};
+    for (size_t i = 0; i < sizeof neg / sizeof *neg; i++) {
+        lm_err err = t_fail(e, neg[i]);
+        ck_assert_msg(strstr(err.msg, "failed: integer overflow") != NULL, "%s: %s", neg[i],
+                      err.msg);
+    }
+    eg_engine_free(e);
+}
+END_TEST
+
 START_TEST(f64_primitives_behave_as_in_egglog)
 {
     eg_engine *e = t_engine();
@@ -565,6 +589,7 @@ Suite *lang_suite(void)
     suite_add_tcase(s, lim);
     TCase *lang = tcase_create("egglog");
     tcase_add_test(lang, i64_arithmetic_fails_on_overflow_as_in_egglog);
+    tcase_add_test(lang, i64_negation_fails_on_overflow_like_subtraction);
     tcase_add_test(lang, f64_primitives_behave_as_in_egglog);
     tcase_add_test(lang, string_primitives_behave_as_in_egglog);
     tcase_add_test(lang, bool_and_generic_primitives_behave_as_in_egglog);
