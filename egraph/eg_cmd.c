@@ -606,6 +606,7 @@ int eg__pop(eg_engine *e)
     for (uint32_t i = f->nrulesets; i < e->nrulesets; i++) {
         eg__free(e->rulesets[i].name);
         eg__free(e->rulesets[i].rules);
+        eg__free(e->rulesets[i].members);
     }
     e->nrulesets = f->nrulesets;
     for (uint32_t i = 0; i < e->nrulesets; i++) {

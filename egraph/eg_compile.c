@@ -32,6 +32,8 @@ static void cc_free(cc *c)
     eg__free(c->an);
     eg__free(c->av);
     eg__free(c->root_name);
+    eg__free(c->relv_var);
+    eg__free(c->relv_atom);
     eg__free(c->fin_done);
     eg__free(c->fin_src);
     eg__free(c->fin_grounded);
@@ -115,6 +117,35 @@ const char *eg__sort_name(eg_engine *e, uint32_t s)
 /* ====================================================================================
  * Query variables
  * ==================================================================================== */
+
+/* egglog's one namespace: a rule's variable (bound by its query or by let) may not be
+ * named like a sort, a table or a ruleset, nor like a global, with or without the global's
+ * `$` (`a` and `$a` both clash with the global `$a`); egglog's check_shadowing,
+ * fail-typecheck/shadow-local-constructor and shadow-local-global-no-prefix. A rule's
+ * names are its own: a global declared after the rule may reuse them
+ * (pass-typecheck/shadow-local-before-global). */
+void eg__cc_check_shadow(eg_engine *e, const sx *at, const char *name)
+{
+    int32_t ti = eg__table_find(e, name);
+    const char *what = eg__sort_find(e, name) >= 0 ? "sort"
+                       : ti >= 0 ? (e->tables[ti].kind == TK_FUNCTION   ? "function"
+                                    : e->tables[ti].kind == TK_RELATION ? "relation"
+                                                                        : "constructor")
+                       : eg__ruleset_find(e, name) >= 0 ? "ruleset"
+                       : eg__global_find(e, name) >= 0  ? "global"
+                                                        : NULL;
+    if (what)
+        eg__throw(e, LM_ETYPE, at, "variable %s shadows the %s %s; give it another name", name,
+                  what, name);
+    const char *bare = name[0] == '$' ? name + 1 : name;
+    char dollar[256];
+    if (strlen(bare) + 2 <= sizeof dollar) {
+        snprintf(dollar, sizeof dollar, "$%s", bare);
+        if (strcmp(dollar, name) != 0 && eg__global_find(e, dollar) >= 0)
+            eg__throw(e, LM_ETYPE, at, "variable %s conflicts with the global %s; give it another name",
+                      name, dollar);
+    }
+}
 
 static uint32_t new_var(cc *c, const char *name, uint32_t sort, const sx *at)
 {
@@ -382,10 +413,48 @@ uint32_t eg__cc_term(eg_engine *e, cc *c, const sx *s)
             eg__throw(e, LM_ETYPE, s, "'%s' is a table: write (%s) to use its value", s->text,
                       s->text);
         }
+        eg__cc_check_shadow(e, s, s->text);
         return new_var(c, s->text, NOSORT, s);
     }
     if (s->kind == SX_LIST) return q_call(e, c, s, false);
     eg__throw(e, LM_ETYPE, s, "unexpected term in a query");
+}
+
+/* The relation atom a variable was equated with, or UINT32_MAX. */
+static uint32_t relv_find(cc *c, uint32_t v)
+{
+    v = eg__cc_vfind(c, v);
+    for (uint32_t i = 0; i < c->nrelv; i++)
+        if (eg__cc_vfind(c, c->relv_var[i]) == v) return c->relv_atom[i];
+    return UINT32_MAX;
+}
+
+static void relv_add(cc *c, uint32_t v, uint32_t atom)
+{
+    if (relv_find(c, v) != UINT32_MAX) return;
+    if (c->nrelv + 1 > c->caprelv) { /* both arrays grow before either is used */
+        uint32_t n = c->caprelv ? c->caprelv * 2 : 8;
+        c->relv_var = eg__array(c->e, c->relv_var, n, sizeof(uint32_t));
+        c->relv_atom = eg__array(c->e, c->relv_atom, n, sizeof(uint32_t));
+        c->caprelv = n;
+    }
+    c->relv_var[c->nrelv] = v;
+    c->relv_atom[c->nrelv++] = atom;
+}
+
+/* Two relation rows are one value when they are one row: the same relation with equal
+ * arguments (egglog's relations are constructors of a sort of their own, which cannot be
+ * unioned). Another relation never matches. */
+static void rel_unify(eg_engine *e, cc *c, uint32_t a1, uint32_t a2, const sx *at)
+{
+    const q_atom *x = &c->q.atoms[a1], *y = &c->q.atoms[a2];
+    if (x->table != y->table) {
+        c->q.never = true;
+        return;
+    }
+    uint32_t n = e->tables[x->table].n_in;
+    for (uint32_t k = 0; k < n; k++)
+        unify(e, c, c->q.atoms[a1].var[k], c->q.atoms[a2].var[k], at);
 }
 
 static void q_fact(eg_engine *e, cc *c, const sx *f)
@@ -398,11 +467,31 @@ static void q_fact(eg_engine *e, cc *c, const sx *f)
         if (f->n < 3) {
             eg__throw(e, LM_ETYPE, f, "(= a b) needs at least two terms");
         }
-        uint32_t a = eg__cc_term(e, c, f->items[1]);
-        for (uint32_t i = 2; i < f->n; i++) {
+        uint32_t a = NOSORT, rel = UINT32_MAX;
+        for (uint32_t i = 1; i < f->n; i++) {
+            uint32_t before = c->q.natoms;
             uint32_t b = eg__cc_term(e, c, f->items[i]);
-            unify(e, c, a, b, f);
+            uint32_t ra = UINT32_MAX;
+            const char *ih = eg__sx_head(f->items[i]);
+            int32_t ti = ih ? eg__table_find(e, ih) : -1;
+            if (ti >= 0 && e->tables[ti].kind == TK_RELATION && c->q.natoms > before)
+                ra = c->q.natoms - 1; /* q_call adds the relation's atom last */
+            else
+                ra = relv_find(c, b);
+            if (ra != UINT32_MAX) {
+                if (rel == UINT32_MAX)
+                    rel = ra;
+                else
+                    rel_unify(e, c, rel, ra, f);
+            }
+            if (i == 1)
+                a = b;
+            else
+                unify(e, c, a, b, f);
         }
+        if (rel != UINT32_MAX)
+            for (uint32_t i = 1; i < f->n; i++)
+                if (f->items[i]->kind == SX_SYM) relv_add(c, eg__cc_term(e, c, f->items[i]), rel);
         return;
     }
     q_call(e, c, f, true);
@@ -771,6 +860,7 @@ void eg__cc_action(eg_engine *e, cc *c, const sx *s)
             eg__throw(e, LM_ETYPE, s->items[1],
                       "variable %s is already bound; let cannot rebind it", name);
         }
+        eg__cc_check_shadow(e, s->items[1], name);
         action *a = eg__cc_new_action(c, AC_LET, s);
         eg__cc_expr(e, c, s->items[2], NOSORT, &a->a);
         a = &c->acts[c->nacts - 1];

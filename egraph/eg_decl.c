@@ -214,13 +214,46 @@ static uint32_t rule_ruleset(eg_engine *e, const sx *s, uint32_t from)
         if (eg__sx_is(s->items[i], ":ruleset")) {
             const sx *n = s->items[i + 1];
             int32_t r = n->kind == SX_SYM ? eg__ruleset_find(e, n->text) : -1;
+            /* a run-time failure, as in egglog, where (fail (rule ... :ruleset r)) holds
+             * for an unknown or a combined r (egglog's test-combined) */
             if (r < 0) {
-                eg__throw(e, LM_ETYPE, n, "unknown ruleset '%s' (declare it with (ruleset name))",
+                eg__throw(e, LM_ERUNTIME, n,
+                          "unknown ruleset '%s' (declare it with (ruleset name))",
                           n->kind == SX_SYM ? n->text : "?");
             }
+            if (e->rulesets[r].combined)
+                eg__throw(e, LM_ERUNTIME, n,
+                          "'%s' is a combined ruleset; add the rule to one of its members",
+                          n->text);
             return (uint32_t)r;
         }
     return 0;
+}
+
+/* (unstable-combined-ruleset name member...): every member is a declared ruleset
+ * (combined or not); egglog's test-combined and combined-nested. */
+static void decl_combined_ruleset(eg_engine *e, const sx *s)
+{
+    if (s->n < 2 || s->items[1]->kind != SX_SYM)
+        eg__throw(e, LM_ETYPE, s, "(unstable-combined-ruleset name rulesets...) expected");
+    const char *name = s->items[1]->text;
+    if (eg__ruleset_find(e, name) >= 0)
+        eg__throw(e, LM_ETYPE, s->items[1], "ruleset '%s' is already defined", name);
+    for (uint32_t i = 2; i < s->n; i++) {
+        const sx *m = s->items[i];
+        if (m->kind != SX_SYM || eg__ruleset_find(e, m->text) < 0)
+            eg__throw(e, LM_ETYPE, m, "unknown ruleset '%s' (declare it with (ruleset name))",
+                      m->kind == SX_SYM ? m->text : "?");
+    }
+    EG_GROW(e, e->rulesets, e->caprulesets, e->nrulesets + 1);
+    ruleset *R = &e->rulesets[e->nrulesets];
+    memset(R, 0, sizeof *R);
+    R->combined = true;
+    R->name = eg__strdup(e, name);
+    e->nrulesets++; /* counted before its member list exists: out of memory frees it all */
+    R->members = eg__array(e, NULL, s->n - 2 + 1, sizeof(uint32_t));
+    for (uint32_t i = 2; i < s->n; i++)
+        R->members[R->nmembers++] = (uint32_t)eg__ruleset_find(e, s->items[i]->text);
 }
 
 static const char *rule_name(eg_engine *e, const sx *s, uint32_t from)
@@ -314,6 +347,14 @@ static void cmd_rule(eg_engine *e, const sx *s)
     static const char *const opts[] = {":ruleset", ":name", ":naive", ":unsafe-seminaive"};
     static const bool args[] = {true, true, false, false};
     check_options(e, s, 3, opts, args, 4);
+    if (has_flag(s, 3, ":naive") && has_flag(s, 3, ":unsafe-seminaive")) {
+        const sx *at = s;
+        for (uint32_t i = 3; i < s->n; i++)
+            if (eg__sx_is(s->items[i], ":unsafe-seminaive")) at = s->items[i];
+        eg__throw(e, LM_ETYPE, at,
+                  ":naive and :unsafe-seminaive select different evaluation modes; a rule "
+                  "takes at most one");
+    }
     uint32_t rs = rule_ruleset(e, s, 3);
     const char *name = rule_name(e, s, 3);
     cc *c = eg__cc_new(e);
@@ -445,6 +486,8 @@ bool eg__declare(eg_engine *e, const sx *s)
         EG_GROW(e, e->rulesets, e->caprulesets, e->nrulesets + 1);
         memset(&e->rulesets[e->nrulesets], 0, sizeof(ruleset));
         e->rulesets[e->nrulesets++].name = eg__strdup(e, s->items[1]->text);
+    } else if (strcmp(h, "unstable-combined-ruleset") == 0) {
+        decl_combined_ruleset(e, s);
     } else if (strcmp(h, "rule") == 0) {
         cmd_rule(e, s);
     } else if (strcmp(h, "rewrite") == 0) {

@@ -127,6 +127,7 @@ void eg_engine_free(eg_engine *e)
     for (uint32_t i = 0; i < e->nrulesets; i++) {
         eg__free(e->rulesets[i].name);
         eg__free(e->rulesets[i].rules);
+        eg__free(e->rulesets[i].members);
     }
     eg__free(e->rulesets);
     for (uint32_t i = 0; i < e->nglobals; i++)

@@ -815,33 +815,19 @@ static bool until_holds(eg_engine *e, query *until)
     return hit;
 }
 
-/* One iteration of ruleset rs; returns whether the database changed. */
-static bool iteration(eg_engine *e, uint32_t rs)
+/* The search of one iteration: every rule of rl[0..nrl) matched, its actions run. A limit
+ * reached inside a long primitive (eg__limit_poll) lands here: the rule it interrupted
+ * keeps its seen mark, as does every rule after it. */
+static void search_rules(eg_engine *e, ruleset *R, const uint32_t *rl, uint32_t nrl,
+                         eg_value *vals, uint32_t cur)
 {
-    ruleset *R = &e->rulesets[rs];
-    double t0 = eg__now();
-    uint32_t cur = e->ts;
-    e->ts = cur + 1;
-    e->changed = false;
-    for (uint32_t ti = 0; ti < e->ntables; ti++)
-        e->tables[ti].hi = e->tables[ti].nrows;
-    e->in_search = true;
-    uint32_t maxslots = 1;
-    for (uint32_t k = 0; k < R->nrules; k++)
-        if (e->rules[R->rules[k]].nslots > maxslots) maxslots = e->rules[R->rules[k]].nslots;
-    eg_value *vals = eg__scoped_alloc(e, (maxslots + 1) * sizeof(eg_value));
-    uint32_t *old_seen = eg__scoped_alloc(e, (R->nrules + 1) * sizeof(uint32_t));
-    for (uint32_t k = 0; k < R->nrules; k++)
-        old_seen[k] = e->rules[R->rules[k]].seen;
     uint32_t smark = e->nscoped;
     uint32_t cmd_origin = e->cur_origin;
-    /* A limit reached inside a long primitive (eg__limit_poll) lands here: the rule it
-     * interrupted keeps its seen mark, as does every rule after it. */
     jmp_buf jb;
     e->stop_jmp = &jb;
     if (setjmp(jb) == 0) {
-        for (uint32_t k = 0; k < R->nrules && !e->limit_stop; k++) {
-            rule *r = &e->rules[R->rules[k]];
+        for (uint32_t k = 0; k < nrl && !e->limit_stop; k++) {
+            rule *r = &e->rules[rl[k]];
             double r0 = eg__now();
             uint64_t m0 = r->matches;
             mctx mc = {r};
@@ -859,16 +845,60 @@ static bool iteration(eg_engine *e, uint32_t rs)
         e->cur_origin = cmd_origin;
     }
     e->stop_jmp = NULL;
+}
+
+/* The rules of ruleset rs into out[n..] (a combined ruleset: its members', depth first, in
+ * the order given, each rule once; seen marks rules already listed); returns the new n. */
+uint32_t eg__ruleset_flatten(const eg_engine *e, uint32_t rs, uint32_t *out, uint8_t *seen,
+                             uint32_t n)
+{
+    const ruleset *R = &e->rulesets[rs];
+    for (uint32_t k = 0; k < R->nrules; k++)
+        if (!seen[R->rules[k]]) {
+            seen[R->rules[k]] = 1;
+            out[n++] = R->rules[k];
+        }
+    for (uint32_t m = 0; m < R->nmembers; m++)
+        n = eg__ruleset_flatten(e, R->members[m], out, seen, n);
+    return n;
+}
+
+/* One iteration of ruleset rs; returns whether the database changed. */
+static bool iteration(eg_engine *e, uint32_t rs)
+{
+    ruleset *R = &e->rulesets[rs];
+    double t0 = eg__now();
+    /* the rules it runs: its own, or a combined ruleset's members' at this moment */
+    uint32_t *const flat =
+        R->combined ? eg__scoped_alloc(e, ((size_t)e->nrules + 1) * (sizeof(uint32_t) + 1)) : NULL;
+    const uint32_t nrl =
+        flat ? eg__ruleset_flatten(e, rs, flat, (uint8_t *)(flat + e->nrules + 1), 0) : R->nrules;
+    const uint32_t *const rl = flat ? flat : R->rules;
+    uint32_t cur = e->ts;
+    e->ts = cur + 1;
+    e->changed = false;
+    for (uint32_t ti = 0; ti < e->ntables; ti++)
+        e->tables[ti].hi = e->tables[ti].nrows;
+    e->in_search = true;
+    uint32_t maxslots = 1;
+    for (uint32_t k = 0; k < nrl; k++)
+        if (e->rules[rl[k]].nslots > maxslots) maxslots = e->rules[rl[k]].nslots;
+    eg_value *vals = eg__scoped_alloc(e, (maxslots + 1) * sizeof(eg_value));
+    uint32_t *old_seen = eg__scoped_alloc(e, (nrl + 1) * sizeof(uint32_t));
+    for (uint32_t k = 0; k < nrl; k++)
+        old_seen[k] = e->rules[rl[k]].seen;
+    search_rules(e, R, rl, nrl, vals, cur);
     e->in_search = false;
     /* deletes see which rows existed when the iteration began; a limit reached while the
      * writes are applied drops the rest, and then every rule of the iteration matches its
      * rows again in a later run */
     bool limited = e->opt.node_limit || e->opt.mem_limit || e->opt.time_limit_s > 0;
     if (apply_pending(e, limited))
-        for (uint32_t k = 0; k < R->nrules; k++)
-            e->rules[R->rules[k]].seen = old_seen[k];
+        for (uint32_t k = 0; k < nrl; k++)
+            e->rules[rl[k]].seen = old_seen[k];
     eg__scoped_free(e, old_seen);
     eg__scoped_free(e, vals);
+    if (flat) eg__scoped_free(e, flat);
     for (uint32_t ti = 0; ti < e->ntables; ti++)
         e->tables[ti].hi = UINT32_MAX;
     double t1 = eg__now();

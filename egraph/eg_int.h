@@ -313,6 +313,11 @@ typedef struct {
     char *name;
     uint32_t *rules;
     uint32_t nrules, caprules;
+    /* (unstable-combined-ruleset name members...): the member rulesets, each declared
+     * before it; running it runs their rules as one ruleset, as they are at that moment */
+    bool combined;
+    uint32_t *members;
+    uint32_t nmembers;
     double time_s;
     uint64_t matches;
     uint32_t iterations;
@@ -634,6 +639,8 @@ void eg__uses_add_row(eg_engine *e, const eg_table *t, uint32_t r);
  * in it. Returns 0, or -1 with a description in why. */
 int eg__uses_check(eg_engine *e, char *why, size_t n);
 void eg__flush_pending(eg_engine *e);
+uint32_t eg__ruleset_flatten(const eg_engine *e, uint32_t rs, uint32_t *out, uint8_t *seen,
+                             uint32_t n);
 /* The limits inside an iteration (eg_exec.c). eg__limits_hit says whether the node
  * (rows), memory or time limit is reached and records which in e->limit_stop.
  * eg__limit_poll, for primitives that may run long (string building), stops the

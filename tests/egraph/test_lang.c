@@ -178,6 +178,29 @@ START_TEST(i64_negation_fails_on_overflow_like_subtraction)
 }
 END_TEST
 
+/* Issue 26: a relation row is a value of its own, as in egglog (each relation is a
+ * constructor of a sort of its own): two rows are equal only when they are one row. */
+START_TEST(relation_rows_are_equal_only_to_themselves)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(relation myrel (i64)) (relation other (i64)) (relation hit (i64))"
+             "(myrel 1) (myrel 2) (other 1)"
+             "(rule ((= (myrel 1) (myrel 2))) ((hit 1)))"
+             "(rule ((= (myrel 1) (myrel 1))) ((hit 2)))"
+             "(rule ((= (myrel x) (myrel y))) ((hit (+ 10 (+ x y)))))"
+             "(rule ((= (myrel 1) (other 1))) ((hit 3)))"
+             "(rule ((= u (myrel 1)) (= u (myrel 2))) ((hit 4)))"
+             "(rule ((= u (myrel x)) (= u (myrel y))) ((hit (+ 100 (+ x y)))))"
+             "(run 1)"
+             "(check (hit 2)) (check (hit 12)) (check (hit 14)) (check (hit 102)) (check (hit 104))"
+             "(fail (check (hit 1))) (fail (check (hit 3))) (fail (check (hit 4)))"
+             "(fail (check (hit 13)))"
+             "(fail (check (= (myrel 1) (myrel 2)))) (check (= (myrel 2) (myrel 2)))");
+    ck_assert_uint_eq(t_size(e, "hit"), 5);
+    eg_engine_free(e);
+}
+END_TEST
+
 START_TEST(f64_primitives_behave_as_in_egglog)
 {
     eg_engine *e = t_engine();
@@ -466,7 +489,7 @@ START_TEST(rows_remember_the_rule_or_command_that_made_them)
 {
     eg_engine *e = t_engine();
     T_RUN(e, "(datatype M (Num i64) (Neg M) (Twice M))\n"
-             "(let $x (Neg (Num 1)))\n"
+             "(let $g (Neg (Num 1)))\n"
              "(rewrite (Neg x) (Twice x) :name \"neg-to-twice\")\n"
              "(rule ((Twice x)) ((Neg (Neg x))))\n"
              "(run 2)\n");
@@ -590,6 +613,7 @@ Suite *lang_suite(void)
     TCase *lang = tcase_create("egglog");
     tcase_add_test(lang, i64_arithmetic_fails_on_overflow_as_in_egglog);
     tcase_add_test(lang, i64_negation_fails_on_overflow_like_subtraction);
+    tcase_add_test(lang, relation_rows_are_equal_only_to_themselves);
     tcase_add_test(lang, f64_primitives_behave_as_in_egglog);
     tcase_add_test(lang, string_primitives_behave_as_in_egglog);
     tcase_add_test(lang, bool_and_generic_primitives_behave_as_in_egglog);

@@ -253,6 +253,41 @@ START_TEST(mem_limit_stops_a_growing_string_before_it_is_made)
 }
 END_TEST
 
+/* unstable-combined-ruleset (issue 26): one iteration runs its members' rules as they
+ * are when it runs (a rule added to a member later is included); combined rulesets
+ * nest; a rule cannot be added to one (a run-time failure, as in egglog). */
+START_TEST(combined_rulesets_run_their_members_rules)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(relation number (i64))"
+             "(ruleset r1) (rule () ((number 1)) :ruleset r1)"
+             "(ruleset r2) (rule () ((number 2)) :ruleset r2)"
+             "(unstable-combined-ruleset r12 r1 r2)"
+             "(rule () ((number 3)) :ruleset r2)"
+             "(fail (rule () ((number 4)) :ruleset r12))"
+             "(ruleset r5) (rule () ((number 5)) :ruleset r5)"
+             "(unstable-combined-ruleset r125 r12 r5)"
+             "(run-schedule r125)"
+             "(check (number 1)) (check (number 2)) (check (number 3)) (check (number 5))"
+             "(fail (check (number 4)))");
+    ck_assert_uint_eq(t_size(e, "number"), 4);
+    /* one iteration: the members' rules see the same database */
+    T_RUN(e, "(relation edge (i64 i64)) (relation path (i64 i64))"
+             "(ruleset p1) (rule ((edge x y)) ((path x y)) :ruleset p1)"
+             "(ruleset p2) (rule ((path x y) (edge y z)) ((path x z)) :ruleset p2)"
+             "(unstable-combined-ruleset both p1 p2)"
+             "(edge 0 1) (edge 1 2) (edge 2 3) (run both 1)");
+    ck_assert_uint_eq(t_size(e, "path"), 3);
+    T_RUN(e, "(run both 1)");
+    ck_assert_uint_eq(t_size(e, "path"), 5);
+    lm_err err = t_fail(e, "(unstable-combined-ruleset bad p1 nope)");
+    ck_assert_msg(strstr(err.msg, "bad.egg:1:35: unknown ruleset 'nope'") != NULL, "%s", err.msg);
+    err = t_fail(e, "(unstable-combined-ruleset both p1)");
+    ck_assert_msg(strstr(err.msg, "ruleset 'both' is already defined") != NULL, "%s", err.msg);
+    eg_engine_free(e);
+}
+END_TEST
+
 START_TEST(rulesets_run_only_their_rules)
 {
     eg_engine *e = t_engine();
@@ -276,6 +311,7 @@ Suite *schedule_suite(void)
     tcase_add_test(tc, until_stops_before_the_next_iteration);
     tcase_add_test(tc, node_limit_stops_growth_cleanly);
     tcase_add_test(tc, rulesets_run_only_their_rules);
+    tcase_add_test(tc, combined_rulesets_run_their_members_rules);
     tcase_add_test(tc, node_limit_stops_inside_one_large_iteration);
     tcase_add_test(tc, node_limit_counts_rows_and_repeated_inserts_are_queued_once);
     tcase_add_test(tc, time_limit_bounds_the_writes_of_one_iteration);
