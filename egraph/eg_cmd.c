@@ -367,7 +367,8 @@ static void cmd_extract(eg_engine *e, const sx *s, scratch *sc)
     uint64_t c = eg__value_cost(e, sort, v, costs.cost);
     if (c == UINT64_MAX)
         eg__throw(e, LM_ERUNTIME, s, "extract: no extractable term for this value");
-    bool variants = s->n >= 3;
+    /* variants of a container or primitive value: egglog returns the one term */
+    bool variants = s->n >= 3 && eg__is_eq(e, sort);
     if (e->opt.snapshot) {
         if (!variants) fprintf(e->out, "(extraction-costs %llu)\n", (unsigned long long)c);
     } else if (!variants || !eg__is_eq(e, sort)) {
@@ -619,6 +620,7 @@ int eg__pop(eg_engine *e)
     for (uint32_t i = f->nsorts; i < e->nsorts; i++) {
         eg__free(e->sorts[i].name);
         eg__free(e->sorts[i].pair_prims);
+        eg__free(e->sorts[i].cont_prims);
     }
     e->nsorts = f->nsorts;
     eg__free(f->rule_seen);

@@ -127,7 +127,9 @@ const char *eg__sort_name(eg_engine *e, uint32_t s)
 void eg__cc_check_shadow(eg_engine *e, const sx *at, const char *name)
 {
     int32_t ti = eg__table_find(e, name);
-    const char *what = eg__sort_find(e, name) >= 0 ? "sort"
+    int32_t si = eg__sort_find(e, name);
+    /* built-in sorts (i64, String, ...) are not declared names: egglog allows them */
+    const char *what = si >= SORT_NBUILTIN ? "sort"
                        : ti >= 0 ? (e->tables[ti].kind == TK_FUNCTION   ? "function"
                                     : e->tables[ti].kind == TK_RELATION ? "relation"
                                                                         : "constructor")
@@ -527,6 +529,29 @@ void eg__cc_finish(eg_engine *e, cc *c)
                 sorts[a] = q->var_sort[eg__cc_vfind(c, p->args[a])];
                 if (sorts[a] == NOSORT) all = false;
             }
+            if (eg__cont_prim_name(src[i]->items[0]->text)) {
+                /* a container primitive: its sort from the known argument and result
+                 * sorts; it gives the others theirs (vec-empty's from its use) */
+                bool known, amb;
+                const eg_prim *pr = eg__cont_resolve(e, src[i]->items[0]->text, sorts, p->nargs,
+                                                     q->var_sort[eg__cc_vfind(c, p->res)], &known,
+                                                     &amb);
+                if (!pr) {
+                    if (amb) continue; /* maybe later */
+                    eg__throw(e, LM_ETYPE, src[i],
+                              "no primitive '%s' takes these arguments (wrong arity or argument "
+                              "sorts, or no container sort declared for them)",
+                              src[i]->items[0]->text);
+                }
+                p->prim = pr;
+                for (uint32_t a = 0; a < p->nargs; a++)
+                    set_sort(e, c, p->args[a], eg__cont_arg_sort(e, pr, a), src[i]);
+                set_sort(e, c, p->res, pr->ret, src[i]);
+                done[i] = true;
+                unresolved--;
+                progress = true;
+                continue;
+            }
             if (!all) continue;
             bool known;
             const eg_prim *pr =
@@ -733,6 +758,63 @@ static void expect_sort(eg_engine *e, const sx *at, uint32_t want, uint32_t got)
     }
 }
 
+/* A container primitive in an action: its container sort comes from the sort wanted
+ * of it, or from its arguments; an argument that is itself a container call (such as
+ * (vec-empty), which names no sort) is compiled last, once the others fixed the sort. */
+static aexpr *cont_expr(eg_engine *e, cc *c, const sx *s, const char *h, uint32_t nargs,
+                        uint32_t want, aexpr **holder)
+{
+    aexpr *a = eg__cc_mk_expr(e, AE_PRIM, NOSORT, s);
+    *holder = a;
+    a->args = eg__calloc(e, nargs + 1, sizeof(aexpr *));
+    a->nargs = nargs; /* NULL until compiled: freeing skips them */
+    uint32_t sorts[EG_MAX_ARGS];
+    for (uint32_t i = 0; i < nargs; i++)
+        sorts[i] = NOSORT;
+    bool known = false, amb = false;
+    const eg_prim *p = want != NOSORT ? eg__cont_resolve(e, h, sorts, nargs, want, &known, &amb)
+                                      : NULL;
+    bool deferred = false;
+    for (uint32_t i = 0; i < nargs; i++) {
+        const sx *arg = s->items[i + 1];
+        uint32_t expect = p ? eg__cont_arg_sort(e, p, i) : NOSORT;
+        const char *ah = eg__sx_head(arg);
+        if (expect == NOSORT && ah && eg__cont_prim_name(ah)) {
+            deferred = true;
+            continue;
+        }
+        eg__cc_expr(e, c, arg, expect, &a->args[i]);
+        sorts[i] = a->args[i]->sort;
+    }
+    p = eg__cont_resolve(e, h, sorts, nargs, want, &known, &amb);
+    /* nothing fixed the sort yet: the deferred arguments may know their own, one by one */
+    for (uint32_t i = 0; i < nargs && deferred && !p; i++) {
+        if (a->args[i]) continue;
+        eg__cc_expr(e, c, s->items[i + 1], NOSORT, &a->args[i]);
+        sorts[i] = a->args[i]->sort;
+        p = eg__cont_resolve(e, h, sorts, nargs, want, &known, &amb);
+    }
+    if (deferred && p) {
+        for (uint32_t i = 0; i < nargs; i++) {
+            if (a->args[i]) continue;
+            eg__cc_expr(e, c, s->items[i + 1], eg__cont_arg_sort(e, p, i), &a->args[i]);
+            sorts[i] = a->args[i]->sort;
+        }
+        p = eg__cont_resolve(e, h, sorts, nargs, want, &known, &amb);
+    }
+    if (!p)
+        eg__throw(e, LM_ETYPE, s,
+                  amb ? "cannot tell which container sort '%s' makes here: several fit; "
+                        "give an argument or the result a known sort"
+                      : "no primitive '%s' takes these arguments (wrong arity or argument "
+                        "sorts, or no container sort declared for them)",
+                  h);
+    a->prim = p;
+    a->sort = p->ret;
+    expect_sort(e, s, want, a->sort);
+    return a;
+}
+
 aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder)
 {
     uint32_t sort;
@@ -780,6 +862,7 @@ aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **hold
         expect_sort(e, s, want, a->sort);
         return a;
     }
+    if (eg__cont_prim_name(h)) return cont_expr(e, c, s, h, nargs, want, holder);
     bool known = false;
     aexpr *a = eg__cc_mk_expr(e, AE_PRIM, NOSORT, s);
     *holder = a;

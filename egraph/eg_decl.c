@@ -193,11 +193,12 @@ static void decl_datatype_star(eg_engine *e, const sx *s)
         if (eg__sx_is(d->items[0], "sort")) continue;
         add_sort(e, d->items[0], d->items[0]->text);
     }
+    /* then the container sorts, (sort S (Vec T)), which may hold the datatypes */
+    for (uint32_t i = 1; i < s->n; i++)
+        if (eg__sx_is(s->items[i]->items[0], "sort")) eg__declare(e, s->items[i]);
     for (uint32_t i = 1; i < s->n; i++) {
         const sx *d = s->items[i];
-        if (eg__sx_is(d->items[0], "sort")) {
-            eg__throw(e, LM_ETYPE, d, "container sorts are not supported in datatype*");
-        }
+        if (eg__sx_is(d->items[0], "sort")) continue;
         uint32_t sort = (uint32_t)eg__sort_find(e, d->items[0]->text);
         for (uint32_t k = 1; k < d->n; k++)
             variant(e, d->items[k], sort);
@@ -371,6 +372,20 @@ static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
 {
     cc *c = eg__cc_new(e);
     uint32_t root = eg__cc_term(e, c, lhs);
+    /* the left side's wildcards (top level) get names, so that :subsume can restate it */
+    char wild[EG_MAX_ARGS][24];
+    uint32_t nwild = 0;
+    if (subsume && lhs->kind == SX_LIST && c->q.natoms) {
+        const q_atom *at = &c->q.atoms[c->q.natoms - 1]; /* the call's atom comes last */
+        for (uint32_t i = 0; i + 1 < lhs->n && i + 1 < at->ncols && i < EG_MAX_ARGS; i++) {
+            if (!eg__sx_is(lhs->items[i + 1], "_")) continue;
+            uint32_t v = eg__cc_vfind(c, at->var[i]);
+            if (c->q.var_name[v]) continue;
+            snprintf(wild[i], sizeof wild[i], "__rw_wild%u", i);
+            c->q.var_name[v] = eg__strdup(e, wild[i]);
+            nwild = i + 1;
+        }
+    }
     if (when) {
         if (when->kind != SX_LIST) {
             eg__throw(e, LM_ETYPE, when, ":when expects a list of facts");
@@ -407,7 +422,17 @@ static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
         eg_table *t = eg__cc_table_call(e, lhs, &ti);
         action *sa = eg__cc_new_action(c, AC_SUBSUME, s);
         sa->table = (uint32_t)ti;
-        eg__cc_table_args(e, c, sa, lhs, t);
+        sa->args = eg__calloc(e, lhs->n, sizeof(aexpr *));
+        for (uint32_t i = 0; i + 1 < lhs->n; i++) {
+            sa->nargs = i + 1;
+            int32_t ws = i < nwild && eg__sx_is(lhs->items[i + 1], "_") ? eg__cc_slot(c, wild[i]) : -1;
+            if (ws >= 0) {
+                sa->args[i] = eg__cc_mk_expr(e, AE_VAR, c->slot_sort[ws], lhs->items[i + 1]);
+                sa->args[i]->var = (uint32_t)ws;
+            } else {
+                eg__cc_expr(e, c, lhs->items[i + 1], t->in_sort[i], &sa->args[i]);
+            }
+        }
     }
     install_rule(e, c, rs, name, false, s);
     eg__cc_done(e);
@@ -450,10 +475,30 @@ bool eg__declare(eg_engine *e, const sx *s)
         }
         if (s->n >= 3 && s->items[2]->kind == SX_LIST) {
             const sx *c = s->items[2];
+            const char *ch = eg__sx_head(c);
+            int fam = ch ? eg__cont_family(ch) : -1;
+            if (fam >= 0) {
+                uint32_t want = fam == CK_MAP ? 2 : 1;
+                if (c->n != want + 1)
+                    eg__throw(e, LM_ETYPE, c, "(%s%s) expected", ch,
+                              fam == CK_MAP ? " KeySort ValueSort" : " ElementSort");
+                uint32_t a = sort_of(e, c->items[1]);
+                uint32_t b = want == 2 ? sort_of(e, c->items[2]) : a;
+                uint32_t id = add_sort(e, s->items[1], s->items[1]->text);
+                eg_sort *ns = &e->sorts[id];
+                ns->kind = SK_CONT;
+                ns->family = (uint8_t)fam;
+                ns->elem[0] = a;
+                ns->elem[1] = b;
+                ns->canon = e->sorts[a].canon || e->sorts[b].canon;
+                eg__cont_prims_init(e, id);
+                return true;
+            }
             if (c->n != 3 || !eg__sx_is(c->items[0], "Pair")) {
                 eg__throw(e, LM_ETYPE, c,
-                          "container sort (%s) is not supported; only (Pair A B) is",
-                          eg__sx_head(c) ? eg__sx_head(c) : "?");
+                          "container sort (%s) is not supported; (Pair A B), (Vec T), (Set T), "
+                          "(Map K V) and (MultiSet T) are",
+                          ch ? ch : "?");
             }
             uint32_t a = sort_of(e, c->items[1]), b = sort_of(e, c->items[2]);
             uint32_t id = add_sort(e, s->items[1], s->items[1]->text);

@@ -109,9 +109,16 @@ void eg_engine_free(eg_engine *e)
     for (uint32_t i = 0; i < e->nsorts; i++) {
         eg__free(e->sorts[i].name);
         eg__free(e->sorts[i].pair_prims);
+        eg__free(e->sorts[i].cont_prims);
     }
     eg__free(e->sorts);
     eg__mfree(e, e->pairs);
+    eg__mfree(e, e->cvals);
+    eg__mfree(e, e->cont_off);
+    eg__mfree(e, e->cont_hash);
+    eg__mfree(e, e->cont_len);
+    eg__mfree(e, e->cont_sort);
+    eg__mfree(e, e->cont_slots);
     eg__mfree(e, e->pair_hash);
     eg__mfree(e, e->pair_slots);
     for (uint32_t i = 0; i < e->ntables; i++) {

@@ -126,7 +126,9 @@ const char *eg__sx_head(const sx *s);
 #define EG_MAX_DEPTH_TEXT "2000"
 
 /* ---- sorts ---- */
-typedef enum { SK_UNIT, SK_BOOL, SK_I64, SK_F64, SK_STRING, SK_EQ, SK_PAIR } sort_kind;
+typedef enum { SK_UNIT, SK_BOOL, SK_I64, SK_F64, SK_STRING, SK_EQ, SK_PAIR, SK_CONT } sort_kind;
+/* container families (SK_CONT, eg_cont.c) */
+enum { CK_VEC, CK_SET, CK_MAP, CK_MULTISET };
 
 typedef struct eg_prim eg_prim;
 
@@ -136,6 +138,11 @@ typedef struct {
     /* SK_PAIR: element sorts and the sort's own primitives (pair, pair-first, pair-second) */
     uint32_t elem[2];
     eg_prim *pair_prims; /* owned, 3 entries */
+    /* SK_CONT: the family (CK_*), elem[0] the element (a map's key), elem[1] a map's
+     * value, and the sort's own primitives */
+    uint8_t family;
+    struct eg_cprim *cont_prims; /* owned */
+    uint32_t ncont_prims;
     bool canon;          /* values may change when classes merge: an e-class, or a pair
                             holding one; rebuilding re-canonicalizes such columns */
 } eg_sort;
@@ -231,7 +238,30 @@ uint32_t eg__prim_ret(const eg_prim *p, uint32_t arg0);
 eg_value eg__pair_canon(eg_engine *e, uint32_t sort, eg_value v);
 /* Writes d as egglog writes an f64 (Rust's Debug form: "1.0", "0.1", "1e20", "NaN"). */
 void eg__fmt_f64(double d, char *buf, size_t n);
-enum { EG_OP_PAIR = 1000, EG_OP_PAIR_FIRST, EG_OP_PAIR_SECOND };
+enum { EG_OP_PAIR = 1000, EG_OP_PAIR_FIRST, EG_OP_PAIR_SECOND, EG_OP_CONT = 1100 };
+
+/* ---- containers (eg_cont.c) ---- */
+/* A container sort's primitive (op >= EG_OP_CONT): an eg_prim, its signature and sort. */
+typedef struct eg_cprim {
+    eg_prim base;
+    const char *sig;
+    uint32_t owner;
+} eg_cprim;
+int eg__cont_family(const char *name); /* "Vec" -> CK_VEC, ..., or -1 */
+bool eg__cont_prim_name(const char *name);
+void eg__cont_prims_init(eg_engine *e, uint32_t self);
+/* Resolves a container primitive by name, argument sorts (NOSORT: not known yet) and
+ * result sort (NOSORT: any); *ambiguous when several container sorts fit. */
+const eg_prim *eg__cont_resolve(const eg_engine *e, const char *name, const uint32_t *sorts,
+                                uint32_t nargs, uint32_t want, bool *known, bool *ambiguous);
+uint32_t eg__cont_arg_sort(const eg_engine *e, const eg_prim *p, uint32_t i);
+prim_status eg__cont_call(eg_engine *e, const eg_prim *p, const eg_value *args, uint32_t nargs,
+                          eg_value *out, const char **why);
+eg_value eg__cont_canon(eg_engine *e, uint32_t sort, eg_value v);
+const eg_value *eg__cont_elems(const eg_engine *e, eg_value v, uint32_t *n);
+uint64_t eg__cont_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *cost);
+void eg__cont_print(eg_engine *e, FILE *f, uint32_t sort, eg_value v,
+                    void (*elem)(eg_engine *, FILE *, uint32_t, eg_value, void *), void *ctx);
 prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *args, uint32_t nargs,
                           eg_value *out, const char **why);
 
@@ -421,6 +451,14 @@ struct eg_engine {
     uint32_t npairs, cappairs;
     uint32_t *pair_slots;
     uint32_t pair_nslots;
+    /* interned containers: id -> sort, contents cvals[cont_off .. + cont_len) */
+    eg_value *cvals;
+    size_t ncvals, capcvals;
+    uint64_t *cont_off, *cont_hash;
+    uint32_t *cont_len, *cont_sort;
+    uint32_t nconts, capconts;
+    uint32_t *cont_slots;
+    uint32_t cont_nslots;
     /* union-find over e-class ids */
     uint32_t *uf;
     uint32_t nids, capids;
@@ -666,6 +704,8 @@ uint64_t eg__node_cost(eg_engine *e, const eg_table *t, const eg_value *row, con
 void eg__print_value(eg_engine *e, FILE *f, uint32_t sort, eg_value v);
 void eg__print_term(eg_engine *e, FILE *f, uint32_t sort, eg_value v, const eg_costs *c);
 uint64_t eg__value_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *cost);
+/* The cost of a child of this sort: its class's, a container's elements' sum, else 1. */
+uint64_t eg__child_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *cost);
 
 /* ---- push / pop (eg_cmd.c) ---- */
 void eg__push(eg_engine *e);

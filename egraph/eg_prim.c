@@ -223,6 +223,10 @@ const eg_prim *eg__prim_resolve(const eg_engine *e, const char *name, const uint
             return &p[k];
         }
     }
+    if (eg__cont_prim_name(name)) {
+        bool amb;
+        return eg__cont_resolve(e, name, arg_sorts, nargs, UINT32_MAX /* any result */, name_known, &amb);
+    }
     bool known = false;
     const eg_prim *p = prim_find(name, arg_sorts, nargs, &known);
     if (known)
@@ -419,6 +423,7 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
                           eg_value *out, const char **why)
 {
     *why = NULL;
+    if (p->op >= EG_OP_CONT) return eg__cont_call(e, p, a, nargs, out, why);
     int64_t x = nargs > 0 ? i_of(a[0]) : 0, y = nargs > 1 ? i_of(a[1]) : 0;
     double fx = nargs > 0 ? f_of(a[0]) : 0, fy = nargs > 1 ? f_of(a[1]) : 0;
     char buf[64];

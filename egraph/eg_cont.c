@@ -1,0 +1,740 @@
+/* eg_cont.c - container sorts: (Vec T), (Set T), (Map K V), (MultiSet T), with egglog's
+ * semantics (docs/egraph.md, "Containers").
+ *
+ * A container value is an id into the engine's container pool: its sort and its contents
+ * (a run of values in one flat array), interned by sort and contents, so two containers
+ * are equal exactly when their ids are. Contents are kept in normal form: a set's elements
+ * sorted by value and unique, a multiset's sorted, a map's (key, value) pairs sorted by
+ * key with one pair per key; a vector keeps its order. A container whose elements hold
+ * e-class ids is canonical when every element is: eg__cont_canon makes the canonical
+ * container (elements canonicalised, then normalised again, so two set elements that
+ * became one class collapse), which rebuilding uses like any other column's canonical
+ * value, so rows holding containers stay congruent when classes merge.
+ *
+ * Primitives are per container sort: each sort owns one eg_prim per name of its family,
+ * with a signature string (eg_prim.sig) that resolution reads: argument letters, then '>'
+ * and the result letter. C the container sort, E its element (a map's key), V a map's
+ * value, I i64, U Unit (a predicate that fails when false); '*' before a letter: any number
+ * of arguments of that sort.
+ */
+#include "eg_int.h"
+#include "eg_compile.h" /* NOSORT */
+
+#include <stdlib.h>
+#include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t */
+#include <xxhash.h>
+
+enum {
+    OP_VEC_EMPTY = EG_OP_CONT,
+    OP_VEC_OF,
+    OP_VEC_APPEND,
+    OP_VEC_PUSH,
+    OP_VEC_POP,
+    OP_VEC_LENGTH,
+    OP_VEC_CONTAINS,
+    OP_VEC_NOT_CONTAINS,
+    OP_VEC_GET,
+    OP_VEC_SET,
+    OP_VEC_REMOVE,
+    OP_VEC_RANGE,
+    OP_VEC_UNION,
+    OP_SET_EMPTY,
+    OP_SET_OF,
+    OP_SET_INSERT,
+    OP_SET_REMOVE,
+    OP_SET_GET,
+    OP_SET_LENGTH,
+    OP_SET_CONTAINS,
+    OP_SET_NOT_CONTAINS,
+    OP_SET_UNION,
+    OP_SET_DIFF,
+    OP_SET_INTERSECT,
+    OP_MAP_EMPTY,
+    OP_MAP_INSERT,
+    OP_MAP_GET,
+    OP_MAP_REMOVE,
+    OP_MAP_LENGTH,
+    OP_MAP_CONTAINS,
+    OP_MAP_NOT_CONTAINS,
+    OP_MS_OF,
+    OP_MS_SINGLE,
+    OP_MS_INSERT,
+    OP_MS_REMOVE,
+    OP_MS_LENGTH,
+    OP_MS_CONTAINS,
+    OP_MS_NOT_CONTAINS,
+    OP_MS_COUNT,
+    OP_MS_SUM,
+    OP_MS_INTERSECTION,
+    OP_MS_SUBTRACT,
+    OP_MS_PICK,
+};
+
+typedef struct {
+    uint8_t family;
+    const char *name;
+    const char *sig;
+    int op;
+} cont_prim_def;
+
+static const cont_prim_def DEFS[] = {
+    {CK_VEC, "vec-empty", ">C", OP_VEC_EMPTY},
+    {CK_VEC, "vec-of", "*E>C", OP_VEC_OF},
+    {CK_VEC, "vec-append", "*C>C", OP_VEC_APPEND},
+    {CK_VEC, "vec-push", "CE>C", OP_VEC_PUSH},
+    {CK_VEC, "vec-pop", "C>C", OP_VEC_POP},
+    {CK_VEC, "vec-length", "C>I", OP_VEC_LENGTH},
+    {CK_VEC, "vec-contains", "CE>U", OP_VEC_CONTAINS},
+    {CK_VEC, "vec-not-contains", "CE>U", OP_VEC_NOT_CONTAINS},
+    {CK_VEC, "vec-get", "CI>E", OP_VEC_GET},
+    {CK_VEC, "vec-set", "CIE>C", OP_VEC_SET},
+    {CK_VEC, "vec-remove", "CI>C", OP_VEC_REMOVE},
+    {CK_VEC, "vec-range", "I>C", OP_VEC_RANGE},
+    {CK_VEC, "vec-union", "CC>C", OP_VEC_UNION},
+    {CK_SET, "set-empty", ">C", OP_SET_EMPTY},
+    {CK_SET, "set-of", "*E>C", OP_SET_OF},
+    {CK_SET, "set-insert", "CE>C", OP_SET_INSERT},
+    {CK_SET, "set-remove", "CE>C", OP_SET_REMOVE},
+    {CK_SET, "set-get", "CI>E", OP_SET_GET},
+    {CK_SET, "set-length", "C>I", OP_SET_LENGTH},
+    {CK_SET, "set-contains", "CE>U", OP_SET_CONTAINS},
+    {CK_SET, "set-not-contains", "CE>U", OP_SET_NOT_CONTAINS},
+    {CK_SET, "set-union", "CC>C", OP_SET_UNION},
+    {CK_SET, "set-diff", "CC>C", OP_SET_DIFF},
+    {CK_SET, "set-intersect", "CC>C", OP_SET_INTERSECT},
+    {CK_MAP, "map-empty", ">C", OP_MAP_EMPTY},
+    {CK_MAP, "map-insert", "CEV>C", OP_MAP_INSERT},
+    {CK_MAP, "map-get", "CE>V", OP_MAP_GET},
+    {CK_MAP, "map-remove", "CE>C", OP_MAP_REMOVE},
+    {CK_MAP, "map-length", "C>I", OP_MAP_LENGTH},
+    {CK_MAP, "map-contains", "CE>U", OP_MAP_CONTAINS},
+    {CK_MAP, "map-not-contains", "CE>U", OP_MAP_NOT_CONTAINS},
+    {CK_MULTISET, "multiset-of", "*E>C", OP_MS_OF},
+    {CK_MULTISET, "multiset-single", "EI>C", OP_MS_SINGLE},
+    {CK_MULTISET, "multiset-insert", "CE>C", OP_MS_INSERT},
+    {CK_MULTISET, "multiset-remove", "CE>C", OP_MS_REMOVE},
+    {CK_MULTISET, "multiset-length", "C>I", OP_MS_LENGTH},
+    {CK_MULTISET, "multiset-contains", "CE>U", OP_MS_CONTAINS},
+    {CK_MULTISET, "multiset-not-contains", "CE>U", OP_MS_NOT_CONTAINS},
+    {CK_MULTISET, "multiset-count", "CE>I", OP_MS_COUNT},
+    {CK_MULTISET, "multiset-sum", "CC>C", OP_MS_SUM},
+    {CK_MULTISET, "multiset-intersection", "CC>C", OP_MS_INTERSECTION},
+    {CK_MULTISET, "multiset-subtract", "CC>C", OP_MS_SUBTRACT},
+    {CK_MULTISET, "multiset-pick", "C>E", OP_MS_PICK},
+};
+#define NDEFS (sizeof DEFS / sizeof DEFS[0])
+
+static const char *const FAMILY[] = {"Vec", "Set", "Map", "MultiSet"};
+
+int eg__cont_family(const char *name)
+{
+    for (int f = 0; f < (int)(sizeof FAMILY / sizeof FAMILY[0]); f++)
+        if (strcmp(FAMILY[f], name) == 0) return f;
+    return -1;
+}
+
+bool eg__cont_prim_name(const char *name)
+{
+    for (size_t i = 0; i < NDEFS; i++)
+        if (strcmp(DEFS[i].name, name) == 0) return true;
+    return false;
+}
+
+/* The sort that signature letter l stands for in container sort `self`. */
+static uint32_t letter_sort(const eg_engine *e, uint32_t self, char l)
+{
+    const eg_sort *s = &e->sorts[self];
+    switch (l) {
+    case 'C':
+        return self;
+    case 'E':
+        return s->elem[0];
+    case 'V':
+        return s->elem[1];
+    case 'I':
+        return SORT_I64;
+    case 'U':
+        return SORT_UNIT;
+    }
+    return NOSORT;
+}
+
+void eg__cont_prims_init(eg_engine *e, uint32_t self)
+{
+    eg_sort *s = &e->sorts[self];
+    uint32_t n = 0;
+    for (size_t i = 0; i < NDEFS; i++)
+        if (DEFS[i].family == s->family) n++;
+    /* vec-range makes a vector of i64 only */
+    eg_cprim *p = eg__calloc(e, n + 1, sizeof(eg_cprim));
+    s->cont_prims = p;
+    for (size_t i = 0; i < NDEFS; i++) {
+        const cont_prim_def *d = &DEFS[i];
+        if (d->family != s->family) continue;
+        if (d->op == OP_VEC_RANGE && s->elem[0] != SORT_I64) continue;
+        eg_cprim *q = &p[s->ncont_prims++];
+        const char *gt = strchr(d->sig, '>');
+        q->base.name = d->name;
+        q->base.nargs = d->sig[0] == '*' ? -2 : (int)(gt - d->sig);
+        q->base.arg = q->base.arg2 = NOSORT;
+        q->base.ret = letter_sort(e, self, gt[1]);
+        q->base.op = d->op;
+        q->sig = d->sig;
+        q->owner = self;
+    }
+}
+
+/* The sort of argument i of p (NOSORT past a fixed arity). */
+static uint32_t arg_sort(const eg_engine *e, const eg_prim *bp, uint32_t i)
+{
+    const eg_cprim *p = (const eg_cprim *)bp;
+    if (p->sig[0] == '*') return letter_sort(e, p->owner, p->sig[1]);
+    const char *gt = strchr(p->sig, '>');
+    if (i >= (uint32_t)(gt - p->sig)) return NOSORT;
+    return letter_sort(e, p->owner, p->sig[i]);
+}
+
+uint32_t eg__cont_arg_sort(const eg_engine *e, const eg_prim *p, uint32_t i)
+{
+    return arg_sort(e, p, i);
+}
+
+/* Whether p can take arguments of the given sorts (NOSORT: not known yet) and give
+ * `want` (NOSORT: any); *pinned says whether something known fixed the container sort
+ * (a known argument or result of that sort, or of an element sort only this sort has
+ * among the candidates: decided by the caller). */
+static bool sig_fits(const eg_engine *e, const eg_cprim *cp, const uint32_t *sorts,
+                     uint32_t nargs, uint32_t want, bool *pinned)
+{
+    const eg_prim *p = &cp->base;
+    *pinned = false;
+    if (p->nargs >= 0 && (uint32_t)p->nargs != nargs) return false;
+    for (uint32_t i = 0; i < nargs; i++) {
+        if (sorts[i] == NOSORT) continue;
+        if (sorts[i] != arg_sort(e, p, i)) return false;
+        if (sorts[i] == cp->owner) *pinned = true;
+    }
+    if (want != NOSORT) {
+        if (want != p->ret) return false;
+        if (want == cp->owner) *pinned = true;
+    }
+    return true;
+}
+
+const eg_prim *eg__cont_resolve(const eg_engine *e, const char *name, const uint32_t *sorts,
+                                uint32_t nargs, uint32_t want, bool *known, bool *ambiguous)
+{
+    *ambiguous = false;
+    const eg_prim *first = NULL, *pinned_hit = NULL;
+    uint32_t nfit = 0;
+    bool all_known = true;
+    for (uint32_t i = 0; i < nargs; i++)
+        if (sorts[i] == NOSORT) all_known = false;
+    for (uint32_t si = 0; si < e->nsorts; si++) {
+        const eg_sort *s = &e->sorts[si];
+        if (s->kind != SK_CONT) continue;
+        for (uint32_t k = 0; k < s->ncont_prims; k++) {
+            const eg_prim *p = &s->cont_prims[k].base;
+            if (strcmp(p->name, name) != 0) continue;
+            *known = true;
+            bool pin;
+            if (!sig_fits(e, &s->cont_prims[k], sorts, nargs, want, &pin)) continue;
+            if (pin && !pinned_hit) pinned_hit = p;
+            if (!first) first = p;
+            nfit++;
+        }
+    }
+    if (pinned_hit) return pinned_hit;
+    if (nfit == 1 && (all_known || want != NOSORT)) return first;
+    if (nfit == 1) {
+        /* one candidate, but an argument's sort is still open: take it only when every
+         * unknown argument is the container itself (nothing else can decide) */
+        return first;
+    }
+    if (nfit > 1) *ambiguous = true;
+    return NULL;
+}
+
+/* ---- the pool ---- */
+
+static uint64_t cont_hash(uint32_t sort, const eg_value *v, uint32_t n)
+{
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, &sort, sizeof sort);
+    XXH3_64bits_update(&st, v, n * sizeof *v);
+    return XXH3_64bits_digest(&st);
+}
+
+const eg_value *eg__cont_elems(const eg_engine *e, eg_value v, uint32_t *n)
+{
+    static const eg_value none[1] = {0};
+    if (v >= e->nconts) {
+        *n = 0;
+        return none;
+    }
+    *n = e->cont_len[v];
+    return *n ? e->cvals + e->cont_off[v] : none; /* never NULL: memcpy and memcmp */
+}
+
+/* Interns contents v[0..n) (canonical and normal) of sort `sort`. v may point into the
+ * pool's own array only if it is not reallocated here: callers pass scoped copies. */
+static eg_value intern(eg_engine *e, uint32_t sort, const eg_value *v, uint32_t n)
+{
+    uint64_t h = cont_hash(sort, v, n);
+    if (e->cont_nslots == 0 || (e->nconts + 1) * 2 > e->cont_nslots) {
+        uint32_t ns = e->cont_nslots ? e->cont_nslots * 2 : 64;
+        if (ns < e->cont_nslots) eg__oom(e, SIZE_MAX);
+        uint32_t *sl = eg__mcalloc(e, ns, sizeof *sl);
+        for (uint32_t i = 0; i < e->nconts; i++) {
+            uint32_t j = (uint32_t)e->cont_hash[i] & (ns - 1);
+            while (sl[j])
+                j = (j + 1) & (ns - 1);
+            sl[j] = i + 1;
+        }
+        eg__mfree(e, e->cont_slots);
+        e->cont_slots = sl;
+        e->cont_nslots = ns;
+    }
+    uint32_t j = (uint32_t)h & (e->cont_nslots - 1);
+    while (e->cont_slots[j]) {
+        uint32_t id = e->cont_slots[j] - 1;
+        if (e->cont_hash[id] == h && e->cont_sort[id] == sort && e->cont_len[id] == n &&
+            (n == 0 || memcmp(e->cvals + e->cont_off[id], v, n * sizeof *v) == 0))
+            return id;
+        j = (j + 1) & (e->cont_nslots - 1);
+    }
+    if (e->ncvals + n > e->capcvals) {
+        size_t nc = e->capcvals ? e->capcvals : 256;
+        while (nc < e->ncvals + n)
+            nc *= 2;
+        e->cvals = eg__marray(e, e->cvals, nc, sizeof *e->cvals);
+        e->capcvals = nc;
+    }
+    if (e->nconts + 1 > e->capconts) { /* the arrays grow before any is used */
+        uint32_t nc = e->capconts ? e->capconts * 2 : 64;
+        e->cont_off = eg__marray(e, e->cont_off, nc, sizeof *e->cont_off);
+        e->cont_len = eg__marray(e, e->cont_len, nc, sizeof *e->cont_len);
+        e->cont_sort = eg__marray(e, e->cont_sort, nc, sizeof *e->cont_sort);
+        e->cont_hash = eg__marray(e, e->cont_hash, nc, sizeof *e->cont_hash);
+        e->capconts = nc;
+    }
+    if (n) memcpy(e->cvals + e->ncvals, v, n * sizeof *v);
+    uint32_t id = e->nconts;
+    e->cont_off[id] = e->ncvals;
+    e->cont_len[id] = n;
+    e->cont_sort[id] = sort;
+    e->cont_hash[id] = h;
+    e->ncvals += n;
+    e->cont_slots[j] = id + 1;
+    e->nconts++;
+    return id;
+}
+
+static int val_cmp(const void *a, const void *b)
+{
+    eg_value x = *(const eg_value *)a, y = *(const eg_value *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct {
+    eg_value k, v;
+    uint32_t at;
+} kv;
+
+static int kv_cmp(const void *a, const void *b)
+{
+    const kv *x = a, *y = b;
+    if (x->k != y->k) return x->k < y->k ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Puts v[0..*n) of family f in normal form, in place. */
+static void normalize(eg_engine *e, int f, eg_value *v, uint32_t *n)
+{
+    if (f == CK_SET || f == CK_MULTISET) {
+        qsort(v, *n, sizeof *v, val_cmp);
+        if (f == CK_SET) {
+            uint32_t w = 0;
+            for (uint32_t i = 0; i < *n; i++)
+                if (!w || v[w - 1] != v[i]) v[w++] = v[i];
+            *n = w;
+        }
+    } else if (f == CK_MAP) {
+        uint32_t m = *n / 2;
+        if (!m) return;
+        kv *p = eg__scoped_alloc(e, m * sizeof *p);
+        for (uint32_t i = 0; i < m; i++)
+            p[i] = (kv){v[2 * i], v[2 * i + 1], i};
+        qsort(p, m, sizeof *p, kv_cmp);
+        uint32_t w = 0;
+        for (uint32_t i = 0; i < m; i++) {
+            /* of equal keys the last written wins (an insert replaces) */
+            if (i + 1 < m && p[i + 1].k == p[i].k) continue;
+            v[2 * w] = p[i].k;
+            v[2 * w + 1] = p[i].v;
+            w++;
+        }
+        *n = 2 * w;
+        eg__scoped_free(e, p);
+    }
+}
+
+/* The sort of element i of a container of sort s. */
+static uint32_t elem_sort(const eg_sort *s, uint32_t i)
+{
+    return s->family == CK_MAP && (i & 1) ? s->elem[1] : s->elem[0];
+}
+
+/* Makes a container of sort `sort` from v[0..n) (a scoped buffer the caller frees): its
+ * elements canonicalised, normalised, interned. */
+static eg_value make(eg_engine *e, uint32_t sort, eg_value *v, uint32_t n)
+{
+    const eg_sort *s = &e->sorts[sort];
+    if (s->canon)
+        for (uint32_t i = 0; i < n; i++)
+            v[i] = eg__canon(e, elem_sort(&e->sorts[sort], i), v[i]);
+    normalize(e, s->family, v, &n);
+    return intern(e, sort, v, n);
+}
+
+eg_value eg__cont_canon(eg_engine *e, uint32_t sort, eg_value v)
+{
+    if (v >= e->nconts || !e->sorts[sort].canon) return v;
+    uint32_t n = e->cont_len[v];
+    bool stale = false;
+    for (uint32_t i = 0; i < n && !stale; i++) {
+        eg_value x = e->cvals[e->cont_off[v] + i]; /* re-read: canon may grow the pool */
+        if (eg__canon(e, elem_sort(&e->sorts[sort], i), x) != x) stale = true;
+    }
+    if (!stale) return v;
+    eg_value *tmp = eg__scoped_alloc(e, (n + 1) * sizeof *tmp);
+    if (n) memcpy(tmp, e->cvals + e->cont_off[v], n * sizeof *tmp);
+    eg_value r = make(e, sort, tmp, n);
+    eg__scoped_free(e, tmp);
+    return r;
+}
+
+/* ---- extraction and printing ---- */
+
+uint64_t eg__cont_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *cost)
+{
+    /* egglog: the sum of the elements' costs (an empty container costs 0) */
+    uint32_t n;
+    const eg_value *x = eg__cont_elems(e, v, &n);
+    uint64_t c = 0;
+    const eg_sort *s = &e->sorts[sort];
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t k = eg__child_cost(e, elem_sort(s, i), x[i], cost);
+        if (k == UINT64_MAX) return UINT64_MAX;
+        c = c > UINT64_MAX - k ? UINT64_MAX : c + k;
+    }
+    return c;
+}
+
+void eg__cont_print(eg_engine *e, FILE *f, uint32_t sort, eg_value v,
+                    void (*elem)(eg_engine *, FILE *, uint32_t, eg_value, void *), void *ctx)
+{
+    const eg_sort *s = &e->sorts[sort];
+    uint32_t n;
+    const eg_value *x = eg__cont_elems(e, v, &n);
+    if (s->family == CK_MAP) {
+        for (uint32_t i = 0; i < n / 2; i++)
+            fputs("(map-insert ", f);
+        fputs("(map-empty)", f);
+        for (uint32_t i = 0; i < n / 2; i++) {
+            fputc(' ', f);
+            elem(e, f, s->elem[0], x[2 * i], ctx);
+            fputc(' ', f);
+            elem(e, f, s->elem[1], x[2 * i + 1], ctx);
+            fputc(')', f);
+        }
+        return;
+    }
+    static const char *const of[] = {"vec-of", "set-of", "", "multiset-of"};
+    fprintf(f, "(%s", of[s->family]);
+    for (uint32_t i = 0; i < n; i++) {
+        fputc(' ', f);
+        elem(e, f, s->elem[0], x[i], ctx);
+    }
+    fputc(')', f);
+}
+
+/* ---- the primitives ---- */
+
+static bool has(const eg_value *x, uint32_t n, eg_value v)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (x[i] == v) return true;
+    return false;
+}
+
+/* The index of key k in a map's pairs, or -1. */
+static int64_t map_find(const eg_value *x, uint32_t n, eg_value k)
+{
+    for (uint32_t i = 0; i < n / 2; i++)
+        if (x[2 * i] == k) return i;
+    return -1;
+}
+
+static uint32_t count_of(const eg_value *x, uint32_t n, eg_value v)
+{
+    uint32_t c = 0;
+    for (uint32_t i = 0; i < n; i++)
+        c += x[i] == v;
+    return c;
+}
+
+prim_status eg__cont_call(eg_engine *e, const eg_prim *p, const eg_value *a, uint32_t nargs,
+                          eg_value *out, const char **why)
+{
+    uint32_t self = ((const eg_cprim *)p)->owner;
+    const eg_sort *s = &e->sorts[self];
+    uint32_t n0 = 0, n1 = 0;
+    const eg_value *x = NULL, *y = NULL;
+    /* the container arguments' contents */
+    if (nargs >= 1 && arg_sort(e, p, 0) == self) x = eg__cont_elems(e, a[0], &n0);
+    if (nargs >= 2 && arg_sort(e, p, 1) == self) y = eg__cont_elems(e, a[1], &n1);
+    /* the result's contents are built in one scoped buffer, large enough for any op */
+    size_t cap = (size_t)n0 + n1 + 2 * (size_t)nargs + 2;
+    if (p->op == OP_VEC_APPEND)
+        for (uint32_t i = 0; i < nargs; i++) {
+            uint32_t k;
+            eg__cont_elems(e, a[i], &k);
+            cap += k;
+        }
+    int64_t range = 0;
+    if (p->op == OP_VEC_RANGE || p->op == OP_MS_SINGLE) {
+        range = (int64_t)a[p->op == OP_VEC_RANGE ? 0 : 1];
+        if (range < 0) range = 0;
+        if ((uint64_t)range > (1u << 26)) {
+            *why = "size too large";
+            return PR_FAIL;
+        }
+        cap += (size_t)range;
+    }
+    eg_value *w = eg__scoped_alloc(e, cap * sizeof *w);
+    uint32_t m = 0;
+    prim_status st = PR_OK;
+    bool make_result = true;
+    switch (p->op) {
+    case OP_VEC_EMPTY:
+    case OP_SET_EMPTY:
+    case OP_MAP_EMPTY:
+        break;
+    case OP_VEC_OF:
+    case OP_SET_OF:
+    case OP_MS_OF:
+        if (nargs) memcpy(w, a, nargs * sizeof *a);
+        m = nargs;
+        break;
+    case OP_VEC_APPEND:
+        for (uint32_t i = 0; i < nargs; i++) {
+            uint32_t k;
+            const eg_value *z = eg__cont_elems(e, a[i], &k);
+            memcpy(w + m, z, k * sizeof *z);
+            m += k;
+        }
+        break;
+    case OP_VEC_PUSH:
+    case OP_SET_INSERT:
+    case OP_MS_INSERT:
+        memcpy(w, x, n0 * sizeof *x);
+        m = n0;
+        w[m++] = a[1];
+        break;
+    case OP_VEC_POP:
+        memcpy(w, x, n0 * sizeof *x);
+        m = n0 ? n0 - 1 : 0;
+        break;
+    case OP_VEC_LENGTH:
+    case OP_SET_LENGTH:
+    case OP_MS_LENGTH:
+        *out = n0;
+        make_result = false;
+        break;
+    case OP_MAP_LENGTH:
+        *out = n0 / 2;
+        make_result = false;
+        break;
+    case OP_VEC_CONTAINS:
+    case OP_SET_CONTAINS:
+    case OP_MS_CONTAINS:
+    case OP_VEC_NOT_CONTAINS:
+    case OP_SET_NOT_CONTAINS:
+    case OP_MS_NOT_CONTAINS: {
+        bool in = has(x, n0, a[1]);
+        bool want = p->op == OP_VEC_CONTAINS || p->op == OP_SET_CONTAINS || p->op == OP_MS_CONTAINS;
+        *out = 0;
+        if (in != want) st = PR_FAIL;
+        make_result = false;
+        break;
+    }
+    case OP_MAP_CONTAINS:
+    case OP_MAP_NOT_CONTAINS:
+        *out = 0;
+        if ((map_find(x, n0, a[1]) >= 0) != (p->op == OP_MAP_CONTAINS)) st = PR_FAIL;
+        make_result = false;
+        break;
+    case OP_VEC_GET:
+    case OP_SET_GET: {
+        int64_t i = (int64_t)a[1];
+        if (i < 0 || (uint64_t)i >= n0) {
+            *why = "index out of range";
+            st = PR_FAIL;
+        } else {
+            *out = x[i];
+        }
+        make_result = false;
+        break;
+    }
+    case OP_VEC_SET:
+    case OP_VEC_REMOVE: {
+        int64_t i = (int64_t)a[1];
+        if (i < 0 || (uint64_t)i >= n0) {
+            *why = "index out of range";
+            st = PR_FAIL;
+            make_result = false;
+            break;
+        }
+        for (uint32_t k = 0; k < n0; k++) {
+            if (k == (uint64_t)i) {
+                if (p->op == OP_VEC_SET) w[m++] = a[2];
+                continue;
+            }
+            w[m++] = x[k];
+        }
+        break;
+    }
+    case OP_VEC_RANGE:
+        for (int64_t i = 0; i < range; i++)
+            w[m++] = (eg_value)i;
+        break;
+    case OP_VEC_UNION:
+        /* egglog: unions the vectors' elements pairwise (same length) */
+        if (n0 != n1) {
+            *why = "vectors of different lengths";
+            st = PR_FAIL;
+            make_result = false;
+            break;
+        }
+        for (uint32_t i = 0; i < n0; i++) {
+            eg_value u = eg__cont_elems(e, a[0], &n0)[i], v = eg__cont_elems(e, a[1], &n1)[i];
+            if (u == v) continue;
+            if (!eg__is_eq(e, s->elem[0])) {
+                *why = "vectors of different primitive elements";
+                st = PR_FAIL;
+                break;
+            }
+            eg__union(e, (uint32_t)u, (uint32_t)v);
+        }
+        if (st == PR_OK) *out = eg__cont_canon(e, self, a[0]);
+        make_result = false;
+        break;
+    case OP_SET_REMOVE:
+        for (uint32_t k = 0; k < n0; k++)
+            if (x[k] != a[1]) w[m++] = x[k];
+        break;
+    case OP_MS_REMOVE: {
+        bool done = false;
+        for (uint32_t k = 0; k < n0; k++) {
+            if (!done && x[k] == a[1]) {
+                done = true;
+                continue;
+            }
+            w[m++] = x[k];
+        }
+        if (!done) {
+            *why = "the element is not in the multiset";
+            st = PR_FAIL;
+            make_result = false;
+        }
+        break;
+    }
+    case OP_SET_UNION:
+    case OP_MS_SUM:
+        memcpy(w, x, n0 * sizeof *x);
+        memcpy(w + n0, y, n1 * sizeof *y);
+        m = n0 + n1;
+        break;
+    case OP_SET_DIFF:
+        for (uint32_t k = 0; k < n0; k++)
+            if (!has(y, n1, x[k])) w[m++] = x[k];
+        break;
+    case OP_SET_INTERSECT:
+        for (uint32_t k = 0; k < n0; k++)
+            if (has(y, n1, x[k])) w[m++] = x[k];
+        break;
+    case OP_MS_INTERSECTION:
+    case OP_MS_SUBTRACT:
+        /* both sorted: the minimum count, or the difference of counts */
+        for (uint32_t k = 0; k < n0;) {
+            uint32_t j = k;
+            while (j < n0 && x[j] == x[k])
+                j++;
+            uint32_t cx = j - k, cy = count_of(y, n1, x[k]);
+            uint32_t keep = p->op == OP_MS_INTERSECTION ? (cx < cy ? cx : cy) : (cx > cy ? cx - cy : 0);
+            for (uint32_t r = 0; r < keep; r++)
+                w[m++] = x[k];
+            k = j;
+        }
+        if (p->op == OP_MS_SUBTRACT)
+            for (uint32_t k = 0; k < n1; k++)
+                if (count_of(y, n1, y[k]) > count_of(x, n0, y[k])) {
+                    *why = "the subtracted multiset is not contained in the first";
+                    st = PR_FAIL;
+                    make_result = false;
+                    break;
+                }
+        break;
+    case OP_MS_SINGLE:
+        for (int64_t i = 0; i < range; i++)
+            w[m++] = a[0];
+        break;
+    case OP_MS_COUNT:
+        *out = count_of(x, n0, a[1]);
+        make_result = false;
+        break;
+    case OP_MS_PICK:
+        if (!n0) {
+            *why = "the multiset is empty";
+            st = PR_FAIL;
+        } else {
+            *out = x[0];
+        }
+        make_result = false;
+        break;
+    case OP_MAP_INSERT:
+        memcpy(w, x, n0 * sizeof *x);
+        m = n0;
+        w[m++] = a[1];
+        w[m++] = a[2];
+        break;
+    case OP_MAP_GET: {
+        int64_t i = map_find(x, n0, a[1]);
+        if (i < 0) {
+            *why = "the key is not in the map";
+            st = PR_FAIL;
+        } else {
+            *out = x[2 * i + 1];
+        }
+        make_result = false;
+        break;
+    }
+    case OP_MAP_REMOVE:
+        for (uint32_t k = 0; k + 1 < n0; k += 2)
+            if (x[k] != a[1]) {
+                w[m++] = x[k];
+                w[m++] = x[k + 1];
+            }
+        break;
+    default:
+        *why = "unknown container primitive";
+        st = PR_FAIL;
+        make_result = false;
+    }
+    if (st == PR_OK && make_result) *out = make(e, self, w, m);
+    eg__scoped_free(e, w);
+    return st;
+}
