@@ -89,6 +89,7 @@ void eg__unwind(eg_engine *e, uint32_t smark)
     }
     e->nsxstack = 0;
     e->in_search = false;
+    e->in_query_prim = false;
     e->stop_jmp = NULL;
     e->dirty_off = false;
     for (uint32_t i = 0; i < e->ntables; i++)
@@ -617,10 +618,21 @@ int eg__pop(eg_engine *e)
             if (R->rules[k] < e->nrules) R->rules[w++] = R->rules[k];
         R->nrules = w;
     }
+    /* function-value targets of sorts or tables that go are retired (values keep their
+     * indices; a retired target matches no sort) */
+    for (uint32_t k = 0; k < e->nfnt; k++)
+        if (e->fnt[k].fsort >= f->nsorts ||
+            (e->fnt[k].table >= 0 && (uint32_t)e->fnt[k].table >= f->ntables)) {
+            e->fnt[k].fsort = UINT32_MAX;
+            e->fnt[k].table = -1;
+            e->fnt[k].prim = NULL;
+            e->fnt[k].n_in = UINT32_MAX;
+        }
     for (uint32_t i = f->nsorts; i < e->nsorts; i++) {
         eg__free(e->sorts[i].name);
         eg__free(e->sorts[i].pair_prims);
         eg__free(e->sorts[i].cont_prims);
+        eg__free(e->sorts[i].fn_in);
     }
     e->nsorts = f->nsorts;
     eg__free(f->rule_seen);

@@ -529,6 +529,42 @@ void eg__cc_finish(eg_engine *e, cc *c)
                 sorts[a] = q->var_sort[eg__cc_vfind(c, p->args[a])];
                 if (sorts[a] == NOSORT) all = false;
             }
+            if (strcmp(src[i]->items[0]->text, "unstable-fn") == 0) {
+                /* its target's name is a string literal; the function sort from the
+                 * result's sort or the target's signature */
+                uint32_t a0 = p->nargs ? eg__cc_vfind(c, p->args[0]) : 0;
+                if (!p->nargs || !q->is_const[a0] || q->const_global[a0] >= 0 ||
+                    q->var_sort[a0] != SORT_STRING)
+                    eg__throw(e, LM_ETYPE, src[i],
+                              "(unstable-fn \"name\" partial-arguments...) expected");
+                const char *nm = eg__str(e, (uint32_t)q->const_val[a0]);
+                uint32_t want_ps[EG_MAX_ARGS];
+                bool amb;
+                const eg_prim *pr = eg__fn_resolve(e, nm, sorts + 1, p->nargs - 1,
+                                                   q->var_sort[eg__cc_vfind(c, p->res)], want_ps,
+                                                   &amb);
+                if (!pr) {
+                    if (amb) continue;
+                    eg__throw(e, LM_ETYPE, src[i],
+                              "unstable-fn \"%s\": no function sort (UnstableFn) fits this "
+                              "target with these partial arguments",
+                              nm);
+                }
+                for (uint32_t a = 1; a < p->nargs; a++)
+                    set_sort(e, c, p->args[a], want_ps[a - 1], src[i]);
+                if (!all) { /* partial sorts were open: register now that they are known */
+                    for (uint32_t a = 1; a < p->nargs; a++)
+                        sorts[a] = want_ps[a - 1];
+                    eg__fn_resolve(e, nm, sorts + 1, p->nargs - 1, eg__cont_ret(e, pr), want_ps,
+                                   &amb);
+                }
+                p->prim = pr;
+                set_sort(e, c, p->res, eg__cont_ret(e, pr), src[i]);
+                done[i] = true;
+                unresolved--;
+                progress = true;
+                continue;
+            }
             if (eg__cont_prim_name(src[i]->items[0]->text)) {
                 /* a container primitive: its sort from the known argument and result
                  * sorts; it gives the others theirs (vec-empty's from its use) */
@@ -546,7 +582,7 @@ void eg__cc_finish(eg_engine *e, cc *c)
                 p->prim = pr;
                 for (uint32_t a = 0; a < p->nargs; a++)
                     set_sort(e, c, p->args[a], eg__cont_arg_sort(e, pr, a), src[i]);
-                set_sort(e, c, p->res, pr->ret, src[i]);
+                set_sort(e, c, p->res, eg__cont_ret(e, pr), src[i]);
                 done[i] = true;
                 unresolved--;
                 progress = true;
@@ -761,9 +797,59 @@ static void expect_sort(eg_engine *e, const sx *at, uint32_t want, uint32_t got)
 /* A container primitive in an action: its container sort comes from the sort wanted
  * of it, or from its arguments; an argument that is itself a container call (such as
  * (vec-empty), which names no sort) is compiled last, once the others fixed the sort. */
+/* (unstable-fn "name" partial...) in an action: the function sort is the one wanted, or
+ * the one whose signature the target fits; a partial argument that is itself a container
+ * call gets the target's input sort. */
+static aexpr *fn_expr(eg_engine *e, cc *c, const sx *s, uint32_t nargs, uint32_t want,
+                      aexpr **holder)
+{
+    aexpr *a = eg__cc_mk_expr(e, AE_PRIM, NOSORT, s);
+    *holder = a;
+    a->args = eg__calloc(e, nargs + 1, sizeof(aexpr *));
+    a->nargs = nargs;
+    if (nargs < 1 || s->items[1]->kind != SX_STR)
+        eg__throw(e, LM_ETYPE, s, "(unstable-fn \"name\" partial-arguments...) expected");
+    eg__cc_expr(e, c, s->items[1], SORT_STRING, &a->args[0]);
+    uint32_t ps[EG_MAX_ARGS], want_ps[EG_MAX_ARGS];
+    uint32_t np = nargs - 1;
+    if (np > EG_MAX_ARGS) eg__throw(e, LM_ELIMIT, s, "too many partial arguments");
+    for (uint32_t i = 0; i < np; i++) {
+        const char *ah = eg__sx_head(s->items[i + 2]);
+        ps[i] = NOSORT;
+        if (ah && eg__cont_prim_name(ah)) continue; /* after the target is known */
+        eg__cc_expr(e, c, s->items[i + 2], NOSORT, &a->args[i + 1]);
+        ps[i] = a->args[i + 1]->sort;
+    }
+    const char *name = s->items[1]->text;
+    bool amb = false;
+    const eg_prim *p = eg__fn_resolve(e, name, ps, np, want, want_ps, &amb);
+    if (p) {
+        bool again = false;
+        for (uint32_t i = 0; i < np; i++) {
+            if (a->args[i + 1]) continue;
+            eg__cc_expr(e, c, s->items[i + 2], want_ps[i], &a->args[i + 1]);
+            ps[i] = a->args[i + 1]->sort;
+            again = true;
+        }
+        if (again) p = eg__fn_resolve(e, name, ps, np, want, want_ps, &amb);
+    }
+    if (!p)
+        eg__throw(e, LM_ETYPE, s,
+                  amb ? "unstable-fn \"%s\": several function sorts fit; give the result a "
+                        "known sort"
+                      : "unstable-fn \"%s\": no function sort (UnstableFn) fits this target "
+                        "with these partial arguments (wrong name, arity, input or output sorts)",
+                  name);
+    a->prim = p;
+    a->sort = eg__cont_ret(e, p);
+    expect_sort(e, s, want, a->sort);
+    return a;
+}
+
 static aexpr *cont_expr(eg_engine *e, cc *c, const sx *s, const char *h, uint32_t nargs,
                         uint32_t want, aexpr **holder)
 {
+    if (strcmp(h, "unstable-fn") == 0) return fn_expr(e, c, s, nargs, want, holder);
     aexpr *a = eg__cc_mk_expr(e, AE_PRIM, NOSORT, s);
     *holder = a;
     a->args = eg__calloc(e, nargs + 1, sizeof(aexpr *));
@@ -810,7 +896,7 @@ static aexpr *cont_expr(eg_engine *e, cc *c, const sx *s, const char *h, uint32_
                         "sorts, or no container sort declared for them)",
                   h);
     a->prim = p;
-    a->sort = p->ret;
+    a->sort = eg__cont_ret(e, p);
     expect_sort(e, s, want, a->sort);
     return a;
 }

@@ -69,6 +69,10 @@ enum {
     OP_MS_INTERSECTION,
     OP_MS_SUBTRACT,
     OP_MS_PICK,
+    OP_FN_MAKE,
+    OP_FN_APP,
+    OP_FN_VEC_MAP,
+    OP_FN_MS_MAP,
 };
 
 typedef struct {
@@ -122,10 +126,15 @@ static const cont_prim_def DEFS[] = {
     {CK_MULTISET, "multiset-intersection", "CC>C", OP_MS_INTERSECTION},
     {CK_MULTISET, "multiset-subtract", "CC>C", OP_MS_SUBTRACT},
     {CK_MULTISET, "multiset-pick", "C>E", OP_MS_PICK},
+    /* function values: the signatures are the sort's own (fn_sig) */
+    {CK_FN, "unstable-fn", "", OP_FN_MAKE},
+    {CK_FN, "unstable-app", "", OP_FN_APP},
+    {CK_FN, "unstable-vec-map", "", OP_FN_VEC_MAP},
+    {CK_FN, "unstable-multiset-map", "", OP_FN_MS_MAP},
 };
 #define NDEFS (sizeof DEFS / sizeof DEFS[0])
 
-static const char *const FAMILY[] = {"Vec", "Set", "Map", "MultiSet"};
+static const char *const FAMILY[] = {"Vec", "Set", "Map", "MultiSet", "UnstableFn"};
 
 int eg__cont_family(const char *name)
 {
@@ -174,6 +183,16 @@ void eg__cont_prims_init(eg_engine *e, uint32_t self)
         if (d->family != s->family) continue;
         if (d->op == OP_VEC_RANGE && s->elem[0] != SORT_I64) continue;
         eg_cprim *q = &p[s->ncont_prims++];
+        if (d->family == CK_FN) {
+            q->base.name = d->name;
+            q->base.nargs = d->op == OP_FN_APP ? (int)(1 + s->fn_nin) : d->op == OP_FN_MAKE ? -2 : 2;
+            q->base.arg = q->base.arg2 = NOSORT;
+            q->base.ret = d->op == OP_FN_APP ? s->fn_out : d->op == OP_FN_MAKE ? self : NOSORT;
+            q->base.op = d->op;
+            q->sig = d->sig;
+            q->owner = self;
+            continue;
+        }
         const char *gt = strchr(d->sig, '>');
         q->base.name = d->name;
         q->base.nargs = d->sig[0] == '*' ? -2 : (int)(gt - d->sig);
@@ -185,10 +204,55 @@ void eg__cont_prims_init(eg_engine *e, uint32_t self)
     }
 }
 
+/* The first container sort of family f whose elements are of sort el, or NOSORT. */
+static uint32_t cont_of(const eg_engine *e, int f, uint32_t el)
+{
+    for (uint32_t i = 0; i < e->nsorts; i++)
+        if (e->sorts[i].kind == SK_CONT && e->sorts[i].family == f && e->sorts[i].elem[0] == el)
+            return i;
+    return NOSORT;
+}
+
+/* The family a mapping primitive maps over. */
+static int map_family(int op)
+{
+    return op == OP_FN_VEC_MAP ? CK_VEC : CK_MULTISET;
+}
+
+/* The argument sorts of a function sort's primitives: unstable-app takes the function
+ * and its inputs; unstable-vec-map a function of one input and a vector of that input's
+ * sort (giving a vector of the output's); unstable-fn's are checked against its target. */
+static uint32_t fn_arg_sort(const eg_engine *e, const eg_cprim *p, uint32_t i)
+{
+    const eg_sort *s = &e->sorts[p->owner];
+    if (p->base.op == OP_FN_APP) return i == 0 ? p->owner : i <= s->fn_nin ? s->fn_in[i - 1] : NOSORT;
+    if (p->base.op == OP_FN_VEC_MAP || p->base.op == OP_FN_MS_MAP) {
+        if (s->fn_nin != 1) return NOSORT;
+        return i == 0 ? p->owner : i == 1 ? cont_of(e, map_family(p->base.op), s->fn_in[0]) : NOSORT;
+    }
+    return NOSORT;
+}
+
+/* The result sort of p (a vector map's depends on the sorts declared). */
+static uint32_t ret_sort(const eg_engine *e, const eg_prim *p)
+{
+    if (p->op == OP_FN_VEC_MAP || p->op == OP_FN_MS_MAP) {
+        const eg_sort *s = &e->sorts[((const eg_cprim *)p)->owner];
+        return s->fn_nin == 1 ? cont_of(e, map_family(p->op), s->fn_out) : NOSORT;
+    }
+    return p->ret;
+}
+
+uint32_t eg__cont_ret(const eg_engine *e, const eg_prim *p)
+{
+    return ret_sort(e, p);
+}
+
 /* The sort of argument i of p (NOSORT past a fixed arity). */
 static uint32_t arg_sort(const eg_engine *e, const eg_prim *bp, uint32_t i)
 {
     const eg_cprim *p = (const eg_cprim *)bp;
+    if (bp->op >= OP_FN_MAKE) return fn_arg_sort(e, p, i);
     if (p->sig[0] == '*') return letter_sort(e, p->owner, p->sig[1]);
     const char *gt = strchr(p->sig, '>');
     if (i >= (uint32_t)(gt - p->sig)) return NOSORT;
@@ -216,7 +280,7 @@ static bool sig_fits(const eg_engine *e, const eg_cprim *cp, const uint32_t *sor
         if (sorts[i] == cp->owner) *pinned = true;
     }
     if (want != NOSORT) {
-        if (want != p->ret) return false;
+        if (want != ret_sort(e, p)) return false;
         if (want == cp->owner) *pinned = true;
     }
     return true;
@@ -381,9 +445,16 @@ static void normalize(eg_engine *e, int f, eg_value *v, uint32_t *n)
     }
 }
 
-/* The sort of element i of a container of sort s. */
-static uint32_t elem_sort(const eg_sort *s, uint32_t i)
+/* The sort of element i of contents v of a container of sort `sort`: a map's keys and
+ * values alternate; a function value holds its target (not a value: i64, never
+ * canonicalised), then the partial arguments, of the target's input sorts. */
+static uint32_t elem_sort(const eg_engine *e, uint32_t sort, const eg_value *v, uint32_t i)
 {
+    const eg_sort *s = &e->sorts[sort];
+    if (s->family == CK_FN) {
+        if (i == 0 || v[0] >= e->nfnt) return SORT_I64;
+        return e->fnt[v[0]].in[i - 1];
+    }
     return s->family == CK_MAP && (i & 1) ? s->elem[1] : s->elem[0];
 }
 
@@ -394,7 +465,7 @@ static eg_value make(eg_engine *e, uint32_t sort, eg_value *v, uint32_t n)
     const eg_sort *s = &e->sorts[sort];
     if (s->canon)
         for (uint32_t i = 0; i < n; i++)
-            v[i] = eg__canon(e, elem_sort(&e->sorts[sort], i), v[i]);
+            v[i] = eg__canon(e, elem_sort(e, sort, v, i), v[i]);
     normalize(e, s->family, v, &n);
     return intern(e, sort, v, n);
 }
@@ -405,8 +476,9 @@ eg_value eg__cont_canon(eg_engine *e, uint32_t sort, eg_value v)
     uint32_t n = e->cont_len[v];
     bool stale = false;
     for (uint32_t i = 0; i < n && !stale; i++) {
-        eg_value x = e->cvals[e->cont_off[v] + i]; /* re-read: canon may grow the pool */
-        if (eg__canon(e, elem_sort(&e->sorts[sort], i), x) != x) stale = true;
+        const eg_value *all = e->cvals + e->cont_off[v]; /* re-read: canon may grow the pool */
+        eg_value x = all[i];
+        if (eg__canon(e, elem_sort(e, sort, all, i), x) != x) stale = true;
     }
     if (!stale) return v;
     eg_value *tmp = eg__scoped_alloc(e, (n + 1) * sizeof *tmp);
@@ -424,9 +496,9 @@ uint64_t eg__cont_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *
     uint32_t n;
     const eg_value *x = eg__cont_elems(e, v, &n);
     uint64_t c = 0;
-    const eg_sort *s = &e->sorts[sort];
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t k = eg__child_cost(e, elem_sort(s, i), x[i], cost);
+    for (uint32_t i = e->sorts[sort].family == CK_FN; i < n; i++) {
+        x = eg__cont_elems(e, v, &n); /* costs never intern, but re-read anyway */
+        uint64_t k = eg__child_cost(e, elem_sort(e, sort, x, i), x[i], cost);
         if (k == UINT64_MAX) return UINT64_MAX;
         c = c > UINT64_MAX - k ? UINT64_MAX : c + k;
     }
@@ -452,6 +524,17 @@ void eg__cont_print(eg_engine *e, FILE *f, uint32_t sort, eg_value v,
         }
         return;
     }
+    if (s->family == CK_FN) {
+        fputs("(unstable-fn ", f);
+        if (n && x[0] < e->nfnt)
+            eg__print_value(e, f, SORT_STRING, e->fnt[x[0]].name);
+        for (uint32_t i = 1; i < n; i++) {
+            fputc(' ', f);
+            elem(e, f, elem_sort(e, sort, x, i), x[i], ctx);
+        }
+        fputc(')', f);
+        return;
+    }
     static const char *const of[] = {"vec-of", "set-of", "", "multiset-of"};
     fprintf(f, "(%s", of[s->family]);
     for (uint32_t i = 0; i < n; i++) {
@@ -459,6 +542,141 @@ void eg__cont_print(eg_engine *e, FILE *f, uint32_t sort, eg_value v,
         elem(e, f, s->elem[0], x[i], ctx);
     }
     fputc(')', f);
+}
+
+/* ---- function values ---- */
+
+/* Whether `name` with np partial arguments of sorts ps (NOSORT: not known yet) is a
+ * target for the function sort fs; fills *t. A table (constructor, function, relation:
+ * output Unit) or a primitive (resolved on the partial and the function's input sorts). */
+static bool fn_target(eg_engine *e, uint32_t fs, const char *name, const uint32_t *ps,
+                      uint32_t np, eg_fnt *t)
+{
+    const eg_sort *F = &e->sorts[fs];
+    if (np + F->fn_nin > EG_MAX_ARGS) return false;
+    memset(t, 0, sizeof *t);
+    t->fsort = fs;
+    t->npartial = np;
+    t->table = -1;
+    int32_t ti = eg__table_find(e, name);
+    if (ti >= 0) {
+        const eg_table *tb = &e->tables[ti];
+        if (tb->n_in != np + F->fn_nin) return false;
+        for (uint32_t i = 0; i < tb->n_in; i++) {
+            uint32_t want = i < np ? ps[i] : F->fn_in[i - np];
+            if (want != NOSORT && want != tb->in_sort[i]) return false;
+            t->in[i] = tb->in_sort[i];
+        }
+        t->out = tb->has_out ? tb->out_sort : SORT_UNIT;
+        if (t->out != F->fn_out) return false;
+        t->table = ti;
+        t->n_in = tb->n_in;
+        return true;
+    }
+    uint32_t sorts[EG_MAX_ARGS];
+    uint32_t n = np + F->fn_nin;
+    for (uint32_t i = 0; i < n; i++)
+        sorts[i] = i < np ? ps[i] : F->fn_in[i - np];
+    bool known = false, amb = false;
+    const eg_prim *p;
+    if (eg__cont_prim_name(name)) {
+        p = eg__cont_resolve(e, name, sorts, n, F->fn_out, &known, &amb);
+        if (!p) return false;
+        for (uint32_t i = 0; i < n; i++)
+            t->in[i] = arg_sort(e, p, i);
+        t->out = ret_sort(e, p);
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            if (sorts[i] == NOSORT) return false;
+        p = eg__prim_resolve(e, name, sorts, n, &known);
+        if (!p) return false;
+        memcpy(t->in, sorts, n * sizeof *sorts);
+        t->out = eg__prim_ret(p, n ? sorts[0] : NOSORT);
+    }
+    if (t->out != F->fn_out) return false;
+    t->prim = p;
+    t->n_in = n;
+    return true;
+}
+
+static uint32_t fn_register(eg_engine *e, const eg_fnt *t)
+{
+    for (uint32_t k = 0; k < e->nfnt; k++) {
+        const eg_fnt *o = &e->fnt[k];
+        if (o->fsort == t->fsort && o->name == t->name && o->npartial == t->npartial &&
+            o->table == t->table && o->prim == t->prim)
+            return k;
+    }
+    EG_GROW(e, e->fnt, e->capfnt, e->nfnt + 1);
+    e->fnt[e->nfnt] = *t;
+    return e->nfnt++;
+}
+
+const eg_prim *eg__fn_resolve(eg_engine *e, const char *name, const uint32_t *ps, uint32_t np,
+                              uint32_t want, uint32_t *partial_sorts, bool *ambiguous)
+{
+    *ambiguous = false;
+    const eg_prim *hit = NULL;
+    eg_fnt t, found = {0};
+    for (uint32_t fs = 0; fs < e->nsorts; fs++) {
+        const eg_sort *F = &e->sorts[fs];
+        if (F->kind != SK_CONT || F->family != CK_FN) continue;
+        if (want != NOSORT && want != fs) continue;
+        if (!fn_target(e, fs, name, ps, np, &t)) continue;
+        if (hit) {
+            *ambiguous = true;
+            return NULL;
+        }
+        found = t;
+        for (uint32_t k = 0; k < F->ncont_prims; k++)
+            if (F->cont_prims[k].base.op == OP_FN_MAKE) hit = &F->cont_prims[k].base;
+    }
+    if (!hit) return NULL;
+    for (uint32_t i = 0; i < np; i++)
+        partial_sorts[i] = found.in[i];
+    bool all = true;
+    for (uint32_t i = 0; i < np; i++)
+        if (ps[i] == NOSORT) all = false;
+    if (all) {
+        found.name = eg__intern(e, name, strlen(name));
+        fn_register(e, &found);
+    }
+    return hit;
+}
+
+/* Applies target k to args[0..n) (the partial arguments, then the call's). */
+static prim_status fn_apply(eg_engine *e, uint32_t k, const eg_value *args, uint32_t n,
+                            eg_value *out, const char **why)
+{
+    if (k >= e->nfnt || n != e->fnt[k].n_in) {
+        *why = "not a function value of this sort";
+        return PR_FAIL;
+    }
+    const eg_fnt *t = &e->fnt[k];
+    if (t->table < 0) return eg__prim_call(e, t->prim, args, n, out, why);
+    if ((uint32_t)t->table >= e->ntables) {
+        *why = "the function's table no longer exists";
+        return PR_FAIL;
+    }
+    eg_table *tb = &e->tables[t->table];
+    eg_value key[EG_MAX_COLS];
+    for (uint32_t i = 0; i < n; i++)
+        key[i] = eg__canon(e, tb->in_sort[i], args[i]);
+    /* a query only reads (egglog: applying a constructor in a query does not make the
+     * term); an action makes a constructor's term or a relation's row */
+    bool make_it = !e->in_query_prim && tb->kind != TK_FUNCTION;
+    if (make_it) {
+        eg_value v = eg__lookup_or_insert(e, tb, key, e->cur_origin);
+        *out = tb->has_out ? eg__canon(e, tb->out_sort, v) : 0;
+        return PR_OK;
+    }
+    int64_t r = eg__table_lookup(tb, key, eg__key_hash(key, n));
+    if (r < 0) {
+        *why = "the function has no value there";
+        return PR_FAIL;
+    }
+    *out = tb->has_out ? eg__canon(e, tb->out_sort, tb->cols[(size_t)r * tb->ncols + n]) : 0;
+    return PR_OK;
 }
 
 /* ---- the primitives ---- */
@@ -498,6 +716,11 @@ prim_status eg__cont_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
     if (nargs >= 2 && arg_sort(e, p, 1) == self) y = eg__cont_elems(e, a[1], &n1);
     /* the result's contents are built in one scoped buffer, large enough for any op */
     size_t cap = (size_t)n0 + n1 + 2 * (size_t)nargs + 2;
+    if ((p->op == OP_FN_VEC_MAP || p->op == OP_FN_MS_MAP) && nargs == 2) {
+        uint32_t k;
+        eg__cont_elems(e, a[1], &k);
+        cap += k;
+    }
     if (p->op == OP_VEC_APPEND)
         for (uint32_t i = 0; i < nargs; i++) {
             uint32_t k;
@@ -729,6 +952,63 @@ prim_status eg__cont_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
                 w[m++] = x[k + 1];
             }
         break;
+    case OP_FN_MAKE: {
+        /* a[0] the target's name; registered when the call type-checked */
+        uint32_t k = UINT32_MAX;
+        for (uint32_t i = 0; i < e->nfnt && k == UINT32_MAX; i++)
+            if (e->fnt[i].fsort == self && e->fnt[i].name == a[0] &&
+                e->fnt[i].npartial == nargs - 1)
+                k = i;
+        if (k == UINT32_MAX) {
+            *why = "no such function";
+            st = PR_FAIL;
+            make_result = false;
+            break;
+        }
+        w[m++] = k;
+        for (uint32_t i = 1; i < nargs; i++)
+            w[m++] = a[i];
+        break;
+    }
+    case OP_FN_APP:
+    case OP_FN_VEC_MAP:
+    case OP_FN_MS_MAP: {
+        uint32_t nf;
+        const eg_value *f = eg__cont_elems(e, a[0], &nf);
+        if (!nf) {
+            *why = "not a function value";
+            st = PR_FAIL;
+            make_result = false;
+            break;
+        }
+        uint32_t k = (uint32_t)f[0], np = nf - 1;
+        eg_value full[EG_MAX_COLS];
+        if (np >= EG_MAX_ARGS) {
+            st = PR_FAIL;
+            make_result = false;
+            break;
+        }
+        memcpy(full, f + 1, np * sizeof *f);
+        if (p->op == OP_FN_APP) {
+            for (uint32_t i = 1; i < nargs && np + i - 1 < EG_MAX_ARGS; i++)
+                full[np + i - 1] = a[i];
+            st = fn_apply(e, k, full, np + nargs - 1, out, why);
+            make_result = false;
+            break;
+        }
+        /* unstable-vec-map, unstable-multiset-map: the elements where the function is
+         * defined (egglog's vec map skips the others) */
+        uint32_t nv;
+        eg__cont_elems(e, a[1], &nv);
+        for (uint32_t i = 0; i < nv; i++) {
+            full[np] = eg__cont_elems(e, a[1], &nv)[i];
+            eg_value r;
+            const char *w2;
+            if (fn_apply(e, k, full, np + 1, &r, &w2) == PR_OK) w[m++] = r;
+        }
+        self = ret_sort(e, p);
+        break;
+    }
     default:
         *why = "unknown container primitive";
         st = PR_FAIL;

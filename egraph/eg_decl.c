@@ -477,6 +477,28 @@ bool eg__declare(eg_engine *e, const sx *s)
             const sx *c = s->items[2];
             const char *ch = eg__sx_head(c);
             int fam = ch ? eg__cont_family(ch) : -1;
+            if (fam == CK_FN) {
+                /* (UnstableFn (inputs...) output) */
+                if (c->n != 3 || c->items[1]->kind != SX_LIST)
+                    eg__throw(e, LM_ETYPE, c, "(UnstableFn (InputSorts...) OutputSort) expected");
+                const sx *ins = c->items[1];
+                if (ins->n > EG_MAX_ARGS)
+                    eg__throw(e, LM_ELIMIT, ins, "at most %d inputs", EG_MAX_ARGS);
+                for (uint32_t i = 0; i < ins->n; i++)
+                    sort_of(e, ins->items[i]);
+                uint32_t out = sort_of(e, c->items[2]);
+                uint32_t id = add_sort(e, s->items[1], s->items[1]->text);
+                eg_sort *ns = &e->sorts[id];
+                ns->kind = SK_CONT;
+                ns->family = CK_FN;
+                ns->canon = true; /* partial arguments may hold e-class ids */
+                ns->fn_out = out;
+                ns->fn_in = eg__calloc(e, ins->n + 1, sizeof(uint32_t));
+                for (uint32_t i = 0; i < ins->n; i++)
+                    ns->fn_in[ns->fn_nin++] = (uint32_t)eg__sort_find(e, ins->items[i]->text);
+                eg__cont_prims_init(e, id);
+                return true;
+            }
             if (fam >= 0) {
                 uint32_t want = fam == CK_MAP ? 2 : 1;
                 if (c->n != want + 1)

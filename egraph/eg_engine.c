@@ -110,10 +110,12 @@ void eg_engine_free(eg_engine *e)
         eg__free(e->sorts[i].name);
         eg__free(e->sorts[i].pair_prims);
         eg__free(e->sorts[i].cont_prims);
+        eg__free(e->sorts[i].fn_in);
     }
     eg__free(e->sorts);
     eg__mfree(e, e->pairs);
     eg__mfree(e, e->cvals);
+    eg__free(e->fnt);
     eg__mfree(e, e->cont_off);
     eg__mfree(e, e->cont_hash);
     eg__mfree(e, e->cont_len);

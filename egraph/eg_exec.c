@@ -196,7 +196,10 @@ static void join(jctx *j, uint32_t ndone)
             for (uint32_t k = 0; k < p->nargs; k++)
                 args[k] = j->vals[p->args[k]];
             const char *why;
-            if (eg__prim_call(e, p->prim, args, p->nargs, &out, &why) != PR_OK) {
+            e->in_query_prim = true; /* unstable-app reads, never adds */
+            prim_status st = eg__prim_call(e, p->prim, args, p->nargs, &out, &why);
+            e->in_query_prim = false;
+            if (st != PR_OK) {
                 ok = false;
                 break;
             }

@@ -128,7 +128,7 @@ const char *eg__sx_head(const sx *s);
 /* ---- sorts ---- */
 typedef enum { SK_UNIT, SK_BOOL, SK_I64, SK_F64, SK_STRING, SK_EQ, SK_PAIR, SK_CONT } sort_kind;
 /* container families (SK_CONT, eg_cont.c) */
-enum { CK_VEC, CK_SET, CK_MAP, CK_MULTISET };
+enum { CK_VEC, CK_SET, CK_MAP, CK_MULTISET, CK_FN };
 
 typedef struct eg_prim eg_prim;
 
@@ -143,6 +143,9 @@ typedef struct {
     uint8_t family;
     struct eg_cprim *cont_prims; /* owned */
     uint32_t ncont_prims;
+    /* CK_FN, (UnstableFn (inputs...) output): the inputs (owned) and the output */
+    uint32_t *fn_in;
+    uint32_t fn_nin, fn_out;
     bool canon;          /* values may change when classes merge: an e-class, or a pair
                             holding one; rebuilding re-canonicalizes such columns */
 } eg_sort;
@@ -241,6 +244,19 @@ void eg__fmt_f64(double d, char *buf, size_t n);
 enum { EG_OP_PAIR = 1000, EG_OP_PAIR_FIRST, EG_OP_PAIR_SECOND, EG_OP_CONT = 1100 };
 
 /* ---- containers (eg_cont.c) ---- */
+/* The target of a function value: a table or a primitive of n_in inputs, the first
+ * npartial of them given by the value (eg_cont.c). */
+typedef struct eg_fnt {
+    uint32_t fsort;  /* the UnstableFn sort */
+    uint32_t name;   /* interned name */
+    uint32_t npartial;
+    int32_t table;   /* >= 0: a table */
+    const eg_prim *prim;
+    uint32_t n_in;
+    uint32_t in[EG_MAX_ARGS];
+    uint32_t out;
+} eg_fnt;
+
 /* A container sort's primitive (op >= EG_OP_CONT): an eg_prim, its signature and sort. */
 typedef struct eg_cprim {
     eg_prim base;
@@ -255,6 +271,13 @@ void eg__cont_prims_init(eg_engine *e, uint32_t self);
 const eg_prim *eg__cont_resolve(const eg_engine *e, const char *name, const uint32_t *sorts,
                                 uint32_t nargs, uint32_t want, bool *known, bool *ambiguous);
 uint32_t eg__cont_arg_sort(const eg_engine *e, const eg_prim *p, uint32_t i);
+uint32_t eg__cont_ret(const eg_engine *e, const eg_prim *p); /* p's result sort */
+/* unstable-fn "name" with partial arguments of sorts ps (NOSORT: unknown): the function
+ * sort (want, or the one whose signature the target fits) and its unstable-fn primitive;
+ * partial_sorts gets the target's sorts for them. Registers the target once every partial
+ * sort is known. NULL when none fits (*ambiguous when several do). */
+const eg_prim *eg__fn_resolve(eg_engine *e, const char *name, const uint32_t *ps, uint32_t np,
+                              uint32_t want, uint32_t *partial_sorts, bool *ambiguous);
 prim_status eg__cont_call(eg_engine *e, const eg_prim *p, const eg_value *args, uint32_t nargs,
                           eg_value *out, const char **why);
 eg_value eg__cont_canon(eg_engine *e, uint32_t sort, eg_value v);
@@ -459,6 +482,10 @@ struct eg_engine {
     uint32_t nconts, capconts;
     uint32_t *cont_slots;
     uint32_t cont_nslots;
+    /* the targets of function values (unstable-fn), registered when a call type-checks */
+    struct eg_fnt *fnt;
+    uint32_t nfnt, capfnt;
+    bool in_query_prim; /* a primitive runs for a query (unstable-app looks up, never adds) */
     /* union-find over e-class ids */
     uint32_t *uf;
     uint32_t nids, capids;

@@ -166,6 +166,47 @@ START_TEST(container_type_errors_are_located)
 }
 END_TEST
 
+/* Function values (UnstableFn, egglog's unstable-fn.egg and typed_primitive_unstable_app):
+ * a constructor, a function or a primitive, partially applied; applied by unstable-app
+ * (in an action a constructor's term is made, in a query only found); mapped over
+ * vectors and multisets; typed by their target's signature. */
+START_TEST(function_values_apply_their_targets)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(datatype Math (Num i64) (Mul Math Math)) (sort MathFn (UnstableFn (Math) Math))"
+             "(constructor square (Math) Math) (rewrite (square x) (Mul x x))"
+             "(let $sq (unstable-fn \"square\"))"
+             "(let $s3 (unstable-app $sq (Num 3))) (check (= $s3 (square (Num 3))))"
+             "(let $dbl (unstable-fn \"Mul\" (Num 2)))"
+             "(let $d5 (unstable-app $dbl (Num 5))) (check (= $d5 (Mul (Num 2) (Num 5))))"
+             "(check (!= $sq $dbl)) (check (= $dbl (unstable-fn \"Mul\" (Num 2))))"
+             /* primitives as targets, and as a merge */
+             "(sort I2I (UnstableFn (i64) i64)) (sort IntFn (UnstableFn (i64 i64) i64))"
+             "(check (= (unstable-app (unstable-fn \"+\" 1) 2) 3))"
+             "(let plus (unstable-fn \"+\")) (check (= (unstable-app plus 2 3) 5))"
+             "(function acc () i64 :merge (unstable-app (unstable-fn \"+\" old) new))"
+             "(set (acc) 1) (set (acc) 2) (check (= (acc) 3))"
+             /* a query finds, an action makes */
+             "(sort NumFn (UnstableFn (i64) Math)) (let mk (unstable-fn \"Num\"))"
+             "(fail (check (= (unstable-app mk 42) (Num 42)))) (fail (check (Num 42)))"
+             "(relation go ()) (go) (rule ((go)) ((let $m (unstable-app mk 99)))) (run 1)"
+             "(check (Num 99))"
+             /* maps */
+             "(sort IV (Vec i64)) (sort IMS (MultiSet i64))"
+             "(check (= (unstable-vec-map (unstable-fn \"+\" 10) (vec-of 1 2)) (vec-of 11 12)))"
+             "(check (= (unstable-multiset-map (unstable-fn \"*\" 2) (multiset-of 1 1 3))"
+             "          (multiset-of 2 2 6)))");
+    /* the class of a partial argument follows merges */
+    T_RUN(e, "(let $d3 (unstable-fn \"Mul\" (Num 3))) (union (Num 2) (Num 3))"
+             "(check (= $dbl $d3))");
+    lm_err err = t_fail(e, "(let $a 1)\n(let $b (unstable-fn \"square\" (Num 1)))");
+    ck_assert_msg(strstr(err.msg, "bad.egg:2:9:") && strstr(err.msg, "square"), "%s", err.msg);
+    err = t_fail(e, "(let $c (unstable-app (unstable-fn \"square\") 10))");
+    ck_assert_msg(strstr(err.msg, "bad.egg:1:9:"), "%s", err.msg);
+    eg_engine_free(e);
+}
+END_TEST
+
 Suite *cont_suite(void)
 {
     Suite *s = suite_create("containers");
@@ -176,6 +217,7 @@ Suite *cont_suite(void)
     tcase_add_test(tc, vec_union_unions_the_elements);
     tcase_add_test(tc, extraction_costs_a_container_as_its_elements);
     tcase_add_test(tc, container_type_errors_are_located);
+    tcase_add_test(tc, function_values_apply_their_targets);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -45,6 +45,9 @@ static const char *PROGRAM =
     "(let $b (multiset-sum (multiset-of (Num 5) $x) (multiset-single (Num 6) 2)))\n"
     "(union (Num 5) (Num 6))\n"
     "(extract $g)\n"
+    "(sort MF (UnstableFn (Math) Math)) (sort MVec (Vec Math))\n"
+    "(let $f (unstable-fn \"Add\" (Num 1)))\n"
+    "(let $fv (unstable-vec-map $f (vec-of (Num 7) $x)))\n"
     "(fail (check (= (Num 3) (Num 4))))\n"
     "(run arith 2)\n";
 
