@@ -40,6 +40,8 @@ static void engine_init(eg_engine *e, void *ctx)
     add_sort(e, "i64", SK_I64);
     add_sort(e, "f64", SK_F64);
     add_sort(e, "String", SK_STRING);
+    add_sort(e, "BigInt", SK_BIGINT);
+    add_sort(e, "BigRat", SK_BIGRAT);
     EG_GROW(e, e->rulesets, e->caprulesets, 1);
     memset(&e->rulesets[0], 0, sizeof e->rulesets[0]);
     e->rulesets[0].name = eg__strdup(e, "");
@@ -115,6 +117,7 @@ void eg_engine_free(eg_engine *e)
     eg__free(e->sorts);
     eg__mfree(e, e->pairs);
     eg__mfree(e, e->cvals);
+    eg__mfree(e, e->bigbuf);
     eg__free(e->fnt);
     eg__mfree(e, e->cont_off);
     eg__mfree(e, e->cont_hash);

@@ -111,6 +111,10 @@ void eg__print_value(eg_engine *e, FILE *f, uint32_t sort, eg_value v)
     case SK_CONT:
         eg__cont_print(e, f, sort, v, print_value_cb, NULL);
         break;
+    case SK_BIGINT:
+    case SK_BIGRAT:
+        eg__big_print(e, f, sort, v);
+        break;
     case SK_PAIR:
         if (v < e->npairs) {
             fputs("(pair ", f);

@@ -126,7 +126,7 @@ const char *eg__sx_head(const sx *s);
 #define EG_MAX_DEPTH_TEXT "2000"
 
 /* ---- sorts ---- */
-typedef enum { SK_UNIT, SK_BOOL, SK_I64, SK_F64, SK_STRING, SK_EQ, SK_PAIR, SK_CONT } sort_kind;
+typedef enum { SK_UNIT, SK_BOOL, SK_I64, SK_F64, SK_STRING, SK_EQ, SK_PAIR, SK_CONT, SK_BIGINT, SK_BIGRAT } sort_kind;
 /* container families (SK_CONT, eg_cont.c) */
 enum { CK_VEC, CK_SET, CK_MAP, CK_MULTISET, CK_FN };
 
@@ -150,7 +150,8 @@ typedef struct {
                             holding one; rebuilding re-canonicalizes such columns */
 } eg_sort;
 
-enum { SORT_UNIT = 0, SORT_BOOL, SORT_I64, SORT_F64, SORT_STRING, SORT_NBUILTIN };
+enum { SORT_UNIT = 0, SORT_BOOL, SORT_I64, SORT_F64, SORT_STRING, SORT_BIGINT, SORT_BIGRAT,
+       SORT_NBUILTIN };
 
 /* ---- tables ---- */
 typedef enum { TK_CONSTRUCTOR, TK_FUNCTION, TK_RELATION } table_kind;
@@ -242,6 +243,66 @@ eg_value eg__pair_canon(eg_engine *e, uint32_t sort, eg_value v);
 /* Writes d as egglog writes an f64 (Rust's Debug form: "1.0", "0.1", "1e20", "NaN"). */
 void eg__fmt_f64(double d, char *buf, size_t n);
 enum { EG_OP_PAIR = 1000, EG_OP_PAIR_FIRST, EG_OP_PAIR_SECOND, EG_OP_CONT = 1100 };
+
+/* ---- big numbers (eg_big.c): a value is the interned text of its canonical form ---- */
+enum {
+    EG_OP_Z_FROM_I64 = 900,
+    EG_OP_Z_FROM_STRING,
+    EG_OP_Z_ADD,
+    EG_OP_Z_SUB,
+    EG_OP_Z_MUL,
+    EG_OP_Z_DIV,
+    EG_OP_Z_MOD,
+    EG_OP_Z_AND,
+    EG_OP_Z_OR,
+    EG_OP_Z_XOR,
+    EG_OP_Z_SHL,
+    EG_OP_Z_SHR,
+    EG_OP_Z_NOT,
+    EG_OP_Z_BITS,
+    EG_OP_Z_LT,
+    EG_OP_Z_GT,
+    EG_OP_Z_LE,
+    EG_OP_Z_GE,
+    EG_OP_Z_BLT,
+    EG_OP_Z_BGT,
+    EG_OP_Z_BLE,
+    EG_OP_Z_BGE,
+    EG_OP_Z_BEQ,
+    EG_OP_Z_MIN,
+    EG_OP_Z_MAX,
+    EG_OP_Z_TO_STRING,
+    EG_OP_Q_FIRST,
+    EG_OP_Q_ADD = EG_OP_Q_FIRST,
+    EG_OP_Q_SUB,
+    EG_OP_Q_MUL,
+    EG_OP_Q_DIV,
+    EG_OP_Q_MIN,
+    EG_OP_Q_MAX,
+    EG_OP_Q_NEG,
+    EG_OP_Q_ABS,
+    EG_OP_Q_FLOOR,
+    EG_OP_Q_CEIL,
+    EG_OP_Q_ROUND,
+    EG_OP_Q_MAKE,
+    EG_OP_Q_NUMER,
+    EG_OP_Q_DENOM,
+    EG_OP_Q_TO_F64,
+    EG_OP_Q_TO_I64,
+    EG_OP_Q_POW,
+    EG_OP_Q_LOG,
+    EG_OP_Q_SQRT,
+    EG_OP_Q_CBRT,
+    EG_OP_Q_LT, /* the predicates come last (eg_big.c) */
+    EG_OP_Q_GT,
+    EG_OP_Q_LE,
+    EG_OP_Q_GE,
+    EG_OP_BIG_END
+};
+prim_status eg__big_call(eg_engine *e, int op, const eg_value *args, uint32_t nargs,
+                         eg_value *out, const char **why);
+int eg__big_cmp(const eg_engine *e, uint32_t sort, eg_value a, eg_value b);
+void eg__big_print(const eg_engine *e, FILE *f, uint32_t sort, eg_value v);
 
 /* ---- containers (eg_cont.c) ---- */
 /* The target of a function value: a table or a primitive of n_in inputs, the first
@@ -481,6 +542,7 @@ struct eg_engine {
     uint32_t *cont_len, *cont_sort;
     uint32_t nconts, capconts;
     uint32_t *cont_slots;
+    char *bigbuf; /* big numbers' result text (eg_big.c) */
     uint32_t cont_nslots;
     /* the targets of function values (unstable-fn), registered when a call type-checks */
     struct eg_fnt *fnt;

@@ -101,6 +101,8 @@ enum {
 #define B SORT_BOOL
 #define U SORT_UNIT
 #define ANY SORT_ANY
+#define Z SORT_BIGINT
+#define Q SORT_BIGRAT
 
 static const eg_prim prims[] = {
     {"+", 2, I, I, I, OP_IADD},
@@ -170,6 +172,57 @@ static const eg_prim prims[] = {
     {"!=", 2, S, S, U, OP_NE_S},
     {"!=", 2, B, B, U, OP_NE_B},
     {"!=", 2, U, U, U, OP_NE_U},
+    /* BigInt and BigRat (eg_big.c), egglog's */
+    {"bigint", 1, I, I, Z, EG_OP_Z_FROM_I64},
+    {"from-string", 1, S, S, Z, EG_OP_Z_FROM_STRING},
+    {"to-string", 1, Z, Z, S, EG_OP_Z_TO_STRING},
+    {"+", 2, Z, Z, Z, EG_OP_Z_ADD},
+    {"-", 2, Z, Z, Z, EG_OP_Z_SUB},
+    {"*", 2, Z, Z, Z, EG_OP_Z_MUL},
+    {"/", 2, Z, Z, Z, EG_OP_Z_DIV},
+    {"%", 2, Z, Z, Z, EG_OP_Z_MOD},
+    {"&", 2, Z, Z, Z, EG_OP_Z_AND},
+    {"|", 2, Z, Z, Z, EG_OP_Z_OR},
+    {"^", 2, Z, Z, Z, EG_OP_Z_XOR},
+    {"<<", 2, Z, I, Z, EG_OP_Z_SHL},
+    {">>", 2, Z, I, Z, EG_OP_Z_SHR},
+    {"not-Z", 1, Z, Z, Z, EG_OP_Z_NOT},
+    {"bits", 1, Z, Z, Z, EG_OP_Z_BITS},
+    {"<", 2, Z, Z, U, EG_OP_Z_LT},
+    {">", 2, Z, Z, U, EG_OP_Z_GT},
+    {"<=", 2, Z, Z, U, EG_OP_Z_LE},
+    {">=", 2, Z, Z, U, EG_OP_Z_GE},
+    {"bool-=", 2, Z, Z, B, EG_OP_Z_BEQ},
+    {"bool-<", 2, Z, Z, B, EG_OP_Z_BLT},
+    {"bool->", 2, Z, Z, B, EG_OP_Z_BGT},
+    {"bool-<=", 2, Z, Z, B, EG_OP_Z_BLE},
+    {"bool->=", 2, Z, Z, B, EG_OP_Z_BGE},
+    {"min", 2, Z, Z, Z, EG_OP_Z_MIN},
+    {"max", 2, Z, Z, Z, EG_OP_Z_MAX},
+    {"+", 2, Q, Q, Q, EG_OP_Q_ADD},
+    {"-", 2, Q, Q, Q, EG_OP_Q_SUB},
+    {"*", 2, Q, Q, Q, EG_OP_Q_MUL},
+    {"/", 2, Q, Q, Q, EG_OP_Q_DIV},
+    {"min", 2, Q, Q, Q, EG_OP_Q_MIN},
+    {"max", 2, Q, Q, Q, EG_OP_Q_MAX},
+    {"neg", 1, Q, Q, Q, EG_OP_Q_NEG},
+    {"abs", 1, Q, Q, Q, EG_OP_Q_ABS},
+    {"floor", 1, Q, Q, Q, EG_OP_Q_FLOOR},
+    {"ceil", 1, Q, Q, Q, EG_OP_Q_CEIL},
+    {"round", 1, Q, Q, Q, EG_OP_Q_ROUND},
+    {"bigrat", 2, Z, Z, Q, EG_OP_Q_MAKE},
+    {"numer", 1, Q, Q, Z, EG_OP_Q_NUMER},
+    {"denom", 1, Q, Q, Z, EG_OP_Q_DENOM},
+    {"to-f64", 1, Q, Q, F, EG_OP_Q_TO_F64},
+    {"to-i64", 1, Q, Q, I, EG_OP_Q_TO_I64},
+    {"pow", 2, Q, Q, Q, EG_OP_Q_POW},
+    {"log", 1, Q, Q, Q, EG_OP_Q_LOG},
+    {"sqrt", 1, Q, Q, Q, EG_OP_Q_SQRT},
+    {"cbrt", 1, Q, Q, Q, EG_OP_Q_CBRT},
+    {"<", 2, Q, Q, U, EG_OP_Q_LT},
+    {">", 2, Q, Q, U, EG_OP_Q_GT},
+    {"<=", 2, Q, Q, U, EG_OP_Q_LE},
+    {">=", 2, Q, Q, U, EG_OP_Q_GE},
     /* over every sort (both arguments of one sort) */
     {"!=", 2, ANY, ANY, U, OP_NE_U},
     {"value-eq", 2, ANY, ANY, U, OP_VALUE_EQ},
@@ -183,6 +236,8 @@ static const eg_prim prims[] = {
 #undef B
 #undef U
 #undef ANY
+#undef Z
+#undef Q
 
 /* Internal: equality of two query constants (e.g. two globals in a check). */
 static const eg_prim prim_eq = {"=", 2, SORT_ANY, SORT_ANY, SORT_UNIT, OP_EQ};
@@ -424,6 +479,8 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
 {
     *why = NULL;
     if (p->op >= EG_OP_CONT) return eg__cont_call(e, p, a, nargs, out, why);
+    if (p->op >= EG_OP_Z_FROM_I64 && p->op < EG_OP_BIG_END)
+        return eg__big_call(e, p->op, a, nargs, out, why);
     int64_t x = nargs > 0 ? i_of(a[0]) : 0, y = nargs > 1 ? i_of(a[1]) : 0;
     double fx = nargs > 0 ? f_of(a[0]) : 0, fy = nargs > 1 ? f_of(a[1]) : 0;
     char buf[64];

@@ -201,6 +201,56 @@ START_TEST(relation_rows_are_equal_only_to_themselves)
 }
 END_TEST
 
+/* Issue 26: BigInt and BigRat (GMP), egglog's primitives; a value is its canonical text,
+ * so equal numbers are one value (table keys included). */
+START_TEST(bigint_and_bigrat_behave_as_in_egglog)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(check (= (* (bigint 9223372036854775807) (bigint 2))"
+             "          (from-string \"18446744073709551614\")))"
+             "(check (= (from-string \"007\") (bigint 7))) (check (= (from-string \"-0\") (bigint 0)))"
+             "(fail (let $a (from-string \"12x\"))) (fail (let $b (from-string \"\")))"
+             "(check (= (/ (bigint -7) (bigint 2)) (bigint -3)))"
+             "(check (= (% (bigint -7) (bigint 2)) (bigint -1)))"
+             "(fail (let $c (/ (bigint 1) (bigint 0))))"
+             "(check (= (<< (bigint 1) 100) (from-string \"1267650600228229401496703205376\")))"
+             "(check (= (>> (bigint -7) 1) (bigint -4)))"
+             "(fail (let $d (<< (bigint 1) 4000000)))"
+             "(check (= (bits (bigint 255)) (bigint 8))) (check (= (not-Z (bigint 0)) (bigint -1)))"
+             "(check (= (& (bigint 12) (bigint 10)) (bigint 8)))"
+             "(check (< (bigint 2) (from-string \"100000000000000000000\")))"
+             "(check (= (bool-< (bigint 3) (bigint 2)) false))"
+             "(check (= (max (bigint 3) (bigint -9)) (bigint 3)))"
+             "(check (= (to-string (from-string \"+42\")) \"42\"))"
+             /* rationals: lowest terms, positive denominator */
+             "(check (= (bigrat (bigint 2) (bigint -4)) (bigrat (bigint -1) (bigint 2))))"
+             "(fail (let $e (bigrat (bigint 1) (bigint 0))))"
+             "(check (= (+ (bigrat (bigint 1) (bigint 3)) (bigrat (bigint 1) (bigint 6)))"
+             "          (bigrat (bigint 1) (bigint 2))))"
+             "(fail (let $f (/ (bigrat (bigint 1) (bigint 3)) (bigrat (bigint 0) (bigint 5)))))"
+             "(check (= (round (bigrat (bigint -5) (bigint 2))) (bigrat (bigint -3) (bigint 1))))"
+             "(check (= (floor (bigrat (bigint -5) (bigint 2))) (bigrat (bigint -3) (bigint 1))))"
+             "(check (= (ceil (bigrat (bigint -5) (bigint 2))) (bigrat (bigint -2) (bigint 1))))"
+             "(check (= (pow (bigrat (bigint 2) (bigint 3)) (bigrat (bigint -2) (bigint 1)))"
+             "          (bigrat (bigint 9) (bigint 4))))"
+             "(fail (let $g (pow (bigrat (bigint 0) (bigint 1)) (bigrat (bigint -1) (bigint 1)))))"
+             "(check (= (sqrt (bigrat (bigint 4) (bigint 9))) (bigrat (bigint 2) (bigint 3))))"
+             "(fail (let $h (sqrt (bigrat (bigint 2) (bigint 1)))))"
+             "(check (= (numer (bigrat (bigint 6) (bigint 4))) (bigint 3)))"
+             "(check (= (denom (bigrat (bigint 6) (bigint 4))) (bigint 2)))"
+             "(check (= (to-i64 (bigrat (bigint 8) (bigint 2))) 4))"
+             "(fail (let $i (to-i64 (bigrat (bigint 1) (bigint 2)))))"
+             "(check (= (to-f64 (bigrat (bigint 1) (bigint 4))) 0.25))"
+             "(check (< (bigrat (bigint 1) (bigint 3)) (bigrat (bigint 1) (bigint 2))))"
+             /* as a table key: one row per number */
+             "(function half (BigRat) i64 :merge (max old new))"
+             "(set (half (bigrat (bigint 1) (bigint 2))) 1)"
+             "(set (half (bigrat (bigint 2) (bigint 4))) 2)");
+    ck_assert_uint_eq(t_size(e, "half"), 1);
+    eg_engine_free(e);
+}
+END_TEST
+
 START_TEST(f64_primitives_behave_as_in_egglog)
 {
     eg_engine *e = t_engine();
@@ -336,7 +386,7 @@ START_TEST(column_sorts_and_sort_names_are_readable)
     ck_assert(eg_sort_is_eclass(e, eg_sort_lookup(e, "IR")));
     ck_assert(!eg_sort_is_eclass(e, eg_sort_lookup(e, "i64")));
     ck_assert_ptr_null(eg_sort_name(e, 999));
-    ck_assert_uint_eq(eg_sort_count(e), 7); /* five built-in sorts, IR, DType */
+    ck_assert_uint_eq(eg_sort_count(e), 9); /* seven built-in sorts, IR, DType */
     eg_engine_free(e);
 }
 END_TEST
@@ -614,6 +664,7 @@ Suite *lang_suite(void)
     tcase_add_test(lang, i64_arithmetic_fails_on_overflow_as_in_egglog);
     tcase_add_test(lang, i64_negation_fails_on_overflow_like_subtraction);
     tcase_add_test(lang, relation_rows_are_equal_only_to_themselves);
+    tcase_add_test(lang, bigint_and_bigrat_behave_as_in_egglog);
     tcase_add_test(lang, f64_primitives_behave_as_in_egglog);
     tcase_add_test(lang, string_primitives_behave_as_in_egglog);
     tcase_add_test(lang, bool_and_generic_primitives_behave_as_in_egglog);

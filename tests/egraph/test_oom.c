@@ -48,6 +48,8 @@ static const char *PROGRAM =
     "(sort MF (UnstableFn (Math) Math)) (sort MVec (Vec Math))\n"
     "(let $f (unstable-fn \"Add\" (Num 1)))\n"
     "(let $fv (unstable-vec-map $f (vec-of (Num 7) $x)))\n"
+    "(let $big (* (from-string \"123456789012345678901234567890\") (bigint 7)))\n"
+    "(let $rat (+ (bigrat $big (bigint 3)) (bigrat (bigint 1) (bigint 6))))\n"
     "(fail (check (= (Num 3) (Num 4))))\n"
     "(run arith 2)\n";
 
