@@ -410,9 +410,10 @@ static eg_value merge_values(eg_engine *e, eg_table *t, const eg_value *row, eg_
                   t->name, buf);
     }
     case MG_EXPR: {
-        /* as egglog: a value equal to the old one (after canonicalization) changes nothing,
-         * and the merge expression does not run (it may build terms) */
-        if (old == nw) return old;
+        /* as egglog (egglog-bridge's merge of a function call, pull 287): the merge does
+         * not run when the stored value is the new one as they stand; a stored value that
+         * is only equal after canonicalization (its class was merged since) runs it */
+        if (e->merge_raw_old == e->merge_raw_new) return old;
         eg_value vals[2] = {old, nw};
         eg_value m = eg__eval(e, t->merge_expr, vals);
         return eg__canon(e, t->out_sort, m);
@@ -442,6 +443,9 @@ void eg__insert(eg_engine *e, eg_table *t, const eg_value *row_in, bool subsumed
         }
         return;
     }
+    /* the values as they stand, for merge_values (egglog compares those) */
+    e->merge_raw_old = t->cols[(size_t)ri * t->ncols + t->n_in];
+    e->merge_raw_new = row_in[t->n_in];
     eg_value old = eg__canon(e, t->out_sort, t->cols[(size_t)ri * t->ncols + t->n_in]);
     eg_value m = merge_values(e, t, row, old, row[t->n_in]);
     /* the merge may have grown the table: re-find the row */

@@ -543,6 +543,7 @@ struct eg_engine {
     uint32_t nconts, capconts;
     uint32_t *cont_slots;
     char *bigbuf; /* big numbers' result text (eg_big.c) */
+    eg_value merge_raw_old, merge_raw_new; /* eg__insert -> merge_values */
     uint32_t cont_nslots;
     /* the targets of function values (unstable-fn), registered when a call type-checks */
     struct eg_fnt *fnt;
