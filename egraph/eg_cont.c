@@ -73,6 +73,7 @@ enum {
     OP_FN_APP,
     OP_FN_VEC_MAP,
     OP_FN_MS_MAP,
+    OP_FN_FILL_INDEX,
 };
 
 typedef struct {
@@ -131,6 +132,7 @@ static const cont_prim_def DEFS[] = {
     {CK_FN, "unstable-app", "", OP_FN_APP},
     {CK_FN, "unstable-vec-map", "", OP_FN_VEC_MAP},
     {CK_FN, "unstable-multiset-map", "", OP_FN_MS_MAP},
+    {CK_FN, "unstable-multiset-fill-index", "", OP_FN_FILL_INDEX},
 };
 #define NDEFS (sizeof DEFS / sizeof DEFS[0])
 
@@ -204,6 +206,8 @@ void eg__cont_prims_init(eg_engine *e, uint32_t self)
     }
 }
 
+static uint32_t arg_sort(const eg_engine *e, const eg_prim *bp, uint32_t i);
+
 /* The first container sort of family f whose elements are of sort el, or NOSORT. */
 static uint32_t cont_of(const eg_engine *e, int f, uint32_t el)
 {
@@ -226,6 +230,13 @@ static uint32_t fn_arg_sort(const eg_engine *e, const eg_cprim *p, uint32_t i)
 {
     const eg_sort *s = &e->sorts[p->owner];
     if (p->base.op == OP_FN_APP) return i == 0 ? p->owner : i <= s->fn_nin ? s->fn_in[i - 1] : NOSORT;
+    if (p->base.op == OP_FN_FILL_INDEX) {
+        /* (fill-index ms f): f of sort (M X) -> i64, M the multiset sort of X */
+        if (s->fn_nin != 2 || s->fn_out != SORT_I64 ||
+            cont_of(e, CK_MULTISET, s->fn_in[1]) != s->fn_in[0])
+            return NOSORT;
+        return i == 0 ? s->fn_in[0] : i == 1 ? p->owner : NOSORT;
+    }
     if (p->base.op == OP_FN_VEC_MAP || p->base.op == OP_FN_MS_MAP) {
         if (s->fn_nin != 1) return NOSORT;
         return i == 0 ? p->owner : i == 1 ? cont_of(e, map_family(p->base.op), s->fn_in[0]) : NOSORT;
@@ -240,6 +251,7 @@ static uint32_t ret_sort(const eg_engine *e, const eg_prim *p)
         const eg_sort *s = &e->sorts[((const eg_cprim *)p)->owner];
         return s->fn_nin == 1 ? cont_of(e, map_family(p->op), s->fn_out) : NOSORT;
     }
+    if (p->op == OP_FN_FILL_INDEX) return arg_sort(e, p, 0) == NOSORT ? NOSORT : SORT_UNIT;
     return p->ret;
 }
 
@@ -1007,6 +1019,35 @@ prim_status eg__cont_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
             if (fn_apply(e, k, full, np + 1, &r, &w2) == PR_OK) w[m++] = r;
         }
         self = ret_sort(e, p);
+        break;
+    }
+    case OP_FN_FILL_INDEX: {
+        /* egglog: sets (f ms x) to x's count for every distinct x of ms, through f's
+         * table (a constructor or function, not a primitive); stops at the first row that
+         * exists already (a fill writes every row of one multiset at once). Actions only. */
+        uint32_t nf, nm;
+        const eg_value *f = eg__cont_elems(e, a[1], &nf);
+        *out = 0;
+        make_result = false;
+        if (nf != 1 || f[0] >= e->nfnt || e->fnt[f[0]].table < 0 || e->in_query_prim ||
+            (uint32_t)e->fnt[f[0]].table >= e->ntables) {
+            *why = "needs a function value of a table without partial arguments, in an action";
+            st = PR_FAIL;
+            break;
+        }
+        uint32_t ti = (uint32_t)e->fnt[f[0]].table;
+        eg__cont_elems(e, a[0], &nm);
+        for (uint32_t k = 0; k < nm;) {
+            const eg_value *ms = eg__cont_elems(e, a[0], &nm); /* re-read: sets may intern */
+            uint32_t j = k;
+            while (j < nm && ms[j] == ms[k])
+                j++;
+            eg_value row[3] = {a[0], ms[k], (eg_value)(int64_t)(j - k)};
+            eg_table *tb = &e->tables[ti];
+            if (tb->ncols != 3 || eg__table_lookup(tb, row, eg__key_hash(row, 2)) >= 0) break;
+            eg__stage_set(e, ti, row);
+            k = j;
+        }
         break;
     }
     default:

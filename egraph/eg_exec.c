@@ -601,6 +601,15 @@ static void pend(eg_engine *e, uint32_t table, const eg_value *row, uint32_t n, 
     e->npend_vals += n;
 }
 
+void eg__stage_set(eg_engine *e, uint32_t table, const eg_value *row)
+{
+    eg_table *t = &e->tables[table];
+    if (e->in_search)
+        pend(e, table, row, t->ncols, PEND_SET);
+    else
+        eg__insert(e, t, row, false, e->cur_origin);
+}
+
 void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *vals)
 {
     for (uint32_t i = 0; i < n; i++) {

@@ -767,6 +767,8 @@ void eg__uses_add_row(eg_engine *e, const eg_table *t, uint32_t r);
  * in it. Returns 0, or -1 with a description in why. */
 int eg__uses_check(eg_engine *e, char *why, size_t n);
 void eg__flush_pending(eg_engine *e);
+/* (set (table row...) value) from a primitive: pending in a search, else at once. */
+void eg__stage_set(eg_engine *e, uint32_t table, const eg_value *row);
 uint32_t eg__ruleset_flatten(const eg_engine *e, uint32_t rs, uint32_t *out, uint8_t *seen,
                              uint32_t n);
 /* The limits inside an iteration (eg_exec.c). eg__limits_hit says whether the node

@@ -207,6 +207,27 @@ START_TEST(function_values_apply_their_targets)
 }
 END_TEST
 
+/* unstable-multiset-fill-index sets an index function to every element's count, once per
+ * multiset (egglog's unsafe-seminaive-read-prim). */
+START_TEST(fill_index_writes_the_counts)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(datatype Math (Num i64)) (sort Maths (MultiSet Math))"
+             "(function ms-count (Maths Math) i64 :merge (+ old new))"
+             "(sort IdxFn (UnstableFn (Maths Math) i64))"
+             "(let xs (multiset-of (Num 1) (Num 1) (Num 2)))"
+             "(relation go ()) (go)"
+             "(rule ((go)) ((unstable-multiset-fill-index xs (unstable-fn \"ms-count\")))"
+             "      :unsafe-seminaive)"
+             "(run 3)"
+             "(check (= 2 (ms-count xs (Num 1)))) (check (= 1 (ms-count xs (Num 2))))"
+             "(unstable-multiset-fill-index xs (unstable-fn \"ms-count\"))"
+             "(check (= 2 (ms-count xs (Num 1))))"); /* filled once: no second count */
+    ck_assert_uint_eq(t_size(e, "ms-count"), 2);
+    eg_engine_free(e);
+}
+END_TEST
+
 Suite *cont_suite(void)
 {
     Suite *s = suite_create("containers");
@@ -218,6 +239,7 @@ Suite *cont_suite(void)
     tcase_add_test(tc, extraction_costs_a_container_as_its_elements);
     tcase_add_test(tc, container_type_errors_are_located);
     tcase_add_test(tc, function_values_apply_their_targets);
+    tcase_add_test(tc, fill_index_writes_the_counts);
     suite_add_tcase(s, tc);
     return s;
 }
