@@ -377,27 +377,6 @@ prim_status eg__big_call(eg_engine *e, int op, const eg_value *a, uint32_t nargs
     return st;
 }
 
-int eg__big_cmp(const eg_engine *e, uint32_t sort, eg_value a, eg_value b)
-{
-    int c;
-    if (sort == SORT_BIGINT) {
-        mpz_t x, y;
-        mpz_inits(x, y, NULL);
-        z_get(e, a, x);
-        z_get(e, b, y);
-        c = mpz_cmp(x, y);
-        mpz_clears(x, y, NULL);
-    } else {
-        mpq_t x, y;
-        mpq_inits(x, y, NULL);
-        q_get(e, a, x);
-        q_get(e, b, y);
-        c = mpq_cmp(x, y);
-        mpq_clears(x, y, NULL);
-    }
-    return c < 0 ? -1 : c > 0;
-}
-
 void eg__big_print(const eg_engine *e, FILE *f, uint32_t sort, eg_value v)
 {
     const char *t = eg__str(e, (uint32_t)v);

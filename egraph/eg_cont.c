@@ -1,5 +1,5 @@
-/* eg_cont.c - container sorts: (Vec T), (Set T), (Map K V), (MultiSet T), with egglog's
- * semantics (docs/egraph.md, "Containers").
+/* eg_cont.c - container sorts: (Vec T), (Set T), (Map K V), (MultiSet T) and function
+ * values, (UnstableFn (In...) Out), with egglog's semantics (docs/egraph.md, "Containers").
  *
  * A container value is an id into the engine's container pool: its sort and its contents
  * (a run of values in one flat array), interned by sort and contents, so two containers
@@ -9,7 +9,9 @@
  * e-class ids is canonical when every element is: eg__cont_canon makes the canonical
  * container (elements canonicalised, then normalised again, so two set elements that
  * became one class collapse), which rebuilding uses like any other column's canonical
- * value, so rows holding containers stay congruent when classes merge.
+ * value, so rows holding containers stay congruent when classes merge. A function value
+ * is the index of its target (eg_fnt: a table or a primitive, registered when a call
+ * type-checks) followed by its partial arguments.
  *
  * Primitives are per container sort: each sort owns one eg_prim per name of its family,
  * with a signature string (eg_prim.sig) that resolution reads: argument letters, then '>'
@@ -304,9 +306,6 @@ const eg_prim *eg__cont_resolve(const eg_engine *e, const char *name, const uint
     *ambiguous = false;
     const eg_prim *first = NULL, *pinned_hit = NULL;
     uint32_t nfit = 0;
-    bool all_known = true;
-    for (uint32_t i = 0; i < nargs; i++)
-        if (sorts[i] == NOSORT) all_known = false;
     for (uint32_t si = 0; si < e->nsorts; si++) {
         const eg_sort *s = &e->sorts[si];
         if (s->kind != SK_CONT) continue;
@@ -321,13 +320,10 @@ const eg_prim *eg__cont_resolve(const eg_engine *e, const char *name, const uint
             nfit++;
         }
     }
+    /* a sort the known sorts name wins; else the one sort that fits (its open arguments
+     * then take their sorts from it); several that fit are ambiguous */
     if (pinned_hit) return pinned_hit;
-    if (nfit == 1 && (all_known || want != NOSORT)) return first;
-    if (nfit == 1) {
-        /* one candidate, but an argument's sort is still open: take it only when every
-         * unknown argument is the container itself (nothing else can decide) */
-        return first;
-    }
+    if (nfit == 1) return first;
     if (nfit > 1) *ambiguous = true;
     return NULL;
 }

@@ -301,7 +301,6 @@ enum {
 };
 prim_status eg__big_call(eg_engine *e, int op, const eg_value *args, uint32_t nargs,
                          eg_value *out, const char **why);
-int eg__big_cmp(const eg_engine *e, uint32_t sort, eg_value a, eg_value b);
 void eg__big_print(const eg_engine *e, FILE *f, uint32_t sort, eg_value v);
 
 /* ---- containers (eg_cont.c) ---- */
