@@ -381,6 +381,7 @@ static eg_value intern(eg_engine *e, uint32_t sort, const eg_value *v, uint32_t 
         size_t nc = e->capcvals ? e->capcvals : 256;
         while (nc < e->ncvals + n)
             nc *= 2;
+        eg__limit_room(e, nc * sizeof *e->cvals); /* the pool doubles: the memory limit */
         e->cvals = eg__marray(e, e->cvals, nc, sizeof *e->cvals);
         e->capcvals = nc;
     }
@@ -745,6 +746,9 @@ prim_status eg__cont_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
         }
         cap += (size_t)range;
     }
+    /* a container that doubles every iteration (vec-append of itself) is bounded like a
+     * growing string: the run's memory limit is checked before the allocation */
+    eg__limit_room(e, cap * sizeof(eg_value));
     eg_value *w = eg__scoped_alloc(e, cap * sizeof *w);
     uint32_t m = 0;
     prim_status st = PR_OK;

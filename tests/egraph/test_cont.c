@@ -228,6 +228,27 @@ START_TEST(fill_index_writes_the_counts)
 }
 END_TEST
 
+/* A vector that doubles every iteration stops at the memory limit before the allocation
+ * that would pass it, like a growing string (issue 21's class). */
+START_TEST(a_doubling_vector_stops_at_the_memory_limit)
+{
+    eg_options o;
+    eg_options_default(&o);
+    o.snapshot = 1;
+    o.mem_limit = 16u << 20;
+    o.log = tmpfile();
+    eg_engine *e = eg_engine_new(&o, NULL);
+    T_RUN(e, "(sort IV (Vec i64)) (relation R (IV)) (R (vec-of 1 2))"
+             "(rule ((R v)) ((R (vec-append v v)))) (run 40)");
+    ck_assert_int_eq(eg_last_stop(e), EG_STOP_MEM_LIMIT);
+    ck_assert_uint_le(eg_mem_peak(e), o.mem_limit);
+    lm_err err = {0};
+    ck_assert_msg(eg_check_invariants(e, &err) == 0, "%s", err.msg);
+    eg_engine_free(e);
+    fclose(o.log);
+}
+END_TEST
+
 Suite *cont_suite(void)
 {
     Suite *s = suite_create("containers");
@@ -240,6 +261,7 @@ Suite *cont_suite(void)
     tcase_add_test(tc, container_type_errors_are_located);
     tcase_add_test(tc, function_values_apply_their_targets);
     tcase_add_test(tc, fill_index_writes_the_counts);
+    tcase_add_test(tc, a_doubling_vector_stops_at_the_memory_limit);
     suite_add_tcase(s, tc);
     return s;
 }
