@@ -1350,7 +1350,16 @@
 (rule ((= ?c (Op (Max ?s ?n ?a ?na ?o) ?l))) ((hl-reads ?c ?l)) :ruleset uses :name "reads-max")
 (rule ((hl-reads ?c (ICons ?x ?r))) ((use ?x ?c) (hl-reads ?c ?r)) :ruleset uses :name "use-input")
 (rule ((= ?o (Output ?x ?i ?n ?sh ?st))) ((use ?x ?o)) :ruleset uses :name "use-output")
-(rule ((use ?x ?c1) (use ?x ?c2) (!= ?c1 ?c2)) ((multi-use ?x)) :ruleset uses :name "multi-use")
+; multi-use, in time linear in the uses: (some-user x) keeps the first consumer of x
+; written, and x is multi-use when another consumer differs from it. (Joining use with
+; itself enumerated every ordered pair of consumers: a constant read by N nodes made N^2
+; matches, 7.5 GB at N = 10,000; issue 21.) The consumer is boxed in a sort of its own,
+; since every table of sort IR is a node llir's registry must know.
+(datatype Consumer (ConsumerOf IR))
+(function some-user (IR) Consumer :merge old)
+(rule ((use ?x ?c)) ((set (some-user ?x) (ConsumerOf ?c))) :ruleset uses :name "some-user")
+(rule ((use ?x ?c) (= (some-user ?x) (ConsumerOf ?u)) (!= ?c ?u)) ((multi-use ?x))
+      :ruleset uses :name "multi-use")
 ; candidates; uses_prune removes the multi-use ones, which leaves exactly the single-use
 (rule ((use ?x ?c)) ((single-use ?x)) :ruleset uses :name "single-use-candidate")
 (rule ((multi-use ?x) (single-use ?x)) ((delete (single-use ?x))) :ruleset uses_prune :name "single-use-prune")

@@ -3,6 +3,7 @@
 include(LmModule)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+pkg_check_modules(GMP REQUIRED IMPORTED_TARGET gmp) # BigInt and BigRat (egraph/eg_big.c)
 pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET jansson)
 find_package(mimalloc CONFIG QUIET)
 if(LUMINAL_TESTS)

@@ -83,8 +83,14 @@ void eg__unwind(eg_engine *e, uint32_t smark)
     eg__scoped_unwind(e, smark);
     e->npend = 0;
     e->npend_vals = 0;
+    if (e->npset_used) {
+        memset(e->pset, 0, e->npset_slots * sizeof *e->pset);
+        e->npset_used = 0;
+    }
     e->nsxstack = 0;
     e->in_search = false;
+    e->in_query_prim = false;
+    e->stop_jmp = NULL;
     e->dirty_off = false;
     for (uint32_t i = 0; i < e->ntables; i++)
         e->tables[i].hi = UINT32_MAX;
@@ -159,7 +165,14 @@ static bool sched(eg_engine *e, const sx *s, scratch *sc)
 static void report_stop(eg_engine *e)
 {
     eg_stop_reason why = e->last_stop;
-    if (why == EG_STOP_MEM_LIMIT)
+    if (why == EG_STOP_MEM_LIMIT && e->limit_ask)
+        fprintf(e->log,
+                "run stopped: memory limit reached (a primitive asked for %llu bytes with %llu "
+                "held, limit %llu; %llu rows, %llu iterations); results so far kept\n",
+                (unsigned long long)e->limit_ask, (unsigned long long)e->mem.bytes,
+                (unsigned long long)e->opt.mem_limit, (unsigned long long)eg_node_count(e),
+                (unsigned long long)e->iterations);
+    else if (why == EG_STOP_MEM_LIMIT)
         fprintf(e->log,
                 "run stopped: memory limit reached (%llu bytes held, limit %llu; %llu rows, "
                 "%llu iterations); results so far kept\n",
@@ -355,7 +368,8 @@ static void cmd_extract(eg_engine *e, const sx *s, scratch *sc)
     uint64_t c = eg__value_cost(e, sort, v, costs.cost);
     if (c == UINT64_MAX)
         eg__throw(e, LM_ERUNTIME, s, "extract: no extractable term for this value");
-    bool variants = s->n >= 3;
+    /* variants of a container or primitive value: egglog returns the one term */
+    bool variants = s->n >= 3 && eg__is_eq(e, sort);
     if (e->opt.snapshot) {
         if (!variants) fprintf(e->out, "(extraction-costs %llu)\n", (unsigned long long)c);
     } else if (!variants || !eg__is_eq(e, sort)) {
@@ -598,6 +612,7 @@ int eg__pop(eg_engine *e)
     for (uint32_t i = f->nrulesets; i < e->nrulesets; i++) {
         eg__free(e->rulesets[i].name);
         eg__free(e->rulesets[i].rules);
+        eg__free(e->rulesets[i].members);
     }
     e->nrulesets = f->nrulesets;
     for (uint32_t i = 0; i < e->nrulesets; i++) {
@@ -607,9 +622,21 @@ int eg__pop(eg_engine *e)
             if (R->rules[k] < e->nrules) R->rules[w++] = R->rules[k];
         R->nrules = w;
     }
+    /* function-value targets of sorts or tables that go are retired (values keep their
+     * indices; a retired target matches no sort) */
+    for (uint32_t k = 0; k < e->nfnt; k++)
+        if (e->fnt[k].fsort >= f->nsorts ||
+            (e->fnt[k].table >= 0 && (uint32_t)e->fnt[k].table >= f->ntables)) {
+            e->fnt[k].fsort = UINT32_MAX;
+            e->fnt[k].table = -1;
+            e->fnt[k].prim = NULL;
+            e->fnt[k].n_in = UINT32_MAX;
+        }
     for (uint32_t i = f->nsorts; i < e->nsorts; i++) {
         eg__free(e->sorts[i].name);
         eg__free(e->sorts[i].pair_prims);
+        eg__free(e->sorts[i].cont_prims);
+        eg__free(e->sorts[i].fn_in);
     }
     e->nsorts = f->nsorts;
     eg__free(f->rule_seen);

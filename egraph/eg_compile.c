@@ -32,6 +32,8 @@ static void cc_free(cc *c)
     eg__free(c->an);
     eg__free(c->av);
     eg__free(c->root_name);
+    eg__free(c->relv_var);
+    eg__free(c->relv_atom);
     eg__free(c->fin_done);
     eg__free(c->fin_src);
     eg__free(c->fin_grounded);
@@ -115,6 +117,37 @@ const char *eg__sort_name(eg_engine *e, uint32_t s)
 /* ====================================================================================
  * Query variables
  * ==================================================================================== */
+
+/* egglog's one namespace: a rule's variable (bound by its query or by let) may not be
+ * named like a sort, a table or a ruleset, nor like a global, with or without the global's
+ * `$` (`a` and `$a` both clash with the global `$a`); egglog's check_shadowing,
+ * fail-typecheck/shadow-local-constructor and shadow-local-global-no-prefix. A rule's
+ * names are its own: a global declared after the rule may reuse them
+ * (pass-typecheck/shadow-local-before-global). */
+void eg__cc_check_shadow(eg_engine *e, const sx *at, const char *name)
+{
+    int32_t ti = eg__table_find(e, name);
+    int32_t si = eg__sort_find(e, name);
+    /* built-in sorts (i64, String, ...) are not declared names: egglog allows them */
+    const char *what = si >= SORT_NBUILTIN ? "sort"
+                       : ti >= 0 ? (e->tables[ti].kind == TK_FUNCTION   ? "function"
+                                    : e->tables[ti].kind == TK_RELATION ? "relation"
+                                                                        : "constructor")
+                       : eg__ruleset_find(e, name) >= 0 ? "ruleset"
+                       : eg__global_find(e, name) >= 0  ? "global"
+                                                        : NULL;
+    if (what)
+        eg__throw(e, LM_ETYPE, at, "variable %s shadows the %s %s; give it another name", name,
+                  what, name);
+    const char *bare = name[0] == '$' ? name + 1 : name;
+    char dollar[256];
+    if (strlen(bare) + 2 <= sizeof dollar) {
+        snprintf(dollar, sizeof dollar, "$%s", bare);
+        if (strcmp(dollar, name) != 0 && eg__global_find(e, dollar) >= 0)
+            eg__throw(e, LM_ETYPE, at, "variable %s conflicts with the global %s; give it another name",
+                      name, dollar);
+    }
+}
 
 static uint32_t new_var(cc *c, const char *name, uint32_t sort, const sx *at)
 {
@@ -382,10 +415,48 @@ uint32_t eg__cc_term(eg_engine *e, cc *c, const sx *s)
             eg__throw(e, LM_ETYPE, s, "'%s' is a table: write (%s) to use its value", s->text,
                       s->text);
         }
+        eg__cc_check_shadow(e, s, s->text);
         return new_var(c, s->text, NOSORT, s);
     }
     if (s->kind == SX_LIST) return q_call(e, c, s, false);
     eg__throw(e, LM_ETYPE, s, "unexpected term in a query");
+}
+
+/* The relation atom a variable was equated with, or UINT32_MAX. */
+static uint32_t relv_find(cc *c, uint32_t v)
+{
+    v = eg__cc_vfind(c, v);
+    for (uint32_t i = 0; i < c->nrelv; i++)
+        if (eg__cc_vfind(c, c->relv_var[i]) == v) return c->relv_atom[i];
+    return UINT32_MAX;
+}
+
+static void relv_add(cc *c, uint32_t v, uint32_t atom)
+{
+    if (relv_find(c, v) != UINT32_MAX) return;
+    if (c->nrelv + 1 > c->caprelv) { /* both arrays grow before either is used */
+        uint32_t n = c->caprelv ? c->caprelv * 2 : 8;
+        c->relv_var = eg__array(c->e, c->relv_var, n, sizeof(uint32_t));
+        c->relv_atom = eg__array(c->e, c->relv_atom, n, sizeof(uint32_t));
+        c->caprelv = n;
+    }
+    c->relv_var[c->nrelv] = v;
+    c->relv_atom[c->nrelv++] = atom;
+}
+
+/* Two relation rows are one value when they are one row: the same relation with equal
+ * arguments (egglog's relations are constructors of a sort of their own, which cannot be
+ * unioned). Another relation never matches. */
+static void rel_unify(eg_engine *e, cc *c, uint32_t a1, uint32_t a2, const sx *at)
+{
+    const q_atom *x = &c->q.atoms[a1], *y = &c->q.atoms[a2];
+    if (x->table != y->table) {
+        c->q.never = true;
+        return;
+    }
+    uint32_t n = e->tables[x->table].n_in;
+    for (uint32_t k = 0; k < n; k++)
+        unify(e, c, c->q.atoms[a1].var[k], c->q.atoms[a2].var[k], at);
 }
 
 static void q_fact(eg_engine *e, cc *c, const sx *f)
@@ -398,11 +469,31 @@ static void q_fact(eg_engine *e, cc *c, const sx *f)
         if (f->n < 3) {
             eg__throw(e, LM_ETYPE, f, "(= a b) needs at least two terms");
         }
-        uint32_t a = eg__cc_term(e, c, f->items[1]);
-        for (uint32_t i = 2; i < f->n; i++) {
+        uint32_t a = NOSORT, rel = UINT32_MAX;
+        for (uint32_t i = 1; i < f->n; i++) {
+            uint32_t before = c->q.natoms;
             uint32_t b = eg__cc_term(e, c, f->items[i]);
-            unify(e, c, a, b, f);
+            uint32_t ra = UINT32_MAX;
+            const char *ih = eg__sx_head(f->items[i]);
+            int32_t ti = ih ? eg__table_find(e, ih) : -1;
+            if (ti >= 0 && e->tables[ti].kind == TK_RELATION && c->q.natoms > before)
+                ra = c->q.natoms - 1; /* q_call adds the relation's atom last */
+            else
+                ra = relv_find(c, b);
+            if (ra != UINT32_MAX) {
+                if (rel == UINT32_MAX)
+                    rel = ra;
+                else
+                    rel_unify(e, c, rel, ra, f);
+            }
+            if (i == 1)
+                a = b;
+            else
+                unify(e, c, a, b, f);
         }
+        if (rel != UINT32_MAX)
+            for (uint32_t i = 1; i < f->n; i++)
+                if (f->items[i]->kind == SX_SYM) relv_add(c, eg__cc_term(e, c, f->items[i]), rel);
         return;
     }
     q_call(e, c, f, true);
@@ -437,6 +528,65 @@ void eg__cc_finish(eg_engine *e, cc *c)
             for (uint32_t a = 0; a < p->nargs; a++) {
                 sorts[a] = q->var_sort[eg__cc_vfind(c, p->args[a])];
                 if (sorts[a] == NOSORT) all = false;
+            }
+            if (strcmp(src[i]->items[0]->text, "unstable-fn") == 0) {
+                /* its target's name is a string literal; the function sort from the
+                 * result's sort or the target's signature */
+                uint32_t a0 = p->nargs ? eg__cc_vfind(c, p->args[0]) : 0;
+                if (!p->nargs || !q->is_const[a0] || q->const_global[a0] >= 0 ||
+                    q->var_sort[a0] != SORT_STRING)
+                    eg__throw(e, LM_ETYPE, src[i],
+                              "(unstable-fn \"name\" partial-arguments...) expected");
+                const char *nm = eg__str(e, (uint32_t)q->const_val[a0]);
+                uint32_t want_ps[EG_MAX_ARGS];
+                bool amb;
+                const eg_prim *pr = eg__fn_resolve(e, nm, sorts + 1, p->nargs - 1,
+                                                   q->var_sort[eg__cc_vfind(c, p->res)], want_ps,
+                                                   &amb);
+                if (!pr) {
+                    if (amb) continue;
+                    eg__throw(e, LM_ETYPE, src[i],
+                              "unstable-fn \"%s\": no function sort (UnstableFn) fits this "
+                              "target with these partial arguments",
+                              nm);
+                }
+                for (uint32_t a = 1; a < p->nargs; a++)
+                    set_sort(e, c, p->args[a], want_ps[a - 1], src[i]);
+                if (!all) { /* partial sorts were open: register now that they are known */
+                    for (uint32_t a = 1; a < p->nargs; a++)
+                        sorts[a] = want_ps[a - 1];
+                    eg__fn_resolve(e, nm, sorts + 1, p->nargs - 1, eg__cont_ret(e, pr), want_ps,
+                                   &amb);
+                }
+                p->prim = pr;
+                set_sort(e, c, p->res, eg__cont_ret(e, pr), src[i]);
+                done[i] = true;
+                unresolved--;
+                progress = true;
+                continue;
+            }
+            if (eg__cont_prim_name(src[i]->items[0]->text)) {
+                /* a container primitive: its sort from the known argument and result
+                 * sorts; it gives the others theirs (vec-empty's from its use) */
+                bool known, amb;
+                const eg_prim *pr = eg__cont_resolve(e, src[i]->items[0]->text, sorts, p->nargs,
+                                                     q->var_sort[eg__cc_vfind(c, p->res)], &known,
+                                                     &amb);
+                if (!pr) {
+                    if (amb) continue; /* maybe later */
+                    eg__throw(e, LM_ETYPE, src[i],
+                              "no primitive '%s' takes these arguments (wrong arity or argument "
+                              "sorts, or no container sort declared for them)",
+                              src[i]->items[0]->text);
+                }
+                p->prim = pr;
+                for (uint32_t a = 0; a < p->nargs; a++)
+                    set_sort(e, c, p->args[a], eg__cont_arg_sort(e, pr, a), src[i]);
+                set_sort(e, c, p->res, eg__cont_ret(e, pr), src[i]);
+                done[i] = true;
+                unresolved--;
+                progress = true;
+                continue;
             }
             if (!all) continue;
             bool known;
@@ -644,6 +794,113 @@ static void expect_sort(eg_engine *e, const sx *at, uint32_t want, uint32_t got)
     }
 }
 
+/* A container primitive in an action: its container sort comes from the sort wanted
+ * of it, or from its arguments; an argument that is itself a container call (such as
+ * (vec-empty), which names no sort) is compiled last, once the others fixed the sort. */
+/* (unstable-fn "name" partial...) in an action: the function sort is the one wanted, or
+ * the one whose signature the target fits; a partial argument that is itself a container
+ * call gets the target's input sort. */
+static aexpr *fn_expr(eg_engine *e, cc *c, const sx *s, uint32_t nargs, uint32_t want,
+                      aexpr **holder)
+{
+    aexpr *a = eg__cc_mk_expr(e, AE_PRIM, NOSORT, s);
+    *holder = a;
+    a->args = eg__calloc(e, nargs + 1, sizeof(aexpr *));
+    a->nargs = nargs;
+    if (nargs < 1 || s->items[1]->kind != SX_STR)
+        eg__throw(e, LM_ETYPE, s, "(unstable-fn \"name\" partial-arguments...) expected");
+    eg__cc_expr(e, c, s->items[1], SORT_STRING, &a->args[0]);
+    uint32_t ps[EG_MAX_ARGS], want_ps[EG_MAX_ARGS];
+    uint32_t np = nargs - 1;
+    if (np > EG_MAX_ARGS) eg__throw(e, LM_ELIMIT, s, "too many partial arguments");
+    for (uint32_t i = 0; i < np; i++) {
+        const char *ah = eg__sx_head(s->items[i + 2]);
+        ps[i] = NOSORT;
+        if (ah && eg__cont_prim_name(ah)) continue; /* after the target is known */
+        eg__cc_expr(e, c, s->items[i + 2], NOSORT, &a->args[i + 1]);
+        ps[i] = a->args[i + 1]->sort;
+    }
+    const char *name = s->items[1]->text;
+    bool amb = false;
+    const eg_prim *p = eg__fn_resolve(e, name, ps, np, want, want_ps, &amb);
+    if (p) {
+        bool again = false;
+        for (uint32_t i = 0; i < np; i++) {
+            if (a->args[i + 1]) continue;
+            eg__cc_expr(e, c, s->items[i + 2], want_ps[i], &a->args[i + 1]);
+            ps[i] = a->args[i + 1]->sort;
+            again = true;
+        }
+        if (again) p = eg__fn_resolve(e, name, ps, np, want, want_ps, &amb);
+    }
+    if (!p)
+        eg__throw(e, LM_ETYPE, s,
+                  amb ? "unstable-fn \"%s\": several function sorts fit; give the result a "
+                        "known sort"
+                      : "unstable-fn \"%s\": no function sort (UnstableFn) fits this target "
+                        "with these partial arguments (wrong name, arity, input or output sorts)",
+                  name);
+    a->prim = p;
+    a->sort = eg__cont_ret(e, p);
+    expect_sort(e, s, want, a->sort);
+    return a;
+}
+
+static aexpr *cont_expr(eg_engine *e, cc *c, const sx *s, const char *h, uint32_t nargs,
+                        uint32_t want, aexpr **holder)
+{
+    if (strcmp(h, "unstable-fn") == 0) return fn_expr(e, c, s, nargs, want, holder);
+    aexpr *a = eg__cc_mk_expr(e, AE_PRIM, NOSORT, s);
+    *holder = a;
+    a->args = eg__calloc(e, nargs + 1, sizeof(aexpr *));
+    a->nargs = nargs; /* NULL until compiled: freeing skips them */
+    uint32_t sorts[EG_MAX_ARGS];
+    for (uint32_t i = 0; i < nargs; i++)
+        sorts[i] = NOSORT;
+    bool known = false, amb = false;
+    const eg_prim *p = want != NOSORT ? eg__cont_resolve(e, h, sorts, nargs, want, &known, &amb)
+                                      : NULL;
+    bool deferred = false;
+    for (uint32_t i = 0; i < nargs; i++) {
+        const sx *arg = s->items[i + 1];
+        uint32_t expect = p ? eg__cont_arg_sort(e, p, i) : NOSORT;
+        const char *ah = eg__sx_head(arg);
+        if (expect == NOSORT && ah && eg__cont_prim_name(ah)) {
+            deferred = true;
+            continue;
+        }
+        eg__cc_expr(e, c, arg, expect, &a->args[i]);
+        sorts[i] = a->args[i]->sort;
+    }
+    p = eg__cont_resolve(e, h, sorts, nargs, want, &known, &amb);
+    /* nothing fixed the sort yet: the deferred arguments may know their own, one by one */
+    for (uint32_t i = 0; i < nargs && deferred && !p; i++) {
+        if (a->args[i]) continue;
+        eg__cc_expr(e, c, s->items[i + 1], NOSORT, &a->args[i]);
+        sorts[i] = a->args[i]->sort;
+        p = eg__cont_resolve(e, h, sorts, nargs, want, &known, &amb);
+    }
+    if (deferred && p) {
+        for (uint32_t i = 0; i < nargs; i++) {
+            if (a->args[i]) continue;
+            eg__cc_expr(e, c, s->items[i + 1], eg__cont_arg_sort(e, p, i), &a->args[i]);
+            sorts[i] = a->args[i]->sort;
+        }
+        p = eg__cont_resolve(e, h, sorts, nargs, want, &known, &amb);
+    }
+    if (!p)
+        eg__throw(e, LM_ETYPE, s,
+                  amb ? "cannot tell which container sort '%s' makes here: several fit; "
+                        "give an argument or the result a known sort"
+                      : "no primitive '%s' takes these arguments (wrong arity or argument "
+                        "sorts, or no container sort declared for them)",
+                  h);
+    a->prim = p;
+    a->sort = eg__cont_ret(e, p);
+    expect_sort(e, s, want, a->sort);
+    return a;
+}
+
 aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder)
 {
     uint32_t sort;
@@ -691,6 +948,7 @@ aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **hold
         expect_sort(e, s, want, a->sort);
         return a;
     }
+    if (eg__cont_prim_name(h)) return cont_expr(e, c, s, h, nargs, want, holder);
     bool known = false;
     aexpr *a = eg__cc_mk_expr(e, AE_PRIM, NOSORT, s);
     *holder = a;
@@ -771,6 +1029,7 @@ void eg__cc_action(eg_engine *e, cc *c, const sx *s)
             eg__throw(e, LM_ETYPE, s->items[1],
                       "variable %s is already bound; let cannot rebind it", name);
         }
+        eg__cc_check_shadow(e, s->items[1], name);
         action *a = eg__cc_new_action(c, AC_LET, s);
         eg__cc_expr(e, c, s->items[2], NOSORT, &a->a);
         a = &c->acts[c->nacts - 1];

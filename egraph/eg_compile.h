@@ -26,6 +26,11 @@ typedef struct cc {
     uint32_t *av;
     uint32_t nan, capan;
     char *root_name; /* rewrite: the name of the left side's variable */
+    /* variables equated with a relation call, and that call's atom: a relation row is a
+     * value of its own (egglog gives each relation a sort of its own), so two such values
+     * are equal only for one relation and equal arguments */
+    uint32_t *relv_var, *relv_atom;
+    uint32_t nrelv, caprelv;
     /* eg__cc_finish's work arrays: kept here, not in locals, so that a type error thrown
      * from anywhere inside it (set_sort, prim resolution) frees them at the boundary */
     bool *fin_done;     /* prim i resolved */
@@ -48,6 +53,9 @@ uint32_t eg__cc_vfind(cc *c, uint32_t v);
 uint32_t eg__cc_term(eg_engine *e, cc *c, const sx *s);
 void eg__cc_facts(eg_engine *e, cc *c, const sx *const *facts, uint32_t nfacts);
 void eg__cc_finish(eg_engine *e, cc *c);
+
+/* a rule variable's name against every declared name (egglog's shadowing check) */
+void eg__cc_check_shadow(eg_engine *e, const sx *at, const char *name);
 
 /* actions */
 int32_t eg__cc_slot(cc *c, const char *name);

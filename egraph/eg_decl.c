@@ -193,11 +193,12 @@ static void decl_datatype_star(eg_engine *e, const sx *s)
         if (eg__sx_is(d->items[0], "sort")) continue;
         add_sort(e, d->items[0], d->items[0]->text);
     }
+    /* then the container sorts, (sort S (Vec T)), which may hold the datatypes */
+    for (uint32_t i = 1; i < s->n; i++)
+        if (eg__sx_is(s->items[i]->items[0], "sort")) eg__declare(e, s->items[i]);
     for (uint32_t i = 1; i < s->n; i++) {
         const sx *d = s->items[i];
-        if (eg__sx_is(d->items[0], "sort")) {
-            eg__throw(e, LM_ETYPE, d, "container sorts are not supported in datatype*");
-        }
+        if (eg__sx_is(d->items[0], "sort")) continue;
         uint32_t sort = (uint32_t)eg__sort_find(e, d->items[0]->text);
         for (uint32_t k = 1; k < d->n; k++)
             variant(e, d->items[k], sort);
@@ -214,13 +215,46 @@ static uint32_t rule_ruleset(eg_engine *e, const sx *s, uint32_t from)
         if (eg__sx_is(s->items[i], ":ruleset")) {
             const sx *n = s->items[i + 1];
             int32_t r = n->kind == SX_SYM ? eg__ruleset_find(e, n->text) : -1;
+            /* a run-time failure, as in egglog, where (fail (rule ... :ruleset r)) holds
+             * for an unknown or a combined r (egglog's test-combined) */
             if (r < 0) {
-                eg__throw(e, LM_ETYPE, n, "unknown ruleset '%s' (declare it with (ruleset name))",
+                eg__throw(e, LM_ERUNTIME, n,
+                          "unknown ruleset '%s' (declare it with (ruleset name))",
                           n->kind == SX_SYM ? n->text : "?");
             }
+            if (e->rulesets[r].combined)
+                eg__throw(e, LM_ERUNTIME, n,
+                          "'%s' is a combined ruleset; add the rule to one of its members",
+                          n->text);
             return (uint32_t)r;
         }
     return 0;
+}
+
+/* (unstable-combined-ruleset name member...): every member is a declared ruleset
+ * (combined or not); egglog's test-combined and combined-nested. */
+static void decl_combined_ruleset(eg_engine *e, const sx *s)
+{
+    if (s->n < 2 || s->items[1]->kind != SX_SYM)
+        eg__throw(e, LM_ETYPE, s, "(unstable-combined-ruleset name rulesets...) expected");
+    const char *name = s->items[1]->text;
+    if (eg__ruleset_find(e, name) >= 0)
+        eg__throw(e, LM_ETYPE, s->items[1], "ruleset '%s' is already defined", name);
+    for (uint32_t i = 2; i < s->n; i++) {
+        const sx *m = s->items[i];
+        if (m->kind != SX_SYM || eg__ruleset_find(e, m->text) < 0)
+            eg__throw(e, LM_ETYPE, m, "unknown ruleset '%s' (declare it with (ruleset name))",
+                      m->kind == SX_SYM ? m->text : "?");
+    }
+    EG_GROW(e, e->rulesets, e->caprulesets, e->nrulesets + 1);
+    ruleset *R = &e->rulesets[e->nrulesets];
+    memset(R, 0, sizeof *R);
+    R->combined = true;
+    R->name = eg__strdup(e, name);
+    e->nrulesets++; /* counted before its member list exists: out of memory frees it all */
+    R->members = eg__array(e, NULL, s->n - 2 + 1, sizeof(uint32_t));
+    for (uint32_t i = 2; i < s->n; i++)
+        R->members[R->nmembers++] = (uint32_t)eg__ruleset_find(e, s->items[i]->text);
 }
 
 static const char *rule_name(eg_engine *e, const sx *s, uint32_t from)
@@ -314,6 +348,14 @@ static void cmd_rule(eg_engine *e, const sx *s)
     static const char *const opts[] = {":ruleset", ":name", ":naive", ":unsafe-seminaive"};
     static const bool args[] = {true, true, false, false};
     check_options(e, s, 3, opts, args, 4);
+    if (has_flag(s, 3, ":naive") && has_flag(s, 3, ":unsafe-seminaive")) {
+        const sx *at = s;
+        for (uint32_t i = 3; i < s->n; i++)
+            if (eg__sx_is(s->items[i], ":unsafe-seminaive")) at = s->items[i];
+        eg__throw(e, LM_ETYPE, at,
+                  ":naive and :unsafe-seminaive select different evaluation modes; a rule "
+                  "takes at most one");
+    }
     uint32_t rs = rule_ruleset(e, s, 3);
     const char *name = rule_name(e, s, 3);
     cc *c = eg__cc_new(e);
@@ -330,6 +372,20 @@ static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
 {
     cc *c = eg__cc_new(e);
     uint32_t root = eg__cc_term(e, c, lhs);
+    /* the left side's wildcards (top level) get names, so that :subsume can restate it */
+    char wild[EG_MAX_ARGS][24];
+    uint32_t nwild = 0;
+    if (subsume && lhs->kind == SX_LIST && c->q.natoms) {
+        const q_atom *at = &c->q.atoms[c->q.natoms - 1]; /* the call's atom comes last */
+        for (uint32_t i = 0; i + 1 < lhs->n && i + 1 < at->ncols && i < EG_MAX_ARGS; i++) {
+            if (!eg__sx_is(lhs->items[i + 1], "_")) continue;
+            uint32_t v = eg__cc_vfind(c, at->var[i]);
+            if (c->q.var_name[v]) continue;
+            snprintf(wild[i], sizeof wild[i], "__rw_wild%u", i);
+            c->q.var_name[v] = eg__strdup(e, wild[i]);
+            nwild = i + 1;
+        }
+    }
     if (when) {
         if (when->kind != SX_LIST) {
             eg__throw(e, LM_ETYPE, when, ":when expects a list of facts");
@@ -366,7 +422,17 @@ static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
         eg_table *t = eg__cc_table_call(e, lhs, &ti);
         action *sa = eg__cc_new_action(c, AC_SUBSUME, s);
         sa->table = (uint32_t)ti;
-        eg__cc_table_args(e, c, sa, lhs, t);
+        sa->args = eg__calloc(e, lhs->n, sizeof(aexpr *));
+        for (uint32_t i = 0; i + 1 < lhs->n; i++) {
+            sa->nargs = i + 1;
+            int32_t ws = i < nwild && eg__sx_is(lhs->items[i + 1], "_") ? eg__cc_slot(c, wild[i]) : -1;
+            if (ws >= 0) {
+                sa->args[i] = eg__cc_mk_expr(e, AE_VAR, c->slot_sort[ws], lhs->items[i + 1]);
+                sa->args[i]->var = (uint32_t)ws;
+            } else {
+                eg__cc_expr(e, c, lhs->items[i + 1], t->in_sort[i], &sa->args[i]);
+            }
+        }
     }
     install_rule(e, c, rs, name, false, s);
     eg__cc_done(e);
@@ -409,10 +475,52 @@ bool eg__declare(eg_engine *e, const sx *s)
         }
         if (s->n >= 3 && s->items[2]->kind == SX_LIST) {
             const sx *c = s->items[2];
+            const char *ch = eg__sx_head(c);
+            int fam = ch ? eg__cont_family(ch) : -1;
+            if (fam == CK_FN) {
+                /* (UnstableFn (inputs...) output) */
+                if (c->n != 3 || c->items[1]->kind != SX_LIST)
+                    eg__throw(e, LM_ETYPE, c, "(UnstableFn (InputSorts...) OutputSort) expected");
+                const sx *ins = c->items[1];
+                if (ins->n > EG_MAX_ARGS)
+                    eg__throw(e, LM_ELIMIT, ins, "at most %d inputs", EG_MAX_ARGS);
+                for (uint32_t i = 0; i < ins->n; i++)
+                    sort_of(e, ins->items[i]);
+                uint32_t out = sort_of(e, c->items[2]);
+                uint32_t id = add_sort(e, s->items[1], s->items[1]->text);
+                eg_sort *ns = &e->sorts[id];
+                ns->kind = SK_CONT;
+                ns->family = CK_FN;
+                ns->canon = true; /* partial arguments may hold e-class ids */
+                ns->fn_out = out;
+                ns->fn_in = eg__calloc(e, ins->n + 1, sizeof(uint32_t));
+                for (uint32_t i = 0; i < ins->n; i++)
+                    ns->fn_in[ns->fn_nin++] = (uint32_t)eg__sort_find(e, ins->items[i]->text);
+                eg__cont_prims_init(e, id);
+                return true;
+            }
+            if (fam >= 0) {
+                uint32_t want = fam == CK_MAP ? 2 : 1;
+                if (c->n != want + 1)
+                    eg__throw(e, LM_ETYPE, c, "(%s%s) expected", ch,
+                              fam == CK_MAP ? " KeySort ValueSort" : " ElementSort");
+                uint32_t a = sort_of(e, c->items[1]);
+                uint32_t b = want == 2 ? sort_of(e, c->items[2]) : a;
+                uint32_t id = add_sort(e, s->items[1], s->items[1]->text);
+                eg_sort *ns = &e->sorts[id];
+                ns->kind = SK_CONT;
+                ns->family = (uint8_t)fam;
+                ns->elem[0] = a;
+                ns->elem[1] = b;
+                ns->canon = e->sorts[a].canon || e->sorts[b].canon;
+                eg__cont_prims_init(e, id);
+                return true;
+            }
             if (c->n != 3 || !eg__sx_is(c->items[0], "Pair")) {
                 eg__throw(e, LM_ETYPE, c,
-                          "container sort (%s) is not supported; only (Pair A B) is",
-                          eg__sx_head(c) ? eg__sx_head(c) : "?");
+                          "container sort (%s) is not supported; (Pair A B), (Vec T), (Set T), "
+                          "(Map K V) and (MultiSet T) are",
+                          ch ? ch : "?");
             }
             uint32_t a = sort_of(e, c->items[1]), b = sort_of(e, c->items[2]);
             uint32_t id = add_sort(e, s->items[1], s->items[1]->text);
@@ -445,6 +553,8 @@ bool eg__declare(eg_engine *e, const sx *s)
         EG_GROW(e, e->rulesets, e->caprulesets, e->nrulesets + 1);
         memset(&e->rulesets[e->nrulesets], 0, sizeof(ruleset));
         e->rulesets[e->nrulesets++].name = eg__strdup(e, s->items[1]->text);
+    } else if (strcmp(h, "unstable-combined-ruleset") == 0) {
+        decl_combined_ruleset(e, s);
     } else if (strcmp(h, "rule") == 0) {
         cmd_rule(e, s);
     } else if (strcmp(h, "rewrite") == 0) {

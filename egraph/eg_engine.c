@@ -40,6 +40,8 @@ static void engine_init(eg_engine *e, void *ctx)
     add_sort(e, "i64", SK_I64);
     add_sort(e, "f64", SK_F64);
     add_sort(e, "String", SK_STRING);
+    add_sort(e, "BigInt", SK_BIGINT);
+    add_sort(e, "BigRat", SK_BIGRAT);
     EG_GROW(e, e->rulesets, e->caprulesets, 1);
     memset(&e->rulesets[0], 0, sizeof e->rulesets[0]);
     e->rulesets[0].name = eg__strdup(e, "");
@@ -109,9 +111,19 @@ void eg_engine_free(eg_engine *e)
     for (uint32_t i = 0; i < e->nsorts; i++) {
         eg__free(e->sorts[i].name);
         eg__free(e->sorts[i].pair_prims);
+        eg__free(e->sorts[i].cont_prims);
+        eg__free(e->sorts[i].fn_in);
     }
     eg__free(e->sorts);
     eg__mfree(e, e->pairs);
+    eg__mfree(e, e->cvals);
+    eg__mfree(e, e->bigbuf);
+    eg__free(e->fnt);
+    eg__mfree(e, e->cont_off);
+    eg__mfree(e, e->cont_hash);
+    eg__mfree(e, e->cont_len);
+    eg__mfree(e, e->cont_sort);
+    eg__mfree(e, e->cont_slots);
     eg__mfree(e, e->pair_hash);
     eg__mfree(e, e->pair_slots);
     for (uint32_t i = 0; i < e->ntables; i++) {
@@ -127,6 +139,7 @@ void eg_engine_free(eg_engine *e)
     for (uint32_t i = 0; i < e->nrulesets; i++) {
         eg__free(e->rulesets[i].name);
         eg__free(e->rulesets[i].rules);
+        eg__free(e->rulesets[i].members);
     }
     eg__free(e->rulesets);
     for (uint32_t i = 0; i < e->nglobals; i++)
@@ -139,6 +152,8 @@ void eg_engine_free(eg_engine *e)
     for (uint32_t i = 0; i < e->nstrs; i++)
         eg__mfree(e, e->strs[i]);
     eg__mfree(e, e->strs);
+    eg__mfree(e, e->str_len);
+    eg__mfree(e, e->pset);
     eg__mfree(e, e->str_hash);
     eg__mfree(e, e->str_slots);
     eg__mfree(e, e->uf);
@@ -238,9 +253,11 @@ const char *eg__keep_file(eg_engine *e, const char *name)
 
 /* ---- strings ---- */
 
-uint32_t eg__intern(eg_engine *e, const char *s, size_t n)
+/* Interns the n bytes at s, whose XXH3 hash is h. owned, when not NULL, is s itself, an
+ * eg__marray block of n + 1 bytes the table then keeps (or frees, when the string is
+ * already there): a string made by a primitive is not copied a second time. */
+uint32_t eg__intern_hashed(eg_engine *e, const char *s, size_t n, uint64_t h, char *owned)
 {
-    uint64_t h = XXH3_64bits(s, n);
     if (e->str_nslots == 0 || (e->nstrs + 1) * 2 > e->str_nslots) {
         uint32_t ns = e->str_nslots ? e->str_nslots * 2 : 64;
         uint32_t *sl = eg__mcalloc(e, ns, sizeof *sl);
@@ -257,20 +274,34 @@ uint32_t eg__intern(eg_engine *e, const char *s, size_t n)
     uint32_t j = (uint32_t)h & (e->str_nslots - 1);
     while (e->str_slots[j]) {
         uint32_t id = e->str_slots[j] - 1;
-        if (e->str_hash[id] == h && strlen(e->strs[id]) == n && memcmp(e->strs[id], s, n) == 0)
+        if (e->str_hash[id] == h && e->str_len[id] == n && memcmp(e->strs[id], s, n) == 0) {
+            if (owned) eg__mfree(e, owned);
             return id;
+        }
         j = (j + 1) & (e->str_nslots - 1);
     }
-    if (e->nstrs + 1 > e->capstrs) { /* both arrays grow before either is used */
+    if (e->nstrs + 1 > e->capstrs) { /* the arrays grow before any is used */
         uint32_t nc = e->capstrs ? e->capstrs * 2 : 64;
         e->str_hash = eg__marray(e, e->str_hash, nc, sizeof *e->str_hash);
+        e->str_len = eg__marray(e, e->str_len, nc, sizeof *e->str_len);
         e->strs = eg__marray(e, e->strs, nc, sizeof *e->strs);
         e->capstrs = nc;
     }
-    e->strs[e->nstrs] = eg__mstrndup(e, s, n);
+    e->strs[e->nstrs] = owned ? owned : eg__mstrndup(e, s, n);
     e->str_hash[e->nstrs] = h;
+    e->str_len[e->nstrs] = n;
     e->str_slots[j] = e->nstrs + 1;
     return e->nstrs++;
+}
+
+uint32_t eg__intern(eg_engine *e, const char *s, size_t n)
+{
+    return eg__intern_hashed(e, s, n, XXH3_64bits(s, n), NULL);
+}
+
+size_t eg__str_len(const eg_engine *e, uint32_t id)
+{
+    return id < e->nstrs ? e->str_len[id] : 0;
 }
 
 const char *eg__str(const eg_engine *e, uint32_t id)

@@ -34,6 +34,7 @@ eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v)
 {
     if (!e->sorts[sort].canon) return v;
     if (e->sorts[sort].kind == SK_EQ) return eg__find(e, (uint32_t)v);
+    if (e->sorts[sort].kind == SK_CONT) return eg__cont_canon(e, sort, v);
     return eg__pair_canon(e, sort, v);
 }
 
@@ -128,13 +129,12 @@ static void join(jctx *j, uint32_t ndone);
 /* Tries row r of atom ai: filters, binds its unbound variables, recurses. */
 static void try_row(jctx *j, uint32_t ai, const source *src, uint32_t r, uint32_t ndone)
 {
-    /* a join that visits many rows but matches few must still honour the time limit */
+    /* a join that visits many rows but matches few must still honour the limits */
     if (++j->visits >= EG_LIMIT_CHECK_VISITS) {
         j->visits = 0;
         eg_engine *e = j->e;
-        if (e->in_search && e->opt.time_limit_s > 0 &&
-            eg__now() - e->cmd_start > e->opt.time_limit_s) {
-            e->limit_stop = EG_STOP_TIME_LIMIT;
+        if (e->in_search && (e->opt.node_limit || e->opt.mem_limit || e->opt.time_limit_s > 0) &&
+            eg__limits_hit(e)) {
             j->stop = true;
             return;
         }
@@ -196,7 +196,10 @@ static void join(jctx *j, uint32_t ndone)
             for (uint32_t k = 0; k < p->nargs; k++)
                 args[k] = j->vals[p->args[k]];
             const char *why;
-            if (eg__prim_call(e, p->prim, args, p->nargs, &out, &why) != PR_OK) {
+            e->in_query_prim = true; /* unstable-app reads, never adds */
+            prim_status st = eg__prim_call(e, p->prim, args, p->nargs, &out, &why);
+            e->in_query_prim = false;
+            if (st != PR_OK) {
                 ok = false;
                 break;
             }
@@ -275,6 +278,21 @@ void *eg__scoped_grow(eg_engine *e, void *p, size_t n, size_t size)
     void *q = eg__marray(e, p, n ? n : 1, size); /* p stays registered if this fails */
     e->scoped[i - 1] = q;
     return q;
+}
+
+void *eg__scoped_alloc_raw(eg_engine *e, size_t bytes)
+{
+    assert(e->nscoped < EG_SCOPED_DEPTH);
+    void *p = eg__marray(e, NULL, bytes ? bytes : 1, 1);
+    e->scoped[e->nscoped++] = p;
+    return p;
+}
+
+void eg__scoped_release(eg_engine *e, void *p)
+{
+    assert(e->nscoped > 0 && e->scoped[e->nscoped - 1] == p);
+    (void)p;
+    e->nscoped--;
 }
 
 void eg__scoped_free(eg_engine *e, void *p)
@@ -392,9 +410,10 @@ static eg_value merge_values(eg_engine *e, eg_table *t, const eg_value *row, eg_
                   t->name, buf);
     }
     case MG_EXPR: {
-        /* as egglog: a value equal to the old one (after canonicalization) changes nothing,
-         * and the merge expression does not run (it may build terms) */
-        if (old == nw) return old;
+        /* as egglog (egglog-bridge's merge of a function call, pull 287): the merge does
+         * not run when the stored value is the new one as they stand; a stored value that
+         * is only equal after canonicalization (its class was merged since) runs it */
+        if (e->merge_raw_old == e->merge_raw_new) return old;
         eg_value vals[2] = {old, nw};
         eg_value m = eg__eval(e, t->merge_expr, vals);
         return eg__canon(e, t->out_sort, m);
@@ -424,6 +443,9 @@ void eg__insert(eg_engine *e, eg_table *t, const eg_value *row_in, bool subsumed
         }
         return;
     }
+    /* the values as they stand, for merge_values (egglog compares those) */
+    e->merge_raw_old = t->cols[(size_t)ri * t->ncols + t->n_in];
+    e->merge_raw_new = row_in[t->n_in];
     eg_value old = eg__canon(e, t->out_sort, t->cols[(size_t)ri * t->ncols + t->n_in]);
     eg_value m = merge_values(e, t, row, old, row[t->n_in]);
     /* the merge may have grown the table: re-find the row */
@@ -525,10 +547,51 @@ eg_value eg__eval(eg_engine *e, const aexpr *a, eg_value *vals)
     return 0;
 }
 
+/* Whether the relation insert (table, row[0..n)) is already pending in this iteration;
+ * if not, records it as the pending op about to be made (index e->npend). */
+static bool insert_pending(eg_engine *e, uint32_t table, const eg_value *row, uint32_t n)
+{
+    if ((e->npset_used + 1) * 2 > e->npset_slots) {
+        uint32_t ns = e->npset_slots ? e->npset_slots * 2 : 1024;
+        if (ns < e->npset_slots) eg__oom(e, SIZE_MAX);
+        uint32_t *sl = eg__mcalloc(e, ns, sizeof *sl);
+        for (uint32_t i = 0; i < e->npset_slots; i++) {
+            uint32_t id = e->pset[i];
+            if (!id) continue;
+            const pending_op *p = &e->pend[id - 1];
+            uint64_t h = eg__key_hash(e->pend_vals + p->off, e->tables[p->table].n_in) ^
+                         (uint64_t)p->table * 0x9E3779B97F4A7C15ull;
+            uint32_t j = (uint32_t)h & (ns - 1);
+            while (sl[j])
+                j = (j + 1) & (ns - 1);
+            sl[j] = id;
+        }
+        eg__mfree(e, e->pset);
+        e->pset = sl;
+        e->npset_slots = ns;
+    }
+    uint64_t h = eg__key_hash(row, n) ^ (uint64_t)table * 0x9E3779B97F4A7C15ull;
+    uint32_t j = (uint32_t)h & (e->npset_slots - 1);
+    while (e->pset[j]) {
+        const pending_op *p = &e->pend[e->pset[j] - 1];
+        if (p->table == table && memcmp(e->pend_vals + p->off, row, n * sizeof(eg_value)) == 0)
+            return true;
+        j = (j + 1) & (e->npset_slots - 1);
+    }
+    e->pset[j] = e->npend + 1;
+    e->npset_used++;
+    return false;
+}
+
 static void pend(eg_engine *e, uint32_t table, const eg_value *row, uint32_t n, pend_kind op)
 {
     EG_MGROW(e, e->pend, e->cappend, e->npend + 1);
     EG_MGROW(e, e->pend_vals, e->cappend_vals, e->npend_vals + n + 1);
+    /* A relation row that many matches insert (a rule joining a relation with itself) is
+     * queued once: the pending buffer grows with the rows made, not the matches. Inserts
+     * commute with each other and with subsumes, and deletes apply first, so dropping a
+     * repeated insert changes nothing. */
+    if (op == PEND_INSERT && insert_pending(e, table, row, n)) return;
     pending_op *p = &e->pend[e->npend++];
     p->table = table;
     p->op = (uint8_t)op;
@@ -536,6 +599,15 @@ static void pend(eg_engine *e, uint32_t table, const eg_value *row, uint32_t n, 
     p->off = e->npend_vals;
     memcpy(e->pend_vals + p->off, row, n * sizeof(eg_value));
     e->npend_vals += n;
+}
+
+void eg__stage_set(eg_engine *e, uint32_t table, const eg_value *row)
+{
+    eg_table *t = &e->tables[table];
+    if (e->in_search)
+        pend(e, table, row, t->ncols, PEND_SET);
+    else
+        eg__insert(e, t, row, false, e->cur_origin);
 }
 
 void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *vals)
@@ -641,17 +713,38 @@ static void apply_other(eg_engine *e, const pending_op *p)
     }
 }
 
-void eg__flush_pending(eg_engine *e)
+/* Applies the pending writes; with `limited`, checks the run's limits every
+ * EG_LIMIT_CHECK_MATCHES writes and, at one, drops the writes not yet applied and returns
+ * true (the caller makes their rules match again). */
+static bool apply_pending(eg_engine *e, bool limited)
 {
-    if (!e->npend) return;
-    for (uint32_t i = 0; i < e->npend; i++)
-        if (e->pend[i].op == PEND_DELETE) apply_delete(e, &e->pend[i]);
-    /* apply_other may queue nothing (not in search), but merges may grow e->pend's tables;
-     * e->pend itself is not appended to outside the search phase */
-    for (uint32_t i = 0; i < e->npend; i++)
-        if (e->pend[i].op != PEND_DELETE) apply_other(e, &e->pend[i]);
+    bool cut = false;
+    if (e->npend) {
+        for (uint32_t i = 0; i < e->npend; i++)
+            if (e->pend[i].op == PEND_DELETE) apply_delete(e, &e->pend[i]);
+        /* apply_other may queue nothing (not in search), but merges may grow e->pend's
+         * tables; e->pend itself is not appended to outside the search phase */
+        for (uint32_t i = 0; i < e->npend; i++) {
+            if (e->pend[i].op != PEND_DELETE) apply_other(e, &e->pend[i]);
+            if (limited && (i + 1) % EG_LIMIT_CHECK_MATCHES == 0 && i + 1 < e->npend &&
+                eg__limits_hit(e)) {
+                cut = true;
+                break;
+            }
+        }
+    }
     e->npend = 0;
     e->npend_vals = 0;
+    if (e->npset_used) {
+        memset(e->pset, 0, e->npset_slots * sizeof *e->pset);
+        e->npset_used = 0;
+    }
+    return cut;
+}
+
+void eg__flush_pending(eg_engine *e)
+{
+    (void)apply_pending(e, false);
 }
 
 /* ====================================================================================
@@ -662,12 +755,14 @@ typedef struct {
     rule *r;
 } mctx;
 
-/* Checks the node and time limits while an iteration runs, so one exploding iteration
- * also stops cleanly; the rows made so far are kept and rebuilt. */
-static bool limits_hit(eg_engine *e)
+/* Checks the node, memory and time limits while an iteration runs, so one exploding
+ * iteration also stops cleanly; the rows made so far are kept and rebuilt. The node
+ * limit counts rows, as the stop message reports them: pending writes are memory, which
+ * the memory limit bounds (issue 21: counting them stopped a run "at the node limit"
+ * with a fraction of the limit in rows). */
+bool eg__limits_hit(eg_engine *e)
 {
-    /* pending writes count: most of them become rows */
-    if (e->opt.node_limit && eg_node_count(e) + e->npend >= e->opt.node_limit) {
+    if (e->opt.node_limit && eg_node_count(e) >= e->opt.node_limit) {
         e->limit_stop = EG_STOP_NODE_LIMIT;
         return true;
     }
@@ -682,6 +777,23 @@ static bool limits_hit(eg_engine *e)
     return false;
 }
 
+void eg__limit_poll(eg_engine *e)
+{
+    if (e->stop_jmp && e->in_search && eg__limits_hit(e)) longjmp(*e->stop_jmp, 1);
+}
+
+void eg__limit_room(eg_engine *e, size_t bytes)
+{
+    if (!e->stop_jmp || !e->in_search) return;
+    if (e->opt.mem_limit &&
+        (bytes >= e->opt.mem_limit || e->mem.bytes >= e->opt.mem_limit - bytes)) {
+        e->limit_stop = EG_STOP_MEM_LIMIT;
+        e->limit_ask = bytes;
+        longjmp(*e->stop_jmp, 1);
+    }
+    eg__limit_poll(e);
+}
+
 static bool on_match(eg_engine *e, void *ctx, eg_value *vals)
 {
     rule *r = ((mctx *)ctx)->r;
@@ -689,7 +801,7 @@ static bool on_match(eg_engine *e, void *ctx, eg_value *vals)
     eg__exec_actions(e, r->acts, r->nacts, vals);
     if (++e->match_tick >= EG_LIMIT_CHECK_MATCHES) {
         e->match_tick = 0;
-        if ((e->opt.node_limit || e->opt.mem_limit || e->opt.time_limit_s > 0) && limits_hit(e))
+        if ((e->opt.node_limit || e->opt.mem_limit || e->opt.time_limit_s > 0) && eg__limits_hit(e))
             return false;
     }
     return true;
@@ -720,11 +832,65 @@ static bool until_holds(eg_engine *e, query *until)
     return hit;
 }
 
+/* The search of one iteration: every rule of rl[0..nrl) matched, its actions run. A limit
+ * reached inside a long primitive (eg__limit_poll) lands here: the rule it interrupted
+ * keeps its seen mark, as does every rule after it. */
+static void search_rules(eg_engine *e, ruleset *R, const uint32_t *rl, uint32_t nrl,
+                         eg_value *vals, uint32_t cur)
+{
+    uint32_t smark = e->nscoped;
+    uint32_t cmd_origin = e->cur_origin;
+    jmp_buf jb;
+    e->stop_jmp = &jb;
+    if (setjmp(jb) == 0) {
+        for (uint32_t k = 0; k < nrl && !e->limit_stop; k++) {
+            rule *r = &e->rules[rl[k]];
+            double r0 = eg__now();
+            uint64_t m0 = r->matches;
+            mctx mc = {r};
+            bool naive = r->naive || e->opt.naive;
+            e->cur_origin = r->origin; /* the rows its actions make are the rule's */
+            eg__query_run(e, &r->q, naive, r->seen, false, vals, on_match, &mc);
+            e->cur_origin = cmd_origin;
+            if (!e->limit_stop) r->seen = cur + 1; /* an interrupted rule re-matches later */
+            double dt = eg__now() - r0;
+            r->time_s += dt;
+            R->matches += r->matches - m0;
+        }
+    } else {
+        eg__scoped_unwind(e, smark);
+        e->cur_origin = cmd_origin;
+    }
+    e->stop_jmp = NULL;
+}
+
+/* The rules of ruleset rs into out[n..] (a combined ruleset: its members', depth first, in
+ * the order given, each rule once; seen marks rules already listed); returns the new n. */
+uint32_t eg__ruleset_flatten(const eg_engine *e, uint32_t rs, uint32_t *out, uint8_t *seen,
+                             uint32_t n)
+{
+    const ruleset *R = &e->rulesets[rs];
+    for (uint32_t k = 0; k < R->nrules; k++)
+        if (!seen[R->rules[k]]) {
+            seen[R->rules[k]] = 1;
+            out[n++] = R->rules[k];
+        }
+    for (uint32_t m = 0; m < R->nmembers; m++)
+        n = eg__ruleset_flatten(e, R->members[m], out, seen, n);
+    return n;
+}
+
 /* One iteration of ruleset rs; returns whether the database changed. */
 static bool iteration(eg_engine *e, uint32_t rs)
 {
     ruleset *R = &e->rulesets[rs];
     double t0 = eg__now();
+    /* the rules it runs: its own, or a combined ruleset's members' at this moment */
+    uint32_t *const flat =
+        R->combined ? eg__scoped_alloc(e, ((size_t)e->nrules + 1) * (sizeof(uint32_t) + 1)) : NULL;
+    const uint32_t nrl =
+        flat ? eg__ruleset_flatten(e, rs, flat, (uint8_t *)(flat + e->nrules + 1), 0) : R->nrules;
+    const uint32_t *const rl = flat ? flat : R->rules;
     uint32_t cur = e->ts;
     e->ts = cur + 1;
     e->changed = false;
@@ -732,27 +898,24 @@ static bool iteration(eg_engine *e, uint32_t rs)
         e->tables[ti].hi = e->tables[ti].nrows;
     e->in_search = true;
     uint32_t maxslots = 1;
-    for (uint32_t k = 0; k < R->nrules; k++)
-        if (e->rules[R->rules[k]].nslots > maxslots) maxslots = e->rules[R->rules[k]].nslots;
+    for (uint32_t k = 0; k < nrl; k++)
+        if (e->rules[rl[k]].nslots > maxslots) maxslots = e->rules[rl[k]].nslots;
     eg_value *vals = eg__scoped_alloc(e, (maxslots + 1) * sizeof(eg_value));
-    uint32_t cmd_origin = e->cur_origin;
-    for (uint32_t k = 0; k < R->nrules && !e->limit_stop; k++) {
-        rule *r = &e->rules[R->rules[k]];
-        double r0 = eg__now();
-        uint64_t m0 = r->matches;
-        mctx mc = {r};
-        bool naive = r->naive || e->opt.naive;
-        e->cur_origin = r->origin; /* the rows its actions make are the rule's */
-        eg__query_run(e, &r->q, naive, r->seen, false, vals, on_match, &mc);
-        e->cur_origin = cmd_origin;
-        if (!e->limit_stop) r->seen = cur + 1; /* an interrupted rule re-matches later */
-        double dt = eg__now() - r0;
-        r->time_s += dt;
-        R->matches += r->matches - m0;
-    }
-    eg__scoped_free(e, vals);
+    uint32_t *old_seen = eg__scoped_alloc(e, (nrl + 1) * sizeof(uint32_t));
+    for (uint32_t k = 0; k < nrl; k++)
+        old_seen[k] = e->rules[rl[k]].seen;
+    search_rules(e, R, rl, nrl, vals, cur);
     e->in_search = false;
-    eg__flush_pending(e); /* deletes see which rows existed when the iteration began */
+    /* deletes see which rows existed when the iteration began; a limit reached while the
+     * writes are applied drops the rest, and then every rule of the iteration matches its
+     * rows again in a later run */
+    bool limited = e->opt.node_limit || e->opt.mem_limit || e->opt.time_limit_s > 0;
+    if (apply_pending(e, limited))
+        for (uint32_t k = 0; k < nrl; k++)
+            e->rules[rl[k]].seen = old_seen[k];
+    eg__scoped_free(e, old_seen);
+    eg__scoped_free(e, vals);
+    if (flat) eg__scoped_free(e, flat);
     for (uint32_t ti = 0; ti < e->ntables; ti++)
         e->tables[ti].hi = UINT32_MAX;
     double t1 = eg__now();
@@ -771,6 +934,7 @@ static eg_stop_reason run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *
 {
     *changed = false;
     e->limit_stop = 0;
+    e->limit_ask = 0;
     for (uint64_t i = 0; i < n; i++) {
         if (until && until_holds(e, until)) return e->last_stop = EG_STOP_UNTIL;
         if (e->opt.iter_limit && e->iterations >= e->opt.iter_limit)

@@ -19,7 +19,7 @@ uint64_t eg__node_cost(eg_engine *e, const eg_table *t, const eg_value *row, con
 {
     uint64_t c = t->cost;
     for (uint32_t k = 0; k < t->n_in && c != UINT64_MAX; k++)
-        c = sat_add(c, eg__is_eq(e, t->in_sort[k]) ? cost[eg__find(e, (uint32_t)row[k])] : 1);
+        c = sat_add(c, eg__child_cost(e, t->in_sort[k], row[k], cost));
     return c;
 }
 
@@ -58,10 +58,22 @@ void eg__costs_free(eg_engine *e, eg_costs *c)
     eg__scoped_free(e, c->cost);
 }
 
+uint64_t eg__child_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *cost)
+{
+    if (eg__is_eq(e, sort)) return cost[eg__find(e, (uint32_t)v)];
+    if (e->sorts[sort].kind == SK_CONT) return eg__cont_cost(e, sort, v, cost);
+    return 1;
+}
+
 uint64_t eg__value_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *cost)
 {
-    if (!eg__is_eq(e, sort)) return 1;
-    return cost[eg__find(e, (uint32_t)v)];
+    return eg__child_cost(e, sort, v, cost);
+}
+
+static void print_value_cb(eg_engine *e, FILE *f, uint32_t sort, eg_value v, void *ctx)
+{
+    (void)ctx;
+    eg__print_value(e, f, sort, v);
 }
 
 void eg__print_value(eg_engine *e, FILE *f, uint32_t sort, eg_value v)
@@ -96,6 +108,13 @@ void eg__print_value(eg_engine *e, FILE *f, uint32_t sort, eg_value v)
     case SK_EQ:
         fprintf(f, "%s-%u", e->sorts[sort].name, eg__find(e, (uint32_t)v));
         break;
+    case SK_CONT:
+        eg__cont_print(e, f, sort, v, print_value_cb, NULL);
+        break;
+    case SK_BIGINT:
+    case SK_BIGRAT:
+        eg__big_print(e, f, sort, v);
+        break;
     case SK_PAIR:
         if (v < e->npairs) {
             fputs("(pair ", f);
@@ -109,8 +128,27 @@ void eg__print_value(eg_engine *e, FILE *f, uint32_t sort, eg_value v)
 }
 
 static void print_term_rec(eg_engine *e, FILE *f, uint32_t sort, eg_value v, const eg_costs *c,
+                           int depth);
+
+typedef struct {
+    const eg_costs *c;
+    int depth;
+} term_ctx;
+
+static void print_term_cb(eg_engine *e, FILE *f, uint32_t sort, eg_value v, void *ctx)
+{
+    const term_ctx *t = ctx;
+    print_term_rec(e, f, sort, v, t->c, t->depth + 1);
+}
+
+static void print_term_rec(eg_engine *e, FILE *f, uint32_t sort, eg_value v, const eg_costs *c,
                            int depth)
 {
+    if (e->sorts[sort].kind == SK_CONT && depth <= 10000) {
+        term_ctx t = {c, depth};
+        eg__cont_print(e, f, sort, v, print_term_cb, &t);
+        return;
+    }
     if (!eg__is_eq(e, sort)) {
         eg__print_value(e, f, sort, v);
         return;

@@ -126,7 +126,9 @@ const char *eg__sx_head(const sx *s);
 #define EG_MAX_DEPTH_TEXT "2000"
 
 /* ---- sorts ---- */
-typedef enum { SK_UNIT, SK_BOOL, SK_I64, SK_F64, SK_STRING, SK_EQ, SK_PAIR } sort_kind;
+typedef enum { SK_UNIT, SK_BOOL, SK_I64, SK_F64, SK_STRING, SK_EQ, SK_PAIR, SK_CONT, SK_BIGINT, SK_BIGRAT } sort_kind;
+/* container families (SK_CONT, eg_cont.c) */
+enum { CK_VEC, CK_SET, CK_MAP, CK_MULTISET, CK_FN };
 
 typedef struct eg_prim eg_prim;
 
@@ -136,11 +138,20 @@ typedef struct {
     /* SK_PAIR: element sorts and the sort's own primitives (pair, pair-first, pair-second) */
     uint32_t elem[2];
     eg_prim *pair_prims; /* owned, 3 entries */
+    /* SK_CONT: the family (CK_*), elem[0] the element (a map's key), elem[1] a map's
+     * value, and the sort's own primitives */
+    uint8_t family;
+    struct eg_cprim *cont_prims; /* owned */
+    uint32_t ncont_prims;
+    /* CK_FN, (UnstableFn (inputs...) output): the inputs (owned) and the output */
+    uint32_t *fn_in;
+    uint32_t fn_nin, fn_out;
     bool canon;          /* values may change when classes merge: an e-class, or a pair
                             holding one; rebuilding re-canonicalizes such columns */
 } eg_sort;
 
-enum { SORT_UNIT = 0, SORT_BOOL, SORT_I64, SORT_F64, SORT_STRING, SORT_NBUILTIN };
+enum { SORT_UNIT = 0, SORT_BOOL, SORT_I64, SORT_F64, SORT_STRING, SORT_BIGINT, SORT_BIGRAT,
+       SORT_NBUILTIN };
 
 /* ---- tables ---- */
 typedef enum { TK_CONSTRUCTOR, TK_FUNCTION, TK_RELATION } table_kind;
@@ -231,7 +242,109 @@ uint32_t eg__prim_ret(const eg_prim *p, uint32_t arg0);
 eg_value eg__pair_canon(eg_engine *e, uint32_t sort, eg_value v);
 /* Writes d as egglog writes an f64 (Rust's Debug form: "1.0", "0.1", "1e20", "NaN"). */
 void eg__fmt_f64(double d, char *buf, size_t n);
-enum { EG_OP_PAIR = 1000, EG_OP_PAIR_FIRST, EG_OP_PAIR_SECOND };
+enum { EG_OP_PAIR = 1000, EG_OP_PAIR_FIRST, EG_OP_PAIR_SECOND, EG_OP_CONT = 1100 };
+
+/* ---- big numbers (eg_big.c): a value is the interned text of its canonical form ---- */
+enum {
+    EG_OP_Z_FROM_I64 = 900,
+    EG_OP_Z_FROM_STRING,
+    EG_OP_Z_ADD,
+    EG_OP_Z_SUB,
+    EG_OP_Z_MUL,
+    EG_OP_Z_DIV,
+    EG_OP_Z_MOD,
+    EG_OP_Z_AND,
+    EG_OP_Z_OR,
+    EG_OP_Z_XOR,
+    EG_OP_Z_SHL,
+    EG_OP_Z_SHR,
+    EG_OP_Z_NOT,
+    EG_OP_Z_BITS,
+    EG_OP_Z_LT,
+    EG_OP_Z_GT,
+    EG_OP_Z_LE,
+    EG_OP_Z_GE,
+    EG_OP_Z_BLT,
+    EG_OP_Z_BGT,
+    EG_OP_Z_BLE,
+    EG_OP_Z_BGE,
+    EG_OP_Z_BEQ,
+    EG_OP_Z_MIN,
+    EG_OP_Z_MAX,
+    EG_OP_Z_TO_STRING,
+    EG_OP_Q_FIRST,
+    EG_OP_Q_ADD = EG_OP_Q_FIRST,
+    EG_OP_Q_SUB,
+    EG_OP_Q_MUL,
+    EG_OP_Q_DIV,
+    EG_OP_Q_MIN,
+    EG_OP_Q_MAX,
+    EG_OP_Q_NEG,
+    EG_OP_Q_ABS,
+    EG_OP_Q_FLOOR,
+    EG_OP_Q_CEIL,
+    EG_OP_Q_ROUND,
+    EG_OP_Q_MAKE,
+    EG_OP_Q_NUMER,
+    EG_OP_Q_DENOM,
+    EG_OP_Q_TO_F64,
+    EG_OP_Q_TO_I64,
+    EG_OP_Q_POW,
+    EG_OP_Q_LOG,
+    EG_OP_Q_SQRT,
+    EG_OP_Q_CBRT,
+    EG_OP_Q_LT, /* the predicates come last (eg_big.c) */
+    EG_OP_Q_GT,
+    EG_OP_Q_LE,
+    EG_OP_Q_GE,
+    EG_OP_BIG_END
+};
+prim_status eg__big_call(eg_engine *e, int op, const eg_value *args, uint32_t nargs,
+                         eg_value *out, const char **why);
+void eg__big_print(const eg_engine *e, FILE *f, uint32_t sort, eg_value v);
+
+/* ---- containers (eg_cont.c) ---- */
+/* The target of a function value: a table or a primitive of n_in inputs, the first
+ * npartial of them given by the value (eg_cont.c). */
+typedef struct eg_fnt {
+    uint32_t fsort;  /* the UnstableFn sort */
+    uint32_t name;   /* interned name */
+    uint32_t npartial;
+    int32_t table;   /* >= 0: a table */
+    const eg_prim *prim;
+    uint32_t n_in;
+    uint32_t in[EG_MAX_ARGS];
+    uint32_t out;
+} eg_fnt;
+
+/* A container sort's primitive (op >= EG_OP_CONT): an eg_prim, its signature and sort. */
+typedef struct eg_cprim {
+    eg_prim base;
+    const char *sig;
+    uint32_t owner;
+} eg_cprim;
+int eg__cont_family(const char *name); /* "Vec" -> CK_VEC, ..., or -1 */
+bool eg__cont_prim_name(const char *name);
+void eg__cont_prims_init(eg_engine *e, uint32_t self);
+/* Resolves a container primitive by name, argument sorts (NOSORT: not known yet) and
+ * result sort (NOSORT: any); *ambiguous when several container sorts fit. */
+const eg_prim *eg__cont_resolve(const eg_engine *e, const char *name, const uint32_t *sorts,
+                                uint32_t nargs, uint32_t want, bool *known, bool *ambiguous);
+uint32_t eg__cont_arg_sort(const eg_engine *e, const eg_prim *p, uint32_t i);
+uint32_t eg__cont_ret(const eg_engine *e, const eg_prim *p); /* p's result sort */
+/* unstable-fn "name" with partial arguments of sorts ps (NOSORT: unknown): the function
+ * sort (want, or the one whose signature the target fits) and its unstable-fn primitive;
+ * partial_sorts gets the target's sorts for them. Registers the target once every partial
+ * sort is known. NULL when none fits (*ambiguous when several do). */
+const eg_prim *eg__fn_resolve(eg_engine *e, const char *name, const uint32_t *ps, uint32_t np,
+                              uint32_t want, uint32_t *partial_sorts, bool *ambiguous);
+prim_status eg__cont_call(eg_engine *e, const eg_prim *p, const eg_value *args, uint32_t nargs,
+                          eg_value *out, const char **why);
+eg_value eg__cont_canon(eg_engine *e, uint32_t sort, eg_value v);
+const eg_value *eg__cont_elems(const eg_engine *e, eg_value v, uint32_t *n);
+uint64_t eg__cont_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *cost);
+void eg__cont_print(eg_engine *e, FILE *f, uint32_t sort, eg_value v,
+                    void (*elem)(eg_engine *, FILE *, uint32_t, eg_value, void *), void *ctx);
 prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *args, uint32_t nargs,
                           eg_value *out, const char **why);
 
@@ -313,6 +426,11 @@ typedef struct {
     char *name;
     uint32_t *rules;
     uint32_t nrules, caprules;
+    /* (unstable-combined-ruleset name members...): the member rulesets, each declared
+     * before it; running it runs their rules as one ruleset, as they are at that moment */
+    bool combined;
+    uint32_t *members;
+    uint32_t nmembers;
     double time_s;
     uint64_t matches;
     uint32_t iterations;
@@ -406,6 +524,7 @@ struct eg_engine {
     /* strings */
     char **strs;
     uint64_t *str_hash;
+    size_t *str_len; /* the length of each string, without its NUL */
     uint32_t nstrs, capstrs;
     uint32_t *str_slots;
     uint32_t str_nslots;
@@ -415,6 +534,20 @@ struct eg_engine {
     uint32_t npairs, cappairs;
     uint32_t *pair_slots;
     uint32_t pair_nslots;
+    /* interned containers: id -> sort, contents cvals[cont_off .. + cont_len) */
+    eg_value *cvals;
+    size_t ncvals, capcvals;
+    uint64_t *cont_off, *cont_hash;
+    uint32_t *cont_len, *cont_sort;
+    uint32_t nconts, capconts;
+    uint32_t *cont_slots;
+    char *bigbuf; /* big numbers' result text (eg_big.c) */
+    eg_value merge_raw_old, merge_raw_new; /* eg__insert -> merge_values */
+    uint32_t cont_nslots;
+    /* the targets of function values (unstable-fn), registered when a call type-checks */
+    struct eg_fnt *fnt;
+    uint32_t nfnt, capfnt;
+    bool in_query_prim; /* a primitive runs for a query (unstable-app looks up, never adds) */
     /* union-find over e-class ids */
     uint32_t *uf;
     uint32_t nids, capids;
@@ -483,6 +616,13 @@ struct eg_engine {
     double cmd_start;    /* when the current top-level command began (time limit) */
     int limit_stop;      /* a limit cut the current iteration short: its reason, or 0 */
     uint64_t match_tick; /* matches since the last limit check */
+    jmp_buf *stop_jmp;   /* while an iteration's search runs: where a limit reached inside
+                          * a long primitive stops it (eg__limit_poll) */
+    /* the relation inserts pending in this iteration, by key (open addressing over
+     * e->pend indices + 1): a row inserted by many matches is queued once */
+    uint32_t *pset;
+    size_t limit_ask; /* the allocation a memory-limit stop refused (eg__limit_room), or 0 */
+    uint32_t npset_slots, npset_used;
     /* output */
     FILE *out;
     FILE *log;
@@ -515,6 +655,8 @@ typedef void (*eg_guarded_fn)(eg_engine *e, void *ctx);
 int eg__guard(eg_engine *e, lm_err *err, const char *fn, eg_guarded_fn body, void *ctx);
 
 uint32_t eg__intern(eg_engine *e, const char *s, size_t n);
+uint32_t eg__intern_hashed(eg_engine *e, const char *s, size_t n, uint64_t h, char *owned);
+size_t eg__str_len(const eg_engine *e, uint32_t id);
 const char *eg__str(const eg_engine *e, uint32_t id);
 uint32_t eg__new_id(eg_engine *e);
 static inline uint32_t eg__find(eg_engine *e, uint32_t x)
@@ -624,6 +766,18 @@ void eg__uses_add_row(eg_engine *e, const eg_table *t, uint32_t r);
  * in it. Returns 0, or -1 with a description in why. */
 int eg__uses_check(eg_engine *e, char *why, size_t n);
 void eg__flush_pending(eg_engine *e);
+/* (set (table row...) value) from a primitive: pending in a search, else at once. */
+void eg__stage_set(eg_engine *e, uint32_t table, const eg_value *row);
+uint32_t eg__ruleset_flatten(const eg_engine *e, uint32_t rs, uint32_t *out, uint8_t *seen,
+                             uint32_t n);
+/* The limits inside an iteration (eg_exec.c). eg__limits_hit says whether the node
+ * (rows), memory or time limit is reached and records which in e->limit_stop.
+ * eg__limit_poll, for primitives that may run long (string building), stops the
+ * iteration's search at once when a limit is reached; eg__limit_room does so before an
+ * allocation of `bytes` would pass the memory limit. Both do nothing outside a search. */
+bool eg__limits_hit(eg_engine *e);
+void eg__limit_poll(eg_engine *e);
+void eg__limit_room(eg_engine *e, size_t bytes);
 eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *until, bool *changed);
 eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v);
 
@@ -641,6 +795,8 @@ uint64_t eg__node_cost(eg_engine *e, const eg_table *t, const eg_value *row, con
 void eg__print_value(eg_engine *e, FILE *f, uint32_t sort, eg_value v);
 void eg__print_term(eg_engine *e, FILE *f, uint32_t sort, eg_value v, const eg_costs *c);
 uint64_t eg__value_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *cost);
+/* The cost of a child of this sort: its class's, a container's elements' sum, else 1. */
+uint64_t eg__child_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *cost);
 
 /* ---- push / pop (eg_cmd.c) ---- */
 void eg__push(eg_engine *e);
@@ -655,6 +811,10 @@ void eg__frame_free(eg_engine *e, frame *f);
 void *eg__scoped_alloc(eg_engine *e, size_t bytes);
 void *eg__scoped_grow(eg_engine *e, void *p, size_t n, size_t size);
 void eg__scoped_free(eg_engine *e, void *p);
+/* eg__scoped_alloc without zeroing; eg__scoped_release unregisters the top-most buffer p
+ * without freeing it (its new owner frees it). */
+void *eg__scoped_alloc_raw(eg_engine *e, size_t bytes);
+void eg__scoped_release(eg_engine *e, void *p);
 void eg__scoped_unwind(eg_engine *e, uint32_t mark);
 
 /* The time, for limits and statistics (base's monotonic clock). */

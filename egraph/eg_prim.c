@@ -15,7 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t, for hashing a long string by chunks */
 #include <xxhash.h>
+
+/* string concatenation copies and hashes by chunks of this many bytes, checking the
+ * run's limits between them */
+#define SCAT_CHUNK ((size_t)1 << 24)
 
 enum {
     OP_IADD,
@@ -96,6 +101,8 @@ enum {
 #define B SORT_BOOL
 #define U SORT_UNIT
 #define ANY SORT_ANY
+#define Z SORT_BIGINT
+#define Q SORT_BIGRAT
 
 static const eg_prim prims[] = {
     {"+", 2, I, I, I, OP_IADD},
@@ -165,6 +172,57 @@ static const eg_prim prims[] = {
     {"!=", 2, S, S, U, OP_NE_S},
     {"!=", 2, B, B, U, OP_NE_B},
     {"!=", 2, U, U, U, OP_NE_U},
+    /* BigInt and BigRat (eg_big.c), egglog's */
+    {"bigint", 1, I, I, Z, EG_OP_Z_FROM_I64},
+    {"from-string", 1, S, S, Z, EG_OP_Z_FROM_STRING},
+    {"to-string", 1, Z, Z, S, EG_OP_Z_TO_STRING},
+    {"+", 2, Z, Z, Z, EG_OP_Z_ADD},
+    {"-", 2, Z, Z, Z, EG_OP_Z_SUB},
+    {"*", 2, Z, Z, Z, EG_OP_Z_MUL},
+    {"/", 2, Z, Z, Z, EG_OP_Z_DIV},
+    {"%", 2, Z, Z, Z, EG_OP_Z_MOD},
+    {"&", 2, Z, Z, Z, EG_OP_Z_AND},
+    {"|", 2, Z, Z, Z, EG_OP_Z_OR},
+    {"^", 2, Z, Z, Z, EG_OP_Z_XOR},
+    {"<<", 2, Z, I, Z, EG_OP_Z_SHL},
+    {">>", 2, Z, I, Z, EG_OP_Z_SHR},
+    {"not-Z", 1, Z, Z, Z, EG_OP_Z_NOT},
+    {"bits", 1, Z, Z, Z, EG_OP_Z_BITS},
+    {"<", 2, Z, Z, U, EG_OP_Z_LT},
+    {">", 2, Z, Z, U, EG_OP_Z_GT},
+    {"<=", 2, Z, Z, U, EG_OP_Z_LE},
+    {">=", 2, Z, Z, U, EG_OP_Z_GE},
+    {"bool-=", 2, Z, Z, B, EG_OP_Z_BEQ},
+    {"bool-<", 2, Z, Z, B, EG_OP_Z_BLT},
+    {"bool->", 2, Z, Z, B, EG_OP_Z_BGT},
+    {"bool-<=", 2, Z, Z, B, EG_OP_Z_BLE},
+    {"bool->=", 2, Z, Z, B, EG_OP_Z_BGE},
+    {"min", 2, Z, Z, Z, EG_OP_Z_MIN},
+    {"max", 2, Z, Z, Z, EG_OP_Z_MAX},
+    {"+", 2, Q, Q, Q, EG_OP_Q_ADD},
+    {"-", 2, Q, Q, Q, EG_OP_Q_SUB},
+    {"*", 2, Q, Q, Q, EG_OP_Q_MUL},
+    {"/", 2, Q, Q, Q, EG_OP_Q_DIV},
+    {"min", 2, Q, Q, Q, EG_OP_Q_MIN},
+    {"max", 2, Q, Q, Q, EG_OP_Q_MAX},
+    {"neg", 1, Q, Q, Q, EG_OP_Q_NEG},
+    {"abs", 1, Q, Q, Q, EG_OP_Q_ABS},
+    {"floor", 1, Q, Q, Q, EG_OP_Q_FLOOR},
+    {"ceil", 1, Q, Q, Q, EG_OP_Q_CEIL},
+    {"round", 1, Q, Q, Q, EG_OP_Q_ROUND},
+    {"bigrat", 2, Z, Z, Q, EG_OP_Q_MAKE},
+    {"numer", 1, Q, Q, Z, EG_OP_Q_NUMER},
+    {"denom", 1, Q, Q, Z, EG_OP_Q_DENOM},
+    {"to-f64", 1, Q, Q, F, EG_OP_Q_TO_F64},
+    {"to-i64", 1, Q, Q, I, EG_OP_Q_TO_I64},
+    {"pow", 2, Q, Q, Q, EG_OP_Q_POW},
+    {"log", 1, Q, Q, Q, EG_OP_Q_LOG},
+    {"sqrt", 1, Q, Q, Q, EG_OP_Q_SQRT},
+    {"cbrt", 1, Q, Q, Q, EG_OP_Q_CBRT},
+    {"<", 2, Q, Q, U, EG_OP_Q_LT},
+    {">", 2, Q, Q, U, EG_OP_Q_GT},
+    {"<=", 2, Q, Q, U, EG_OP_Q_LE},
+    {">=", 2, Q, Q, U, EG_OP_Q_GE},
     /* over every sort (both arguments of one sort) */
     {"!=", 2, ANY, ANY, U, OP_NE_U},
     {"value-eq", 2, ANY, ANY, U, OP_VALUE_EQ},
@@ -178,6 +236,8 @@ static const eg_prim prims[] = {
 #undef B
 #undef U
 #undef ANY
+#undef Z
+#undef Q
 
 /* Internal: equality of two query constants (e.g. two globals in a check). */
 static const eg_prim prim_eq = {"=", 2, SORT_ANY, SORT_ANY, SORT_UNIT, OP_EQ};
@@ -217,6 +277,10 @@ const eg_prim *eg__prim_resolve(const eg_engine *e, const char *name, const uint
             if (nargs >= 2 && arg_sorts[1] != p[k].arg2) continue;
             return &p[k];
         }
+    }
+    if (eg__cont_prim_name(name)) {
+        bool amb;
+        return eg__cont_resolve(e, name, arg_sorts, nargs, UINT32_MAX /* any result */, name_known, &amb);
     }
     bool known = false;
     const eg_prim *p = prim_find(name, arg_sorts, nargs, &known);
@@ -414,6 +478,9 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
                           eg_value *out, const char **why)
 {
     *why = NULL;
+    if (p->op >= EG_OP_CONT) return eg__cont_call(e, p, a, nargs, out, why);
+    if (p->op >= EG_OP_Z_FROM_I64 && p->op < EG_OP_BIG_END)
+        return eg__big_call(e, p->op, a, nargs, out, why);
     int64_t x = nargs > 0 ? i_of(a[0]) : 0, y = nargs > 1 ? i_of(a[1]) : 0;
     double fx = nargs > 0 ? f_of(a[0]) : 0, fy = nargs > 1 ? f_of(a[1]) : 0;
     char buf[64];
@@ -439,7 +506,7 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
             return PR_FAIL;
         }
         if (x == INT64_MIN && y == -1) {
-            *why = "integer overflow in division";
+            *why = "integer overflow";
             return PR_FAIL;
         }
         *out = of_i(p->op == OP_IDIV ? x / y : x % y);
@@ -501,7 +568,13 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
         *out = eg__intern(e, buf, strlen(buf));
         return PR_OK;
     case OP_IABS:
-        *out = of_i(x < 0 ? (int64_t)(0 - (uint64_t)x) : x);
+    case OP_INEG:
+        /* -INT64_MIN is not an i64: the same failure as (- 0 x) (issue 21) */
+        if (x == INT64_MIN) {
+            *why = "integer overflow";
+            return PR_FAIL;
+        }
+        *out = of_i(p->op == OP_IABS && x >= 0 ? x : -x);
         return PR_OK;
     case OP_ILOG2:
         if (x <= 0) {
@@ -514,9 +587,6 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
                 r++;
             *out = of_i(r);
         }
-        return PR_OK;
-    case OP_INEG:
-        *out = of_i((int64_t)(0 - (uint64_t)x));
         return PR_OK;
     case OP_FADD:
         *out = of_f(fx + fy);
@@ -596,19 +666,35 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
         return PR_OK;
     case OP_SCAT: {
         size_t len = 0;
-        for (uint32_t i = 0; i < nargs; i++)
-            len += strlen(eg__str(e, (uint32_t)a[i]));
-        char *s = eg__scoped_alloc(e, len + 1);
+        for (uint32_t i = 0; i < nargs; i++) {
+            size_t l = eg__str_len(e, (uint32_t)a[i]);
+            if (l > SIZE_MAX - 1 - len) eg__oom(e, SIZE_MAX);
+            len += l;
+        }
+        /* A string that grows every iteration reaches gigabytes in a few: the copy and
+         * its hash go by chunks, with the run's limits checked before the allocation and
+         * between chunks (issue 21), and the buffer becomes the interned string. */
+        eg__limit_room(e, len + 1);
+        char *s = eg__scoped_alloc_raw(e, len + 1);
+        XXH3_state_t st;
+        XXH3_64bits_reset(&st);
         size_t o = 0;
         for (uint32_t i = 0; i < nargs; i++) {
             const char *t = eg__str(e, (uint32_t)a[i]);
-            size_t l = strlen(t);
-            memcpy(s + o, t, l);
-            o += l;
+            size_t l = eg__str_len(e, (uint32_t)a[i]);
+            for (size_t at = 0; at < l;) {
+                size_t c = l - at < SCAT_CHUNK ? l - at : SCAT_CHUNK;
+                memcpy(s + o, t + at, c);
+                XXH3_64bits_update(&st, s + o, c);
+                o += c;
+                at += c;
+                if (c == SCAT_CHUNK) eg__limit_poll(e);
+            }
         }
         s[o] = 0;
-        *out = eg__intern(e, s, o);
-        eg__scoped_free(e, s);
+        uint64_t h = XXH3_64bits_digest(&st);
+        eg__scoped_release(e, s);
+        *out = eg__intern_hashed(e, s, o, h, s);
         return PR_OK;
     }
     case OP_SCOUNT: {
@@ -634,6 +720,7 @@ prim_status eg__prim_call(eg_engine *e, const eg_prim *p, const eg_value *a, uin
             for (const char *q = strstr(s, t); q; q = strstr(q + tl, t))
                 cnt++;
         if (rl && cnt > (SIZE_MAX - sl - 1) / rl) eg__oom(e, SIZE_MAX);
+        eg__limit_room(e, sl + cnt * rl + 1);
         char *res = eg__scoped_alloc(e, sl + cnt * rl + 1), *w = res;
         if (!tl) { /* the replacement before every character and at the end */
             for (const char *q = s;; q++) {

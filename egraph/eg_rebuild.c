@@ -48,7 +48,7 @@ HOT_INLINE bool col_stale(eg_engine *e, uint32_t sort, eg_value v)
     const eg_sort *s = &e->sorts[sort];
     if (!s->canon) return false;
     if (s->kind == SK_EQ) return e->uf[v] != v;
-    return eg__pair_canon(e, sort, v) != v;
+    return eg__canon(e, sort, v) != v;
 }
 
 HOT_INLINE bool row_stale(eg_engine *e, const eg_table *t, const eg_value *row)

@@ -125,8 +125,8 @@ typedef struct eg_options {
 /* Fills o with the defaults (semi-naive, no limits, stdout/stderr). Cannot fail. */
 void eg_options_default(eg_options *o);
 
-/* Creates an engine with the built-in sorts (Unit, bool, i64, f64, String) and the
- * default ruleset. opt may be NULL for the defaults; it is copied. The caller owns the
+/* Creates an engine with the built-in sorts (Unit, bool, i64, f64, String, BigInt, BigRat)
+ * and the default ruleset. opt may be NULL for the defaults; it is copied. The caller owns the
  * result and frees it with eg_engine_free. NULL with LM_ENOMEM when memory is exhausted. */
 eg_engine *eg_engine_new(const eg_options *opt, lm_err *err);
 
@@ -157,9 +157,9 @@ int eg_run_file(eg_engine *e, const char *path, lm_err *err);
 int eg_sort_lookup(const eg_engine *e, const char *name);
 int eg_table_lookup(const eg_engine *e, const char *name);
 
-/* The number of sorts (ids are dense, 0 .. count-1: Unit, bool, i64, f64, String, then
- * the program's sorts in declaration order), and a sort's name (borrowed, valid while the
- * engine lives; NULL for a bad id). */
+/* The number of sorts (ids are dense, 0 .. count-1: Unit, bool, i64, f64, String,
+ * BigInt, BigRat, then the program's sorts in declaration order), and a sort's name
+ * (borrowed, valid while the engine lives; NULL for a bad id). */
 size_t eg_sort_count(const eg_engine *e);
 const char *eg_sort_name(const eg_engine *e, int sort);
 /* Whether values of the sort are e-class ids (a sort declared with sort or datatype). */

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 debs=(build-essential cmake pkg-config check libsubunit-dev libxxhash-dev
-      libmimalloc-dev libjansson-dev clang libclang-rt-14-dev python3 python3-pip)
+      libmimalloc-dev libjansson-dev libgmp-dev clang libclang-rt-14-dev python3 python3-pip)
 missing=()
 for p in "${debs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -3,4 +3,4 @@
 
 const lm_suite_fn lm_check_suites[] = {core_suite,     join_suite,    errors_suite, api_suite,
                                        schedule_suite, rebuild_suite, oom_suite,
-                                       lang_suite,     NULL};
+                                       lang_suite,     cont_suite,   NULL};

@@ -54,5 +54,6 @@ Suite *api_shared_suite(void);
 Suite *errors_shared_suite(void);
 Suite *oom_suite(void);
 Suite *lang_suite(void);
+Suite *cont_suite(void);
 
 #endif

@@ -38,6 +38,18 @@ static const char *PROGRAM =
     "(print-size)\n"
     "(pop)\n"
     "(union (Num 1) (Num 2))\n"
+    "(sort MS (Set Math)) (sort MV (Vec MS)) (sort MM (Map i64 Math)) (sort MB (MultiSet Math))\n"
+    "(constructor Group (MV) Math)\n"
+    "(let $g (Group (vec-of (set-of (Num 1) (Num 2) $x) (set-empty))))\n"
+    "(let $m (map-insert (map-insert (map-empty) 2 (Num 5)) 1 $x))\n"
+    "(let $b (multiset-sum (multiset-of (Num 5) $x) (multiset-single (Num 6) 2)))\n"
+    "(union (Num 5) (Num 6))\n"
+    "(extract $g)\n"
+    "(sort MF (UnstableFn (Math) Math)) (sort MVec (Vec Math))\n"
+    "(let $f (unstable-fn \"Add\" (Num 1)))\n"
+    "(let $fv (unstable-vec-map $f (vec-of (Num 7) $x)))\n"
+    "(let $big (* (from-string \"123456789012345678901234567890\") (bigint 7)))\n"
+    "(let $rat (+ (bigrat $big (bigint 3)) (bigrat (bigint 1) (bigint 6))))\n"
     "(fail (check (= (Num 3) (Num 4))))\n"
     "(run arith 2)\n";
 

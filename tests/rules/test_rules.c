@@ -715,6 +715,64 @@ START_TEST(a_limit_names_the_phase_that_hit_it)
 }
 END_TEST
 
+/* Issue 21, fault 3: the uses phase is linear in the graph. A chain of N relus reads one
+ * shared constant N times; multi-use joined use with itself, N^2 matches (600 MB at
+ * N = 2000, 7.5 GB at 10 000; the engine's 2 s limit stopped it). At N = 2000 the whole
+ * saturation now saturates every phase and holds under 100 MB. */
+START_TEST(the_uses_phase_is_linear_in_a_long_chain)
+{
+    enum { N = 2000 };
+    size_t cap = (size_t)N * 64 + 1024, len = 0;
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    len += (size_t)snprintf(text + len, cap - len,
+                            "{\"format\": \"luminal-graph\", \"version\": 1, \"name\": \"chain\","
+                            "\"dims\": [{\"name\": \"L\", \"min\": 1, \"max\": 4096, \"profile\": 1024}],"
+                            "\"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", \"shape\": [\"L\"]}],"
+                            "\"nodes\": [");
+    for (int i = 0; i < N; i++) {
+        char in[32] = "x";
+        if (i) snprintf(in, sizeof in, "r%d", i - 1);
+        len += (size_t)snprintf(text + len, cap - len,
+                                "%s{\"name\": \"r%d\", \"op\": \"relu\", \"inputs\": [\"%s\"]}",
+                                i ? "," : "", i, in);
+    }
+    len += (size_t)snprintf(text + len, cap - len, "], \"outputs\": [\"r%d\"]}", N - 1);
+    ck_assert_uint_lt(len, cap);
+    lm_err err = {0};
+    hl_graph *g = hl_graph_read_json(text, len, "chain.json", &err);
+    ck_assert_msg(g != NULL, "%s", err.msg);
+    free(text);
+    tr_run r;
+    tr_saturate_with(g, NULL, NULL, &r);
+    ck_assert_msg(r.err[0] == 0, "relu chain: %s", r.err);
+    ck_assert_msg(r.mem_peak < (100u << 20), "relu chain of %d: %llu bytes at peak", N,
+                  (unsigned long long)r.mem_peak);
+    /* the multi-use rule's matches: a few per use (they were 20 million) */
+    FILE *st = tmpfile();
+    ck_assert_ptr_nonnull(st);
+    eg_print_stats(r.e, st);
+    rewind(st);
+    char line[512];
+    long long matches = -1;
+    while (fgets(line, sizeof line, st))
+        if (strncmp(line, "  rule multi-use: ", 18) == 0) {
+            const char *c = strchr(line + 18, ',');
+            ck_assert_ptr_nonnull(c);
+            matches = atoll(c + 1);
+        }
+    fclose(st);
+    ck_assert_msg(matches >= 0 && matches < 20 * N, "multi-use matched %lld times", matches);
+    int t = eg_table_lookup(r.e, "multi-use");
+    ck_assert_int_ge(t, 0);
+    ck_assert_uint_gt(eg_table_size(r.e, t), 0);
+    fprintf(stderr, "rules: relu chain of %d: %.3f s, %llu bytes at peak\n", N, r.wall_s,
+            (unsigned long long)r.mem_peak);
+    tr_run_free(&r);
+    hl_graph_free(g);
+}
+END_TEST
+
 /* A rule that reads a bf16 tensor as f32 is caught by the dtype guard. */
 START_TEST(the_dtype_guard_catches_a_wrong_operand_dtype)
 {
@@ -1630,6 +1688,7 @@ static Suite *rules_suite(void)
     tcase_add_test(tc, the_dtype_guard_catches_a_wrong_operand_dtype);
     tcase_add_test(tc, a_limit_names_the_phase_that_hit_it);
     tcase_add_test(tc, attention_is_fused_in_every_form_and_not_for_near_misses);
+    tcase_add_test(tc, the_uses_phase_is_linear_in_a_long_chain);
     tcase_add_test(tc, the_expression_algebra_folds_to_canonical_forms);
     tcase_add_test(tc, handmade_matmuls_become_the_expected_calls);
     tcase_add_test(tc, non_linear_operands_get_one_copy_each);
