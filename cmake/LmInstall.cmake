@@ -5,7 +5,7 @@
 #                                               runtime with the C API (lib/CMakeLists.txt)
 #   include/luminal/{base,egraph,program,search,luminal}.h   the public headers
 #   lib/pkgconfig/luminal.pc                    pkg-config (Cflags, Libs; --static adds
-#                                               jansson, libxxhash, mimalloc, pthread, dl, m)
+#                                               jansson, libxxhash, gmp, mimalloc, pthread, dl, m)
 #   lib/cmake/luminal/                          find_package(luminal): luminal::luminal
 #                                               (shared) and luminal::luminal_static
 #   bin/luminal_search, bin/luminal_run, bin/eqsat
