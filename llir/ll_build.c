@@ -22,6 +22,21 @@ hl_expr_pool *ll__graph_pool(ll_graph *g)
     return g->pool;
 }
 
+void ll__node_empty(ll_node *n)
+{
+    memset(n, 0, sizeof *n);
+    n->region = LM_NONE;
+    for (uint32_t i = 0; i < LL_MAX_IN; i++)
+        n->in[i] = LM_NONE;
+    n->prim.op = HL_OP_COUNT;
+    n->prim.iota_expr = n->prim.iota_len = HL_NONE;
+    ll_matmul *m = &n->mm;
+    m->m = m->n = m->k = m->batch = HL_NONE;
+    m->lda = m->ldb = m->stride_a = m->stride_b = HL_NONE;
+    m->alpha = 1.0;
+    n->eclass = n->enode = n->origin = LM_NONE;
+}
+
 /* Grows *arr (of *cap elements of size bytes) to hold need; 0, or -1 leaving it as is. */
 static int grow(void **arr, uint32_t *cap, uint32_t need, size_t size)
 {

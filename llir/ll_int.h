@@ -15,6 +15,7 @@
 
 #include "llir.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,6 +260,17 @@ uint32_t ll__graph_intern_origin(ll_graph *g, const char *name);
  * pool): out_strides contiguous, KMatmul strides a matmul, Blas fields in range, DType
  * fields readable. LM_EVERIFY naming the kind's class and node (ll_graph.c). */
 int ll__check_kinds(const ll_space *s, lm_err *err);
+
+/* The expressions node n refers to (ll_copy.c), as pointers into *n, into out (room for
+ * LL__NODE_EXPRS): with all, every hl_expr field of the struct whatever it holds; without,
+ * the ones that mean something for the node: its shape, its primitive's shape, views and
+ * Iota fields (when it carries a primitive), its matmul (ll__node_has_mm), its attention
+ * (ll_op_is_attn), each list as long as its count. The one list the copy, the binary form
+ * and its reader walk. Returns how many. */
+#define LL__NODE_EXPRS (2 * HL_MAX_DIMS + HL_MAX_INPUTS * 2 * HL_MAX_DIMS + 2 + 8 + 3 + 4 * 2 * HL_MAX_DIMS)
+uint32_t ll__node_exprs(ll_node *n, bool all, hl_expr **out);
+/* Whether n carries an ll_matmul (a library call or KMatmul). */
+bool ll__node_has_mm(const ll_node *n);
 
 /* The text of an op for messages and dumps. */
 const char *ll__op_name(ll_op op);

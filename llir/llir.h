@@ -498,6 +498,14 @@ ll_graph *ll_graph_from_hlir(const hl_graph *g, lm_err *err);
 
 void ll_graph_free(ll_graph *g);
 
+/* A deep copy of g: its own expression pool (every expression the nodes refer to rebuilt
+ * once, structurally equal; ids may differ), names, origin table, dims and interface
+ * lists; nothing is shared with g, and no text is written or parsed. The copy writes the
+ * same LLIR file (ll_graph_write_json) and has the same fingerprint. It is not verified
+ * again (a copy of an unverified graph stays unverified). NULL with err set: LM_EARG for
+ * a NULL graph, LM_ENOMEM. */
+ll_graph *ll_graph_copy(const ll_graph *g, lm_err *err);
+
 /* The text of a node's origin (ll_node.origin): the rule ("rule 'fuse-add'") or command
  * that inserted its e-node; "origin unknown" for LM_NONE (a node from HLIR, or an e-graph
  * without provenance). The string lives as long as the graph. */
@@ -567,6 +575,34 @@ char *ll_graph_write_json(const ll_graph *g, lm_err *err);
  * LM_EUNSUPPORTED for another file version; LM_ENOMEM. Never crashes on any input; what
  * the nodes compute is checked when the graph is run (ll_run) or verified. */
 ll_graph *ll_graph_read_json(const char *text, size_t len, const char *source, lm_err *err);
+
+/* ==================================================================================
+ * Binary LLIR (llir/ll_pack.c)
+ * ==================================================================================
+ *
+ * A graph as bytes, for handing it to another process (the search's GPU worker): a
+ * header (the magic "LLIRbin\0", the format version, the payload's length and its XXH3-64
+ * checksum), then the dims, the origin table, the expressions the nodes refer to (as
+ * structure, operands first) and every node with the fields that mean something for it.
+ * The same graph gives the same bytes. ll_graph_unpack of ll_graph_pack's bytes gives a
+ * graph that writes the same LLIR file (ll_graph_write_json) and has the same
+ * fingerprint. */
+
+#define LL_PACK_VERSION 1
+
+/* Packs g into a buffer from llir's allocation door that the caller frees with free():
+ * *buf and *len. LM_EARG for a NULL graph, or a node holding an expression out of its
+ * pool or a variable that is not one of the graph's dims; LM_ENOMEM. */
+int ll_graph_pack(const ll_graph *g, void **buf, size_t *len, lm_err *err);
+
+/* Reads a graph from buf[0..len) and verifies it (ll_graph_verify). Every byte is
+ * checked before it is used: a buffer too short, of another magic, with a checksum that
+ * does not match, a count beyond what the buffer can hold, a value out of its range (a
+ * kind, an op, a dtype, a node, expression, dim or origin index), an expression that
+ * cannot be built, or bytes left over is LM_EPARSE naming the byte offset and the field;
+ * another version is LM_EUNSUPPORTED; a graph the verifier refuses is LM_EVERIFY;
+ * LM_ENOMEM. Never crashes on any input. */
+ll_graph *ll_graph_unpack(const void *buf, size_t len, lm_err *err);
 
 /* ==================================================================================
  * The CPU executor
