@@ -1073,7 +1073,7 @@ static int emit_outputs(gb *b)
  * The space's check of every kind's fields
  * ================================================================================== */
 
-int ll__check_kinds(const ll_space *s, lm_err *err)
+int ll__check_kinds(const ll_space *s, lm_err *err, double deadline)
 {
     ll_graph g = {0};
     gb b = {.s = s, .g = &g, .err = err, .what = "space: a kind's fields"};
@@ -1089,6 +1089,13 @@ int ll__check_kinds(const ll_space *s, lm_err *err)
     for (uint32_t i = 0; i < s->n_dims && !rc; i++)
         if (hl_e_var(g.pool, s->dims[i].name) == HL_NONE) rc = ll__oom(err, "space");
     for (uint32_t j = 0; j < s->nch && !rc; j++) {
+        if (deadline > 0 && (j & 4095) == 0 && lm_now_s() > deadline) {
+            rc = ll__fail(err, LM_ELIMIT, NULL,
+                          "the time limit ran out while building the search space (step "
+                          "'kinds' fields': %u of %u choices)",
+                          j, s->nch);
+            break;
+        }
         uint32_t kn = s->cnode[j], cls = s->ser.nodes[kn].eclass;
         if (s->ckind[cls] != LL__K_OPKIND || s->cop[j] == LL_OP_NONE) continue;
         const ll_op_info *o = ll_op_get(s->cop[j]);

@@ -258,8 +258,9 @@ uint32_t ll__graph_intern_origin(ll_graph *g, const char *name);
 
 /* Decodes the fields of every backend kind that is a choice of s once (into a scratch
  * pool): out_strides contiguous, KMatmul strides a matmul, Blas fields in range, DType
- * fields readable. LM_EVERIFY naming the kind's class and node (ll_graph.c). */
-int ll__check_kinds(const ll_space *s, lm_err *err);
+ * fields readable. LM_EVERIFY naming the kind's class and node (ll_graph.c); LM_ELIMIT past
+ * deadline (lm_now_s; 0: none), checked every 4096 choices. */
+int ll__check_kinds(const ll_space *s, lm_err *err, double deadline);
 
 /* The expressions node n refers to (ll_copy.c), as pointers into *n, into out (room for
  * LL__NODE_EXPRS): with all, every hl_expr field of the struct whatever it holds; without,

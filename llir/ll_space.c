@@ -7,8 +7,8 @@
  *              (Op, ICons, Expression and EList constructors, DTypes, Dim); a constructor
  *              of sort IR or OpKind the registry does not know is an error
  *   canon      the canonical node of every class that is not searchable: least tree size
- *              among the nodes llir reads (Bellman-Ford to a fixpoint, ties to the lowest
- *              index, as the hlir decoder does), so its choices never form a cycle
+ *              among the nodes llir reads (eg_serial_extract, which the hlir decoder uses
+ *              too: ties to the lowest index), so its choices never form a cycle
  *   dtypes     of DType classes (their canonical node) and IR classes (the `dtype`
  *              function, read from its table)
  *   dims       every Dim, in index order, then every MVar no Dim declares
@@ -30,6 +30,8 @@
  */
 #include "ll_int.h"
 
+#include "eg_serial.h"
+
 #include <math.h>
 #include <stdio.h>
 
@@ -39,14 +41,25 @@ typedef struct build {
     ll_space *s;
     lm_err *err;
     int sort_ir, sort_ilist, sort_opkind, sort_expr, sort_elist, sort_dtype, sort_dim;
-    uint32_t *cost;     /* per class: tree size of the canonical node (non-searchable) */
     uint32_t *id2cls;   /* engine e-class id -> class, or LM_NONE */
     uint32_t n_ids;
     uint8_t *cand;      /* per node: 1 when a candidate choice */
     uint32_t *height;   /* per class */
     uint32_t *kind_op;  /* per OpKind class: its one backend op, or LL_OP_NONE */
     bool skip_dtype_check; /* ll_space_opts: tests only */
+    double deadline;       /* ll_space_opts.deadline_s; 0: none */
 } build;
+
+/* LM_ELIMIT when the deadline has passed: at item i of n (classes or nodes, what) of
+ * step `step`. Checks the clock only every 4096 items (i % 4096 == 0). */
+static int over(build *b, const char *step, uint32_t i, uint32_t n, const char *what)
+{
+    if (b->deadline <= 0 || (i & 4095) != 0 || lm_now_s() <= b->deadline) return LM_OK;
+    return ll__fail(b->err, LM_ELIMIT, NULL,
+                    "the time limit ran out while building the search space (step '%s': %u of "
+                    "%u %s)",
+                    step, i, n, what);
+}
 
 /* ==================================================================================
  * Errors naming classes and nodes
@@ -192,35 +205,30 @@ static bool searchable_kind(uint8_t k)
     return k == LL__K_IR || k == LL__K_ILIST || k == LL__K_OPKIND;
 }
 
-static void choose_canonical(build *b)
+/* Serialized node n may be a canonical node: a node llir reads (or a literal) of a class
+ * that is not searchable. */
+static bool canon_usable(void *ctx, uint32_t n)
+{
+    const ll_space *s = ctx;
+    if (searchable_kind(s->ckind[s->ser.nodes[n].eclass])) return false;
+    return s->code[n] == LL__C_LITERAL || readable(s, n);
+}
+
+/* The canonical node of every class that is not searchable: least tree size, ties to
+ * the lowest index (eg_serial_extract, the extractor hlir's decoder uses too). */
+static int choose_canonical(build *b)
 {
     ll_space *s = b->s;
-    const eg_serialized *ser = &s->ser;
-    for (uint32_t c = 0; c < s->nc; c++) {
-        b->cost[c] = s->ckind[c] == LL__K_LIT ? 1 : INF;
-        s->canon[c] = LM_NONE;
-    }
-    for (uint32_t i = 0; i < s->nn; i++)
-        if (s->code[i] == LL__C_LITERAL) s->canon[ser->nodes[i].eclass] = i;
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (uint32_t i = 0; i < s->nn; i++) {
-            const eg_snode *n = &ser->nodes[i];
-            uint32_t c = n->eclass;
-            if (searchable_kind(s->ckind[c]) || !readable(s, i)) continue;
-            uint64_t sum = 1;
-            for (uint32_t k = 0; k < n->nchildren && sum != INF; k++) {
-                uint32_t cc = b->cost[ll__kid(s, i, k)];
-                sum = cc == INF || sum + cc >= INF ? INF : sum + cc;
-            }
-            if (sum == INF) continue;
-            if (sum < b->cost[c] || (sum == b->cost[c] && i < s->canon[c])) {
-                b->cost[c] = (uint32_t)sum;
-                s->canon[c] = i;
-                changed = true;
-            }
-        }
-    }
+    uint64_t *work = ll__alloc(eg_serial_extract_work(&s->ser), sizeof(uint64_t));
+    uint64_t *cost = ll__alloc(s->nc, sizeof(uint64_t));
+    int rc = LM_OK;
+    if (!work || !cost)
+        rc = ll__oom(b->err, "space");
+    else
+        eg_serial_extract(&s->ser, canon_usable, s, cost, s->canon, work);
+    ll__free(work);
+    ll__free(cost);
+    return rc;
 }
 
 /* ==================================================================================
@@ -729,7 +737,8 @@ static int heights(build *b)
     }
     for (uint32_t n = 0; n < s->nn; n++)
         if (b->cand[n] && pending[n] == 0) heap_push(heap, &nh, (uint64_t)1 << 32 | n);
-    while (nh) {
+    for (uint32_t done = 0; nh; done++) {
+        if ((rc = over(b, "heights", done, s->nn, "nodes"))) goto done;
         uint64_t key = heap_pop(heap, &nh);
         uint32_t n = (uint32_t)key, h = (uint32_t)(key >> 32);
         uint32_t c = ser->nodes[n].eclass;
@@ -935,6 +944,8 @@ static int dtype_check(build *b)
 {
     const ll_space *s = b->s;
     for (uint32_t n = 0; n < s->nn; n++) {
+        int orc = over(b, "dtype check", n, s->nn, "nodes");
+        if (orc) return orc;
         uint16_t c = s->code[n];
         dt_site st = {.node = n};
         if (c == LL__C_OP) {
@@ -1065,27 +1076,32 @@ static int build_space(build *b, eg_value root)
     s->nstart = ll__zalloc((size_t)s->nc + 1, sizeof(uint32_t));
     s->nlist = ll__alloc(s->nn, sizeof(uint32_t));
     s->op_counts = ll__zalloc(ll_op_count(), sizeof(uint32_t));
-    b->cost = ll__alloc(s->nc, sizeof(uint32_t));
     b->cand = ll__alloc(s->nn, 1);
     b->height = ll__alloc(s->nc, sizeof(uint32_t));
     b->kind_op = ll__alloc(s->nc, sizeof(uint32_t));
     if (!s->code || !s->ckind || !s->dtype || !s->ctx || !s->len || !s->canon || !s->sidx ||
-        !s->nstart || !s->nlist || !s->op_counts || !b->cost || !b->cand || !b->height ||
+        !s->nstart || !s->nlist || !s->op_counts || !b->cand || !b->height ||
         !b->kind_op)
         return ll__oom(b->err, "space");
+    if ((rc = over(b, "serialize", 0, s->nc, "classes"))) return rc;
     if ((rc = assign_codes(b))) return rc;
     if ((rc = index_classes(b))) return rc;
-    choose_canonical(b);
+    if ((rc = over(b, "canonical nodes", 0, s->nc, "classes"))) return rc;
+    if ((rc = choose_canonical(b))) return rc;
     if ((rc = read_dtypes(b))) return rc;
     if ((rc = read_dims(b))) return rc;
     if ((rc = read_inputs(b))) return rc;
+    if ((rc = over(b, "contexts", 0, s->nc, "classes"))) return rc;
     if ((rc = kind_contexts(b))) return rc;
     if ((rc = ir_contexts(b))) return rc;
     if ((rc = list_contexts(b))) return rc;
-    for (uint32_t n = 0; n < s->nn; n++)
+    for (uint32_t n = 0; n < s->nn; n++) {
+        if ((rc = over(b, "choices", n, s->nn, "nodes"))) return rc;
         b->cand[n] = searchable_kind(s->ckind[s->ser.nodes[n].eclass]) && candidate(b, n);
+    }
     if ((rc = heights(b))) return rc;
     if (!b->skip_dtype_check && (rc = dtype_check(b))) return rc;
+    if ((rc = over(b, "numbering", 0, s->nc, "classes"))) return rc;
     if (s->ctx[s->root_class] != LL__X_SINK)
         return vfail(b, s->root_class, LM_NONE,
                      "the root is not an Output or OutputJoin class (it is %s)",
@@ -1094,7 +1110,8 @@ static int build_space(build *b, eg_value root)
     if ((rc = number(b))) return rc;
     s->root_s = s->sidx[s->root_class];
     reach_and_stats(b);
-    return ll__check_kinds(s, b->err);
+    if ((rc = over(b, "kinds' fields", 0, s->nc, "classes"))) return rc;
+    return ll__check_kinds(s, b->err, b->deadline);
 }
 
 ll_space *ll_space_new(eg_engine *e, eg_value root, lm_err *err)
@@ -1114,9 +1131,11 @@ ll_space *ll_space_new_opts(eg_engine *e, eg_value root, const ll_space_opts *o,
         return NULL;
     }
     s->e = e;
-    build b = {.s = s, .err = err, .skip_dtype_check = o && o->skip_dtype_check};
+    build b = {.s = s,
+               .err = err,
+               .skip_dtype_check = o && o->skip_dtype_check,
+               .deadline = o ? o->deadline_s : 0};
     int rc = build_space(&b, root);
-    ll__free(b.cost);
     ll__free(b.id2cls);
     ll__free(b.cand);
     ll__free(b.height);

@@ -320,6 +320,12 @@ typedef struct ll_space_opts {
      * the LLIR verifier and the CPU executor, which must catch it too. The compiler
      * never sets it. Every other check of ll_space_new still runs. */
     bool skip_dtype_check;
+    /* The wall-clock moment (lm_now_s) past which the build stops, 0 for none: checked
+     * between the build's steps and every 4096 nodes or classes inside them, so the build
+     * stops within about a step's slice of it (serializing the engine is one step that is
+     * not interrupted). Past it: LM_ELIMIT "the time limit ran out while building the
+     * search space (step S: N of M classes)" (or nodes, for a step over nodes). */
+    double deadline_s;
 } ll_space_opts;
 
 /* ll_space_new with options (o may be NULL: ll_space_new). */
@@ -336,6 +342,13 @@ void ll_space_fprint_summary(const ll_space *s, FILE *f);
  * "dtype" in the class data of every IR class that has one and the "origin" of every
  * node (the rule or command that inserted it). LM_EIO when writing fails. */
 int ll_space_write_json(const ll_space *s, FILE *f, lm_err *err);
+
+/* The fingerprint of the saturated e-graph the space was read from, as 32 hex digits and
+ * a NUL in out: XXH3-128 over the serialization's structure (every class's sort and
+ * dtype, every node's constructor, class, subsumption, literal payload and children, the
+ * root), hashed from the arrays directly, without writing any text: O(size of the
+ * e-graph). The same engine gives the same fingerprint. LM_EARG for a NULL space. */
+int ll_space_fingerprint(const ll_space *s, char out[33], lm_err *err);
 
 uint32_t ll_space_class_count(const ll_space *s);
 uint32_t ll_space_choice_count(const ll_space *s, uint32_t cls);
