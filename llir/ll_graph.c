@@ -278,35 +278,6 @@ static int collect(gb *b)
  * Order: Kahn, lowest class first
  * ================================================================================== */
 
-static void heap_push(uint32_t *h, uint32_t *n, uint32_t v)
-{
-    uint32_t i = (*n)++;
-    h[i] = v;
-    while (i > 0 && h[(i - 1) / 2] > h[i]) {
-        uint32_t p = (i - 1) / 2, t = h[p];
-        h[p] = h[i];
-        h[i] = t;
-        i = p;
-    }
-}
-
-static uint32_t heap_pop(uint32_t *h, uint32_t *n)
-{
-    uint32_t top = h[0];
-    h[0] = h[--(*n)];
-    for (uint32_t i = 0;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < *n && h[l] < h[m]) m = l;
-        if (r < *n && h[r] < h[m]) m = r;
-        if (m == i) break;
-        uint32_t t = h[m];
-        h[m] = h[i];
-        h[i] = t;
-        i = m;
-    }
-    return top;
-}
-
 static int kahn(gb *b)
 {
     const ll_space *s = b->s;
@@ -315,7 +286,7 @@ static int kahn(gb *b)
     uint32_t *ustart = ll__zalloc((size_t)nc + 1, sizeof(uint32_t));
     uint32_t *users = ll__alloc(b->ndeps, sizeof(uint32_t));
     uint32_t *pos = ll__alloc((size_t)nc + 1, sizeof(uint32_t));
-    uint32_t *heap = ll__alloc(n, sizeof(uint32_t));
+    uint64_t *heap = ll__alloc(n, sizeof(uint64_t));
     uint32_t *out = ll__alloc(n, sizeof(uint32_t));
     int rc = LM_OK;
     if (!indeg || !ustart || !users || !pos || !heap || !out) {
@@ -340,12 +311,12 @@ static int kahn(gb *b)
     }
     uint32_t nh = 0, no = 0;
     for (uint32_t i = 0; i < n; i++)
-        if (indeg[b->order[i]] == 0) heap_push(heap, &nh, b->order[i]);
+        if (indeg[b->order[i]] == 0) ll__heap_push(heap, &nh, b->order[i]);
     while (nh) {
-        uint32_t c = heap_pop(heap, &nh);
+        uint32_t c = (uint32_t)ll__heap_pop(heap, &nh);
         out[no++] = c;
         for (uint32_t u = ustart[c]; u < ustart[c + 1]; u++)
-            if (--indeg[users[u]] == 0) heap_push(heap, &nh, users[u]);
+            if (--indeg[users[u]] == 0) ll__heap_push(heap, &nh, users[u]);
     }
     memcpy(b->order, out, (size_t)no * sizeof(uint32_t));
     b->norder = no; /* collect_top refused cycles, so no == n */

@@ -72,39 +72,44 @@ const char *ll__eg_origin_text(const eg_engine *e, uint32_t origin, char *buf, s
  * Constructors the space reads
  * ==================================================================================
  *
- * Every serialized node gets a code: a registry op (0 .. ll_op_count()-1), or one of
- * these for the encoding's structure, expressions, lists and dtypes. */
+ * Every serialized node gets a code: a registry op (0 .. ll_op_count()-1), or
+ * LL__C_ENC + c for constructor c of hlir's encoding vocabulary (hl_enc_ctor, the one
+ * table of the encoding's constructors, hl_encode.h) that is not a registered op: the
+ * encoding's structure (Op, ICons, INil), expressions, lists, dtypes, Dim; then codes for
+ * literals, the rules-only helpers and constructors of other sorts. */
 
 enum {
-    LL__C_OP = 0x1000, /* (Op OpKind IList) */
-    LL__C_ICONS,
-    LL__C_INIL,
-    LL__C_MNUM,
-    LL__C_MFLOAT,
-    LL__C_MITER,
-    LL__C_MVAR,
-    LL__C_MADD, /* the binary expression constructors, in hl_expr_kind order from ADD */
-    LL__C_MSUB,
-    LL__C_MMUL,
-    LL__C_MDIV,
-    LL__C_MCDIV,
-    LL__C_MMOD,
-    LL__C_MMIN,
-    LL__C_MMAX,
-    LL__C_MAND,
-    LL__C_MOR,
-    LL__C_MGTE,
-    LL__C_MLT,
-    LL__C_MFLOORTO,
-    LL__C_ECONS,
-    LL__C_ENIL,
-    LL__C_DT, /* LL__C_DT + hl_dtype: (F32) (F16) (Bf16) (Int) (Int64) (Bool) ... */
+    LL__C_ENC = 0x1000,
+    LL__C_OP = LL__C_ENC + HL_ENC_OP, /* (Op OpKind IList) */
+    LL__C_ICONS = LL__C_ENC + HL_ENC_ICONS,
+    LL__C_INIL = LL__C_ENC + HL_ENC_INIL,
+    LL__C_MNUM = LL__C_ENC + HL_ENC_MNUM,
+    LL__C_MFLOAT = LL__C_ENC + HL_ENC_MFLOAT,
+    LL__C_MITER = LL__C_ENC + HL_ENC_MITER,
+    LL__C_MVAR = LL__C_ENC + HL_ENC_MVAR,
+    LL__C_MFLOORTO = LL__C_ENC + HL_ENC_MFLOORTO,
+    LL__C_ECONS = LL__C_ENC + HL_ENC_ECONS,
+    LL__C_ENIL = LL__C_ENC + HL_ENC_ENIL,
+    LL__C_DT = LL__C_ENC + HL_ENC_F32, /* LL__C_DT + hl_dtype: (F32) (F16) (Bf16) ... */
     LL__C_DT_END = LL__C_DT + HL_DTYPE_COUNT,
-    LL__C_DIM,
-    LL__C_LITERAL, /* a literal node (i64, f64, String, ...) */
+    LL__C_DIM = LL__C_ENC + HL_ENC_DIM,
+    LL__C_LITERAL = LL__C_ENC + HL_ENC_COUNT, /* a literal node (i64, f64, String, ...) */
     LL__C_HELPER,  /* a rules-only helper llir does not read (MReplace, RowMajor, ...) */
     LL__C_UNKNOWN  /* a constructor of another sort (a rules' own helper datatype) */
 };
+_Static_assert(HL_ENC_F8E5M2 - HL_ENC_F32 + 1 == HL_DTYPE_COUNT,
+               "the vocabulary lists the DTypes in hl_dtype order");
+
+/* The hl_expr_kind of a binary Expression code (MAdd .. MLt), or HL_E_KIND_COUNT. */
+static inline hl_expr_kind ll__code_binary(uint16_t c)
+{
+    if (c < LL__C_ENC || c >= LL__C_ENC + HL_ENC_COUNT) return HL_E_KIND_COUNT;
+    const hl_enc_info *in = &hl_enc_vocab[c - LL__C_ENC];
+    return in->sort == HL_SORT_EXPRESSION && in->arity == 2 && in->expr >= HL_E_ADD &&
+                   in->expr < HL_E_KIND_COUNT
+               ? in->expr
+               : HL_E_KIND_COUNT;
+}
 
 /* The constructor code of a table name and its expected arity (children), or
  * LL__C_UNKNOWN; registry names give their op. */
@@ -272,6 +277,39 @@ int ll__check_kinds(const ll_space *s, lm_err *err, double deadline);
 uint32_t ll__node_exprs(ll_node *n, bool all, hl_expr **out);
 /* Whether n carries an ll_matmul (a library call or KMatmul). */
 bool ll__node_has_mm(const ll_node *n);
+
+/* llir's one binary min-heap of 64-bit keys (h has room for every key pushed): Kahn's
+ * order over classes (ll_graph.c) and the space's heights ((height, node) packed). */
+static inline void ll__heap_push(uint64_t *h, uint32_t *n, uint64_t key)
+{
+    uint32_t i = (*n)++;
+    h[i] = key;
+    while (i > 0 && h[(i - 1) / 2] > h[i]) {
+        uint32_t p = (i - 1) / 2;
+        uint64_t t = h[p];
+        h[p] = h[i];
+        h[i] = t;
+        i = p;
+    }
+}
+
+static inline uint64_t ll__heap_pop(uint64_t *h, uint32_t *n)
+{
+    assert(*n > 0);
+    uint64_t top = h[0];
+    h[0] = h[--(*n)];
+    for (uint32_t i = 0;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < *n && h[l] < h[m]) m = l;
+        if (r < *n && h[r] < h[m]) m = r;
+        if (m == i) break;
+        uint64_t t = h[m];
+        h[m] = h[i];
+        h[i] = t;
+        i = m;
+    }
+    return top;
+}
 
 /* The text of an op for messages and dumps. */
 const char *ll__op_name(ll_op op);

@@ -660,41 +660,6 @@ static bool candidate(build *b, uint32_t n)
     return true;
 }
 
-/* A binary min-heap of (height, node) keys packed in 64 bits. */
-static void heap_push(uint64_t *h, uint32_t *n, uint64_t key)
-{
-    uint32_t i = (*n)++;
-    h[i] = key;
-    while (i > 0) {
-        uint32_t p = (i - 1) / 2;
-        if (h[p] <= h[i]) break;
-        uint64_t t = h[p];
-        h[p] = h[i];
-        h[i] = t;
-        i = p;
-    }
-}
-
-static uint64_t heap_pop(uint64_t *h, uint32_t *n)
-{
-    uint64_t top = h[0];
-    h[0] = h[--(*n)];
-    for (uint32_t i = 0;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < *n && h[l] < h[m]) m = l;
-        if (r < *n && h[r] < h[m]) m = r;
-        if (m == i) break;
-        uint64_t t = h[m];
-        h[m] = h[i];
-        h[i] = t;
-        i = m;
-    }
-    return top;
-}
-
-/* Knuth's algorithm for height(node) = 1 + max(height of searchable children): classes
- * are finalised in increasing height; a node becomes ready when every searchable child
- * occurrence is final. */
 static int heights(build *b)
 {
     ll_space *s = b->s;
@@ -736,10 +701,10 @@ static int heights(build *b)
         s->canon[c] = searchable_kind(s->ckind[c]) ? LM_NONE : s->canon[c];
     }
     for (uint32_t n = 0; n < s->nn; n++)
-        if (b->cand[n] && pending[n] == 0) heap_push(heap, &nh, (uint64_t)1 << 32 | n);
+        if (b->cand[n] && pending[n] == 0) ll__heap_push(heap, &nh, (uint64_t)1 << 32 | n);
     for (uint32_t done = 0; nh; done++) {
         if ((rc = over(b, "heights", done, s->nn, "nodes"))) goto done;
-        uint64_t key = heap_pop(heap, &nh);
+        uint64_t key = ll__heap_pop(heap, &nh);
         uint32_t n = (uint32_t)key, h = (uint32_t)(key >> 32);
         uint32_t c = ser->nodes[n].eclass;
         if (b->height[c] != INF) continue;
@@ -749,7 +714,7 @@ static int heights(build *b)
             uint32_t m = users[u];
             if (h > val[m]) val[m] = h;
             if (--pending[m] == 0 && val[m] + 1 < INF)
-                heap_push(heap, &nh, (uint64_t)(val[m] + 1) << 32 | m);
+                ll__heap_push(heap, &nh, (uint64_t)(val[m] + 1) << 32 | m);
         }
     }
     /* a candidate reading a class of no finite height is pruned (it could only be part of a

@@ -72,7 +72,7 @@ static void time_chain(tl_env *t, double *space_s, double *graph_s, uint32_t *no
 
 START_TEST(a_long_chain_builds_its_space_and_most_fused_graph_in_near_linear_time)
 {
-    static const uint32_t n[2] = {2000, 8000};
+    static const uint32_t n[2] = {2000, 16000};
     double space[2], graph[2];
     uint32_t nodes[2];
     for (int i = 0; i < 2; i++) {
@@ -86,14 +86,15 @@ START_TEST(a_long_chain_builds_its_space_and_most_fused_graph_in_near_linear_tim
         hl_graph_free(h);
     }
     /* the most fused genome is one region holding the whole chain */
-    ck_assert_uint_gt(nodes[1], 3 * nodes[0]);
-    /* four times the nodes: linear is 4x, quadratic 16x; 8x leaves room for a noisy,
-       shared machine (each time is the fastest of three) */
-    ck_assert_msg(space[1] < 8 * space[0] + 0.05, "space: %.4f s at 8000 vs %.4f s at 2000",
+    ck_assert_uint_gt(nodes[1], 7 * nodes[0]);
+    /* eight times the nodes: linear is 8x, quadratic 64x; 24x leaves room for caches
+       (the larger chain's arrays leave them: about 12x on the development machine) and a
+       noisy, shared machine (each time is the fastest of three) */
+    ck_assert_msg(space[1] < 24 * space[0] + 0.05, "space: %.4f s at 16000 vs %.4f s at 2000",
                   space[1], space[0]);
-    ck_assert_msg(graph[1] < 8 * graph[0] + 0.05, "graph: %.4f s at 8000 vs %.4f s at 2000",
+    ck_assert_msg(graph[1] < 24 * graph[0] + 0.05, "graph: %.4f s at 16000 vs %.4f s at 2000",
                   graph[1], graph[0]);
-    /* and absolutely: well under a second each in a release build (ASan: a few) */
+    /* and absolutely: about a second each in a release build, more under ASan */
     ck_assert_msg(space[1] < 20 && graph[1] < 20, "space %.3f s, graph %.3f s", space[1],
                   graph[1]);
 }
