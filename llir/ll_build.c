@@ -1,9 +1,8 @@
 /* ll_build.c - the internal builder of ll_graph values (ll_build.h): how the HLIR
  * lowering, the tests and the program loader create graphs. ll_graph_from_genome
- * (ll_graph.c) fills the same struct directly. */
+ * (ll_from_genome.c) fills the same struct directly. */
 #include "ll_build.h"
 #include "ll_int.h"
-#include "ll_priv.h"
 
 ll_graph *ll__graph_alloc(lm_err *err)
 {

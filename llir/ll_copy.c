@@ -9,7 +9,6 @@
  */
 #include "ll_build.h"
 #include "ll_int.h"
-#include "ll_priv.h"
 
 #include <assert.h>
 #include <string.h>
@@ -52,8 +51,8 @@ uint32_t ll__node_exprs(ll_node *n, bool all, hl_expr **out)
     }
     if (all || ll__node_has_mm(n)) {
         ll_matmul *m = &n->mm;
-        hl_expr *mm[] = {&m->m, &m->n, &m->k, &m->batch, &m->lda, &m->ldb, &m->stride_a,
-                         &m->stride_b};
+        hl_expr *mm[] = {&m->m,   &m->n,   &m->k,        &m->batch,
+                         &m->lda, &m->ldb, &m->stride_a, &m->stride_b};
         for (uint32_t i = 0; i < 8; i++)
             out[k++] = mm[i];
     }

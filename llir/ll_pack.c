@@ -30,7 +30,6 @@
  */
 #include "ll_build.h"
 #include "ll_int.h"
-#include "ll_priv.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -52,9 +51,9 @@ typedef struct pk {
     uint8_t *b;
     size_t n, cap;
     bool oom;
-    uint32_t ne;       /* the pool's expressions */
-    uint32_t *tab;     /* per pool id: its table index + 1, 0 when not in the table */
-    hl_expr *order;    /* the table: pool ids, operands first */
+    uint32_t ne;    /* the pool's expressions */
+    uint32_t *tab;  /* per pool id: its table index + 1, 0 when not in the table */
+    hl_expr *order; /* the table: pool ids, operands first */
     uint32_t nt;
     uint32_t *var_dim; /* per pool variable: its dim index, LM_NONE when none */
 } pk;
@@ -363,7 +362,7 @@ typedef struct rd {
     ll_graph *g;
     hl_expr *ex; /* the expression table */
     uint32_t nex;
-    uint32_t nn; /* nodes announced */
+    uint32_t nn;    /* nodes announced */
     char where[64]; /* "node 7", "dims[2]": what is being read, for messages */
 } rd;
 
@@ -487,8 +486,11 @@ static bool utf8_ok(const uint8_t *s, size_t n)
 {
     for (size_t i = 0; i < n;) {
         uint8_t c = s[i];
-        uint32_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
-                                    : (c & 0xf8) == 0xf0 ? 4 : 0;
+        uint32_t len = c < 0x80             ? 1
+                       : (c & 0xe0) == 0xc0 ? 2
+                       : (c & 0xf0) == 0xe0 ? 3
+                       : (c & 0xf8) == 0xf0 ? 4
+                                            : 0;
         if (!len || len > n - i) return false;
         uint32_t cp = len == 1 ? c : c & (0x7f >> len);
         for (uint32_t k = 1; k < len; k++) {
@@ -509,7 +511,8 @@ static int get_str(rd *r, const char *field, size_t max, char **out)
     uint64_t n;
     *out = NULL;
     if (get_uv(r, field, max, &n)) return r->err->code;
-    if (n > left(r)) return rfail(r, LM_EPARSE, field, "%llu bytes, but the buffer ends", (unsigned long long)n);
+    if (n > left(r))
+        return rfail(r, LM_EPARSE, field, "%llu bytes, but the buffer ends", (unsigned long long)n);
     if (memchr(r->b + r->at, 0, (size_t)n)) return rfail(r, LM_EPARSE, field, "holds a NUL byte");
     if (!utf8_ok(r->b + r->at, (size_t)n)) return rfail(r, LM_EPARSE, field, "is not UTF-8");
     char *s = ll__alloc((size_t)n + 1, 1);
@@ -631,8 +634,9 @@ static int read_exprs(rd *r)
         }
         if (e == HL_NONE) {
             if (hl_expr_pool_failed(p)) return ll__oom(r->err, "ll_graph_unpack");
-            return rfail(r, LM_EPARSE, "", "the expression cannot be built (a value overflows "
-                                           "int64, or it exceeds %d nodes)",
+            return rfail(r, LM_EPARSE, "",
+                         "the expression cannot be built (a value overflows "
+                         "int64, or it exceeds %d nodes)",
                          HL_E_MAX_NODES);
         }
         r->ex[i] = e;
@@ -734,7 +738,8 @@ static int read_node(rd *r, uint32_t id, ll_node *n)
     for (uint32_t i = 0; i < n->n_in; i++)
         if (get_u32(r, "in", last, &n->in[i]) || get_dtype(r, "in_dtype", &n->in_dtype[i]))
             return r->err->code;
-    if (get_opt(r, "eclass", UINT32_MAX, &n->eclass) || get_opt(r, "enode", UINT32_MAX, &n->enode) ||
+    if (get_opt(r, "eclass", UINT32_MAX, &n->eclass) ||
+        get_opt(r, "enode", UINT32_MAX, &n->enode) ||
         get_opt(r, "origin", r->g->n_origins, &n->origin) ||
         get_u8(r, "sections", SEC_PRIM | SEC_MM | SEC_ATTN, &sec))
         return r->err->code;
@@ -791,14 +796,16 @@ ll_graph *ll_graph_unpack(const void *buf, size_t len, lm_err *err)
     get_le(&r, "checksum", 8, &sum);
     if (version != LL_PACK_VERSION) {
         r.at = 8;
-        rfail(&r, LM_EUNSUPPORTED, "version", "binary LLIR version %llu; this build reads version %d",
-              (unsigned long long)version, LL_PACK_VERSION);
+        rfail(&r, LM_EUNSUPPORTED, "version",
+              "binary LLIR version %llu; this build reads version %d", (unsigned long long)version,
+              LL_PACK_VERSION);
         return NULL;
     }
     if (pl != len - HEADER) {
         r.at = 12;
-        rfail(&r, LM_EPARSE, "length", "the payload is %llu bytes but the buffer holds %zu after the "
-                                       "header (truncated, or bytes appended)",
+        rfail(&r, LM_EPARSE, "length",
+              "the payload is %llu bytes but the buffer holds %zu after the "
+              "header (truncated, or bytes appended)",
               (unsigned long long)pl, len - HEADER);
         return NULL;
     }
@@ -813,8 +820,8 @@ ll_graph *ll_graph_unpack(const void *buf, size_t len, lm_err *err)
     if (!rc) rc = read_origins(&r);
     if (!rc) rc = read_exprs(&r);
     if (!rc) rc = read_nodes(&r);
-    if (!rc && r.at != r.n) rc = rfail(&r, LM_EPARSE, "", "%zu bytes left over after the nodes",
-                                       r.n - r.at);
+    if (!rc && r.at != r.n)
+        rc = rfail(&r, LM_EPARSE, "", "%zu bytes left over after the nodes", r.n - r.at);
     ll__free(r.ex);
     if (!rc) rc = ll_graph_verify(r.g, err);
     if (rc) {

@@ -180,6 +180,12 @@ bool ll_op_is_attn(ll_op op)
            strncmp(OPS[op].name, "KAttn", 5) == 0;
 }
 
+hl_op ll__op_prim(ll_op op)
+{
+    if (op == LL_OP_NONE || op >= ll_op_count()) return HL_OP_COUNT;
+    return ll_op_get(op)->prim;
+}
+
 const char *ll__op_name(ll_op op)
 {
     return op < N_OPS ? OPS[op].name : "?";

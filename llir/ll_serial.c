@@ -42,7 +42,7 @@
  * graph gives the same bytes, and a graph read back writes the same bytes again.
  */
 #include "ll_build.h"
-#include "ll_priv.h"
+#include "ll_int.h"
 
 #include <inttypes.h>
 #include <jansson.h>

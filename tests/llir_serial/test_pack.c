@@ -6,7 +6,7 @@
  * truncation, every corrupted byte and hostile buffers with a valid checksum are refused
  * without a crash; each allocation failing in turn is a clean LM_ENOMEM. */
 #include "../llir/tl.h"
-#include "ll_priv.h"
+#include "ll_int.h"
 #include "llir.h"
 
 #include "../llir_exec/tx.h"
