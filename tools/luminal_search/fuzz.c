@@ -17,6 +17,7 @@
  */
 #include "ls_fuzz.h"
 #include "ls_int.h"
+#include "session.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -27,7 +28,6 @@
 #include <unistd.h>
 
 #define FZ_STREAM 0x67656e6f6d65ull /* "genome": inputs use streams 0 .. inputs-1 */
-#define FZ_NODE_LIMIT 200000000ull  /* as --emit space: far beyond any graph's rows */
 #define FZ_RING 64                  /* recent genomes a mutation walk may start from */
 #define FZ_MAX_MUTATIONS 3          /* choices one mutation changes, at most */
 #define FZ_STALL                                                                                   \
@@ -60,17 +60,6 @@ void ls_fuzz_default_dims(const hl_graph *g, int64_t *dims)
 /* ==================================================================================
  * The calls into hlir that can fail (hlir reports through lm_err, as llir does)
  * ================================================================================== */
-
-static int hx_encode(const hl_graph *g, eg_engine *e, hl_encoding *enc, lm_err *err)
-{
-    lm_err he = {0};
-    if (hl_graph_encode(g, e, enc, &he) != 0) {
-        lm_err_prefix(&he, "encoding the graph");
-        lm_err_copy(err, &he);
-        return he.code;
-    }
-    return LM_OK;
-}
 
 /* The inputs of g at dims: input i filled from (seed, stream i). */
 static int hx_inputs(const hl_graph *g, const int64_t *dims, uint64_t seed, hl_tensor *ins,
@@ -190,11 +179,9 @@ typedef struct fz {
     ls_fuzz_result *r;
     lm_err *err;
 
-    eg_engine *e;
-    hl_encoding enc;
-    bool have_enc;
-    FILE *devnull;
-    ll_space *s;
+    cs_session *cs;
+    cs_report cs_rep;
+    const ll_space *s;
     uint32_t ns;
     int64_t *dims;  /* per hlir dim */
     int64_t *ldims; /* per LLIR dim (the space's, by name) */
@@ -513,36 +500,23 @@ static int setup(fz *f)
         memcpy(f->dims, o->dims, nd * sizeof *f->dims);
     else
         ls_fuzz_default_dims(f->g, f->dims);
-    uint64_t avail = lm_mem_available();
-    f->mem_limit = o->mem_limit ? o->mem_limit : avail / 2;
+    f->mem_limit = o->mem_limit ? o->mem_limit : lm_mem_available() / 2;
 
-    /* saturation, as --emit space does it */
-    ll_sat_opts so = {.node_limit = FZ_NODE_LIMIT, .mem_limit = avail / 2};
-    eg_options eo;
-    eg_options_default(&eo);
-    ll_sat_engine_options(&so, &eo);
-    f->devnull = fopen("/dev/null", "w");
-    eo.log = o->log ? o->log : f->devnull;
-    eo.out = o->log ? o->log : f->devnull; /* the rules' print commands */
-    f->e = eg_engine_new(&eo, f->err);
-    if (!f->e)
-        return f->err->code ? f->err->code : lm_err_set(f->err, LM_ENOMEM, NULL, "fuzz: no engine");
-    int rc = hx_encode(f->g, f->e, &f->enc, f->err);
-    if (rc) return rc;
-    f->have_enc = true;
-    double t = lm_now_s();
-    rc = ll_saturate(f->e, o->rules, o->rules_name, &so, &r->sat, f->err);
-    r->sat_seconds = lm_now_s() - t;
-    if (o->log) ll_sat_report_fprint(&r->sat, o->log);
-    if (rc) return rc;
-    r->rows = eg_node_count(f->e);
-    t = lm_now_s();
-    ll_space_opts sopts = {.skip_dtype_check = o->unchecked};
-    f->s = ll_space_new_opts(f->e, eg_find(f->e, f->enc.root), &sopts, f->err);
-    r->space_seconds = lm_now_s() - t;
-    r->engine_peak = eg_mem_peak(f->e);
-    if (!f->s) return f->err->code;
-    ll_space_get_stats(f->s, &r->stats);
+    /* the front half (session.h): saturation and the space */
+    cs_options co = {.rules_text = o->rules,
+                     .rules_name = o->rules_name,
+                     .log = o->log,
+                     .skip_dtype_check = o->unchecked,
+                     .report = &f->cs_rep};
+    f->cs = cs_session_new(f->g, &co, f->err);
+    r->sat = f->cs_rep.sat;
+    r->sat_seconds = f->cs_rep.sat_seconds;
+    r->space_seconds = f->cs_rep.space_seconds;
+    r->rows = f->cs_rep.rows;
+    r->engine_peak = f->cs_rep.engine_peak;
+    if (!f->cs) return f->err->code;
+    f->s = cs_session_space(f->cs);
+    r->stats = f->cs_rep.stats;
     f->ns = ll_space_class_count(f->s);
     f->order = malloc((f->ns ? f->ns : 1) * sizeof *f->order);
     f->mark = malloc(f->ns ? f->ns : 1);
@@ -553,13 +527,13 @@ static int setup(fz *f)
     double tol[LS_FUZZ_MAX_TOL];
     double *tolp = f->no <= LS_FUZZ_MAX_TOL ? tol : calloc(f->no, sizeof *tolp);
     if (!tolp) return lm_err_set(f->err, LM_ENOMEM, NULL, "fuzz: out of memory");
-    rc = ll_output_tolerances(f->g, f->dims, tolp, f->err);
+    int rc = ll_output_tolerances(f->g, f->dims, tolp, f->err);
     for (uint32_t i = 0; !rc && i < f->no && i < LS_FUZZ_MAX_TOL; i++)
         r->tol[i] = tolp[i];
     if (tolp != tol) free(tolp);
     if (rc) return rc;
     if ((rc = hx_inputs(f->g, f->dims, o->seed, f->ins, f->err))) return rc;
-    t = lm_now_s();
+    double t = lm_now_s();
     rc = hx_run(f->g, f->dims, f->ins, f->ref, f->mem_limit, f->err);
     if (!rc) rc = ll_output_magnitudes(f->g, f->dims, f->ins, f->mag, f->err);
     r->ref_seconds = lm_now_s() - t;
@@ -592,10 +566,7 @@ static void teardown(fz *f)
     free(f->ldims);
     free(f->order);
     free(f->mark);
-    ll_space_free(f->s);
-    if (f->have_enc) hl_encoding_fini(&f->enc);
-    eg_engine_free(f->e);
-    if (f->devnull) fclose(f->devnull);
+    cs_session_free(f->cs);
 }
 
 int ls_fuzz_graph(const hl_graph *g, const ls_fuzz_opts *o, const ls_fuzz_hooks *h,
@@ -818,9 +789,9 @@ int ls_fuzz(const hl_graph *g, const ls_opts *o)
 {
     lm_err err = {0};
     char *own = NULL;
-    const char *rules = ls_rules_builtin(), *name = ls_rules_builtin_name();
+    const char *rules = cs_rules_builtin(), *name = cs_rules_builtin_name();
     if (o->rules) {
-        own = lm_read_text(o->rules, LS_RULES_MAX_BYTES, NULL, &err);
+        own = lm_read_text(o->rules, CS_RULES_MAX_BYTES, NULL, &err);
         if (!own) {
             fprintf(stderr, "luminal_search: --fuzz: %s\n", err.msg);
             return 1;

@@ -7,6 +7,7 @@
  * --json one JSON object instead. */
 #include "ls_int.h"
 #include "search.h"
+#include "session.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,9 +45,9 @@ int ls_search(const hl_graph *g, const ls_opts *o)
 {
     lm_err err = {0};
     char *own = NULL;
-    const char *rules = ls_rules_builtin(), *name = ls_rules_builtin_name();
+    const char *rules = cs_rules_builtin(), *name = cs_rules_builtin_name();
     if (o->rules) {
-        own = lm_read_text(o->rules, LS_RULES_MAX_BYTES, NULL, &err);
+        own = lm_read_text(o->rules, CS_RULES_MAX_BYTES, NULL, &err);
         if (!own) {
             fprintf(stderr, "luminal_search: --rules: %s\n", err.msg);
             return 1;
