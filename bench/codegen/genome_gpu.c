@@ -1,7 +1,7 @@
 /* genome_gpu.c - the GPU genome checker: every genome drawn from an example's search space,
  * generated into CUDA, run on the GPU and compared with the reference runtime.
  *
- * For each graph file: the built-in rules (luminal_search's, ls_int.h) saturate its e-graph
+ * For each graph file: the built-in rules (session.h) saturate its e-graph
  * and the search space is built; genomes are drawn as genome fuzzing begins (ls_fuzz.h):
  * the most fused, the least fused, then random draws, canonicalized, each distinct one
  * taken; each is built into LLIR (ll_graph_from_genome, verified), planned by
@@ -40,7 +40,7 @@
 #include "egraph.h"
 #include "llir.h"
 #include "ls_fuzz.h"
-#include "ls_int.h"
+#include "session.h"
 #include "program.h"
 
 #include <errno.h>
@@ -502,7 +502,7 @@ static bool check_genome(gg_child *c, const ls_fuzz_case *k, const ll_graph *lg,
 }
 
 /* One canonical genome, new or not: built into LLIR (verified) and checked. */
-static int offer(gg_child *c, ll_space *sp, ll_genome *gn, ls_origin origin, uint64_t **seenp,
+static int offer(gg_child *c, const ll_space *sp, ll_genome *gn, ls_origin origin, uint64_t **seenp,
                  uint64_t *n_seen, bool *fresh, lm_err *err)
 {
     *fresh = false;
@@ -554,34 +554,12 @@ static int offer(gg_child *c, ll_space *sp, ll_genome *gn, ls_origin origin, uin
 static int draw_genomes(gg_child *c, uint64_t n, bool *exhausted, lm_err *err)
 {
     *exhausted = false;
-    ll_sat_opts so = {.node_limit = 200000000ull, .mem_limit = lm_mem_available() / 2};
-    eg_options eo;
-    eg_options_default(&eo);
-    ll_sat_engine_options(&so, &eo);
-    FILE *devnull = fopen("/dev/null", "w");
-    eo.log = devnull ? devnull : stderr;
-    eo.out = eo.log;
-    eg_engine *e = eg_engine_new(&eo, err);
-    if (!e) {
-        if (devnull) fclose(devnull);
-        return err->code ? err->code : lm_err_set(err, LM_ENOMEM, NULL, "no engine");
-    }
-    hl_encoding enc;
-    bool have_enc = false;
-    ll_space *sp = NULL;
+    cs_session *cs = cs_session_new(c->g, NULL, err); /* the built-in rules, silent */
+    if (!cs) return err->code;
+    const ll_space *sp = cs_session_space(cs);
     uint64_t *seen = calloc(64, sizeof *seen), n_seen = 0;
     ll_genome gn = {0};
-    ll_sat_report rep;
-    lm_err he = {0};
     int rc = seen ? LM_OK : lm_err_set(err, LM_ENOMEM, NULL, "out of memory");
-    if (!rc && hl_graph_encode(c->g, e, &enc, &he) != 0) {
-        lm_err_prefix(&he, "encoding the graph");
-        lm_err_copy(err, &he);
-        rc = he.code;
-    }
-    have_enc = !rc;
-    if (!rc) rc = ll_saturate(e, ls_rules_builtin(), ls_rules_builtin_name(), &so, &rep, err);
-    if (!rc && !(sp = ll_space_new(e, eg_find(e, enc.root), err))) rc = err->code;
     if (!rc) rc = ll_genome_init(&gn, sp, err);
     bool fresh;
     if (!rc) rc = ll_genome_most_fused(&gn, sp, err);
@@ -618,10 +596,7 @@ static int draw_genomes(gg_child *c, uint64_t n, bool *exhausted, lm_err *err)
     }
     ll_genome_fini(&gn);
     free(seen);
-    ll_space_free(sp);
-    if (have_enc) hl_encoding_fini(&enc);
-    eg_engine_free(e);
-    if (devnull) fclose(devnull);
+    cs_session_free(cs);
     return rc;
 }
 
