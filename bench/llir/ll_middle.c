@@ -2,7 +2,7 @@
  * compiler's rules (time and the engine's peak memory per phase), the e-graph's size,
  * the search space's size, genomes extracted and verified per second (ll_genome_random,
  * then ll_graph_from_genome, which verifies), and genome fuzzing's throughput
- * (ls_fuzz_graph: genomes built, verified, run on the CPU executor and compared).
+ * (fz_run: genomes built, verified, run on the CPU executor and compared).
  *
  *   ll_middle [--rules FILE] [--secs S] [--phases] GRAPH.json...
  *
@@ -17,7 +17,7 @@
  * graph per process for a graph's own peak).
  * Prints one row per graph (docs/perf.md, "Compiler middle"). Saturation is run five times
  * and the median time kept. */
-#include "ls_fuzz.h"
+#include "fuzz.h"
 #include "session.h"
 
 #include <jansson.h>
@@ -116,14 +116,14 @@ static double extract_rate(const ll_space *s, double secs, double *wall, lm_err 
 }
 
 /* The CPU clock when a fuzz's genome loop starts (its ready hook). */
-static void at_ready(void *ctx, const ls_fuzz_result *r)
+static void at_ready(void *ctx, const fz_result *r)
 {
     (void)r;
     *(double *)ctx = cpu_s();
 }
 
 /* Fuzzing throughput: genomes checked (built, verified, run, compared) per CPU second of
- * the genome loop (and per wall second), over runs of ls_fuzz_graph (each its own
+ * the genome loop (and per wall second), over runs of fz_run (each its own
  * saturation and reference, not counted) until the loops took secs of CPU; a space smaller
  * than the run asks is fuzzed completely again and again. */
 static double fuzz_rate(const hl_graph *g, const char *rules, const char *name, double secs,
@@ -132,11 +132,11 @@ static double fuzz_rate(const hl_graph *g, const char *rules, const char *name, 
     uint64_t n = 16, total = 0, bad = 0;
     double cpu = 0, wsum = 0;
     while (cpu < secs) {
-        ls_fuzz_opts o = {.n = n, .seed = 1 + total, .rules = rules, .rules_name = name};
-        ls_fuzz_result r;
+        fz_options o = {.n = n, .seed = 1 + total, .rules = rules, .rules_name = name};
+        fz_result r;
         double start = 0;
-        ls_fuzz_hooks h = {.ctx = &start, .ready = at_ready};
-        if (ls_fuzz_graph(g, &o, &h, &r, err)) return -1;
+        fz_hooks h = {.ctx = &start, .ready = at_ready};
+        if (fz_run(g, &o, &h, &r, err)) return -1;
         cpu += cpu_s() - start;
         wsum += r.seconds;
         total += r.checked;

@@ -14,7 +14,7 @@
  *   b. the LLIR verifier: with the e-graph check skipped (ll_space_opts, tests only),
  *      ll_graph_from_genome refuses the graph of every genome that picks the bad Blas,
  *      naming the node, the operand, both dtypes and the rule;
- *   c. the fuzz: with both skipped (ls_fuzz_opts.unchecked), the CPU executor reads r's
+ *   c. the fuzz: with both skipped (fz_options.unchecked), the CPU executor reads r's
  *      bf16 bytes as f32 as the GPU would, and the comparison with the reference fails
  *      for exactly the genomes whose program holds the bad Blas, and for no other.
  * The rules files include rules.dsl by a path relative to the repository root, where the
@@ -176,17 +176,17 @@ typedef struct seen {
     char first_good_failure[1024];
 } seen;
 
-static void on_case(void *ctx, const ls_fuzz_case *c, const hl_graph *g, const ll_space *s,
+static void on_case(void *ctx, const fz_case *c, const hl_graph *g, const ll_space *s,
                     const ll_genome *gn, const ll_graph *lg)
 {
     (void)g, (void)s, (void)gn;
     seen *k = ctx;
     ck_assert_msg(lg != NULL, "genome %" PRIu64 " built no graph: %s", c->index, c->msg);
     bool bad = has_bad_blas(lg);
-    bool failed = c->stage != LS_PASSED;
+    bool failed = c->stage != FZ_PASSED;
     if (bad && failed) {
         /* the comparison caught it, as a mismatch far outside the tolerance */
-        ck_assert_int_eq(c->stage, LS_COMPARE);
+        ck_assert_int_eq(c->stage, FZ_COMPARE);
         ck_assert_int_eq(c->code, LM_EMISMATCH);
         ck_assert_uint_eq(c->n_outputs, 1);
         ck_assert_uint_gt(c->cmp[0].n_bad, 0);
@@ -208,15 +208,15 @@ START_TEST(c_the_fuzz_catches_the_misread_residual)
     char *rules = tf_read(TF_DATA "/seed002_unguarded.dsl");
     hl_graph *g = tf_load(GRAPH);
     seen k = {0};
-    ls_fuzz_hooks h = {.ctx = &k, .each = on_case};
-    ls_fuzz_opts o = {.n = 10000,
+    fz_hooks h = {.ctx = &k, .each = on_case};
+    fz_options o = {.n = 10000,
                       .seed = 5,
                       .rules = rules,
                       .rules_name = "seed002_unguarded.dsl",
                       .unchecked = true};
-    ls_fuzz_result r;
+    fz_result r;
     lm_err err = {0};
-    ck_assert_msg(ls_fuzz_graph(g, &o, &h, &r, &err) == 0, "%s", err.msg);
+    ck_assert_msg(fz_run(g, &o, &h, &r, &err) == 0, "%s", err.msg);
     /* the space is small: every genome of it was checked */
     ck_assert(r.exhausted);
     ck_assert_uint_eq(r.checked, r.passed + r.failed);
@@ -229,7 +229,7 @@ START_TEST(c_the_fuzz_catches_the_misread_residual)
     /* checked (the default): the space is refused, by the e-graph dtype check */
     o.unchecked = false;
     lm_err e2 = {0};
-    ck_assert_int_ne(ls_fuzz_graph(g, &o, NULL, &r, &e2), 0);
+    ck_assert_int_ne(fz_run(g, &o, NULL, &r, &e2), 0);
     ASSERT_HAS(e2.msg, "e-graph dtype check");
     hl_graph_free(g);
     free(rules);

@@ -24,7 +24,7 @@ typedef struct ls_opts {
     uint64_t mem_limit;  /* --mem-limit BYTES (0: the machine's memory) */
     bool json;           /* --json */
     bool quiet;          /* --quiet */
-    /* the search (search.c) */
+    /* the search (ls_search.c) */
     bool search;             /* any of the search's options given */
     uint64_t limit;          /* --limit N (0: not given; default 20) */
     const char *out;         /* --out DIR */
@@ -45,6 +45,11 @@ typedef struct ls_opts {
     int64_t dim_value[LS_MAX_DIM_ARGS];
 } ls_opts;
 
+/* The dims to run g at (dims.c), per hl_graph_dim_at: the profile values, or with small
+ * the fuzzer's small ones (fz_default_dims), then each --dim NAME=V. -1 with a message on
+ * stderr for a --dim the graph does not declare or outside its range. */
+int ls_dims(const hl_graph *g, const ls_opts *o, bool small, int64_t *vals);
+
 /* Runs the reference runtime on seeded random inputs and prints one report line (or one
  * JSON object) per output: name, dtype, shape, sum, max |x| and the XXH3-64 hash of the
  * output's bytes. Dims take their profile values unless --dim sets them. */
@@ -52,7 +57,7 @@ int ls_reference(const hl_graph *g, const ls_opts *o);
 
 /* --fuzz N (fuzz.c): N distinct valid genomes of the graph's search space, each built,
  * verified, run on the CPU executor of LLIR and compared with the reference runtime
- * (ls_fuzz.h); the disagreements, then `N passed, M failed`. Exit status 1 when a genome
+ * (the fuzz module, fuzz.h); the disagreements, then `N passed, M failed`. Exit status 1 when a genome
  * failed, or when fewer than N distinct valid genomes were found without proving that the
  * space holds no more. */
 int ls_fuzz(const hl_graph *g, const ls_opts *o);
@@ -63,7 +68,7 @@ int ls_fuzz(const hl_graph *g, const ls_opts *o);
 int ls_emit_space(const hl_graph *g, const ls_opts *o);
 int ls_emit_space_json(const hl_graph *g, const ls_opts *o);
 
-/* The search (search.c): saturate, search, save into --out, print the summary table
+/* The search (ls_search.c): saturate, search, save into --out, print the summary table
  * (or, with --json, the summary object). Progress on stderr unless --quiet. Exit status
  * 0 with a winner, 1 when the search could not run or no candidate has a time. */
 int ls_search(const hl_graph *g, const ls_opts *o);
