@@ -383,7 +383,7 @@ static int enumerate(fz *f)
     return rc;
 }
 
-/* The genomes, in the order of ls_fuzz.h. */
+/* The genomes, in the order of fuzz.h. */
 static int draw_all(fz *f)
 {
     ll_genome gn = {0};
