@@ -9,6 +9,7 @@
  * and dims give the same genomes in the same order and the same result, byte for byte.
  */
 #include "fz_int.h"
+#include "lm_keyset.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -64,65 +65,6 @@ static int hx_run(const hl_graph *g, const int64_t *dims, const hl_tensor *ins, 
 }
 
 /* ==================================================================================
- * Sets of 64- and 128-bit keys (open addressing; hashes are already mixed)
- * ================================================================================== */
-
-typedef struct keyset {
-    uint64_t *lo, *hi; /* hi NULL: 64-bit keys */
-    uint8_t *used;
-    size_t cap, n;
-} keyset;
-
-static void keyset_fini(keyset *k)
-{
-    fz__free(k->lo);
-    fz__free(k->hi);
-    fz__free(k->used);
-    memset(k, 0, sizeof *k);
-}
-
-static size_t keyset_slot(const keyset *k, uint64_t lo, uint64_t hi)
-{
-    size_t m = k->cap - 1, i = (size_t)(lo ^ (hi * 0x9e3779b97f4a7c15ull)) & m;
-    while (k->used[i] && !(k->lo[i] == lo && (!k->hi || k->hi[i] == hi)))
-        i = (i + 1) & m;
-    return i;
-}
-
-/* 1 when inserted, 0 when present, -1 out of memory. */
-static int keyset_add(keyset *k, bool wide, uint64_t lo, uint64_t hi)
-{
-    if ((k->n + 1) * 2 > k->cap) {
-        keyset big = {0};
-        big.cap = k->cap ? k->cap * 2 : 1024;
-        big.lo = fz__alloc(big.cap, sizeof *big.lo);
-        big.hi = wide ? fz__alloc(big.cap, sizeof *big.hi) : NULL;
-        big.used = fz__zalloc(big.cap, 1);
-        if (!big.lo || (wide && !big.hi) || !big.used) {
-            keyset_fini(&big);
-            return -1;
-        }
-        for (size_t i = 0; i < k->cap; i++) {
-            if (!k->used[i]) continue;
-            size_t j = keyset_slot(&big, k->lo[i], wide ? k->hi[i] : 0);
-            big.used[j] = 1;
-            big.lo[j] = k->lo[i];
-            if (wide) big.hi[j] = k->hi[i];
-        }
-        big.n = k->n;
-        keyset_fini(k);
-        *k = big;
-    }
-    size_t i = keyset_slot(k, lo, hi);
-    if (k->used[i]) return 0;
-    k->used[i] = 1;
-    k->lo[i] = lo;
-    if (wide) k->hi[i] = hi;
-    k->n++;
-    return 1;
-}
-
-/* ==================================================================================
  * The fuzzer
  * ================================================================================== */
 
@@ -147,8 +89,8 @@ typedef struct fz {
     uint64_t mem_limit;
 
     lm_pcg32 rng;
-    keyset seen;     /* canonical genome hashes */
-    keyset programs; /* fingerprints */
+    lm_keyset seen;     /* canonical genome hashes (64-bit keys) */
+    lm_keyset programs; /* fingerprints */
     ll_genome ring[FZ_RING];
     uint32_t ring_n, ring_last;
     uint32_t *order; /* scratch: a walk's classes */
@@ -223,7 +165,7 @@ static int check_genome(fz *f, const ll_genome *gn, fz_origin origin)
         }
         c.built = true;
         c.fp = ll_graph_fingerprint(lg);
-        if (keyset_add(&f->programs, true, c.fp.lo, c.fp.hi) < 0) {
+        if (lm_keyset_add(&f->programs, c.fp.lo, c.fp.hi) < 0) {
             ll_graph_free(lg);
             return fz__fail(f->err, LM_ENOMEM, NULL, "fuzz: out of memory");
         }
@@ -266,7 +208,7 @@ static int offer(fz *f, ll_genome *gn, fz_origin origin, bool *fresh)
     f->r->draws++;
     int rc = ll_genome_canonicalize(gn, f->s, f->err);
     if (rc) return rc;
-    int added = keyset_add(&f->seen, false, gn->hash, 0);
+    int added = lm_keyset_add(&f->seen, gn->hash, 0);
     if (added < 0) return fz__fail(f->err, LM_ENOMEM, NULL, "fuzz: out of memory");
     if (!added) return LM_OK;
     *fresh = true;
@@ -513,8 +455,8 @@ static void teardown(fz *f)
         hl_tensor_fini(&f->mag[i]);
     for (uint32_t i = 0; i < f->ring_n; i++)
         ll_genome_fini(&f->ring[i]);
-    keyset_fini(&f->seen);
-    keyset_fini(&f->programs);
+    lm_keyset_fini(&f->seen);
+    lm_keyset_fini(&f->programs);
     fz__free(f->ins);
     fz__free(f->ref);
     fz__free(f->mag);
