@@ -1,23 +1,26 @@
 /* cs_int.h - the session module's internals: its one error door and its one allocation
- * door (cs_door.c). */
+ * door, thin over base's (docs/architecture.md, "Errors" and "Out of memory"). */
 #ifndef LUMINAL_CS_INT_H
 #define LUMINAL_CS_INT_H
 
 #include "session.h"
 
-#include <stdarg.h>
-#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 
-/* The module's error door: every error the session raises itself goes through here and
- * ends in lm_err_setv (the first error wins). */
-int cs__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
+/* The error door: lm_err_set (the first error wins; it ends in lm_err_setv). */
+#define cs__fail(err, code, loc, ...) lm_err_set((err), (code), (loc), __VA_ARGS__)
 
-/* The module's allocation door: n * size checked for overflow; NULL on failure. */
-void *cs__zalloc(size_t n, size_t size);
-void cs__free(void *p);
+/* The allocation door: n * size checked for overflow; zeroed; NULL on failure. */
+static inline void *cs__zalloc(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size) return NULL;
+    return calloc(n ? n : 1, size ? size : 1);
+}
+
+static inline void cs__free(void *p)
+{
+    free(p);
+}
 
 #endif /* LUMINAL_CS_INT_H */
