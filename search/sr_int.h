@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "search.h"
+#include "sr_door.h"
 #include "sr_eval.h"
 
 /* ---- dims: values for the expressions of one pool, by dim name ---- */

@@ -33,9 +33,9 @@ int sr__keyset_add(sr_keyset *k, uint64_t lo, uint64_t hi)
     if ((k->n + 1) * 2 > k->cap) {
         sr_keyset big = {0};
         big.cap = k->cap ? k->cap * 2 : 256;
-        big.lo = malloc(big.cap * sizeof *big.lo);
-        big.hi = malloc(big.cap * sizeof *big.hi);
-        big.used = calloc(big.cap, 1);
+        big.lo = sr__alloc(big.cap, sizeof *big.lo);
+        big.hi = sr__alloc(big.cap, sizeof *big.hi);
+        big.used = sr__zalloc(big.cap, 1);
         if (!big.lo || !big.hi || !big.used) {
             sr__keyset_fini(&big);
             return -1;

@@ -4,13 +4,11 @@
  * the search ends, so that a replayed log in the same directory is never truncated. */
 #include "sr_state.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char *ROLE_NAME[] = {"reference", "search", "check"};
 
@@ -120,36 +118,13 @@ void sr__progress(srch *x, const char *fmt, ...)
     va_end(ap);
 }
 
-/* mkdir -p */
-static int make_dirs(const char *dir)
-{
-    char p[4096];
-    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *c = p + 1; *c; c++)
-        if (*c == '/') {
-            *c = 0;
-            if (mkdir(p, 0777) != 0 && errno != EEXIST) return -1;
-            *c = '/';
-        }
-    if (mkdir(p, 0777) != 0 && errno != EEXIST) return -1;
-    struct stat st;
-    if (stat(p, &st) != 0) return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
-}
-
 int sr__open_log(srch *x)
 {
     if (!x->o.out_dir) return LM_OK;
-    if (make_dirs(x->o.out_dir) != 0)
-        return lm_err_set(x->err, LM_EIO, NULL, "search: cannot make the directory '%s': %s",
-                          x->o.out_dir, strerror(errno));
+    if (lm_mkdir_p(x->o.out_dir, x->err)) {
+        lm_err_prefix(x->err, "search: --out");
+        return x->err->code;
+    }
     /* written as search.jsonl.tmp and renamed when the search ends (srch_fini), so that
      * a replayed log in the same directory is never truncated */
     snprintf(x->log_path, sizeof x->log_path, "%s/search.jsonl", x->o.out_dir);

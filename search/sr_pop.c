@@ -162,6 +162,11 @@ int sr__propose(srch *x, flight *best, bool *have)
                 c.modelled_ms = INFINITY;
             c.costed = true;
             x->r->t.search += lm_now_s() - t;
+            if (sr__fatal(x, &ce)) e = ce;
+        }
+        if (sr__fatal(x, &e)) {
+            sr__flight_clear(&c);
+            return x->err->code;
         }
         if (skip) {
             sr__flight_clear(&c);

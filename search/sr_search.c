@@ -99,6 +99,13 @@ static bool screened(const srch *x, const flight *f)
 /* Builds f's LLIR (from its genome unless given), skips a program already seen (*ok
  * false, nothing recorded), numbers it, generates its plan and costs it. *ok false, with
  * the candidate recorded, when it cannot be built or generated. */
+int sr__fatal(srch *x, const lm_err *e)
+{
+    if (e->code != LM_ENOMEM) return LM_OK;
+    lm_err_copy(x->err, e);
+    return x->err->code;
+}
+
 int sr__prepare(srch *x, flight *f, bool *ok)
 {
     *ok = false;
@@ -106,11 +113,12 @@ int sr__prepare(srch *x, flight *f, bool *ok)
     double t = lm_now_s();
     if (!f->lg) f->lg = ll_graph_from_genome(x->s, &f->g, &e);
     x->r->t.search += lm_now_s() - t;
+    if (sr__fatal(x, &e)) return x->err->code;
     ll_fingerprint fp = {0, 0};
     if (f->lg) fp = ll_graph_fingerprint(f->lg);
     if (f->lg && f->role == ROLE_SEARCH) {
         int added = sr__keyset_add(&x->programs, fp.lo, fp.hi);
-        if (added < 0) return lm_err_set(x->err, LM_ENOMEM, NULL, "search: out of memory");
+        if (added < 0) return sr__oom(x->err, "search");
         if (!added) {
             x->r->dup_programs++;
             return LM_OK; /* a program already seen: not recorded, not measured */
@@ -126,6 +134,7 @@ int sr__prepare(srch *x, flight *f, bool *ok)
     t = lm_now_s();
     if (!f->plan) f->plan = cg_plan_new(f->lg, NULL, &e);
     x->r->t.codegen += lm_now_s() - t;
+    if (sr__fatal(x, &e)) return x->err->code;
     if (!f->plan) {
         if (f->role == ROLE_SEARCH) x->r->codegen_failed++;
         sr__log_candidate(x, f, NULL, SR_COMPILE_FAILED, e.msg, true, fp);
@@ -139,6 +148,7 @@ int sr__prepare(srch *x, flight *f, bool *ok)
         sr_cost_plan(f->plan, f->lg, x->g, x->dims, &f->modelled_ms, NULL, NULL, &ce) != 0)
         f->modelled_ms = NAN;
     x->r->t.search += lm_now_s() - t;
+    if (sr__fatal(x, &ce)) return x->err->code;
     if (f->role == ROLE_SEARCH && screened(x, f)) {
         char why[200], a[32], b[32];
         double base = screen_base(x);
@@ -188,7 +198,7 @@ static int next_candidate(srch *x)
     int added = sr__keyset_add(&x->genomes, f->g.hash, 0);
     if (added <= 0) {
         sr__flight_clear(f);
-        if (added < 0) return lm_err_set(x->err, LM_ENOMEM, NULL, "search: out of memory");
+        if (added < 0) return sr__oom(x->err, "search");
         x->r->dup_genomes++;
         return LM_OK;
     }
@@ -207,16 +217,17 @@ static int next_candidate(srch *x)
     return sr__submit(x, f, false);
 }
 
-static void curve_add(srch *x, double ms)
+static int curve_add(srch *x, double ms)
 {
     if (x->n_curve == x->cap_curve) {
         uint64_t cap = x->cap_curve ? x->cap_curve * 2 : 64;
-        sr_curve_point *c = realloc(x->curve, cap * sizeof *c);
-        if (!c) return;
+        sr_curve_point *c = sr__realloc(x->curve, cap, sizeof *c);
+        if (!c) return sr__oom(x->err, "search");
         x->curve = c;
         x->cap_curve = cap;
     }
     x->curve[x->n_curve++] = (sr_curve_point){x->r->evaluated, ms, x->r->best_ms};
+    return LM_OK;
 }
 
 int sr__take_result(srch *x)
@@ -228,14 +239,14 @@ int sr__take_result(srch *x)
     x->r->t.measure += lm_now_s() - t;
     if (rc) {
         if (!x->err->code)
-            lm_err_set(x->err, rc, NULL, "search: the evaluator has no candidate in flight");
+            sr__fail(x->err, rc, NULL, "search: the evaluator has no candidate in flight");
         return x->err->code;
     }
     flight *f = NULL;
     for (uint32_t i = 0; i < x->slots && !f; i++)
         if (x->fl[i].used && x->fl[i].id == res.id) f = &x->fl[i];
     if (!f)
-        return lm_err_set(x->err, LM_ERUNTIME, NULL,
+        return sr__fail(x->err, LM_ERUNTIME, NULL,
                           "search: the evaluator answered for candidate %" PRIu64
                           ", which is not in flight",
                           res.id);
@@ -295,7 +306,10 @@ int sr__take_result(srch *x)
             if (rc) return rc;
         }
         sr__log_candidate(x, f, &res, res.status, res.why, true, fp);
-        curve_add(x, res.status == SR_OK ? res.ms : NAN);
+        if ((rc = curve_add(x, res.status == SR_OK ? res.ms : NAN))) {
+            sr__flight_clear(f);
+            return rc;
+        }
         x->stagnation = better ? 0 : x->stagnation + 1;
         uint64_t rejected = x->r->evaluated - x->r->ok;
         sr__progress(x,
@@ -329,6 +343,7 @@ static int reference(srch *x)
     f->id = 0;
     lm_err e = {0};
     f->lg = ll_graph_from_hlir(x->g, &e);
+    if (sr__fatal(x, &e)) return x->err->code;
     if (!f->lg) {
         snprintf(x->r->reference_status, sizeof x->r->reference_status, "error");
         snprintf(x->r->reference_why, sizeof x->r->reference_why, "%.200s", e.msg);
@@ -411,22 +426,22 @@ int sr_search_run(const hl_graph *g, const sr_options *o, sr_report *rep, lm_err
     rep->best_modelled_ms = rep->reference_modelled_ms = NAN;
     snprintf(rep->reference_status, sizeof rep->reference_status, "not run");
     if (!g || !o || !o->rules)
-        return lm_err_set(err, LM_EARG, NULL, "sr_search_run: no graph or no rules");
+        return sr__fail(err, LM_EARG, NULL, "sr_search_run: no graph or no rules");
     if (o->evaluator == SR_EVAL_REPLAY && !o->replay_path && !o->ev)
-        return lm_err_set(err, LM_EARG, NULL, "sr_search_run: a replay needs the log's path");
+        return sr__fail(err, LM_EARG, NULL, "sr_search_run: a replay needs the log's path");
     if (o->limit > SR_MAX_LIMIT || o->max_draws > (1000 + 200 * SR_MAX_LIMIT) * SR_MAX_SMALL ||
         o->proposals > SR_MAX_SMALL || o->max_mutations > SR_MAX_SMALL ||
         o->restart_after > SR_MAX_SMALL || !(o->time_limit_s >= 0) ||
         o->time_limit_s > SR_MAX_FACTOR)
-        return lm_err_set(err, LM_EARG, NULL,
+        return sr__fail(err, LM_EARG, NULL,
                           "sr_search_run: a count out of range (limit at most %llu; proposals, "
                           "mutations and restart-after at most %d; time limit 0 to %g s)",
                           (unsigned long long)SR_MAX_LIMIT, SR_MAX_SMALL, SR_MAX_FACTOR);
     srch x = {.g = g, .o = *o, .r = rep, .err = err, .pr = o->progress};
     x.t0 = lm_now_s();
     x.nd = hl_graph_dim_count(g);
-    x.dims = calloc(x.nd ? x.nd : 1, sizeof *x.dims);
-    if (!x.dims) return lm_err_set(err, LM_ENOMEM, NULL, "search: out of memory");
+    x.dims = sr__zalloc(x.nd ? x.nd : 1, sizeof *x.dims);
+    if (!x.dims) return sr__oom(err, "search");
     for (uint32_t i = 0; i < x.nd; i++)
         x.dims[i] = o->dims ? o->dims[i] : hl_graph_dim_at(g, i)->profile;
     int rc = LM_OK;

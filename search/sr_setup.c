@@ -27,7 +27,7 @@ static int egraph_fingerprint(srch *x)
     char *buf = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);
-    if (!m) return lm_err_set(x->err, LM_ENOMEM, NULL, "search: out of memory");
+    if (!m) return sr__oom(x->err, "search");
     int rc = ll_space_write_json(x->s, m, x->err);
     fclose(m);
     if (!rc) {
@@ -51,7 +51,7 @@ int sr__saturate(srch *x)
     if (isfinite(left)) {
         if (left <= 0) {
             x->r->time_up = true;
-            return lm_err_set(x->err, LM_ELIMIT, NULL,
+            return sr__fail(x->err, LM_ELIMIT, NULL,
                               "search: the time limit (%g s) passed before saturation began",
                               x->o.time_limit_s);
         }
@@ -66,7 +66,7 @@ int sr__saturate(srch *x)
     x->e = eg_engine_new(&eo, x->err);
     if (!x->e)
         return x->err->code ? x->err->code
-                            : lm_err_set(x->err, LM_ENOMEM, NULL, "search: no e-graph engine");
+                            : sr__fail(x->err, LM_ENOMEM, NULL, "search: no e-graph engine");
     lm_err he = {0};
     if (hl_graph_encode(x->g, x->e, &x->enc, &he) != 0)
         return hx(&he, x->err, "search: encoding the graph");
@@ -95,9 +95,9 @@ int sr__saturate(srch *x)
     x->r->decisions = st.decisions;
     x->r->log2_programs = st.log2_programs;
     x->ns = ll_space_class_count(x->s);
-    x->order = malloc((x->ns ? x->ns : 1) * sizeof *x->order);
-    x->mark = malloc(x->ns ? x->ns : 1);
-    if (!x->order || !x->mark) return lm_err_set(x->err, LM_ENOMEM, NULL, "search: out of memory");
+    x->order = sr__alloc(x->ns ? x->ns : 1, sizeof *x->order);
+    x->mark = sr__alloc(x->ns ? x->ns : 1, 1);
+    if (!x->order || !x->mark) return sr__oom(x->err, "search");
     rc = egraph_fingerprint(x);
     x->r->t.space = lm_now_s() - t;
     if (rc) return rc;
@@ -134,7 +134,7 @@ int sr__open_evaluator(srch *x)
         }
         if (k == SR_EVAL_GPU) {
             if (!x->o.graph_path || strcmp(x->o.graph_path, "-") == 0)
-                return lm_err_set(x->err, LM_EARG, NULL,
+                return sr__fail(x->err, LM_EARG, NULL,
                                   "search: the GPU evaluator needs the graph as a file (its "
                                   "workers read it), not standard input");
             sr_gpu_opts go;
@@ -149,7 +149,7 @@ int sr__open_evaluator(srch *x)
         }
 #else
         if (k == SR_EVAL_GPU)
-            return lm_err_set(x->err, LM_EUNSUPPORTED, NULL,
+            return sr__fail(x->err, LM_EUNSUPPORTED, NULL,
                               "search: this build has no GPU evaluator (search/sr_gpu.c)");
         if (k == SR_EVAL_AUTO) {
             k = SR_EVAL_COST_MODEL;
@@ -170,8 +170,8 @@ int sr__open_evaluator(srch *x)
     }
     x->slots = x->ev->ops->slots(x->ev);
     if (x->slots < 1) x->slots = 1;
-    x->fl = calloc(x->slots, sizeof *x->fl);
-    if (!x->fl) return lm_err_set(x->err, LM_ENOMEM, NULL, "search: out of memory");
+    x->fl = sr__zalloc(x->slots, sizeof *x->fl);
+    if (!x->fl) return sr__oom(x->err, "search");
     sr__progress(x, "evaluator: %s, %u slot%s (%s; %s)", x->r->evaluator, x->slots,
              x->slots == 1 ? "" : "s", x->r->measured ? "measured" : "modelled, not measured",
              x->r->note);
@@ -199,14 +199,14 @@ int sr__apply_header(srch *x, const sr_log_header *h)
         for (uint32_t k = 0; k < h->n_dims && !found; k++)
             if (strcmp(h->dim_names[k], name) == 0) x->dims[i] = h->dims[k], found = true;
         if (!found)
-            return lm_err_set(x->err, LM_EARG, NULL,
+            return sr__fail(x->err, LM_EARG, NULL,
                               "search: the replayed log has no value of dim '%s': is it the log "
                               "of another graph?",
                               name);
         /* as --dim NAME=V is checked: within the graph's range */
         const hl_dim *d = hl_graph_dim_at(x->g, i);
         if (x->dims[i] < d->lo || x->dims[i] > d->hi)
-            return lm_err_set(x->err, LM_EARG, NULL,
+            return sr__fail(x->err, LM_EARG, NULL,
                               "search: the replayed log runs dim '%s' at %" PRId64
                               ", outside the graph's range [%" PRId64 ", %" PRId64
                               "]: is it the log of another graph?",

@@ -114,6 +114,10 @@ double sr__time_left(const srch *x);
 /* Frees what f owns and zeroes it. */
 void sr__flight_clear(flight *f);
 flight *sr__free_slot(srch *x);
+/* Out of memory ends the search, whatever part failed: when e holds LM_ENOMEM it is
+ * copied into the search's error and returned; otherwise LM_OK (a candidate's other
+ * failures are results, recorded and skipped). */
+int sr__fatal(srch *x, const lm_err *e);
 /* Builds f's LLIR (from its genome unless given), skips a program already seen (*ok
  * false, nothing recorded), numbers it, generates its plan and costs it. *ok false, with
  * the candidate recorded, when it cannot be built or generated. */

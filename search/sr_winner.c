@@ -24,7 +24,7 @@ static int check_one(srch *x, const ll_genome *g, uint64_t parent, bool *agreed)
     f->have_genome = true;
     bool ok;
     if ((rc = sr__prepare(x, f, &ok))) return rc;
-    if (!ok) return lm_err_set(x->err, LM_ERUNTIME, NULL, "search: a checked candidate cannot be built again");
+    if (!ok) return sr__fail(x->err, LM_ERUNTIME, NULL, "search: a checked candidate cannot be built again");
     if ((rc = sr__submit(x, f, true)) || (rc = sr__take_result(x))) return rc;
     *agreed = x->hall_n == before;
     return LM_OK;
@@ -64,7 +64,7 @@ int sr__winner(srch *x)
                 at += (size_t)snprintf(what + at, at < sizeof what ? sizeof what - at : 0,
                                        "%s%" PRIu64 " %s", at ? ", " : "", x->r->by_status[i],
                                        sr_status_name((sr_status)i));
-        return lm_err_set(x->err, LM_ELIMIT, NULL,
+        return sr__fail(x->err, LM_ELIMIT, NULL,
                           "search: no candidate has a time (%" PRIu64 " evaluated%s%s; %" PRIu64
                           " whose LLIR could not be built, %" PRIu64 " refused by codegen)",
                           x->r->evaluated, at ? ": " : "", what, x->r->build_failed,
@@ -79,7 +79,7 @@ int sr__winner(srch *x)
     cg_plan *plan = lg ? cg_plan_new(lg, NULL, &e) : NULL;
     if (!plan) {
         ll_graph_free(lg);
-        return lm_err_set(x->err, LM_ERUNTIME, NULL, "search: the winner cannot be built again: %s",
+        return sr__fail(x->err, LM_ERUNTIME, NULL, "search: the winner cannot be built again: %s",
                           e.msg);
     }
     sr__hexfp(ll_graph_fingerprint(lg), x->r->best_fingerprint);
