@@ -9,29 +9,63 @@
 #include <string.h>
 
 /* Inserts (g, ms, id) into a list sorted by (ms, id), keeping at most cap. */
-int sr__member_insert(member *list, uint32_t *n, uint32_t cap, const ll_genome *g, double ms,
-                         uint64_t id, lm_err *err)
+sr_built *sr__built_new(ll_graph *lg, cg_plan *plan, double modelled_ms)
 {
+    sr_built *b = sr__alloc(1, sizeof *b);
+    if (!b) return NULL;
+    *b = (sr_built){.refs = 1, .lg = lg, .plan = plan, .modelled_ms = modelled_ms};
+    return b;
+}
+
+void sr__built_release(sr_built *b)
+{
+    if (!b || --b->refs) return;
+    cg_plan_free(b->plan);
+    ll_graph_free(b->lg);
+    sr__free(b);
+}
+
+static void member_fini(member *m)
+{
+    ll_genome_fini(&m->g);
+    sr__built_release(m->b);
+    m->b = NULL;
+}
+
+int sr__member_insert(member *list, uint32_t *n, uint32_t cap, const ll_genome *g, double ms,
+                      uint64_t id, sr_built *b, bool *in, lm_err *err)
+{
+    if (in) *in = false;
     uint32_t at = 0;
     while (at < *n && (list[at].ms < ms || (list[at].ms == ms && list[at].id < id)))
         at++;
     if (at >= cap) return LM_OK;
+    ll_genome copy = {0};
+    int rc = ll_genome_copy(&copy, g, err); /* first: a failure leaves the list whole */
+    if (rc) return rc;
     if (*n == cap) {
-        ll_genome_fini(&list[cap - 1].g);
+        member_fini(&list[cap - 1]);
         (*n)--;
     }
     memmove(&list[at + 1], &list[at], (*n - at) * sizeof *list);
-    memset(&list[at], 0, sizeof list[at]);
     (*n)++;
-    list[at].ms = ms;
-    list[at].id = id;
-    return ll_genome_copy(&list[at].g, g, err);
+    list[at] = (member){.g = copy, .ms = ms, .id = id, .b = b};
+    if (b) b->refs++;
+    if (in) *in = true;
+    return LM_OK;
+}
+
+void sr__member_remove(member *list, uint32_t *n, uint32_t i)
+{
+    member_fini(&list[i]);
+    memmove(&list[i], &list[i + 1], (*n - i - 1) * sizeof *list);
+    (*n)--;
 }
 
 void sr__member_clear(member *list, uint32_t *n)
 {
     for (uint32_t i = 0; i < *n; i++)
-        ll_genome_fini(&list[i].g);
+        member_fini(&list[i]);
     *n = 0;
 }
 

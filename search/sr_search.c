@@ -54,8 +54,10 @@ double sr__time_left(const srch *x)
 
 void sr__flight_clear(flight *f)
 {
-    ll_graph_free(f->lg);
-    cg_plan_free(f->plan);
+    if (!f->borrowed) {
+        ll_graph_free(f->lg);
+        cg_plan_free(f->plan);
+    }
     ll_genome_fini(&f->g);
     memset(f, 0, sizeof *f);
 }
@@ -281,9 +283,7 @@ int sr__take_result(srch *x)
             /* it gives way to the next best */
             for (uint32_t i = 0; i < x->hall_n; i++)
                 if (x->hall[i].id == f->parent) {
-                    ll_genome_fini(&x->hall[i].g);
-                    memmove(&x->hall[i], &x->hall[i + 1], (x->hall_n - i - 1) * sizeof *x->hall);
-                    x->hall_n--;
+                    sr__member_remove(x->hall, &x->hall_n, i);
                     break;
                 }
         }
@@ -301,8 +301,22 @@ int sr__take_result(srch *x)
                 x->r->best_modelled_ms = f->modelled_ms;
                 x->r->best_n = f->id;
             }
-            rc = sr__member_insert(x->pop, &x->pop_n, x->o.keep_best, &f->g, res.ms, f->id, x->err);
-            if (!rc) rc = sr__member_insert(x->hall, &x->hall_n, SR_HALL, &f->g, res.ms, f->id, x->err);
+            /* its LLIR and plan are kept (the hall's and the first's) for its check
+             * and, if it wins, for saving: the program evaluated is the one saved */
+            sr_built *b = sr__built_new(f->lg, f->plan, f->modelled_ms);
+            if (!b) return sr__oom(x->err, "search");
+            f->lg = NULL;
+            f->plan = NULL;
+            if (f->id == x->first_id) {
+                x->first_b = b;
+                b->refs++;
+            }
+            rc = sr__member_insert(x->pop, &x->pop_n, x->o.keep_best, &f->g, res.ms, f->id,
+                                   NULL, NULL, x->err);
+            if (!rc)
+                rc = sr__member_insert(x->hall, &x->hall_n, SR_HALL, &f->g, res.ms, f->id, b,
+                                       NULL, x->err);
+            sr__built_release(b);
             if (rc) return rc;
         }
         sr__log_candidate(x, f, &res, res.status, res.why, true, fp);
@@ -402,6 +416,7 @@ static void teardown(srch *x)
     sr__member_clear(x->pop, &x->pop_n);
     sr__member_clear(x->hall, &x->hall_n);
     if (x->have_first) ll_genome_fini(&x->first_g);
+    sr__built_release(x->first_b);
     sr__keyset_fini(&x->genomes);
     sr__keyset_fini(&x->programs);
     free(x->order);

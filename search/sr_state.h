@@ -41,10 +41,23 @@ int sr__keyset_add(sr_keyset *k, uint64_t lo, uint64_t hi);
 
 typedef enum role { ROLE_REFERENCE = 0, ROLE_SEARCH, ROLE_CHECK } role;
 
+/* A measured candidate's program, kept for its check and for saving when it is the
+ * first candidate or in the hall of the best: the very LLIR and plan that were
+ * evaluated, so that nothing is built again after the loop. Shared by count (the hall
+ * and the first candidate may hold one together); sr__built_release frees it with the
+ * last holder. */
+typedef struct sr_built {
+    uint32_t refs;
+    ll_graph *lg;
+    cg_plan *plan;
+    double modelled_ms;
+} sr_built;
+
 typedef struct member { /* a parent, or one of the hall of the best */
     ll_genome g;
     double ms;
     uint64_t id;
+    sr_built *b; /* the hall's: its program (a reference held); NULL for parents */
 } member;
 
 typedef struct flight { /* a candidate handed to the evaluator */
@@ -60,7 +73,8 @@ typedef struct flight { /* a candidate handed to the evaluator */
     double modelled_ms;
     bool costed; /* plan and modelled_ms are made (a proposal the model chose) */
     uint32_t kernels;
-    bool check; /* handed over with sr_candidate.check */
+    bool check;    /* handed over with sr_candidate.check */
+    bool borrowed; /* lg and plan belong to an sr_built (a check): not freed here */
 } flight;
 
 typedef struct srch {
@@ -99,6 +113,7 @@ typedef struct srch {
     uint64_t submitted_search;
     uint64_t first_id; /* the first search candidate handed over */
     ll_genome first_g; /* its genome, for its check after the search (have_first) */
+    sr_built *first_b; /* its program, when it has a time (first_ok) */
     bool have_first, first_ok;
     uint32_t *order;
     uint8_t *mark;
@@ -138,9 +153,17 @@ int sr__apply_header(srch *x, const sr_log_header *h);
 
 /* ---- sr_pop.c ---- */
 
-/* Inserts (g, ms, id) into a list sorted by (ms, id), keeping at most cap. */
+/* Inserts (g, ms, id) into a list sorted by (ms, id), keeping at most cap; b (may be
+ * NULL) is held by the new member (a reference taken), and a member pushed out lets go
+ * of its own. *in (may be NULL): it went in. */
 int sr__member_insert(member *list, uint32_t *n, uint32_t cap, const ll_genome *g, double ms,
-                      uint64_t id, lm_err *err);
+                      uint64_t id, sr_built *b, bool *in, lm_err *err);
+/* Removes list[i]. */
+void sr__member_remove(member *list, uint32_t *n, uint32_t i);
+/* A new sr_built (one reference) that takes lg and plan; NULL (they untouched) when out
+ * of memory. */
+sr_built *sr__built_new(ll_graph *lg, cg_plan *plan, double modelled_ms);
+void sr__built_release(sr_built *b); /* accepts NULL */
 void sr__member_clear(member *list, uint32_t *n);
 /* Draws a genome into f (a search candidate); canonicalized. */
 int sr__draw(srch *x, flight *f);

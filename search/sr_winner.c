@@ -8,9 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Measures genome g again as a check of candidate parent against the reference; one that
- * disagrees leaves the hall of the best (take_result). *agreed: it did. */
-static int check_one(srch *x, const ll_genome *g, uint64_t parent, bool *agreed)
+/* Measures candidate parent (genome g, program b: the LLIR and plan it was measured
+ * with) again as a check against the reference; one that disagrees leaves the hall of
+ * the best (take_result). *agreed: it did. */
+static int check_one(srch *x, const ll_genome *g, sr_built *b, uint64_t parent, bool *agreed)
 {
     uint32_t before = x->hall_n;
     flight *f = sr__free_slot(x);
@@ -22,9 +23,14 @@ static int check_one(srch *x, const ll_genome *g, uint64_t parent, bool *agreed)
     int rc = ll_genome_copy(&f->g, g, x->err);
     if (rc) return rc;
     f->have_genome = true;
+    f->lg = b->lg;
+    f->plan = b->plan;
+    f->borrowed = true;
+    f->costed = true;
+    f->modelled_ms = b->modelled_ms;
     bool ok;
     if ((rc = sr__prepare(x, f, &ok))) return rc;
-    if (!ok) return sr__fail(x->err, LM_ERUNTIME, NULL, "search: a checked candidate cannot be built again");
+    if (!ok) return sr__fail(x->err, LM_ERUNTIME, NULL, "search: a checked candidate was refused");
     if ((rc = sr__submit(x, f, true)) || (rc = sr__take_result(x))) return rc;
     *agreed = x->hall_n == before;
     return LM_OK;
@@ -39,15 +45,15 @@ int sr__check_first_and_winner(srch *x)
     if (!x->ev->ops->measured) return LM_OK;
     bool agreed = false;
     int rc;
-    if (x->have_first && x->first_ok && (rc = check_one(x, &x->first_g, x->first_id, &agreed)))
+    if (x->have_first && x->first_ok && (rc = check_one(x, &x->first_g, x->first_b, x->first_id, &agreed)))
         return rc;
     for (uint32_t tries = 0; x->hall_n && tries < SR_HALL; tries++) {
         if (x->hall[0].id == x->first_id) {
             x->r->winner_checked = x->r->first_checked;
             return LM_OK;
         }
-        member w = x->hall[0];
-        if ((rc = check_one(x, &w.g, w.id, &agreed))) return rc;
+        member w = x->hall[0]; /* a check that disagrees removes hall[0] */
+        if ((rc = check_one(x, &w.g, w.b, w.id, &agreed))) return rc;
         if (agreed) return LM_OK;
     }
     return LM_OK;
@@ -74,14 +80,9 @@ int sr__winner(srch *x)
     x->r->best_ms = w->ms;
     x->r->best_n = w->id;
     sr__hex64(w->g.hash, x->r->best_genome);
-    lm_err e = {0};
-    ll_graph *lg = ll_graph_from_genome(x->s, &w->g, &e);
-    cg_plan *plan = lg ? cg_plan_new(lg, NULL, &e) : NULL;
-    if (!plan) {
-        ll_graph_free(lg);
-        return sr__fail(x->err, LM_ERUNTIME, NULL, "search: the winner cannot be built again: %s",
-                          e.msg);
-    }
+    /* the LLIR and the plan that were evaluated, not built again */
+    const ll_graph *lg = w->b->lg;
+    const cg_plan *plan = w->b->plan;
     sr__hexfp(ll_graph_fingerprint(lg), x->r->best_fingerprint);
     x->r->winner_kernels = plan->n_kernels;
     x->r->winner_blas = plan->n_blas;
@@ -97,7 +98,5 @@ int sr__winner(srch *x)
                              x->r->egraph_fingerprint, gfp, x->err);
         x->r->t.save += lm_now_s() - t;
     }
-    cg_plan_free(plan);
-    ll_graph_free(lg);
     return rc;
 }
