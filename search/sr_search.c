@@ -355,6 +355,16 @@ static int reference(srch *x)
     f->role = ROLE_REFERENCE;
     f->origin = "hlir";
     f->id = 0;
+    if (sr__time_left(x) <= 0) {
+        /* the baseline is not needed for a program: past the limit, the time goes to the
+         * first candidate only (its codegen alone takes seconds on a long graph) */
+        x->r->time_up = true;
+        snprintf(x->r->reference_status, sizeof x->r->reference_status, "not run");
+        snprintf(x->r->reference_why, sizeof x->r->reference_why,
+                 "the time limit passed before it");
+        sr__progress(x, "reference lowering: not run, the time limit has passed");
+        return LM_OK;
+    }
     lm_err e = {0};
     f->lg = ll_graph_from_hlir(x->g, &e);
     if (sr__fatal(x, &e)) return x->err->code;
