@@ -673,7 +673,11 @@ int32_t eg__sort_find(const eg_engine *e, const char *name);
 int32_t eg__table_find(const eg_engine *e, const char *name);
 int32_t eg__global_find(const eg_engine *e, const char *name);
 int32_t eg__ruleset_find(const eg_engine *e, const char *name);
-/* Forgets the name indexes (after pop removed tables or globals); rebuilt on next use. */
+/* The name indexes of tables and globals (eg_names.c): made with the engine, freed with
+ * it; eg__names_reset forgets them (after pop removed tables or globals), rebuilt on next
+ * use. */
+void eg__names_new(eg_engine *e);
+void eg__names_free(eg_engine *e);
 void eg__names_reset(eg_engine *e);
 static inline bool eg__needs_canon(const eg_engine *e, uint32_t sort)
 {

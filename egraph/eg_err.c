@@ -1,0 +1,41 @@
+/* eg_err.c: the engine's one error door (eg__failv and its printf forms) and the helper
+ * that turns a form's position into the project's location (eg__loc). */
+#include "eg_int.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+
+int eg__failv(lm_err *err, int code, const sx *at, const char *fmt, va_list ap)
+{
+    lm_loc loc = {.node_id = LM_NONE};
+    if (at) {
+        loc.file = at->file ? at->file : "<input>";
+        loc.line = at->line;
+        loc.col = at->col;
+    }
+    return lm_err_setv(err, code, at ? &loc : NULL, fmt, ap);
+}
+
+int eg__fail(lm_err *err, int code, const sx *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = eg__failv(err, code, at, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* Raises an error out of the current command or API call: records it in the caller's
+ * record and unwinds to the innermost boundary (eg__guard, the command boundary), which
+ * frees the command's scratch and restores a usable state. An error without a location
+ * of its own gets the command's. */
+void eg__throw(eg_engine *e, int code, const sx *at, const char *fmt, ...)
+{
+    va_list ap;
+    if (!at) at = e->cur_at;
+    va_start(ap, fmt);
+    e->thrown = eg__failv(e->err, code, at, fmt, ap);
+    va_end(ap);
+    longjmp(*e->jmp, 1);
+}
+
