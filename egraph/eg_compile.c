@@ -137,14 +137,14 @@ void eg__cc_check_shadow(eg_engine *e, const sx *at, const char *name)
                        : eg__global_find(e, name) >= 0  ? "global"
                                                         : NULL;
     if (what)
-        eg__throw(e, LM_ETYPE, at, "variable %s shadows the %s %s; give it another name", name,
+        eg__throw(e, LM_ETYPE, EG_LOC(at), "variable %s shadows the %s %s; give it another name", name,
                   what, name);
     const char *bare = name[0] == '$' ? name + 1 : name;
     char dollar[256];
     if (strlen(bare) + 2 <= sizeof dollar) {
         snprintf(dollar, sizeof dollar, "$%s", bare);
         if (strcmp(dollar, name) != 0 && eg__global_find(e, dollar) >= 0)
-            eg__throw(e, LM_ETYPE, at, "variable %s conflicts with the global %s; give it another name",
+            eg__throw(e, LM_ETYPE, EG_LOC(at), "variable %s conflicts with the global %s; give it another name",
                       name, dollar);
     }
 }
@@ -192,10 +192,10 @@ static void set_sort(eg_engine *e, cc *c, uint32_t v, uint32_t sort, const sx *a
         *s = sort;
     else if (sort != NOSORT && *s != sort) {
         if (c->q.var_name[v])
-            eg__throw(e, LM_ETYPE, at,
+            eg__throw(e, LM_ETYPE, EG_LOC(at),
                       "type mismatch: variable %s has sort %s here but %s elsewhere",
                       c->q.var_name[v], eg__sort_name(e, sort), eg__sort_name(e, *s));
-        eg__throw(e, LM_ETYPE, at, "type mismatch: expected %s, got %s", eg__sort_name(e, *s),
+        eg__throw(e, LM_ETYPE, EG_LOC(at), "type mismatch: expected %s, got %s", eg__sort_name(e, *s),
                   eg__sort_name(e, sort));
     }
 }
@@ -330,23 +330,23 @@ static uint32_t add_atom(cc *c, uint32_t table, uint32_t ncols)
 static eg_table *call_head(eg_engine *e, const sx *s, const char *what, int32_t *ti_out)
 {
     const char *h = eg__sx_head(s);
-    if (!h) eg__throw(e, LM_ETYPE, s, "expected %s", what);
+    if (!h) eg__throw(e, LM_ETYPE, EG_LOC(s), "expected %s", what);
     uint32_t nargs = s->n - 1;
     if (nargs > EG_MAX_ARGS)
-        eg__throw(e, LM_ELIMIT, s, "too many arguments (%u; at most %d)", nargs, EG_MAX_ARGS);
+        eg__throw(e, LM_ELIMIT, EG_LOC(s), "too many arguments (%u; at most %d)", nargs, EG_MAX_ARGS);
     int32_t ti = eg__table_find(e, h);
     *ti_out = ti;
     if (ti >= 0) {
         eg_table *t = &e->tables[ti];
         if (t->n_in != nargs)
-            eg__throw(e, LM_ETYPE, s, "wrong number of arguments: %s takes %u, got %u", t->name,
+            eg__throw(e, LM_ETYPE, EG_LOC(s), "wrong number of arguments: %s takes %u, got %u", t->name,
                       t->n_in, nargs);
         return t;
     }
     bool known = false;
     uint32_t dummy[1];
     eg__prim_resolve(e, h, dummy, 0, &known);
-    if (!known) eg__throw(e, LM_ETYPE, s, "unknown function or primitive '%s'", h);
+    if (!known) eg__throw(e, LM_ETYPE, EG_LOC(s), "unknown function or primitive '%s'", h);
     return NULL;
 }
 
@@ -412,14 +412,14 @@ uint32_t eg__cc_term(eg_engine *e, cc *c, const sx *s)
         }
         int32_t ti = eg__table_find(e, s->text);
         if (ti >= 0 && e->tables[ti].n_in == 0) {
-            eg__throw(e, LM_ETYPE, s, "'%s' is a table: write (%s) to use its value", s->text,
+            eg__throw(e, LM_ETYPE, EG_LOC(s), "'%s' is a table: write (%s) to use its value", s->text,
                       s->text);
         }
         eg__cc_check_shadow(e, s, s->text);
         return new_var(c, s->text, NOSORT, s);
     }
     if (s->kind == SX_LIST) return q_call(e, c, s, false);
-    eg__throw(e, LM_ETYPE, s, "unexpected term in a query");
+    eg__throw(e, LM_ETYPE, EG_LOC(s), "unexpected term in a query");
 }
 
 /* The relation atom a variable was equated with, or UINT32_MAX. */
@@ -463,11 +463,11 @@ static void q_fact(eg_engine *e, cc *c, const sx *f)
 {
     const char *h = eg__sx_head(f);
     if (!h) {
-        eg__throw(e, LM_ETYPE, f, "a fact must be a call or (= a b)");
+        eg__throw(e, LM_ETYPE, EG_LOC(f), "a fact must be a call or (= a b)");
     }
     if (strcmp(h, "=") == 0) {
         if (f->n < 3) {
-            eg__throw(e, LM_ETYPE, f, "(= a b) needs at least two terms");
+            eg__throw(e, LM_ETYPE, EG_LOC(f), "(= a b) needs at least two terms");
         }
         uint32_t a = NOSORT, rel = UINT32_MAX;
         for (uint32_t i = 1; i < f->n; i++) {
@@ -535,7 +535,7 @@ void eg__cc_finish(eg_engine *e, cc *c)
                 uint32_t a0 = p->nargs ? eg__cc_vfind(c, p->args[0]) : 0;
                 if (!p->nargs || !q->is_const[a0] || q->const_global[a0] >= 0 ||
                     q->var_sort[a0] != SORT_STRING)
-                    eg__throw(e, LM_ETYPE, src[i],
+                    eg__throw(e, LM_ETYPE, EG_LOC(src[i]),
                               "(unstable-fn \"name\" partial-arguments...) expected");
                 const char *nm = eg__str(e, (uint32_t)q->const_val[a0]);
                 uint32_t want_ps[EG_MAX_ARGS];
@@ -545,7 +545,7 @@ void eg__cc_finish(eg_engine *e, cc *c)
                                                    &amb);
                 if (!pr) {
                     if (amb) continue;
-                    eg__throw(e, LM_ETYPE, src[i],
+                    eg__throw(e, LM_ETYPE, EG_LOC(src[i]),
                               "unstable-fn \"%s\": no function sort (UnstableFn) fits this "
                               "target with these partial arguments",
                               nm);
@@ -574,7 +574,7 @@ void eg__cc_finish(eg_engine *e, cc *c)
                                                      &amb);
                 if (!pr) {
                     if (amb) continue; /* maybe later */
-                    eg__throw(e, LM_ETYPE, src[i],
+                    eg__throw(e, LM_ETYPE, EG_LOC(src[i]),
                               "no primitive '%s' takes these arguments (wrong arity or argument "
                               "sorts, or no container sort declared for them)",
                               src[i]->items[0]->text);
@@ -600,7 +600,7 @@ void eg__cc_finish(eg_engine *e, cc *c)
                                           eg__sort_name(e, sorts[a]));
                 buf[o] = 0;
                 const sx *at = src[i];
-                eg__throw(e, LM_ETYPE, at,
+                eg__throw(e, LM_ETYPE, EG_LOC(at),
                           "no primitive '%s' takes (%s) (wrong arity or argument sorts)",
                           at->items[0]->text, buf);
             }
@@ -618,7 +618,7 @@ void eg__cc_finish(eg_engine *e, cc *c)
                 at = src[i];
                 break;
             }
-        eg__throw(e, LM_ETYPE, at,
+        eg__throw(e, LM_ETYPE, EG_LOC(at),
                   "cannot infer the sorts of this primitive call: its variables are not bound by "
                   "any table atom (ungrounded)");
     }
@@ -653,14 +653,14 @@ void eg__cc_finish(eg_engine *e, cc *c)
                 q->var_name[r] ? q->var_name[r] : (q->var_name[v] ? q->var_name[v] : NULL);
             const sx *at = c->var_at[v];
             if (nm)
-                eg__throw(e, LM_ETYPE, at,
+                eg__throw(e, LM_ETYPE, EG_LOC(at),
                           "variable %s is ungrounded: it must appear as an argument or result of a "
                           "table in the query",
                           nm);
-            eg__throw(e, LM_ETYPE, at, "ungrounded term: it must be bound by a table in the query");
+            eg__throw(e, LM_ETYPE, EG_LOC(at), "ungrounded term: it must be bound by a table in the query");
         }
         if (q->var_sort[r] == NOSORT) {
-            eg__throw(e, LM_ETYPE, c->var_at[v], "cannot infer the sort of variable %s",
+            eg__throw(e, LM_ETYPE, EG_LOC(c->var_at[v]), "cannot infer the sort of variable %s",
                       q->var_name[r] ? q->var_name[r] : "_");
         }
     }
@@ -789,7 +789,7 @@ uint32_t eg__cc_add_slot(cc *c, const char *name, uint32_t sort)
 static void expect_sort(eg_engine *e, const sx *at, uint32_t want, uint32_t got)
 {
     if (want != NOSORT && got != want) {
-        eg__throw(e, LM_ETYPE, at, "type mismatch: expected %s, got %s", eg__sort_name(e, want),
+        eg__throw(e, LM_ETYPE, EG_LOC(at), "type mismatch: expected %s, got %s", eg__sort_name(e, want),
                   eg__sort_name(e, got));
     }
 }
@@ -808,11 +808,11 @@ static aexpr *fn_expr(eg_engine *e, cc *c, const sx *s, uint32_t nargs, uint32_t
     a->args = eg__calloc(e, nargs + 1, sizeof(aexpr *));
     a->nargs = nargs;
     if (nargs < 1 || s->items[1]->kind != SX_STR)
-        eg__throw(e, LM_ETYPE, s, "(unstable-fn \"name\" partial-arguments...) expected");
+        eg__throw(e, LM_ETYPE, EG_LOC(s), "(unstable-fn \"name\" partial-arguments...) expected");
     eg__cc_expr(e, c, s->items[1], SORT_STRING, &a->args[0]);
     uint32_t ps[EG_MAX_ARGS], want_ps[EG_MAX_ARGS];
     uint32_t np = nargs - 1;
-    if (np > EG_MAX_ARGS) eg__throw(e, LM_ELIMIT, s, "too many partial arguments");
+    if (np > EG_MAX_ARGS) eg__throw(e, LM_ELIMIT, EG_LOC(s), "too many partial arguments");
     for (uint32_t i = 0; i < np; i++) {
         const char *ah = eg__sx_head(s->items[i + 2]);
         ps[i] = NOSORT;
@@ -834,7 +834,7 @@ static aexpr *fn_expr(eg_engine *e, cc *c, const sx *s, uint32_t nargs, uint32_t
         if (again) p = eg__fn_resolve(e, name, ps, np, want, want_ps, &amb);
     }
     if (!p)
-        eg__throw(e, LM_ETYPE, s,
+        eg__throw(e, LM_ETYPE, EG_LOC(s),
                   amb ? "unstable-fn \"%s\": several function sorts fit; give the result a "
                         "known sort"
                       : "unstable-fn \"%s\": no function sort (UnstableFn) fits this target "
@@ -889,7 +889,7 @@ static aexpr *cont_expr(eg_engine *e, cc *c, const sx *s, const char *h, uint32_
         p = eg__cont_resolve(e, h, sorts, nargs, want, &known, &amb);
     }
     if (!p)
-        eg__throw(e, LM_ETYPE, s,
+        eg__throw(e, LM_ETYPE, EG_LOC(s),
                   amb ? "cannot tell which container sort '%s' makes here: several fit; "
                         "give an argument or the result a known sort"
                       : "no primitive '%s' takes these arguments (wrong arity or argument "
@@ -929,7 +929,7 @@ aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **hold
             expect_sort(e, s, want, a->sort);
             return a;
         }
-        eg__throw(e, LM_ETYPE, s,
+        eg__throw(e, LM_ETYPE, EG_LOC(s),
                   "unbound variable '%s' (not bound by the query, a let, or a global)", s->text);
     }
     int32_t ti;
@@ -967,7 +967,7 @@ aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **hold
             o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "",
                                   eg__sort_name(e, sorts[i]));
         buf[o] = 0;
-        eg__throw(e, LM_ETYPE, s, "no primitive '%s' takes (%s) (wrong arity or argument sorts)", h,
+        eg__throw(e, LM_ETYPE, EG_LOC(s), "no primitive '%s' takes (%s) (wrong arity or argument sorts)", h,
                   buf);
     }
     a->prim = p;
@@ -996,7 +996,7 @@ eg_table *eg__cc_table_call(eg_engine *e, const sx *s, int32_t *ti_out)
     const char *h = eg__sx_head(s);
     int32_t ti = h ? eg__table_find(e, h) : -1;
     if (ti < 0) {
-        eg__throw(e, LM_ETYPE, s, "expected a call of a function, constructor or relation%s%s%s",
+        eg__throw(e, LM_ETYPE, EG_LOC(s), "expected a call of a function, constructor or relation%s%s%s",
                   h ? " (unknown name '" : "", h ? h : "", h ? "')" : "");
     }
     int32_t ti2;
@@ -1018,15 +1018,15 @@ void eg__cc_action(eg_engine *e, cc *c, const sx *s)
 {
     const char *h = eg__sx_head(s);
     if (!h) {
-        eg__throw(e, LM_ETYPE, s, "expected an action");
+        eg__throw(e, LM_ETYPE, EG_LOC(s), "expected an action");
     }
     if (strcmp(h, "let") == 0) {
         if (s->n != 3 || s->items[1]->kind != SX_SYM) {
-            eg__throw(e, LM_ETYPE, s, "(let name expr) expected");
+            eg__throw(e, LM_ETYPE, EG_LOC(s), "(let name expr) expected");
         }
         const char *name = s->items[1]->text;
         if (eg__cc_slot(c, name) >= 0) {
-            eg__throw(e, LM_ETYPE, s->items[1],
+            eg__throw(e, LM_ETYPE, EG_LOC(s->items[1]),
                       "variable %s is already bound; let cannot rebind it", name);
         }
         eg__cc_check_shadow(e, s->items[1], name);
@@ -1038,12 +1038,12 @@ void eg__cc_action(eg_engine *e, cc *c, const sx *s)
     }
     if (strcmp(h, "set") == 0) {
         if (s->n != 3) {
-            eg__throw(e, LM_ETYPE, s, "(set (f args...) value) expected");
+            eg__throw(e, LM_ETYPE, EG_LOC(s), "(set (f args...) value) expected");
         }
         int32_t ti;
         eg_table *t = eg__cc_table_call(e, s->items[1], &ti);
         if (t->kind != TK_FUNCTION) {
-            eg__throw(e, LM_ETYPE, s, "cannot set %s: it is a %s; use union (or call it) instead",
+            eg__throw(e, LM_ETYPE, EG_LOC(s), "cannot set %s: it is a %s; use union (or call it) instead",
                       t->name, t->kind == TK_RELATION ? "relation" : "constructor");
         }
         action *a = eg__cc_new_action(c, AC_SET, s);
@@ -1054,13 +1054,13 @@ void eg__cc_action(eg_engine *e, cc *c, const sx *s)
     }
     if (strcmp(h, "delete") == 0 || strcmp(h, "subsume") == 0) {
         if (s->n != 2) {
-            eg__throw(e, LM_ETYPE, s, "(%s (f args...)) expected", h);
+            eg__throw(e, LM_ETYPE, EG_LOC(s), "(%s (f args...)) expected", h);
         }
         int32_t ti;
         eg_table *t = eg__cc_table_call(e, s->items[1], &ti);
         bool sub = h[0] == 's';
         if (sub && t->kind == TK_FUNCTION) {
-            eg__throw(e, LM_ETYPE, s,
+            eg__throw(e, LM_ETYPE, EG_LOC(s),
                       "cannot subsume %s: only constructors and relations can be subsumed",
                       t->name);
         }
@@ -1071,13 +1071,13 @@ void eg__cc_action(eg_engine *e, cc *c, const sx *s)
     }
     if (strcmp(h, "union") == 0) {
         if (s->n != 3) {
-            eg__throw(e, LM_ETYPE, s, "(union a b) expected");
+            eg__throw(e, LM_ETYPE, EG_LOC(s), "(union a b) expected");
         }
         action *a = eg__cc_new_action(c, AC_UNION, s);
         eg__cc_expr(e, c, s->items[1], NOSORT, &a->a);
         a = &c->acts[c->nacts - 1];
         if (!eg__is_eq(e, a->a->sort)) {
-            eg__throw(e, LM_ETYPE, s->items[1],
+            eg__throw(e, LM_ETYPE, EG_LOC(s->items[1]),
                       "cannot union values of sort %s: only user sorts (e-classes) "
                       "can be unioned",
                       eg__sort_name(e, a->a->sort));

@@ -519,7 +519,7 @@ eg_value eg__eval(eg_engine *e, const aexpr *a, eg_value *vals)
             args[i] = eg__eval(e, a->args[i], vals);
         const char *why;
         if (eg__prim_call(e, a->prim, args, a->nargs, &out, &why) != PR_OK)
-            eg__throw(e, LM_ERUNTIME, a->at, "primitive %s failed%s%s", a->prim->name,
+            eg__throw(e, LM_ERUNTIME, EG_LOC(a->at), "primitive %s failed%s%s", a->prim->name,
                       why ? ": " : "", why ? why : "");
         return out;
     }
@@ -535,7 +535,7 @@ eg_value eg__eval(eg_engine *e, const aexpr *a, eg_value *vals)
             if (r < 0) {
                 char buf[256];
                 print_key(e, t, key, buf, sizeof buf);
-                eg__throw(e, LM_ERUNTIME, a->at,
+                eg__throw(e, LM_ERUNTIME, EG_LOC(a->at),
                           "lookup of %s failed: the function has no value there", buf);
             }
             return t->has_out ? eg__canon(e, t->out_sort, t->cols[(size_t)r * t->ncols + t->n_in])
@@ -646,7 +646,7 @@ void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *va
             break;
         }
         case AC_PANIC:
-            eg__throw(e, LM_ERUNTIME, a->at, "panic: %s", a->msg);
+            eg__throw(e, LM_ERUNTIME, EG_LOC(a->at), "panic: %s", a->msg);
         case AC_EXPR: {
             const aexpr *x = a->a;
             if (x->kind == AE_TABLE && e->tables[x->table].kind == TK_RELATION) {

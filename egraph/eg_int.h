@@ -628,22 +628,29 @@ struct eg_engine {
     FILE *log;
 };
 
-/* ---- errors: the door (eg_engine.c) ----
+/* ---- errors: the door (eg_err.c) ----
  *
  * eg__failv is the engine's one door for errors: every error of the engine is recorded by
  * it, and it ends in base's lm_err_setv (a breakpoint there stops at every error). It
- * records code, the location of at (file, line, col; at may be NULL) and the message in
+ * records code, the location loc (the project's lm_loc; NULL when none) and the message in
  * err (sticky: a record that holds an error keeps it) and returns the code recorded.
- * eg__fail is its printf form, for API misuse outside commands; eg__throw records into
- * the current call's record (e->err) and unwinds to the innermost boundary (e->jmp),
- * which frees the command's scratch. */
-int eg__failv(lm_err *err, int code, const sx *at, const char *fmt, va_list ap);
-int eg__fail(lm_err *err, int code, const sx *at, const char *fmt, ...)
+ * eg__fail is its printf form, for API misuse outside commands; eg__throw is the same
+ * door for errors inside a command or API call: it records into the call's record
+ * (e->err; a NULL loc becomes the current command's) and unwinds to the innermost
+ * boundary (e->jmp), which frees the command's scratch.
+ *
+ * eg__loc turns a form's position into an lm_loc in buf (file, line, col; NULL for a NULL
+ * form); EG_LOC(form) does so into a temporary that lives as long as the enclosing call's
+ * full expression: eg__throw(e, LM_ETYPE, EG_LOC(s), "..."). */
+const lm_loc *eg__loc(lm_loc *buf, const sx *at);
+#define EG_LOC(at) eg__loc(&(lm_loc){.node_id = LM_NONE}, (at))
+int eg__failv(lm_err *err, int code, const lm_loc *loc, const char *fmt, va_list ap);
+int eg__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
-_Noreturn void eg__throw(eg_engine *e, int code, const sx *at, const char *fmt, ...)
+_Noreturn void eg__throw(eg_engine *e, int code, const lm_loc *loc, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
