@@ -638,21 +638,6 @@ int eg_check_invariants(eg_engine *e, lm_err *err)
     return eg__guard(e, err, "eg_check_invariants", do_check, NULL);
 }
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 void eg_print_stats_json(const eg_engine *e, FILE *f)
 {
     fprintf(f, "{\"iterations\":%llu,\"search_s\":%.6f,\"rebuild_s\":%.6f,\"rulesets\":[",
@@ -663,13 +648,13 @@ void eg_print_stats_json(const eg_engine *e, FILE *f)
         if (!R->iterations) continue;
         fputs(first ? "{\"name\":" : ",{\"name\":", f);
         first = false;
-        json_string(f, R->name);
+        eg__json_str(f, R->name);
         fprintf(f, ",\"iterations\":%u,\"time_s\":%.6f,\"matches\":%llu,\"rules\":[", R->iterations,
                 R->time_s, (unsigned long long)R->matches);
         for (uint32_t k = 0; k < R->nrules; k++) {
             const rule *r = &e->rules[R->rules[k]];
             fputs(k ? ",{\"name\":" : "{\"name\":", f);
-            json_string(f, r->name);
+            eg__json_str(f, r->name);
             fprintf(f, ",\"time_s\":%.6f,\"matches\":%llu}", r->time_s,
                     (unsigned long long)r->matches);
         }
@@ -682,7 +667,7 @@ void eg_print_stats_json(const eg_engine *e, FILE *f)
         if (e->tables[i].hidden) continue;
         fputs(first ? "{\"name\":" : ",{\"name\":", f);
         first = false;
-        json_string(f, e->tables[i].name);
+        eg__json_str(f, e->tables[i].name);
         fprintf(f, ",\"rows\":%u}", e->tables[i].nlive);
         total += e->tables[i].nlive;
     }

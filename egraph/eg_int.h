@@ -804,6 +804,9 @@ void eg__costs_free(eg_engine *e, eg_costs *c);
 /* The cost of row's node (t's :cost plus its children), UINT64_MAX if a child has none. */
 uint64_t eg__node_cost(eg_engine *e, const eg_table *t, const eg_value *row, const uint64_t *cost);
 void eg__print_value(eg_engine *e, FILE *f, uint32_t sort, eg_value v);
+/* Writes s as a JSON string (quoted, escaped): the one escaper of the engine's JSON
+ * outputs (the serialized e-graph, the statistics). */
+void eg__json_str(FILE *f, const char *s);
 void eg__print_term(eg_engine *e, FILE *f, uint32_t sort, eg_value v, const eg_costs *c);
 uint64_t eg__value_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *cost);
 /* The cost of a child of this sort: its class's, a container's elements' sum, else 1. */

@@ -30,4 +30,3 @@ const char *eg__keep_file(eg_engine *e, const char *name)
     e->files[e->nfiles] = eg__strdup(e, name);
     return e->files[e->nfiles++];
 }
-

@@ -60,4 +60,3 @@ const char *eg__str(const eg_engine *e, uint32_t id)
 {
     return id < e->nstrs ? e->strs[id] : "";
 }
-

@@ -31,4 +31,3 @@ bool eg__union(eg_engine *e, uint32_t a, uint32_t b)
     e->changed = true;
     return true;
 }
-
