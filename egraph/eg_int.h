@@ -22,6 +22,7 @@
 
 #include "egraph.h"
 
+#include <assert.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -669,7 +670,9 @@ uint32_t eg__new_id(eg_engine *e);
 static inline uint32_t eg__find(eg_engine *e, uint32_t x)
 {
     uint32_t *uf = e->uf;
+    assert(x < e->nids);
     while (uf[x] != x) {
+        assert(uf[x] < x); /* a parent is smaller: the root is the set's smallest id */
         uf[x] = uf[uf[x]];
         x = uf[x];
     }

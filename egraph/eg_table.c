@@ -7,6 +7,8 @@
  * (rows only die between search phases, never during one). */
 #include "eg_int.h"
 
+#include <assert.h>
+
 #include <string.h>
 #include <xxhash.h>
 
@@ -161,6 +163,7 @@ static void rehash(eg_engine *e, eg_table *t, uint32_t ns)
     t->slots = sl;
     t->nslots = ns;
     t->nused = t->nlive;
+    assert(t->nlive <= t->nrows && t->nused * 2 <= t->nslots); /* live rows are indexed */
 }
 
 uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64_t h, uint8_t flags,
@@ -202,6 +205,9 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
     t->slots[j] = slot_of(h, r);
     t->slotpos[r] = j;
     t->nlive++;
+    assert(t->nlive <= t->nrows && t->nrows <= t->cap && t->nused <= t->nslots);
+    /* timestamps are non-decreasing along the rows ("new since T" is a suffix) */
+    assert(r == 0 || t->ts[r - 1] <= t->ts[r]);
     return r;
 }
 
@@ -216,6 +222,7 @@ void eg__table_kill(eg_table *t, uint32_t r)
     }
     t->slots[j] = SLOT_DELETED;
     t->flags[r] |= RF_DEAD;
+    assert(t->nlive > 0); /* a live row was counted */
     t->nlive--;
     t->version++;
 }
@@ -237,6 +244,7 @@ void eg__table_compact(eg_engine *e, eg_table *t)
         }
         w++;
     }
+    assert(w == t->nlive); /* every live row was kept, every dead one dropped */
     t->nrows = w;
     t->version++;
     /* the primary index must be rebuilt (row numbers changed): the old slots are stale, so

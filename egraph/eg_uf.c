@@ -1,10 +1,12 @@
 /* eg_uf.c: the union-find over e-class ids (eg__find, inline, is in eg_int.h). */
 #include "eg_int.h"
 
+#include <assert.h>
+
 uint32_t eg__new_id(eg_engine *e)
 {
     EG_MGROW(e, e->uf, e->capids, e->nids + 1);
-    e->uf[e->nids] = e->nids;
+    e->uf[e->nids] = e->nids; /* a new id is its own root */
     return e->nids++;
 }
 
@@ -20,6 +22,8 @@ bool eg__union(eg_engine *e, uint32_t a, uint32_t b)
         a = b;
         b = t;
     }
+    /* both are roots, and the smaller id stays one */
+    assert(a < b && e->uf[a] == a && e->uf[b] == b);
     e->uf[b] = a;
     if (e->dirty_off) {
         e->dirty_lost = true;
