@@ -104,17 +104,7 @@ void eg_engine_free(eg_engine *e)
         eg__free(e->sorts[i].fn_in);
     }
     eg__free(e->sorts);
-    eg__mfree(e, e->pairs);
-    eg__mfree(e, e->cvals);
-    eg__mfree(e, e->bigbuf);
     eg__free(e->fnt);
-    eg__mfree(e, e->cont_off);
-    eg__mfree(e, e->cont_hash);
-    eg__mfree(e, e->cont_len);
-    eg__mfree(e, e->cont_sort);
-    eg__mfree(e, e->cont_slots);
-    eg__mfree(e, e->pair_hash);
-    eg__mfree(e, e->pair_slots);
     for (uint32_t i = 0; i < e->ntables; i++) {
         eg__table_fini(e, &e->tables[i]);
         eg__free(e->tables[i].name);
@@ -137,18 +127,16 @@ void eg_engine_free(eg_engine *e)
     eg__names_free(e);
     for (uint32_t i = 0; i < e->nstrs; i++)
         eg__mfree(e, e->strs[i]);
-    eg__mfree(e, e->strs);
-    eg__mfree(e, e->str_len);
-    eg__mfree(e, e->pset);
-    eg__mfree(e, e->str_hash);
-    eg__mfree(e, e->str_slots);
-    eg__mfree(e, e->uf);
-    eg__mfree(e, e->pend);
-    eg__mfree(e, e->pend_vals);
     eg__uses_drop(e);
-    eg__mfree(e, e->dirty);
-    eg__mfree(e, e->seeds);
-    eg__mfree(e, e->heap);
+    /* the engine's counted arrays: values (pairs, containers, big numbers), strings,
+     * union-find, pending writes, rebuild work */
+    void *counted[] = {e->pairs,    e->cvals,     e->bigbuf,     e->cont_off,  e->cont_hash,
+                       e->cont_len, e->cont_sort, e->cont_slots, e->pair_hash, e->pair_slots,
+                       e->strs,     e->str_len,   e->pset,       e->str_hash,  e->str_slots,
+                       e->uf,       e->pend,      e->pend_vals,  e->dirty,     e->seeds,
+                       e->heap};
+    for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++)
+        eg__mfree(e, counted[i]);
     for (uint32_t i = 0; i < e->nframes; i++)
         eg__frame_free(e, &e->frames[i]);
     eg__free(e->frames);

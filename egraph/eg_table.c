@@ -61,6 +61,16 @@ void eg__table_fini(eg_engine *e, eg_table *t)
     eg__table_init(t);
 }
 
+/* The row and index counts of src's storage, which dst now holds (exactly nrows rows). */
+static void copy_counts(eg_table *dst, const eg_table *src)
+{
+    dst->nrows = src->nrows;
+    dst->cap = src->nrows;
+    dst->nlive = src->nlive;
+    dst->nslots = src->nslots;
+    dst->nused = src->nused;
+}
+
 /* Copies src's storage into dst (for push). dst holds no storage until each array is
  * complete, so a copy cut short by a failed allocation is freed by eg__table_fini. */
 void eg__table_copy(eg_engine *e, eg_table *dst, const eg_table *src)
@@ -84,11 +94,7 @@ void eg__table_copy(eg_engine *e, eg_table *dst, const eg_table *src)
         memcpy(dst->origin, src->origin, n * sizeof(uint32_t));
     }
     if (src->nslots) memcpy(dst->slots, src->slots, src->nslots * sizeof(uint64_t));
-    dst->nrows = src->nrows;
-    dst->cap = src->nrows;
-    dst->nlive = src->nlive;
-    dst->nslots = src->nslots;
-    dst->nused = src->nused;
+    copy_counts(dst, src);
     dst->version = src->version;
 }
 
@@ -100,12 +106,8 @@ void eg__table_take(eg_table *dst, eg_table *src)
     dst->khash = src->khash;
     dst->slotpos = src->slotpos;
     dst->origin = src->origin;
-    dst->nrows = src->nrows;
-    dst->cap = src->nrows;
-    dst->nlive = src->nlive;
     dst->slots = src->slots;
-    dst->nslots = src->nslots;
-    dst->nused = src->nused;
+    copy_counts(dst, src);
     dst->version = src->version + 1000003; /* no index built before the push is valid */
     dst->hi = UINT32_MAX;
     dst->six = NULL;
