@@ -127,7 +127,18 @@ const char *eg__sx_head(const sx *s);
 #define EG_MAX_DEPTH_TEXT "2000"
 
 /* ---- sorts ---- */
-typedef enum { SK_UNIT, SK_BOOL, SK_I64, SK_F64, SK_STRING, SK_EQ, SK_PAIR, SK_CONT, SK_BIGINT, SK_BIGRAT } sort_kind;
+typedef enum {
+    SK_UNIT,
+    SK_BOOL,
+    SK_I64,
+    SK_F64,
+    SK_STRING,
+    SK_EQ,
+    SK_PAIR,
+    SK_CONT,
+    SK_BIGINT,
+    SK_BIGRAT
+} sort_kind;
 /* container families (SK_CONT, eg_cont.c) */
 enum { CK_VEC, CK_SET, CK_MAP, CK_MULTISET, CK_FN };
 
@@ -147,12 +158,20 @@ typedef struct {
     /* CK_FN, (UnstableFn (inputs...) output): the inputs (owned) and the output */
     uint32_t *fn_in;
     uint32_t fn_nin, fn_out;
-    bool canon;          /* values may change when classes merge: an e-class, or a pair
-                            holding one; rebuilding re-canonicalizes such columns */
+    bool canon; /* values may change when classes merge: an e-class, or a pair
+                   holding one; rebuilding re-canonicalizes such columns */
 } eg_sort;
 
-enum { SORT_UNIT = 0, SORT_BOOL, SORT_I64, SORT_F64, SORT_STRING, SORT_BIGINT, SORT_BIGRAT,
-       SORT_NBUILTIN };
+enum {
+    SORT_UNIT = 0,
+    SORT_BOOL,
+    SORT_I64,
+    SORT_F64,
+    SORT_STRING,
+    SORT_BIGINT,
+    SORT_BIGRAT,
+    SORT_NBUILTIN
+};
 
 /* ---- tables ---- */
 typedef enum { TK_CONSTRUCTOR, TK_FUNCTION, TK_RELATION } table_kind;
@@ -300,18 +319,18 @@ enum {
     EG_OP_Q_GE,
     EG_OP_BIG_END
 };
-prim_status eg__big_call(eg_engine *e, int op, const eg_value *args, uint32_t nargs,
-                         eg_value *out, const char **why);
+prim_status eg__big_call(eg_engine *e, int op, const eg_value *args, uint32_t nargs, eg_value *out,
+                         const char **why);
 void eg__big_print(const eg_engine *e, FILE *f, uint32_t sort, eg_value v);
 
 /* ---- containers (eg_cont.c) ---- */
 /* The target of a function value: a table or a primitive of n_in inputs, the first
  * npartial of them given by the value (eg_cont.c). */
 typedef struct eg_fnt {
-    uint32_t fsort;  /* the UnstableFn sort */
-    uint32_t name;   /* interned name */
+    uint32_t fsort; /* the UnstableFn sort */
+    uint32_t name;  /* interned name */
     uint32_t npartial;
-    int32_t table;   /* >= 0: a table */
+    int32_t table; /* >= 0: a table */
     const eg_prim *prim;
     uint32_t n_in;
     uint32_t in[EG_MAX_ARGS];
@@ -342,6 +361,9 @@ const eg_prim *eg__fn_resolve(eg_engine *e, const char *name, const uint32_t *ps
 prim_status eg__cont_call(eg_engine *e, const eg_prim *p, const eg_value *args, uint32_t nargs,
                           eg_value *out, const char **why);
 eg_value eg__cont_canon(eg_engine *e, uint32_t sort, eg_value v);
+/* Makes a container of sort `sort` from v[0..n) (a scoped buffer the caller frees): its
+ * elements canonicalised, normalised, interned (eg_cont.c, the pool). */
+eg_value eg__cont_make(eg_engine *e, uint32_t sort, eg_value *v, uint32_t n);
 const eg_value *eg__cont_elems(const eg_engine *e, eg_value v, uint32_t *n);
 uint64_t eg__cont_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *cost);
 void eg__cont_print(eg_engine *e, FILE *f, uint32_t sort, eg_value v,
@@ -542,7 +564,7 @@ struct eg_engine {
     uint32_t *cont_len, *cont_sort;
     uint32_t nconts, capconts;
     uint32_t *cont_slots;
-    char *bigbuf; /* big numbers' result text (eg_big.c) */
+    char *bigbuf;                          /* big numbers' result text (eg_big.c) */
     eg_value merge_raw_old, merge_raw_new; /* eg__insert -> merge_values */
     uint32_t cont_nslots;
     /* the targets of function values (unstable-fn), registered when a call type-checks */
