@@ -261,53 +261,6 @@ static void join(jctx *j, uint32_t ndone)
         j->bound[j->undo[--j->nundo]] = 0;
 }
 
-void *eg__scoped_alloc(eg_engine *e, size_t bytes)
-{
-    assert(e->nscoped < EG_SCOPED_DEPTH);
-    void *p = eg__mcalloc(e, 1, bytes ? bytes : 1);
-    e->scoped[e->nscoped++] = p;
-    return p;
-}
-
-void *eg__scoped_grow(eg_engine *e, void *p, size_t n, size_t size)
-{
-    uint32_t i = e->nscoped;
-    while (i > 0 && e->scoped[i - 1] != p)
-        i--;
-    assert(i > 0);
-    void *q = eg__marray(e, p, n ? n : 1, size); /* p stays registered if this fails */
-    e->scoped[i - 1] = q;
-    return q;
-}
-
-void *eg__scoped_alloc_raw(eg_engine *e, size_t bytes)
-{
-    assert(e->nscoped < EG_SCOPED_DEPTH);
-    void *p = eg__marray(e, NULL, bytes ? bytes : 1, 1);
-    e->scoped[e->nscoped++] = p;
-    return p;
-}
-
-void eg__scoped_release(eg_engine *e, void *p)
-{
-    assert(e->nscoped > 0 && e->scoped[e->nscoped - 1] == p);
-    (void)p;
-    e->nscoped--;
-}
-
-void eg__scoped_free(eg_engine *e, void *p)
-{
-    assert(e->nscoped > 0 && e->scoped[e->nscoped - 1] == p);
-    e->nscoped--;
-    eg__mfree(e, p);
-}
-
-void eg__scoped_unwind(eg_engine *e, uint32_t mark)
-{
-    while (e->nscoped > mark)
-        eg__mfree(e, e->scoped[--e->nscoped]);
-}
-
 void eg__query_run(eg_engine *e, query *q, bool naive, uint32_t seen, bool subsumed_ok,
                    eg_value *vals, match_fn fn, void *ctx)
 {
@@ -755,45 +708,6 @@ typedef struct {
     rule *r;
 } mctx;
 
-/* Checks the node, memory and time limits while an iteration runs, so one exploding
- * iteration also stops cleanly; the rows made so far are kept and rebuilt. The node
- * limit counts rows, as the stop message reports them: pending writes are memory, which
- * the memory limit bounds (issue 21: counting them stopped a run "at the node limit"
- * with a fraction of the limit in rows). */
-bool eg__limits_hit(eg_engine *e)
-{
-    if (e->opt.node_limit && eg_node_count(e) >= e->opt.node_limit) {
-        e->limit_stop = EG_STOP_NODE_LIMIT;
-        return true;
-    }
-    if (e->opt.mem_limit && e->mem.bytes >= e->opt.mem_limit) {
-        e->limit_stop = EG_STOP_MEM_LIMIT;
-        return true;
-    }
-    if (e->opt.time_limit_s > 0 && eg__now() - e->cmd_start > e->opt.time_limit_s) {
-        e->limit_stop = EG_STOP_TIME_LIMIT;
-        return true;
-    }
-    return false;
-}
-
-void eg__limit_poll(eg_engine *e)
-{
-    if (e->stop_jmp && e->in_search && eg__limits_hit(e)) longjmp(*e->stop_jmp, 1);
-}
-
-void eg__limit_room(eg_engine *e, size_t bytes)
-{
-    if (!e->stop_jmp || !e->in_search) return;
-    if (e->opt.mem_limit &&
-        (bytes >= e->opt.mem_limit || e->mem.bytes >= e->opt.mem_limit - bytes)) {
-        e->limit_stop = EG_STOP_MEM_LIMIT;
-        e->limit_ask = bytes;
-        longjmp(*e->stop_jmp, 1);
-    }
-    eg__limit_poll(e);
-}
-
 static bool on_match(eg_engine *e, void *ctx, eg_value *vals)
 {
     rule *r = ((mctx *)ctx)->r;
@@ -813,14 +727,6 @@ static bool on_until(eg_engine *e, void *ctx, eg_value *vals)
     (void)vals;
     *(bool *)ctx = true;
     return false;
-}
-
-uint64_t eg_node_count(const eg_engine *e)
-{
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < e->ntables; i++)
-        n += e->tables[i].nlive;
-    return n;
 }
 
 static bool until_holds(eg_engine *e, query *until)
