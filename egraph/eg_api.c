@@ -595,8 +595,7 @@ static void do_check(eg_engine *e, void *ctx)
                               t->name, r, c);
                 }
             }
-            if (t->khash[r] != eg__key_hash(row, t->n_in) ||
-                eg__table_lookup(t, row, t->khash[r]) != (int64_t)r) {
+            if (eg__table_lookup(t, row, eg__key_hash(row, t->n_in)) != (int64_t)r) {
                 eg__throw(e, LM_EVERIFY, NULL,
                           "invariant: table %s row %u is not found by its key (memo out of date or "
                           "duplicate key)",
@@ -613,8 +612,8 @@ static void do_check(eg_engine *e, void *ctx)
             uint64_t sl = t->slots[j];
             if (sl == 0 || sl == UINT64_C(0xFFFFFFFF)) continue;
             uint32_t r = (uint32_t)sl - 1;
-            if (r >= t->nrows || (t->flags[r] & RF_DEAD) || t->slotpos[r] != j ||
-                (sl >> 32) != (t->khash[r] >> 32)) {
+            if (r >= t->nrows || (t->flags[r] & RF_DEAD) ||
+                (sl >> 32) != (eg__key_hash(t->cols + (size_t)r * t->ncols, t->n_in) >> 32)) {
                 eg__throw(e, LM_EVERIFY, NULL,
                           "invariant: table %s memo slot %u points to a dead or misplaced row",
                           t->name, j);

@@ -3,13 +3,13 @@
  * The database is a set of tables, one per constructor, function or relation. A table
  * stores its rows row-major in one value array (inputs first, then the output column if
  * the table has one), with three parallel arrays: the row's timestamp, its flags (dead,
- * subsumed) and the hash of its key. Rows are only ever appended; a row that changes is
+ * subsumed) and its origin; the key's hash is recomputed from the row when needed. Rows are only ever appended; a row that changes is
  * killed and a new row appended, so timestamps are non-decreasing along the array and
  * "rows new since time T" is a suffix found by binary search. The primary index maps a
  * key (the input columns) to its one live row.
  *
  *     row r:  cols[r*ncols .. r*ncols+n_in-1] = inputs, cols[r*ncols+n_in] = output
- *             ts[r]  flags[r]  khash[r]
+ *             ts[r]  flags[r]  origin[r]
  *
  * E-class ids of all user sorts share one dense id space and one union-find (uf[]); the
  * root of a set is always its smallest id, so the choice never depends on order.
@@ -221,8 +221,6 @@ typedef struct eg_table {
     eg_value *cols;
     uint32_t *ts;
     uint8_t *flags;
-    uint64_t *khash;
-    uint32_t *slotpos; /* per row: its slot in the primary index (valid while live) */
     uint32_t *origin;  /* per row: who inserted it (an origin id, eg_origin_get) */
     uint32_t nrows, cap, nlive;
     uint32_t hi;      /* rows visible to the current search phase; UINT32_MAX: all */

@@ -17,8 +17,6 @@ void eg__table_init(eg_table *t)
     t->cols = NULL;
     t->ts = NULL;
     t->flags = NULL;
-    t->khash = NULL;
-    t->slotpos = NULL;
     t->origin = NULL;
     t->nrows = t->cap = t->nlive = 0;
     t->slots = NULL;
@@ -52,8 +50,6 @@ void eg__table_fini(eg_engine *e, eg_table *t)
     eg__mfree(e, t->cols);
     eg__mfree(e, t->ts);
     eg__mfree(e, t->flags);
-    eg__mfree(e, t->khash);
-    eg__mfree(e, t->slotpos);
     eg__mfree(e, t->origin);
     eg__mfree(e, t->slots);
     eg__table_clear_six(e, t);
@@ -81,16 +77,12 @@ void eg__table_copy(eg_engine *e, eg_table *dst, const eg_table *src)
     dst->cols = eg__marray(e, NULL, n * nc + 1, sizeof(eg_value));
     dst->ts = eg__marray(e, NULL, n + 1, sizeof(uint32_t));
     dst->flags = eg__marray(e, NULL, n + 1, 1);
-    dst->khash = eg__marray(e, NULL, n + 1, sizeof(uint64_t));
-    dst->slotpos = eg__marray(e, NULL, n + 1, sizeof(uint32_t));
     dst->origin = eg__marray(e, NULL, n + 1, sizeof(uint32_t));
     dst->slots = eg__marray(e, NULL, src->nslots + 1, sizeof(uint64_t));
     if (n) {
         memcpy(dst->cols, src->cols, n * nc * sizeof(eg_value));
         memcpy(dst->ts, src->ts, n * sizeof(uint32_t));
         memcpy(dst->flags, src->flags, n);
-        memcpy(dst->khash, src->khash, n * sizeof(uint64_t));
-        memcpy(dst->slotpos, src->slotpos, n * sizeof(uint32_t));
         memcpy(dst->origin, src->origin, n * sizeof(uint32_t));
     }
     if (src->nslots) memcpy(dst->slots, src->slots, src->nslots * sizeof(uint64_t));
@@ -103,8 +95,6 @@ void eg__table_take(eg_table *dst, eg_table *src)
     dst->cols = src->cols;
     dst->ts = src->ts;
     dst->flags = src->flags;
-    dst->khash = src->khash;
-    dst->slotpos = src->slotpos;
     dst->origin = src->origin;
     dst->slots = src->slots;
     copy_counts(dst, src);
@@ -150,16 +140,22 @@ int64_t eg__table_lookup(const eg_table *t, const eg_value *key, uint64_t h)
     }
 }
 
+/* The hash of row r's key (its input columns): what its primary index slot is found by. */
+static inline uint64_t row_hash(const eg_table *t, uint32_t r)
+{
+    return eg__key_hash(t->cols + (size_t)r * t->ncols, t->n_in);
+}
+
 static void rehash(eg_engine *e, eg_table *t, uint32_t ns)
 {
     uint64_t *sl = eg__mcalloc(e, ns, sizeof *sl);
     for (uint32_t r = 0; r < t->nrows; r++) {
         if (t->flags[r] & RF_DEAD) continue;
-        uint32_t j = (uint32_t)t->khash[r] & (ns - 1);
+        uint64_t h = row_hash(t, r);
+        uint32_t j = (uint32_t)h & (ns - 1);
         while (sl[j])
             j = (j + 1) & (ns - 1);
-        sl[j] = slot_of(t->khash[r], r);
-        t->slotpos[r] = j;
+        sl[j] = slot_of(h, r);
     }
     eg__mfree(e, t->slots);
     t->slots = sl;
@@ -177,8 +173,6 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
         t->cols = eg__marray(e, t->cols, (size_t)nc * (t->ncols ? t->ncols : 1), sizeof(eg_value));
         t->ts = eg__marray(e, t->ts, nc, sizeof(uint32_t));
         t->flags = eg__marray(e, t->flags, nc, 1);
-        t->khash = eg__marray(e, t->khash, nc, sizeof(uint64_t));
-        t->slotpos = eg__marray(e, t->slotpos, nc, sizeof(uint32_t));
         t->origin = eg__marray(e, t->origin, nc, sizeof(uint32_t));
         t->cap = nc;
     }
@@ -198,14 +192,12 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
     memcpy(t->cols + (size_t)r * t->ncols, row, t->ncols * sizeof(eg_value));
     t->ts[r] = e->ts;
     t->flags[r] = flags;
-    t->khash[r] = h;
     t->origin[r] = origin;
     uint32_t j = (uint32_t)h & (t->nslots - 1);
     while (t->slots[j] != 0 && t->slots[j] != SLOT_DELETED)
         j = (j + 1) & (t->nslots - 1);
     if (t->slots[j] == 0) t->nused++;
     t->slots[j] = slot_of(h, r);
-    t->slotpos[r] = j;
     t->nlive++;
     assert(t->nlive <= t->nrows && t->nrows <= t->cap && t->nused <= t->nslots);
     /* timestamps are non-decreasing along the rows ("new since T" is a suffix) */
@@ -216,12 +208,10 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
 void eg__table_kill(eg_table *t, uint32_t r)
 {
     if (t->flags[r] & RF_DEAD) return;
-    uint32_t j = t->slotpos[r];
-    if ((uint32_t)t->slots[j] != r + 1 || t->slots[j] == SLOT_DELETED) { /* not expected */
-        j = (uint32_t)t->khash[r] & (t->nslots - 1);
-        while ((uint32_t)t->slots[j] != r + 1 || t->slots[j] == SLOT_DELETED)
-            j = (j + 1) & (t->nslots - 1);
-    }
+    /* the row's slot, found from its key's hash (the row is live, so it is indexed) */
+    uint32_t j = (uint32_t)row_hash(t, r) & (t->nslots - 1);
+    while ((uint32_t)t->slots[j] != r + 1 || t->slots[j] == SLOT_DELETED)
+        j = (j + 1) & (t->nslots - 1);
     t->slots[j] = SLOT_DELETED;
     t->flags[r] |= RF_DEAD;
     assert(t->nlive > 0); /* a live row was counted */
@@ -241,7 +231,6 @@ void eg__table_compact(eg_engine *e, eg_table *t)
                     t->ncols * sizeof(eg_value));
             t->ts[w] = t->ts[r];
             t->flags[w] = t->flags[r];
-            t->khash[w] = t->khash[r];
             t->origin[w] = t->origin[r];
         }
         w++;
