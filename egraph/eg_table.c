@@ -176,10 +176,10 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
         t->origin = eg__marray(e, t->origin, nc, sizeof(uint32_t));
         t->cap = nc;
     }
-    if (t->nslots == 0 || (t->nused + 1) * 2 > t->nslots) {
+    if (t->nslots == 0 || ((uint64_t)t->nused + 1) * 4 > (uint64_t)t->nslots * 3) {
         uint32_t ns = 16;
-        while ((t->nlive + 1) * 4 > ns)
-            ns *= 2; /* live load <= 1/4 after a rehash */
+        while (((uint64_t)t->nlive + 1) * 2 > ns)
+            ns *= 2; /* live load <= 1/2 after a rehash, at most 3/4 with the deleted */
         rehash(e, t, ns);
     }
     if (origin == ORIGIN_PENDING) origin = eg__origin_command(e); /* the command's first row */
@@ -244,7 +244,7 @@ void eg__table_compact(eg_engine *e, eg_table *t)
     t->slots = NULL;
     t->nslots = t->nused = 0;
     uint32_t ns = 16;
-    while ((t->nlive + 1) * 4 > ns)
+    while (((uint64_t)t->nlive + 1) * 2 > ns)
         ns *= 2;
     rehash(e, t, ns);
 }
