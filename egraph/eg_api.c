@@ -80,8 +80,8 @@ int eg_run_file(eg_engine *e, const char *path, lm_err *err)
     lm_err ferr;
     lm_err_clear(&ferr);
     /* the read is bounded like everything else: by the memory limit when one is set */
-    size_t max = e->opt.mem_limit && e->opt.mem_limit < LM_READ_MAX ? (size_t)e->opt.mem_limit
-                                                                     : LM_READ_MAX;
+    size_t max =
+        e->opt.mem_limit && e->opt.mem_limit < LM_READ_MAX ? (size_t)e->opt.mem_limit : LM_READ_MAX;
     /* and a NUL byte is refused, located: the text would end there, the rest unread */
     char *text = lm_read_text(path, max, NULL, &ferr);
     if (!text) {
@@ -601,9 +601,19 @@ static void do_check(eg_engine *e, void *ctx)
                           "duplicate key)",
                           t->name, r);
             }
-            if (r > 0 && t->ts[r] < t->ts[r - 1]) {
+            if (r > 0 && eg__row_ts(t, r) < eg__row_ts(t, r - 1)) {
                 eg__throw(e, LM_EVERIFY, NULL, "invariant: table %s timestamps out of order",
                           t->name);
+            }
+        }
+        /* the epochs: strictly increasing timestamps and first rows, all within the rows */
+        for (uint32_t k = 0; k < t->nep; k++) {
+            if ((k > 0 && (t->ep_ts[k] <= t->ep_ts[k - 1] || t->ep_row[k] <= t->ep_row[k - 1])) ||
+                t->ep_row[k] >= t->nrows || (k == 0 && t->ep_row[0] != 0)) {
+                eg__throw(e, LM_EVERIFY, NULL,
+                          "invariant: table %s timestamp epoch %u is out of "
+                          "order",
+                          t->name, k);
             }
         }
         /* the memo rebuilt from scratch must hold exactly the live rows, at their slots */
@@ -687,7 +697,7 @@ void eg_dump(eg_engine *e, FILE *f)
         for (uint32_t r = 0; r < t->nrows; r++) {
             if (t->flags[r] & RF_DEAD) continue;
             const eg_value *row = t->cols + (size_t)r * t->ncols;
-            fprintf(f, "  [%u] ts=%u%s (", r, t->ts[r],
+            fprintf(f, "  [%u] ts=%u%s (", r, eg__row_ts(t, r),
                     (t->flags[r] & RF_SUBSUMED) ? " subsumed" : "");
             for (uint32_t c = 0; c < t->ncols; c++) {
                 uint32_t so = c < t->n_in ? t->in_sort[c] : t->out_sort;

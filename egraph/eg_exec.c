@@ -144,8 +144,9 @@ static void try_row(jctx *j, uint32_t ai, const source *src, uint32_t r, uint32_
     uint8_t fl = t->flags[r];
     if (fl & RF_DEAD) return;
     if (!j->subsumed_ok && (fl & RF_SUBSUMED)) return;
-    if (j->mode[ai] == 1 && t->ts[r] >= j->seen) return;
-    if (j->mode[ai] == 2 && t->ts[r] < j->seen) return;
+    /* rows are in timestamp order: "ts >= seen" is "r >= split" among the visible rows */
+    if (j->mode[ai] == 1 && r >= j->split[ai]) return;
+    if (j->mode[ai] == 2 && r < j->split[ai]) return;
     const eg_value *row = t->cols + (size_t)r * t->ncols;
     eg_value *vals = j->vals;
     if (src->kind != 1) {
@@ -741,8 +742,8 @@ static bool until_holds(eg_engine *e, query *until)
 /* The search of one iteration: every rule of rl[0..nrl) matched, its actions run. A limit
  * reached inside a long primitive (eg__limit_poll) lands here: the rule it interrupted
  * keeps its seen mark, as does every rule after it. */
-static void search_rules(eg_engine *e, ruleset *R, const uint32_t *rl, uint32_t nrl,
-                         eg_value *vals, uint32_t cur)
+static void search_rules(eg_engine *e, ruleset *R, const uint32_t *rl, uint32_t nrl, eg_value *vals,
+                         uint32_t cur)
 {
     uint32_t smark = e->nscoped;
     uint32_t cmd_origin = e->cur_origin;

@@ -3,13 +3,13 @@
  * The database is a set of tables, one per constructor, function or relation. A table
  * stores its rows row-major in one value array (inputs first, then the output column if
  * the table has one), with three parallel arrays: the row's timestamp, its flags (dead,
- * subsumed) and its origin; the key's hash is recomputed from the row when needed. Rows are only ever appended; a row that changes is
- * killed and a new row appended, so timestamps are non-decreasing along the array and
- * "rows new since time T" is a suffix found by binary search. The primary index maps a
- * key (the input columns) to its one live row.
+ * subsumed) and its origin; the key's hash is recomputed from the row when needed. Rows are only
+ * ever appended; a row that changes is killed and a new row appended, so timestamps are
+ * non-decreasing along the array and "rows new since time T" is a suffix found by binary search.
+ * The primary index maps a key (the input columns) to its one live row.
  *
  *     row r:  cols[r*ncols .. r*ncols+n_in-1] = inputs, cols[r*ncols+n_in] = output
- *             ts[r]  flags[r]  origin[r]
+ *             flags[r]  origin[r]  (timestamps: one per run of rows, ep_ts/ep_row)
  *
  * E-class ids of all user sorts share one dense id space and one union-find (uf[]); the
  * root of a set is always its smallest id, so the choice never depends on order.
@@ -219,9 +219,13 @@ typedef struct eg_table {
     bool has_eq; /* any eq-sort column */
     /* storage */
     eg_value *cols;
-    uint32_t *ts;
+    /* timestamps, by epoch: rows are appended in timestamp order, so a table keeps one
+     * (timestamp, first row) pair per run of rows with the same timestamp, not a
+     * timestamp per row; eg__row_ts and eg__table_first_ts read them */
+    uint32_t *ep_ts, *ep_row;
+    uint32_t nep, capep;
     uint8_t *flags;
-    uint32_t *origin;  /* per row: who inserted it (an origin id, eg_origin_get) */
+    uint32_t *origin; /* per row: who inserted it (an origin id, eg_origin_get) */
     uint32_t nrows, cap, nlive;
     uint32_t hi;      /* rows visible to the current search phase; UINT32_MAX: all */
     uint64_t version; /* bumped whenever a row dies */
@@ -745,6 +749,8 @@ void eg__table_clear_six(eg_engine *e, eg_table *t);
 const sindex *eg__table_six(eg_engine *e, eg_table *t, colmask mask, uint32_t hi);
 int64_t eg__six_lookup(const eg_table *t, const sindex *ix, const eg_value *vals_by_col);
 uint32_t eg__table_first_ts(const eg_table *t, uint32_t ts);
+/* The timestamp of row r (r < nrows). */
+uint32_t eg__row_ts(const eg_table *t, uint32_t r);
 void eg__table_copy(eg_engine *e, eg_table *dst, const eg_table *src);
 /* Moves src's storage (a push frame's) into dst, whose storage was freed; src keeps none. */
 void eg__table_take(eg_table *dst, eg_table *src);

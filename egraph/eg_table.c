@@ -15,7 +15,8 @@
 void eg__table_init(eg_table *t)
 {
     t->cols = NULL;
-    t->ts = NULL;
+    t->ep_ts = t->ep_row = NULL;
+    t->nep = t->capep = 0;
     t->flags = NULL;
     t->origin = NULL;
     t->nrows = t->cap = t->nlive = 0;
@@ -48,7 +49,8 @@ void eg__table_clear_six(eg_engine *e, eg_table *t)
 void eg__table_fini(eg_engine *e, eg_table *t)
 {
     eg__mfree(e, t->cols);
-    eg__mfree(e, t->ts);
+    eg__mfree(e, t->ep_ts);
+    eg__mfree(e, t->ep_row);
     eg__mfree(e, t->flags);
     eg__mfree(e, t->origin);
     eg__mfree(e, t->slots);
@@ -75,17 +77,23 @@ void eg__table_copy(eg_engine *e, eg_table *dst, const eg_table *src)
     eg__table_init(dst);
     size_t nc = (size_t)src->ncols, n = src->nrows;
     dst->cols = eg__marray(e, NULL, n * nc + 1, sizeof(eg_value));
-    dst->ts = eg__marray(e, NULL, n + 1, sizeof(uint32_t));
+    dst->ep_ts = eg__marray(e, NULL, (size_t)src->nep + 1, sizeof(uint32_t));
+    dst->ep_row = eg__marray(e, NULL, (size_t)src->nep + 1, sizeof(uint32_t));
     dst->flags = eg__marray(e, NULL, n + 1, 1);
     dst->origin = eg__marray(e, NULL, n + 1, sizeof(uint32_t));
     dst->slots = eg__marray(e, NULL, src->nslots + 1, sizeof(uint64_t));
     if (n) {
         memcpy(dst->cols, src->cols, n * nc * sizeof(eg_value));
-        memcpy(dst->ts, src->ts, n * sizeof(uint32_t));
         memcpy(dst->flags, src->flags, n);
         memcpy(dst->origin, src->origin, n * sizeof(uint32_t));
     }
     if (src->nslots) memcpy(dst->slots, src->slots, src->nslots * sizeof(uint64_t));
+    if (src->nep) {
+        memcpy(dst->ep_ts, src->ep_ts, src->nep * sizeof(uint32_t));
+        memcpy(dst->ep_row, src->ep_row, src->nep * sizeof(uint32_t));
+    }
+    dst->nep = src->nep;
+    dst->capep = src->nep + 1;
     copy_counts(dst, src);
     dst->version = src->version;
 }
@@ -93,7 +101,10 @@ void eg__table_copy(eg_engine *e, eg_table *dst, const eg_table *src)
 void eg__table_take(eg_table *dst, eg_table *src)
 {
     dst->cols = src->cols;
-    dst->ts = src->ts;
+    dst->ep_ts = src->ep_ts;
+    dst->ep_row = src->ep_row;
+    dst->nep = src->nep;
+    dst->capep = src->capep;
     dst->flags = src->flags;
     dst->origin = src->origin;
     dst->slots = src->slots;
@@ -171,7 +182,6 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
         if (t->cap > UINT32_MAX / 2) eg__oom(e, SIZE_MAX);
         uint32_t nc = t->cap ? t->cap * 2 : 16;
         t->cols = eg__marray(e, t->cols, (size_t)nc * (t->ncols ? t->ncols : 1), sizeof(eg_value));
-        t->ts = eg__marray(e, t->ts, nc, sizeof(uint32_t));
         t->flags = eg__marray(e, t->flags, nc, 1);
         t->origin = eg__marray(e, t->origin, nc, sizeof(uint32_t));
         t->cap = nc;
@@ -182,6 +192,15 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
             ns *= 2; /* live load <= 1/2 after a rehash, at most 3/4 with the deleted */
         rehash(e, t, ns);
     }
+    /* a row of a newer timestamp opens an epoch; both arrays grow before either is used */
+    bool new_epoch = t->nep == 0 || t->ep_ts[t->nep - 1] != e->ts;
+    assert(t->nep == 0 || t->ep_ts[t->nep - 1] <= e->ts); /* timestamps never decrease */
+    if (new_epoch && t->nep + 1 > t->capep) {
+        uint32_t nc = t->capep ? t->capep * 2 : 4;
+        t->ep_ts = eg__marray(e, t->ep_ts, nc, sizeof(uint32_t));
+        t->ep_row = eg__marray(e, t->ep_row, nc, sizeof(uint32_t));
+        t->capep = nc;
+    }
     if (origin == ORIGIN_PENDING) origin = eg__origin_command(e); /* the command's first row */
     if (e->uses_on && t->has_eq) { /* its entries first: the row exists only once they do */
         uint32_t r = t->nrows;
@@ -190,7 +209,10 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
     }
     uint32_t r = t->nrows++;
     memcpy(t->cols + (size_t)r * t->ncols, row, t->ncols * sizeof(eg_value));
-    t->ts[r] = e->ts;
+    if (new_epoch) {
+        t->ep_ts[t->nep] = e->ts;
+        t->ep_row[t->nep++] = r;
+    }
     t->flags[r] = flags;
     t->origin[r] = origin;
     uint32_t j = (uint32_t)h & (t->nslots - 1);
@@ -200,8 +222,6 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
     t->slots[j] = slot_of(h, r);
     t->nlive++;
     assert(t->nlive <= t->nrows && t->nrows <= t->cap && t->nused <= t->nslots);
-    /* timestamps are non-decreasing along the rows ("new since T" is a suffix) */
-    assert(r == 0 || t->ts[r - 1] <= t->ts[r]);
     return r;
 }
 
@@ -224,17 +244,26 @@ void eg__table_compact(eg_engine *e, eg_table *t)
 {
     if (t->nlive == t->nrows) return;
     uint32_t w = 0;
+    /* the epochs are rewritten in place as the rows move: epoch k of the old rows becomes
+     * epoch m <= k of the kept ones (an epoch whose rows all died disappears) */
+    uint32_t k = 0, m = 0;
     for (uint32_t r = 0; r < t->nrows; r++) {
+        while (k + 1 < t->nep && t->ep_row[k + 1] <= r)
+            k++;
         if (t->flags[r] & RF_DEAD) continue;
+        if (m == 0 || t->ep_ts[m - 1] != t->ep_ts[k]) {
+            t->ep_ts[m] = t->ep_ts[k];
+            t->ep_row[m++] = w;
+        }
         if (w != r) {
             memmove(t->cols + (size_t)w * t->ncols, t->cols + (size_t)r * t->ncols,
                     t->ncols * sizeof(eg_value));
-            t->ts[w] = t->ts[r];
             t->flags[w] = t->flags[r];
             t->origin[w] = t->origin[r];
         }
         w++;
     }
+    t->nep = m;
     assert(w == t->nlive); /* every live row was kept, every dead one dropped */
     t->nrows = w;
     t->version++;
@@ -249,18 +278,33 @@ void eg__table_compact(eg_engine *e, eg_table *t)
     rehash(e, t, ns);
 }
 
-/* The first row whose timestamp is >= ts (rows are in timestamp order). */
+/* The first row whose timestamp is >= ts (rows are in timestamp order): the first row of
+ * the first epoch at or after ts, or nrows. */
 uint32_t eg__table_first_ts(const eg_table *t, uint32_t ts)
 {
-    uint32_t lo = 0, hi = t->nrows;
+    uint32_t lo = 0, hi = t->nep;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (t->ts[mid] < ts)
+        if (t->ep_ts[mid] < ts)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo;
+    return lo < t->nep ? t->ep_row[lo] : t->nrows;
+}
+
+uint32_t eg__row_ts(const eg_table *t, uint32_t r)
+{
+    uint32_t lo = 0, hi = t->nep; /* the last epoch whose first row is <= r */
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->ep_row[mid] <= r)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    assert(t->nep > 0 && t->ep_row[lo] <= r);
+    return t->ep_ts[lo];
 }
 
 static uint64_t masked_hash(const eg_value *row, colmask mask, uint32_t ncols)
