@@ -30,10 +30,8 @@
 #include <assert.h>
 #include <string.h>
 
-eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v)
+eg_value eg__canon_slow(eg_engine *e, uint32_t sort, eg_value v)
 {
-    if (!e->sorts[sort].canon) return v;
-    if (e->sorts[sort].kind == SK_EQ) return eg__find(e, (uint32_t)v);
     if (e->sorts[sort].kind == SK_CONT) return eg__cont_canon(e, sort, v);
     return eg__pair_canon(e, sort, v);
 }

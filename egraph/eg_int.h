@@ -29,6 +29,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+/* every hash of the engine is XXH3 compiled into the caller (eg__key_hash) */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 /* ---- memory: the one door (eg_mem.c) ----
  *
@@ -739,7 +742,12 @@ const char *eg__keep_file(eg_engine *e, const char *name);
 /* ---- tables (eg_table.c) ---- */
 void eg__table_init(eg_table *t);
 void eg__table_fini(eg_engine *e, eg_table *t);
-uint64_t eg__key_hash(const eg_value *key, uint32_t n);
+/* The hash of a key of n values (XXH3, compiled inline: keys are a few words, and the
+ * call into the library cost more than the hash). */
+static inline uint64_t eg__key_hash(const eg_value *key, uint32_t n)
+{
+    return XXH3_64bits(key, (size_t)n * sizeof(eg_value));
+}
 int64_t eg__table_lookup(const eg_table *t, const eg_value *key, uint64_t h);
 uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64_t h, uint8_t flags,
                           uint32_t origin);
@@ -819,7 +827,17 @@ bool eg__limits_hit(eg_engine *e);
 void eg__limit_poll(eg_engine *e);
 void eg__limit_room(eg_engine *e, size_t bytes);
 eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *until, bool *changed);
-eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v);
+/* The canonical form of value v of sort `sort`: its root for an e-class, the canonical
+ * pair or container for one holding e-classes (eg__canon_slow), v itself otherwise.
+ * Inline: every action argument and key column passes through it. */
+eg_value eg__canon_slow(eg_engine *e, uint32_t sort, eg_value v);
+static inline eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v)
+{
+    const eg_sort *s = &e->sorts[sort];
+    if (!s->canon) return v;
+    if (s->kind == SK_EQ) return eg__find(e, (uint32_t)v);
+    return eg__canon_slow(e, sort, v);
+}
 
 /* ---- extraction & output (eg_extract.c) ---- */
 /* The cheapest node of every e-class: cost[id] (UINT64_MAX: none) and where it is

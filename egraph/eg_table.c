@@ -116,11 +116,6 @@ void eg__table_take(eg_table *dst, eg_table *src)
     eg__table_init(src);
 }
 
-uint64_t eg__key_hash(const eg_value *key, uint32_t n)
-{
-    return XXH3_64bits(key, (size_t)n * sizeof(eg_value));
-}
-
 #define SLOT_DELETED UINT64_C(0xFFFFFFFF)
 
 static inline uint64_t slot_of(uint64_t h, uint32_t r)
