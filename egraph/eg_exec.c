@@ -362,10 +362,12 @@ static eg_value merge_values(eg_engine *e, eg_table *t, const eg_value *row, eg_
                   t->name, buf);
     }
     case MG_EXPR: {
-        /* as egglog (egglog-bridge's merge of a function call, pull 287): the merge does
-         * not run when the stored value is the new one as they stand; a stored value that
-         * is only equal after canonicalization (its class was merged since) runs it */
-        if (e->merge_raw_old == e->merge_raw_new) return old;
+        /* as egglog (egglog-bridge's merge of a function call, pull 287): for an e-class
+         * output the merge does not run when the stored value is the new one as they
+         * stand (a stored value only equal after canonicalization, its class merged since,
+         * runs it); a primitive output always runs it, equal values too, so
+         * (set (f) 1) twice under :merge (+ old new) gives 2 as in egglog 13.2 */
+        if (eg__is_eq(e, t->out_sort) && e->merge_raw_old == e->merge_raw_new) return old;
         eg_value vals[2] = {old, nw};
         eg_value m = eg__eval(e, t->merge_expr, vals);
         return eg__canon(e, t->out_sort, m);
