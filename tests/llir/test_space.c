@@ -361,7 +361,7 @@ START_TEST(out_of_memory_is_an_error)
             if (eg_sort_count(t.e) == 0) { /* the engine's allocation failed: it is unusable */
                 tl_fini(&t);
                 tl_build(&t, g, NULL);
-                root = eg_find(t.e, t.enc.root);
+                root = cs_session_root(t.cs);
             }
         }
     }
