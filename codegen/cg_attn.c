@@ -167,7 +167,7 @@ static bool put_expr(aw *w, const char *name, hl_expr e, bool zfree, const char 
     cg_ity t;
     if (e == HL_NONE || (zfree && hl_e_has_z(p, e)) ||
         !cg__expr_ity(p, w->c->d, e, zfree ? 0 : w->zmax, &t)) {
-        cg__fail(w->c->err, LM_EUNSUPPORTED, w->s->llir_node,
+        cg__fail(w->c->err, LM_EUNSUPPORTED, cg__at(w->s->llir_node),
                  "attention: %s is not an expression of the dims%s bounded in int64", what,
                  zfree ? "" : " and bh");
         return false;
@@ -198,6 +198,36 @@ static void put_defs(cg_str *b, const cg_attn_spec *s, float scale_log2)
 }
 
 /* The split pass / single pass kernel. */
+/* Finishes kernel k's text from the body in b and the preamble in pre (both emptied):
+ * cg__kw_finish_ex with `threads` threads per block. */
+static int attn_text(cg_ctx *c, const cg_attn_spec *s, cg_kw *kw, cg_str *b, cg_str *pre,
+                     uint32_t threads, cg_kernel *k)
+{
+    char *body = cg__str_take(b);
+    char *pretxt = cg__str_take(pre);
+    int rc = body && pretxt ? cg__kw_finish_ex(kw, pretxt, NULL, body, threads, k)
+                            : cg__fail(c->err, LM_ENOMEM, cg__at(s->llir_node), "out of memory");
+    cg__free(body);
+    cg__free(pretxt);
+    return rc;
+}
+
+/* Kernel k's launch: `blocks` blocks in x (at most INT32_MAX), smem bytes of shared
+ * memory, its template's name; no op counts. */
+static int attn_grid(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k, hl_expr blocks,
+                     uint32_t smem, const char *name)
+{
+    hl_expr_pool *p = c->plan->exprs;
+    k->shared_bytes = smem;
+    k->grid[0] = cg__grid_expr(p, blocks, INT32_MAX);
+    k->grid[1] = k->grid[2] = hl_e_num(p, 1);
+    k->template_name = name;
+    k->ops = k->strided = k->divs32 = k->divs64 = HL_NONE;
+    if (k->grid[0] == HL_NONE || k->grid[1] == HL_NONE)
+        return cg__fail(c->err, LM_ENOMEM, cg__at(s->llir_node), "out of memory");
+    return 0;
+}
+
 static int attn_main(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
 {
     const cg_attn_tile *t = &s->tile;
@@ -212,7 +242,7 @@ static int attn_main(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
     hl_expr_pool *p = c->plan->exprs;
     int64_t nbh_max = cg__expr_max(p, c->d, s->n_bh, 0);
     if (nbh_max < 1 || nbh_max == INT64_MAX) {
-        rc = cg__fail(c->err, LM_EUNSUPPORTED, s->llir_node,
+        rc = cg__fail(c->err, LM_EUNSUPPORTED, cg__at(s->llir_node),
                       "attention: the number of (batch, head) pairs has no finite bound");
         goto done;
     }
@@ -268,7 +298,7 @@ static int attn_main(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
         cg__str_fini(&inner);
         if (!ok || !txt) {
             cg__free(txt);
-            rc = ok ? cg__fail(c->err, LM_ENOMEM, s->llir_node, "out of memory") : c->err->code;
+            rc = ok ? cg__fail(c->err, LM_ENOMEM, cg__at(s->llir_node), "out of memory") : c->err->code;
             goto done;
         }
         /* indent */
@@ -552,28 +582,12 @@ static int attn_main(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
             cg__store_c(s->dtype), po, from_f32(s->dtype), from_f32(s->dtype));
     }
     cg__str_add(&b, "      }\n      }\n    }\n  }\n");
-    char *body = cg__str_take(&b);
-    char *pretxt = cg__str_take(&pre);
-    if (!body || !pretxt) {
-        cg__free(body);
-        cg__free(pretxt);
-        rc = cg__fail(c->err, LM_ENOMEM, s->llir_node, "out of memory");
-        goto done;
-    }
-    rc = cg__kw_finish_ex(&kw, pretxt, NULL, body, t->warps * 32u, k);
-    cg__free(body);
-    cg__free(pretxt);
+    rc = attn_text(c, s, &kw, &b, &pre, t->warps * 32u, k);
     if (rc) goto done;
     uint32_t smem = (t->block_q + 2u * t->stages * t->block_k) * s->head_dim * 2u;
-    k->shared_bytes = smem;
     hl_expr nqt = hl_e_cdiv(p, s->sq, hl_e_num(p, t->block_q));
     hl_expr work = hl_e_mul(p, hl_e_mul(p, nqt, s->n_bh), hl_e_num(p, t->kv_splits));
-    k->grid[0] = cg__grid_expr(p, work, INT32_MAX);
-    k->grid[1] = k->grid[2] = hl_e_num(p, 1);
-    k->template_name = "attention";
-    k->ops = k->strided = k->divs32 = k->divs64 = HL_NONE;
-    if (k->grid[0] == HL_NONE || k->grid[1] == HL_NONE)
-        rc = cg__fail(c->err, LM_ENOMEM, s->llir_node, "out of memory");
+    rc = attn_grid(c, s, k, work, smem, "attention");
 done:
     cg__str_fini(&b);
     cg__str_fini(&pre);
@@ -594,7 +608,7 @@ static int attn_combine(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
     hl_expr_pool *p = c->plan->exprs;
     int64_t nbh_max = cg__expr_max(p, c->d, s->n_bh, 0);
     if (nbh_max < 1 || nbh_max == INT64_MAX) {
-        rc = cg__fail(c->err, LM_EUNSUPPORTED, s->llir_node,
+        rc = cg__fail(c->err, LM_EUNSUPPORTED, cg__at(s->llir_node),
                       "attention: the number of (batch, head) pairs has no finite bound");
         goto done;
     }
@@ -626,7 +640,7 @@ static int attn_combine(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
         cg__str_fini(&inner);
         if (!ok || !txt) {
             cg__free(txt);
-            rc = ok ? cg__fail(c->err, LM_ENOMEM, s->llir_node, "out of memory") : c->err->code;
+            rc = ok ? cg__fail(c->err, LM_ENOMEM, cg__at(s->llir_node), "out of memory") : c->err->code;
             goto done;
         }
         cg__str_add(&b, "  ");
@@ -653,26 +667,10 @@ static int attn_combine(cg_ctx *c, const cg_attn_spec *s, cg_kernel *k)
         "    for (int d = 0; d < LM_D / 32; d++) b%d[OB + i * OR + d * 32 + lane] = %s(acc[d] * inv);\n"
         "  }\n",
         pw, pw, po, from_f32(s->dtype));
-    char *body = cg__str_take(&b);
-    char *pretxt = cg__str_take(&pre);
-    if (!body || !pretxt) {
-        cg__free(body);
-        cg__free(pretxt);
-        rc = cg__fail(c->err, LM_ENOMEM, s->llir_node, "out of memory");
-        goto done;
-    }
-    rc = cg__kw_finish_ex(&kw, pretxt, NULL, body, 128, k);
-    cg__free(body);
-    cg__free(pretxt);
+    rc = attn_text(c, s, &kw, &b, &pre, 128, k);
     if (rc) goto done;
-    k->shared_bytes = 0;
     hl_expr rows = hl_e_mul(p, s->n_bh, s->sq);
-    k->grid[0] = cg__grid_expr(p, hl_e_cdiv(p, rows, hl_e_num(p, 4)), INT32_MAX);
-    k->grid[1] = k->grid[2] = hl_e_num(p, 1);
-    k->template_name = "attention-combine";
-    k->ops = k->strided = k->divs32 = k->divs64 = HL_NONE;
-    if (k->grid[0] == HL_NONE || k->grid[1] == HL_NONE)
-        rc = cg__fail(c->err, LM_ENOMEM, s->llir_node, "out of memory");
+    rc = attn_grid(c, s, k, hl_e_cdiv(p, rows, hl_e_num(p, 4)), 0, "attention-combine");
 done:
     cg__str_fini(&b);
     cg__str_fini(&pre);
@@ -684,31 +682,31 @@ int cg__attn_kernels(cg_ctx *c, const cg_attn_spec *s, cg_kernel k[2], uint32_t 
 {
     *n = 0;
     if (s->dtype != HL_BF16 && s->dtype != HL_F16)
-        return cg__fail(c->err, LM_EUNSUPPORTED, s->llir_node,
+        return cg__fail(c->err, LM_EUNSUPPORTED, cg__at(s->llir_node),
                         "attention: the fused kernel takes bf16 or f16 operands, not %s "
                         "(the unfused path computes it)",
                         hl_dtype_name(s->dtype));
     if (s->head_dim != 64 && s->head_dim != 128)
-        return cg__fail(c->err, LM_EUNSUPPORTED, s->llir_node,
+        return cg__fail(c->err, LM_EUNSUPPORTED, cg__at(s->llir_node),
                         "attention: the fused kernel takes head dims 64 and 128, not %u "
                         "(the unfused path computes it)",
                         s->head_dim);
     if (!tile_ok(s->head_dim, &s->tile))
-        return cg__fail(c->err, LM_EUNSUPPORTED, s->llir_node,
+        return cg__fail(c->err, LM_EUNSUPPORTED, cg__at(s->llir_node),
                         "attention: no kernel for the tile block_q %u block_k %u warps %u "
                         "stages %u kv_splits %u at head dim %u (cg__attn_tiles lists them)",
                         s->tile.block_q, s->tile.block_k, s->tile.warps, s->tile.stages,
                         s->tile.kv_splits, s->head_dim);
     if (s->has_mask && s->mask_dtype != HL_BF16 && s->mask_dtype != HL_F16 &&
         s->mask_dtype != HL_F32)
-        return cg__fail(c->err, LM_EUNSUPPORTED, s->llir_node,
+        return cg__fail(c->err, LM_EUNSUPPORTED, cg__at(s->llir_node),
                         "attention: an additive mask of %s (bf16, f16 or f32 expected)",
                         hl_dtype_name(s->mask_dtype));
     if (!isfinite(s->scale))
-        return cg__fail(c->err, LM_EUNSUPPORTED, s->llir_node, "attention: scale %g is not finite",
+        return cg__fail(c->err, LM_EUNSUPPORTED, cg__at(s->llir_node), "attention: scale %g is not finite",
                         (double)s->scale);
     if (s->tile.kv_splits > 1 && s->ws_buf == LM_NONE)
-        return cg__fail(c->err, LM_EVERIFY, s->llir_node,
+        return cg__fail(c->err, LM_EVERIFY, cg__at(s->llir_node),
                         "attention: kv_splits %u needs a workspace buffer (ws_buf)",
                         s->tile.kv_splits);
     memset(k, 0, 2 * sizeof *k);

@@ -213,7 +213,7 @@ int cg__emit_elem(cg_ctx *c, cg_vg *vg, uint32_t node, uint32_t out_buf, cg_kern
         while (V > 1 && Lv % V) V /= 2;
     vload = cg__alloc(vg->n, sizeof *vload);
     if (!vload) {
-        rc = cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+        rc = cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
         goto done;
     }
     e.vload = vload;
@@ -241,7 +241,7 @@ int cg__emit_elem(cg_ctx *c, cg_vg *vg, uint32_t node, uint32_t out_buf, cg_kern
     }
     char *nt = cg__str_take(&ns);
     if (!nt) {
-        rc = cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+        rc = cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
         goto done;
     }
     e.indent = 1;
@@ -250,7 +250,7 @@ int cg__emit_elem(cg_ctx *c, cg_vg *vg, uint32_t node, uint32_t out_buf, cg_kern
     if (V > 1) {
         char *ct = cg__str_take(&cond);
         if (!ct) {
-            rc = cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+            rc = cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
             goto done;
         }
         cg__em_line(&e, "const bool lm_vec = %s;", ct);
@@ -262,7 +262,7 @@ int cg__emit_elem(cg_ctx *c, cg_vg *vg, uint32_t node, uint32_t out_buf, cg_kern
         e.indent++;
         cg__em_line(&e, "const %s z0 = w * %uu;", zty, V);
         if (!group(&e, V, true, "z0", zt, rt)) {
-            rc = c->err->code ? c->err->code : cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+            rc = c->err->code ? c->err->code : cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
             goto done;
         }
         e.indent--;
@@ -275,14 +275,14 @@ int cg__emit_elem(cg_ctx *c, cg_vg *vg, uint32_t node, uint32_t out_buf, cg_kern
                 zty, V, zty, ELEM_THREADS, zty, ELEM_THREADS);
     e.indent++;
     if (!group(&e, 1, false, "z", zt, rt)) {
-        rc = c->err->code ? c->err->code : cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+        rc = c->err->code ? c->err->code : cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
         goto done;
     }
     e.indent--;
     cg__em_line(&e, "}");
     char *bt = cg__str_take(&body);
     if (!bt) {
-        rc = cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+        rc = cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
         goto done;
     }
     rc = cg__kw_finish(&kw, NULL, bt, ELEM_THREADS, k);
@@ -292,7 +292,7 @@ int cg__emit_elem(cg_ctx *c, cg_vg *vg, uint32_t node, uint32_t out_buf, cg_kern
     hl_expr groups = hl_e_cdiv(p, vg->numel, hl_e_num(p, V));
     k->grid[0] = cg__grid_expr(p, hl_e_cdiv(p, groups, hl_e_num(p, ELEM_THREADS)), GRID_CAP);
     k->grid[1] = k->grid[2] = hl_e_num(p, 1);
-    if (k->grid[0] == HL_NONE) rc = cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+    if (k->grid[0] == HL_NONE) rc = cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
     k->template_name = has_reduce(vg) ? "elementwise-loop" : "elementwise";
 done:
     cg__free(vload);

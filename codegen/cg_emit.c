@@ -59,7 +59,7 @@ void cg__em_line(cg_em *e, const char *fmt, ...)
 static cg_name *add_name(cg_em *e, uint32_t v, int32_t lane)
 {
     if (!cg__grow((void **)&e->names, &e->ncap, e->nn + 1, sizeof *e->names)) {
-        cg__fail(e->c->err, LM_ENOMEM, e->kw->llir_node, "out of memory");
+        cg__fail(e->c->err, LM_ENOMEM, cg__at(e->kw->llir_node), "out of memory");
         return NULL;
     }
     cg_name *n = &e->names[e->nn++];
@@ -118,7 +118,7 @@ static bool pos_c(cg_em *e, uint32_t s, uint32_t lane, hl_expr x, cg_str *out)
     if (!cg__expr_ity(e->vg->p, e->vg->d, x, zmax, &t)) {
         char txt[256];
         hl_e_print(e->vg->p, x, txt, sizeof txt);
-        cg__fail(e->c->err, LM_EUNSUPPORTED, e->kw->llir_node,
+        cg__fail(e->c->err, LM_EUNSUPPORTED, cg__at(e->kw->llir_node),
                  "the index expression %s (z <= %" PRId64
                  ") is not bounded in int64 over the dims' ranges",
                  txt, zmax);
@@ -132,55 +132,37 @@ static bool pos_c(cg_em *e, uint32_t s, uint32_t lane, hl_expr x, cg_str *out)
 
 /* ---- conversions -------------------------------------------------------------------------- */
 
-/* C expression converting storage element `x` (of storage type) of dtype dt to a value. */
-static void load_conv(char *out, size_t cap, const char *x, hl_dtype dt)
+/* The C conversion of a storage element of dtype dt to its value in registers (load) or
+ * back (store), as a printf format of one %s; "%s" where none is needed. */
+static const char *conv_fmt(hl_dtype dt, bool store)
 {
     switch (dt) {
     case HL_F16:
-        snprintf(out, cap, "lm_h2f(%s)", x);
-        break;
+        return store ? "lm_f2h(%s)" : "lm_h2f(%s)";
     case HL_BF16:
-        snprintf(out, cap, "lm_bf2f(%s)", x);
-        break;
+        return store ? "lm_f2bf(%s)" : "lm_bf2f(%s)";
     case HL_F8E4M3:
-        snprintf(out, cap, "lm_e4m3_2f(%s)", x);
-        break;
+        return store ? "lm_f2e4m3(%s)" : "lm_e4m3_2f(%s)";
     case HL_F8E5M2:
-        snprintf(out, cap, "lm_e5m2_2f(%s)", x);
-        break;
+        return store ? "lm_f2e5m2(%s)" : "lm_e5m2_2f(%s)";
     case HL_BOOL:
-        snprintf(out, cap, "(int)(%s)", x);
-        break;
+        return store ? "(unsigned char)(%s != 0)" : "(int)(%s)";
     default:
-        snprintf(out, cap, "%s", x);
-        break;
+        return "%s";
     }
+}
+
+/* C expression converting storage element `x` (of storage type) of dtype dt to a value. */
+static void load_conv(char *out, size_t cap, const char *x, hl_dtype dt)
+{
+    snprintf(out, cap, conv_fmt(dt, false), x);
 }
 
 void cg__em_store_expr(cg_em *e, char *out, size_t cap, const char *name, cg_rty rt, hl_dtype dt)
 {
     (void)e;
     (void)rt;
-    switch (dt) {
-    case HL_F16:
-        snprintf(out, cap, "lm_f2h(%s)", name);
-        break;
-    case HL_BF16:
-        snprintf(out, cap, "lm_f2bf(%s)", name);
-        break;
-    case HL_F8E4M3:
-        snprintf(out, cap, "lm_f2e4m3(%s)", name);
-        break;
-    case HL_F8E5M2:
-        snprintf(out, cap, "lm_f2e5m2(%s)", name);
-        break;
-    case HL_BOOL:
-        snprintf(out, cap, "(unsigned char)(%s != 0)", name);
-        break;
-    default:
-        snprintf(out, cap, "%s", name);
-        break;
-    }
+    snprintf(out, cap, conv_fmt(dt, true), name);
 }
 
 /* The value of `x` (register type of dtype from) as dtype to, in registers. A float
@@ -287,7 +269,7 @@ static bool op_c(cg_em *e, const cg_val *v, const char *const *a, char *out, siz
     bool unary = v->op == HL_OP_EXP2 || v->op == HL_OP_LOG2 || v->op == HL_OP_SIN ||
                  v->op == HL_OP_RECIP || v->op == HL_OP_SQRT;
     if (!s || (unary && !f) || r == CG_R_BOOL) {
-        cg__fail(e->c->err, LM_EUNSUPPORTED, v->node != LM_NONE ? v->node : e->kw->llir_node,
+        cg__fail(e->c->err, LM_EUNSUPPORTED, cg__at(v->node != LM_NONE ? v->node : e->kw->llir_node),
                  "%s of %s has no kernel template", hl_op_name(v->op), hl_dtype_name(v->from));
         return false;
     }
@@ -403,7 +385,7 @@ static bool vector_load(cg_em *e, uint32_t v)
     char *pos = cg__str_take(&ps);
     if (!ok || !pos) {
         cg__free(pos);
-        if (ok) cg__fail(e->c->err, LM_ENOMEM, e->kw->llir_node, "out of memory");
+        if (ok) cg__fail(e->c->err, LM_ENOMEM, cg__at(e->kw->llir_node), "out of memory");
         return false;
     }
     char base[32];
@@ -459,7 +441,7 @@ bool cg__em_pre_outer(cg_em *e, uint32_t v, uint32_t scope, uint32_t lane)
 {
     bool *seen = cg__alloc(e->vg->n, sizeof *seen);
     if (!seen) {
-        cg__fail(e->c->err, LM_ENOMEM, e->kw->llir_node, "out of memory");
+        cg__fail(e->c->err, LM_ENOMEM, cg__at(e->kw->llir_node), "out of memory");
         return false;
     }
     bool ok = pre_outer_rec(e, v, scope, lane, seen);
@@ -475,7 +457,7 @@ static bool red_base(cg_em *e, const cg_val *r, uint32_t lane, cg_str *out)
     int64_t zb = e->vg->s[r->scope].zmax;
     hl_expr qb = hl_e_subst_z(e->vg->p, s->q0, r->pos, zb >= 0 && zb < INT64_MAX ? zb + 1 : 0);
     if (qb == HL_NONE) {
-        cg__fail(e->c->err, LM_EUNSUPPORTED, e->kw->llir_node,
+        cg__fail(e->c->err, LM_EUNSUPPORTED, cg__at(e->kw->llir_node),
                  "a reduction's index expression overflows");
         return false;
     }
@@ -491,7 +473,7 @@ bool cg__em_len(cg_em *e, hl_expr x, cg_ity t, cg_str *out)
 {
     cg_ity tt;
     if (!cg__expr_ity(e->vg->p, e->vg->d, x, 0, &tt)) {
-        cg__fail(e->c->err, LM_EUNSUPPORTED, e->kw->llir_node, "a size is not bounded in int64");
+        cg__fail(e->c->err, LM_EUNSUPPORTED, cg__at(e->kw->llir_node), "a size is not bounded in int64");
         return false;
     }
     if (tt == CG_U32 && t == CG_I64) tt = CG_I64;
@@ -504,7 +486,7 @@ bool cg__em_len(cg_em *e, hl_expr x, cg_ity t, cg_str *out)
 static char *take(cg_em *e, cg_str *s)
 {
     char *t = cg__str_take(s);
-    if (!t) cg__fail(e->c->err, LM_ENOMEM, e->kw->llir_node, "out of memory");
+    if (!t) cg__fail(e->c->err, LM_ENOMEM, cg__at(e->kw->llir_node), "out of memory");
     return t;
 }
 
@@ -574,7 +556,7 @@ static bool row_combine(cg_em *e, const cg_val *r, const char *acc)
     cg__em_line(e, "}");
     if (e->row_threads <= 32) return true;
     if (e->n_slots >= CG_MAX_RED_SLOTS) {
-        cg__fail(e->c->err, LM_EUNSUPPORTED, e->kw->llir_node,
+        cg__fail(e->c->err, LM_EUNSUPPORTED, cg__at(e->kw->llir_node),
                  "more than %d row reductions in one region", CG_MAX_RED_SLOTS);
         return false;
     }
@@ -806,7 +788,7 @@ const char *cg__em_val(cg_em *e, uint32_t v, uint32_t lane)
             return find_name(e, v, kl);
         }
         if (!e->c->buf_of || e->c->buf_of[x->node] == LM_NONE) {
-            cg__fail(e->c->err, LM_EVERIFY, e->kw->llir_node, "reads node %%%u, which is not stored",
+            cg__fail(e->c->err, LM_EVERIFY, cg__at(e->kw->llir_node), "reads node %%%u, which is not stored",
                      x->node);
             return NULL;
         }
@@ -827,7 +809,7 @@ const char *cg__em_val(cg_em *e, uint32_t v, uint32_t lane)
             cg__free(el);
             cg__free(val);
             cg__free(pos);
-            cg__fail(e->c->err, LM_ENOMEM, e->kw->llir_node, "out of memory");
+            cg__fail(e->c->err, LM_ENOMEM, cg__at(e->kw->llir_node), "out of memory");
             return NULL;
         }
         snprintf(el, cap, "b%d[%s]", pi, pos);
@@ -922,7 +904,7 @@ bool cg__em_store_root(cg_em *e, uint32_t lanes)
     if (oom) {
         for (uint32_t w = 0; w < 16; w++)
             cg__free(wt[w]);
-        cg__fail(e->c->err, LM_ENOMEM, e->kw->llir_node, "out of memory");
+        cg__fail(e->c->err, LM_ENOMEM, cg__at(e->kw->llir_node), "out of memory");
         return false;
     }
     const char *ct = chunk_type(bytes < 16 ? bytes : 16);
@@ -967,7 +949,7 @@ int cg__em_init(cg_em *e, cg_ctx *c, cg_vg *vg, cg_kw *kw, cg_str *b)
     e->v_elem = e->v_body = 1;
     e->out_param = -1;
     e->svar = cg__alloc(vg->ns, sizeof *e->svar);
-    if (!e->svar) return cg__fail(c->err, LM_ENOMEM, kw->llir_node, "out of memory");
+    if (!e->svar) return cg__fail(c->err, LM_ENOMEM, cg__at(kw->llir_node), "out of memory");
     return 0;
 }
 

@@ -1,5 +1,5 @@
-/* cg_expr.c - symbolic index expressions as the generator needs them: copied into the
- * plan's pool, bounded by interval arithmetic over the dims' declared ranges, and printed
+/* cg_expr.c - symbolic index expressions as the generator needs them (copied into the
+ * plan's pool with hlir's hl_expr_copy), bounded by interval arithmetic over the dims' declared ranges, and printed
  * as C in the narrowest type that provably holds every intermediate value.
  *
  * Index width. An expression is printed in `unsigned` (32 bits) when every subexpression
@@ -13,33 +13,6 @@
 
 #include <inttypes.h>
 #include <stdio.h>
-
-hl_expr cg__expr_copy(hl_expr_pool *dst, const hl_expr_pool *src, hl_expr e, hl_expr *memo)
-{
-    if (e == HL_NONE) return HL_NONE;
-    if (memo && memo[e] != HL_NONE) return memo[e];
-    hl_expr_node n = hl_e_get(src, e);
-    hl_expr r;
-    switch (n.kind) {
-    case HL_E_NUM:
-        r = hl_e_num(dst, n.value);
-        break;
-    case HL_E_VAR:
-        r = hl_e_var(dst, hl_var_name(src, n.var));
-        break;
-    case HL_E_Z:
-        r = hl_e_z(dst);
-        break;
-    default: {
-        hl_expr a = cg__expr_copy(dst, src, n.a, memo);
-        hl_expr b = cg__expr_copy(dst, src, n.b, memo);
-        r = (a == HL_NONE || b == HL_NONE) ? HL_NONE : hl_e_bin(dst, n.kind, a, b);
-        break;
-    }
-    }
-    if (memo && r != HL_NONE) memo[e] = r;
-    return r;
-}
 
 /* ---- ranges ---------------------------------------------------------------------- */
 

@@ -28,13 +28,17 @@
  * Errors and memory
  * ================================================================================== */
 
-/* The one door every codegen error goes through; node is the LLIR node it is about (or
- * LM_NONE). Ends in lm_err_setv. Returns code. */
-int cg__fail(lm_err *err, int code, uint32_t node, const char *fmt, ...)
+/* The one door every codegen error goes through, with one location argument (loc may be
+ * NULL); a location that names an LLIR node by id only (cg__at) is written "node '%%7'".
+ * Ends in lm_err_setv. Returns code. */
+int cg__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+/* The location of LLIR node `node` (LM_NONE: none), for cg__fail; valid in the
+ * enclosing block. */
+#define cg__at(node) (&(lm_loc){.node_id = (node)})
 
 /* The one allocation door: n * size bytes, zeroed; NULL on overflow or failure. */
 void *cg__alloc(size_t n, size_t size);
@@ -78,11 +82,6 @@ typedef struct cg_dims {
     uint32_t nvars;      /* variables of the plan's pool when made */
     uint32_t *var_dim;   /* var -> dim index (LM_NONE: not a dim) */
 } cg_dims;
-
-/* Copies expression e of pool src into dst (structure by structure; variables by name),
- * memo[e] caching the result (memo has hl_expr_count(src) entries, HL_NONE initially).
- * HL_NONE on failure. */
-hl_expr cg__expr_copy(hl_expr_pool *dst, const hl_expr_pool *src, hl_expr e, hl_expr *memo);
 
 /* An interval of int64 values; wide when a bound could not be computed (overflow, a
  * division by an interval holding 0, ...). */

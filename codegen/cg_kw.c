@@ -21,7 +21,7 @@ int cg__kw_init(cg_kw *kw, cg_ctx *c, uint32_t node)
     kw->c = c;
     kw->llir_node = node;
     kw->used_dim = cg__alloc(c->d->n ? c->d->n : 1, sizeof *kw->used_dim);
-    if (!kw->used_dim) return cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+    if (!kw->used_dim) return cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
     return 0;
 }
 
@@ -39,7 +39,7 @@ int cg__kw_buf(cg_kw *kw, uint32_t buf, hl_dtype dt, bool written)
             return (int)i;
         }
     if (kw->n_params >= CG_MAX_PARAMS) {
-        cg__fail(kw->c->err, LM_EUNSUPPORTED, kw->llir_node,
+        cg__fail(kw->c->err, LM_EUNSUPPORTED, cg__at(kw->llir_node),
                  "the kernel would take more than %d parameters", CG_MAX_PARAMS);
         return -1;
     }
@@ -66,7 +66,7 @@ int cg__kw_finish_ex(cg_kw *kw, const char *pre, const char *decls, const char *
     for (uint32_t d = 0; d < c->d->n; d++) {
         if (!kw->used_dim[d]) continue;
         if (kw->n_params >= CG_MAX_PARAMS)
-            return cg__fail(c->err, LM_EUNSUPPORTED, kw->llir_node,
+            return cg__fail(c->err, LM_EUNSUPPORTED, cg__at(kw->llir_node),
                             "the kernel would take more than %d parameters", CG_MAX_PARAMS);
         cg_param *p = &kw->params[kw->n_params++];
         p->kind = CG_P_DIM;
@@ -99,7 +99,7 @@ int cg__kw_finish_ex(cg_kw *kw, const char *pre, const char *decls, const char *
     cg__str_add(&b, body);
     cg__str_add(&b, "}\n");
     char *src = cg__str_take(&b);
-    if (!src) return cg__fail(c->err, LM_ENOMEM, kw->llir_node, "out of memory");
+    if (!src) return cg__fail(c->err, LM_ENOMEM, cg__at(kw->llir_node), "out of memory");
     k->source = src;
     k->llir_node = kw->llir_node;
     k->n_params = kw->n_params;

@@ -61,16 +61,16 @@ int cg__matmul_kernel(cg_ctx *c, uint32_t node, uint32_t out_buf, cg_kernel *k)
     const ll_node *n = ll_graph_node(c->g, node);
     const ll_matmul *mm = &n->mm;
     if (!is_mm_dtype(mm->type_a) || !is_mm_dtype(mm->type_b) || !is_mm_dtype(mm->type_d))
-        return cg__fail(c->err, LM_EUNSUPPORTED, node,
+        return cg__fail(c->err, LM_EUNSUPPORTED, cg__at(node),
                         "KMatmul of %s x %s -> %s: the generic matmul kernel takes float types",
                         hl_dtype_name(mm->type_a), hl_dtype_name(mm->type_b),
                         hl_dtype_name(mm->type_d));
     if (mm->beta != 0.0 || mm->epilogue != LL_EPI_NONE)
-        return cg__fail(c->err, LM_EUNSUPPORTED, node,
+        return cg__fail(c->err, LM_EUNSUPPORTED, cg__at(node),
                         "KMatmul with beta %g or epilogue %d: the generic kernel has neither "
                         "(a Blas node does)",
                         mm->beta, (int)mm->epilogue);
-    if (n->n_in < 2) return cg__fail(c->err, LM_EVERIFY, node, "KMatmul with %u inputs", n->n_in);
+    if (n->n_in < 2) return cg__fail(c->err, LM_EVERIFY, cg__at(node), "KMatmul with %u inputs", n->n_in);
     cg_vg tmp = {0};
     tmp.p = c->plan->exprs;
     tmp.g = c->g;
@@ -93,7 +93,7 @@ int cg__matmul_kernel(cg_ctx *c, uint32_t node, uint32_t out_buf, cg_kernel *k)
         hl_expr x = cg__x(&tmp, f[i]);
         cg_ity t;
         if (x == HL_NONE || hl_e_has_z(tmp.p, x) || !cg__expr_ity(tmp.p, c->d, x, 0, &t)) {
-            rc = cg__fail(c->err, LM_EUNSUPPORTED, node,
+            rc = cg__fail(c->err, LM_EUNSUPPORTED, cg__at(node),
                           "KMatmul's %s is not an expression of the dims bounded in int64",
                           names[i]);
             goto done;
@@ -185,7 +185,7 @@ int cg__matmul_kernel(cg_ctx *c, uint32_t node, uint32_t out_buf, cg_kernel *k)
                  au == 0x3f800000u ? "acc[i][j]" : "__fmul_rn(acc[i][j], __uint_as_float(ALPHA))");
     char *body = cg__str_take(&b);
     if (!body) {
-        rc = cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+        rc = cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
         goto done;
     }
     if (au != 0x3f800000u) {
@@ -203,7 +203,7 @@ int cg__matmul_kernel(cg_ctx *c, uint32_t node, uint32_t out_buf, cg_kernel *k)
             cg__free(body);
             body = cg__str_take(&t);
             if (!body) {
-                rc = cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+                rc = cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
                 goto done;
             }
         }
@@ -216,7 +216,7 @@ int cg__matmul_kernel(cg_ctx *c, uint32_t node, uint32_t out_buf, cg_kernel *k)
     k->grid[1] = cg__grid_expr(p, hl_e_cdiv(p, f[0], hl_e_num(p, BM)), 65535);
     k->grid[2] = cg__grid_expr(p, f[3], 65535);
     if (k->grid[0] == HL_NONE || k->grid[1] == HL_NONE || k->grid[2] == HL_NONE)
-        rc = cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+        rc = cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
     k->template_name = "matmul";
 done:
     cg__str_fini(&b);

@@ -63,7 +63,7 @@ static uint32_t add_buffer(build *b, cg_buf_kind kind, uint32_t index, hl_dtype 
 {
     cg_plan *p = b->p;
     if (!cg__grow((void **)&p->buffers, &b->bcap, p->n_buffers + 1, sizeof *p->buffers)) {
-        cg__fail(b->err, LM_ENOMEM, node, "out of memory");
+        cg__fail(b->err, LM_ENOMEM, cg__at(node), "out of memory");
         return LM_NONE;
     }
     cg_buffer *x = &p->buffers[p->n_buffers];
@@ -76,7 +76,7 @@ static uint32_t add_buffer(build *b, cg_buf_kind kind, uint32_t index, hl_dtype 
     x->last_step = 0;
     x->llir_node = node;
     if (numel == HL_NONE || x->bytes == HL_NONE) {
-        cg__fail(b->err, LM_EUNSUPPORTED, node, "a buffer's size overflows int64");
+        cg__fail(b->err, LM_EUNSUPPORTED, cg__at(node), "a buffer's size overflows int64");
         return LM_NONE;
     }
     return p->n_buffers++;
@@ -87,7 +87,7 @@ static hl_expr shape_numel(build *b, const ll_node *n)
     hl_expr_pool *p = b->p->exprs;
     hl_expr e = hl_e_num(p, 1);
     for (uint32_t i = 0; i < n->ndim; i++)
-        e = hl_e_mul(p, e, cg__expr_copy(p, ll_graph_exprs(b->c.g), n->shape[i], b->c.memo));
+        e = hl_e_mul(p, e, hl_expr_copy(p, ll_graph_exprs(b->c.g), n->shape[i], b->c.memo, 0));
     return e;
 }
 
@@ -95,7 +95,7 @@ static cg_kernel *new_kernel(build *b, uint32_t node)
 {
     cg_plan *p = b->p;
     if (!cg__grow((void **)&p->kernels, &b->kcap, p->n_kernels + 1, sizeof *p->kernels)) {
-        cg__fail(b->err, LM_ENOMEM, node, "out of memory");
+        cg__fail(b->err, LM_ENOMEM, cg__at(node), "out of memory");
         return NULL;
     }
     cg_kernel *k = &p->kernels[p->n_kernels];
@@ -109,7 +109,7 @@ static int add_step(build *b, cg_step_kind kind, uint32_t index, uint32_t node)
 {
     cg_plan *p = b->p;
     if (!cg__grow((void **)&p->steps, &b->scap, p->n_steps + 1, sizeof *p->steps))
-        return cg__fail(b->err, LM_ENOMEM, node, "out of memory");
+        return cg__fail(b->err, LM_ENOMEM, cg__at(node), "out of memory");
     p->steps[p->n_steps].kind = kind;
     p->steps[p->n_steps].index = index;
     p->n_steps++;
@@ -147,9 +147,9 @@ static bool identity_view(build *b, const ll_node *prod, const hl_view *lv)
     hl_view v;
     v.ndim = lv->ndim;
     for (uint32_t i = 0; i < lv->ndim; i++) {
-        v.dims[i] = cg__expr_copy(p, lp, lv->dims[i], b->c.memo);
-        v.strides[i] = cg__expr_copy(p, lp, lv->strides[i], b->c.memo);
-        if (v.dims[i] != cg__expr_copy(p, lp, prod->shape[i], b->c.memo)) return false;
+        v.dims[i] = hl_expr_copy(p, lp, lv->dims[i], b->c.memo, 0);
+        v.strides[i] = hl_expr_copy(p, lp, lv->strides[i], b->c.memo, 0);
+        if (v.dims[i] != hl_expr_copy(p, lp, prod->shape[i], b->c.memo, 0)) return false;
         if (v.dims[i] == HL_NONE || v.strides[i] == HL_NONE) return false;
     }
     return hl_view_is_contiguous(p, &v);
@@ -163,7 +163,7 @@ static int copy_matmul(build *b, const ll_matmul *src, ll_matmul *dst)
     hl_expr *f[8] = {&dst->m, &dst->n, &dst->k, &dst->batch,
                      &dst->lda, &dst->ldb, &dst->stride_a, &dst->stride_b};
     for (int i = 0; i < 8; i++) {
-        *f[i] = cg__expr_copy(p, lp, *f[i], b->c.memo);
+        *f[i] = hl_expr_copy(p, lp, *f[i], b->c.memo, 0);
         if (*f[i] == HL_NONE) return LM_ENOMEM;
     }
     return 0;
@@ -194,25 +194,25 @@ static int attn_view(build *b, uint32_t id, const char *name, const hl_view *v, 
     if (!hl_e_is_num(p, n_bh, &zb)) zb = 0;
     hl_expr z = hl_e_z(p), inner = hl_e_num(p, 1), acc = hl_e_num(p, 0);
     for (uint32_t i = nl; i-- > 0;) {
-        hl_expr st = cg__expr_copy(p, lp, v->strides[i], b->c.memo);
+        hl_expr st = hl_expr_copy(p, lp, v->strides[i], b->c.memo, 0);
         hl_expr idx = hl_e_div(p, z, inner);
         if (i) idx = hl_e_mod(p, idx, lead[i]);
         hl_expr at = hl_e_subst_z(p, st, idx, zb);
         acc = hl_e_add(p, acc, at);
         inner = hl_e_mul(p, inner, lead[i]);
         if (acc == HL_NONE || inner == HL_NONE)
-            return cg__fail(b->err, LM_EUNSUPPORTED, id,
+            return cg__fail(b->err, LM_EUNSUPPORTED, cg__at(id),
                             "attention: %s's base overflows int64 or memory ran out", name);
     }
     *base = acc;
-    hl_expr rs = cg__expr_copy(p, lp, v->strides[nl], b->c.memo);
-    hl_expr cs = cg__expr_copy(p, lp, v->strides[nl + 1], b->c.memo);
-    hl_expr rn = cg__expr_copy(p, lp, v->dims[nl], b->c.memo);
-    hl_expr cn = cg__expr_copy(p, lp, v->dims[nl + 1], b->c.memo);
+    hl_expr rs = hl_expr_copy(p, lp, v->strides[nl], b->c.memo, 0);
+    hl_expr cs = hl_expr_copy(p, lp, v->strides[nl + 1], b->c.memo, 0);
+    hl_expr rn = hl_expr_copy(p, lp, v->dims[nl], b->c.memo, 0);
+    hl_expr cn = hl_expr_copy(p, lp, v->dims[nl + 1], b->c.memo, 0);
     *row = attn_coef(p, rs, rn);
     *col = attn_coef(p, cs, cn);
     if (*row == HL_NONE || *col == HL_NONE)
-        return cg__fail(b->err, LM_EUNSUPPORTED, id,
+        return cg__fail(b->err, LM_EUNSUPPORTED, cg__at(id),
                         "attention: %s's row or column stride is not linear in z (the fused "
                         "kernel addresses base + row * r + col * c)",
                         name);
@@ -229,19 +229,19 @@ static int attn_fill(build *b, uint32_t id, cg_attn_spec *out)
     const hl_expr_pool *lp = ll_graph_exprs(b->c.g);
     bool has_mask = n->n_in == 4;
     if (n->n_in != (has_mask ? 4u : 3u) || at->nlead + 2 > HL_MAX_DIMS)
-        return cg__fail(b->err, LM_EVERIFY, id, "an attention node with %u inputs", n->n_in);
+        return cg__fail(b->err, LM_EVERIFY, cg__at(id), "an attention node with %u inputs", n->n_in);
     cg_attn_spec s;
     memset(&s, 0, sizeof s);
     s.llir_node = id;
     s.dtype = n->dtype;
     int64_t hd;
-    hl_expr d = cg__expr_copy(px, lp, at->d, b->c.memo);
+    hl_expr d = hl_expr_copy(px, lp, at->d, b->c.memo, 0);
     if (!hl_e_is_num(px, d, &hd) || (hd != 64 && hd != 128))
-        return cg__fail(b->err, LM_EUNSUPPORTED, id,
+        return cg__fail(b->err, LM_EUNSUPPORTED, cg__at(id),
                         "attention: the fused kernel takes head dims 64 and 128; this one is "
                         "not (the unfused program computes it)");
     if (n->dtype != HL_BF16 && n->dtype != HL_F16)
-        return cg__fail(b->err, LM_EUNSUPPORTED, id,
+        return cg__fail(b->err, LM_EUNSUPPORTED, cg__at(id),
                         "attention: the fused kernel takes bf16 or f16, not %s (the unfused "
                         "program computes it)",
                         hl_dtype_name(n->dtype));
@@ -253,13 +253,13 @@ static int attn_fill(build *b, uint32_t id, cg_attn_spec *out)
     hl_expr lead[HL_MAX_DIMS];
     s.n_bh = hl_e_num(px, 1);
     for (uint32_t i = 0; i < at->nlead; i++) {
-        lead[i] = cg__expr_copy(px, lp, at->q.dims[i], b->c.memo);
+        lead[i] = hl_expr_copy(px, lp, at->q.dims[i], b->c.memo, 0);
         s.n_bh = hl_e_mul(px, s.n_bh, lead[i]);
     }
-    s.sq = cg__expr_copy(px, lp, at->sq, b->c.memo);
-    s.skv = cg__expr_copy(px, lp, at->skv, b->c.memo);
+    s.sq = hl_expr_copy(px, lp, at->sq, b->c.memo, 0);
+    s.skv = hl_expr_copy(px, lp, at->skv, b->c.memo, 0);
     if (s.n_bh == HL_NONE || s.sq == HL_NONE || s.skv == HL_NONE)
-        return cg__fail(b->err, LM_EUNSUPPORTED, id, "attention: a size overflows int64");
+        return cg__fail(b->err, LM_EUNSUPPORTED, cg__at(id), "attention: a size overflows int64");
     hl_expr qc, kc, vc, one = hl_e_num(px, 1);
     int rc = attn_view(b, id, "q", &at->q, at->nlead, lead, s.n_bh, &s.q_base, &s.q_row, &qc);
     if (!rc) rc = attn_view(b, id, "k", &at->k, at->nlead, lead, s.n_bh, &s.k_base, &s.k_row, &kc);
@@ -269,13 +269,13 @@ static int attn_fill(build *b, uint32_t id, cg_attn_spec *out)
                        &s.m_col);
     if (rc) return rc;
     if (qc != one || kc != one || vc != one)
-        return cg__fail(b->err, LM_EUNSUPPORTED, id,
+        return cg__fail(b->err, LM_EUNSUPPORTED, cg__at(id),
                         "attention: the head dim of q, k and v must be contiguous (stride 1) "
                         "for the fused kernel");
     /* the output: contiguous [lead.., Sq, D] */
     s.o_row = d;
     s.o_base = hl_e_mul(px, hl_e_z(px), hl_e_mul(px, s.sq, d));
-    if (s.o_base == HL_NONE) return cg__fail(b->err, LM_EUNSUPPORTED, id, "attention: overflow");
+    if (s.o_base == HL_NONE) return cg__fail(b->err, LM_EUNSUPPORTED, cg__at(id), "attention: overflow");
     s.q_buf = s.k_buf = s.v_buf = s.o_buf = s.m_buf = s.ws_buf = LM_NONE;
     s.tile = (cg_attn_tile){at->block_q, at->block_k, at->warps, at->stages, at->kv_splits};
     *out = s;
@@ -288,7 +288,7 @@ int cg__attn_spec_of(const ll_graph *g, uint32_t node, hl_expr_pool **pool, cg_a
     *pool = NULL;
     const ll_node *n = ll_graph_node(g, node);
     if (!n || n->kind != LL_KERNEL || !ll_op_is_attn(n->op))
-        return cg__fail(err, LM_EARG, node, "cg__attn_spec_of: not an attention node");
+        return cg__fail(err, LM_EARG, cg__at(node), "cg__attn_spec_of: not an attention node");
     build b;
     memset(&b, 0, sizeof b);
     cg_plan pl;
@@ -299,7 +299,7 @@ int cg__attn_spec_of(const ll_graph *g, uint32_t node, hl_expr_pool **pool, cg_a
     if (!pl.exprs || !b.c.memo) {
         hl_expr_pool_free(pl.exprs);
         cg__free(b.c.memo);
-        return cg__fail(err, LM_ENOMEM, node, "out of memory");
+        return cg__fail(err, LM_ENOMEM, cg__at(node), "out of memory");
     }
     for (uint32_t i = 0; i < hl_expr_count(lp); i++)
         b.c.memo[i] = HL_NONE;
@@ -337,7 +337,7 @@ static int plan_attn(build *b, uint32_t id)
     if (at->kv_splits > 1) {
         hl_expr ws = cg__attn_workspace(&b->c, &s);
         if (ws == HL_NONE)
-            return cg__fail(b->err, LM_EUNSUPPORTED, id, "attention: the workspace overflows");
+            return cg__fail(b->err, LM_EUNSUPPORTED, cg__at(id), "attention: the workspace overflows");
         s.ws_buf = add_buffer(b, CG_BUF_WORKSPACE, LM_NONE, HL_F32, ws, id);
         if (s.ws_buf == LM_NONE) return b->err->code;
     }
@@ -382,7 +382,7 @@ static int plan_node(build *b, uint32_t id, const uint32_t *alias_out)
         if (alias_out[id] != LM_NONE) return 0; /* the producer stored into it */
         uint32_t ob = p->output_buf[n->prim.index];
         if (n->n_in < 1 || buf_of[n->in[0]] == LM_NONE)
-            return cg__fail(b->err, LM_EVERIFY, id, "an Output without a stored producer");
+            return cg__fail(b->err, LM_EVERIFY, cg__at(id), "an Output without a stored producer");
         cg_kernel *k = new_kernel(b, id);
         if (!k) return b->err->code;
         if ((rc = cg__copy_kernel(&b->c, id, ob, k))) return rc;
@@ -396,17 +396,17 @@ static int plan_node(build *b, uint32_t id, const uint32_t *alias_out)
     uint32_t ob = buf_of[id];
     if (n->kind == LL_LIBRARY) {
         if (!cg__grow((void **)&p->blas, &b->blcap, p->n_blas + 1, sizeof *p->blas))
-            return cg__fail(b->err, LM_ENOMEM, id, "out of memory");
+            return cg__fail(b->err, LM_ENOMEM, cg__at(id), "out of memory");
         cg_blas *bl = &p->blas[p->n_blas];
         memset(bl, 0, sizeof *bl);
         bl->llir_node = id;
         if (copy_matmul(b, &n->mm, &bl->mm))
-            return cg__fail(b->err, LM_ENOMEM, id, "out of memory or an overflowing expression");
+            return cg__fail(b->err, LM_ENOMEM, cg__at(id), "out of memory or an overflowing expression");
         uint32_t nin = n->n_in;
         bool has_c = n->mm.beta != 0.0;
         bool has_bias = n->mm.epilogue == LL_EPI_BIAS || n->mm.epilogue == LL_EPI_BIAS_GELU;
         if (nin != 2u + has_c + has_bias)
-            return cg__fail(b->err, LM_EVERIFY, id, "a Blas node with %u inputs (beta %g, epilogue %d)",
+            return cg__fail(b->err, LM_EVERIFY, cg__at(id), "a Blas node with %u inputs (beta %g, epilogue %d)",
                             nin, n->mm.beta, (int)n->mm.epilogue);
         bl->a = buf_of[n->in[0]];
         bl->b = buf_of[n->in[1]];
@@ -493,7 +493,7 @@ static int plan_node(build *b, uint32_t id, const uint32_t *alias_out)
 cg_plan *cg_plan_new(const ll_graph *g, const cg_options *opt, lm_err *err)
 {
     if (!g) {
-        cg__fail(err, LM_EARG, LM_NONE, "cg_plan_new: no graph");
+        cg__fail(err, LM_EARG, NULL, "cg_plan_new: no graph");
         return NULL;
     }
     cg_options dflt = {0};
@@ -503,7 +503,7 @@ cg_plan *cg_plan_new(const ll_graph *g, const cg_options *opt, lm_err *err)
     b.err = err;
     cg_plan *p = cg__alloc(1, sizeof *p);
     if (!p) {
-        cg__fail(err, LM_ENOMEM, LM_NONE, "out of memory");
+        cg__fail(err, LM_ENOMEM, NULL, "out of memory");
         return NULL;
     }
     b.p = p;
@@ -523,7 +523,7 @@ cg_plan *cg_plan_new(const ll_graph *g, const cg_options *opt, lm_err *err)
     uint32_t *alias_out = cg__alloc(nn, sizeof *alias_out);
     if (!p->exprs || !p->dims || !p->dim_names || !p->input_buf || !p->output_buf ||
         !p->node_buf || !b.c.memo || !alias_out) {
-        cg__fail(err, LM_ENOMEM, LM_NONE, "out of memory");
+        cg__fail(err, LM_ENOMEM, NULL, "out of memory");
         goto fail;
     }
     for (uint32_t i = 0; i < hl_expr_count(lp); i++)
@@ -537,7 +537,7 @@ cg_plan *cg_plan_new(const ll_graph *g, const cg_options *opt, lm_err *err)
         p->dim_names[i] = cg__strdup(name ? name : "");
         hl_expr v = name ? hl_e_var(p->exprs, name) : HL_NONE;
         if (!p->dim_names[i] || v == HL_NONE) {
-            cg__fail(err, LM_ENOMEM, LM_NONE, "out of memory copying dim %u", i);
+            cg__fail(err, LM_ENOMEM, NULL, "out of memory copying dim %u", i);
             goto fail;
         }
         p->dims[i] = *ld;
@@ -549,7 +549,7 @@ cg_plan *cg_plan_new(const ll_graph *g, const cg_options *opt, lm_err *err)
     b.d.nvars = hl_var_count(p->exprs);
     b.d.var_dim = cg__alloc(b.d.nvars, sizeof *b.d.var_dim);
     if (!b.d.var_dim) {
-        cg__fail(err, LM_ENOMEM, LM_NONE, "out of memory");
+        cg__fail(err, LM_ENOMEM, NULL, "out of memory");
         goto fail;
     }
     for (uint32_t v = 0; v < b.d.nvars; v++)
@@ -567,7 +567,7 @@ cg_plan *cg_plan_new(const ll_graph *g, const cg_options *opt, lm_err *err)
         uint32_t oid = ll_graph_output(g, i);
         const ll_node *o = ll_graph_node(g, oid);
         if (o->n_in < 1) {
-            cg__fail(err, LM_EVERIFY, oid, "an Output without an input");
+            cg__fail(err, LM_EVERIFY, cg__at(oid), "an Output without an input");
             goto fail;
         }
         uint32_t pid = o->in[0];
@@ -619,7 +619,7 @@ cg_plan *cg_plan_new(const ll_graph *g, const cg_options *opt, lm_err *err)
         if (x->last_step < x->first_step) x->last_step = x->first_step;
     }
     if (hl_expr_pool_failed(p->exprs)) {
-        cg__fail(err, LM_ENOMEM, LM_NONE, "out of memory");
+        cg__fail(err, LM_ENOMEM, NULL, "out of memory");
         goto fail;
     }
     cg__free(alias_out);

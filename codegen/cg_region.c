@@ -44,7 +44,7 @@ static int emit(cg_ctx *c, cg_vg *vg, bool row, uint32_t node, uint32_t out_buf,
 {
     int rc = row ? cg__emit_row(c, vg, node, out_buf, k) : cg__emit_elem(c, vg, node, out_buf, k);
     if (!rc && cg__vg_ops(vg, row, k))
-        rc = cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+        rc = cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
     cg__vg_fini(vg);
     return rc;
 }
@@ -60,7 +60,7 @@ int cg__region_kernel(cg_ctx *c, uint32_t node, uint32_t out_buf, cg_kernel *k)
     hl_expr cand[HL_MAX_DIMS];
     uint32_t nc = suffixes(c, &tmp, n, cand);
     for (uint32_t i = 0; i < nc; i++)
-        if (cand[i] == HL_NONE) return cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+        if (cand[i] == HL_NONE) return cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
     hl_expr last = cand[nc - 1], one = hl_e_num(p, 1);
     cg_vg vg;
     int rc = cg__vg_build(&vg, c, node, last, true);

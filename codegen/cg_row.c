@@ -183,7 +183,7 @@ int cg__emit_row(cg_ctx *c, cg_vg *vg, uint32_t node, uint32_t out_buf, cg_kerne
     state = cg__alloc(vg->n, 1);
     body_ok = cg__alloc(vg->ns, sizeof *body_ok);
     if (e.out_param < 0 || !vload || !want || !state || !body_ok) {
-        rc = lm_err_is_set(c->err) ? c->err->code : cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+        rc = lm_err_is_set(c->err) ? c->err->code : cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
         goto done;
     }
     /* the group: a warp, or the block */
@@ -260,7 +260,7 @@ int cg__emit_row(cg_ctx *c, cg_vg *vg, uint32_t node, uint32_t out_buf, cg_kerne
         char *ts = cg__str_take(&t);
         if (nl < 0 || !ts) {
             cg__free(ts);
-            rc = lm_err_is_set(c->err) ? c->err->code : cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+            rc = lm_err_is_set(c->err) ? c->err->code : cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
             goto done;
         }
         if (nl > 0) {
@@ -286,7 +286,7 @@ int cg__emit_row(cg_ctx *c, cg_vg *vg, uint32_t node, uint32_t out_buf, cg_kerne
     if (!rows || !ct) {
         cg__free(rows);
         cg__free(ct);
-        rc = cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+        rc = cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
         goto done;
     }
     e.indent = 1;
@@ -320,7 +320,7 @@ int cg__emit_row(cg_ctx *c, cg_vg *vg, uint32_t node, uint32_t out_buf, cg_kerne
                            want, state, Lv, Lstat, zt);
         cg__em_pop(&e, mark);
         if (!ok) {
-            rc = lm_err_is_set(c->err) ? c->err->code : cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+            rc = lm_err_is_set(c->err) ? c->err->code : cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
             goto done;
         }
         if (!warp) cg__em_line(&e, "__syncthreads();");
@@ -337,7 +337,7 @@ int cg__emit_row(cg_ctx *c, cg_vg *vg, uint32_t node, uint32_t out_buf, cg_kerne
     if (!bt || !dt) {
         cg__free(bt);
         cg__free(dt);
-        rc = cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+        rc = cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
         goto done;
     }
     rc = cg__kw_finish(&kw, dt, bt, threads, k);
@@ -347,7 +347,7 @@ int cg__emit_row(cg_ctx *c, cg_vg *vg, uint32_t node, uint32_t out_buf, cg_kerne
     hl_expr blocks = warp ? hl_e_cdiv(p, vg->rows, hl_e_num(p, ROWS_PER_WARP_BLOCK)) : vg->rows;
     k->grid[0] = cg__grid_expr(p, blocks, GRID_CAP);
     k->grid[1] = k->grid[2] = hl_e_num(p, 1);
-    if (k->grid[0] == HL_NONE) rc = cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+    if (k->grid[0] == HL_NONE) rc = cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
     k->template_name = warp ? "row-warp" : "row-block";
     (void)nvec;
 done:

@@ -44,7 +44,7 @@ static char *pos_str(cg_ctx *c, cg_kw *kw, hl_expr e, const char *zname, int64_t
 {
     cg_ity t;
     if (e == HL_NONE || !cg__expr_ity(c->plan->exprs, c->d, e, zmax, &t)) {
-        cg__fail(c->err, LM_EUNSUPPORTED, kw->llir_node,
+        cg__fail(c->err, LM_EUNSUPPORTED, cg__at(kw->llir_node),
                  "an index expression is not bounded in int64 over the dims' ranges");
         return NULL;
     }
@@ -52,7 +52,7 @@ static char *pos_str(cg_ctx *c, cg_kw *kw, hl_expr e, const char *zname, int64_t
     cg__str_init(&s);
     cg__expr_c(&s, c->plan->exprs, c->d, e, t, zname, zmax, kw->used_dim);
     char *r = cg__str_take(&s);
-    if (!r) cg__fail(c->err, LM_ENOMEM, kw->llir_node, "out of memory");
+    if (!r) cg__fail(c->err, LM_ENOMEM, cg__at(kw->llir_node), "out of memory");
     return r;
 }
 
@@ -80,14 +80,14 @@ static int kend(kctx *x, cg_kernel *k, hl_expr work, const char *tname)
     hl_expr_pool *p = c->plan->exprs;
     int rc = 0;
     char *body = cg__str_take(&x->b);
-    if (!body) rc = cg__fail(c->err, LM_ENOMEM, x->kw.llir_node, "out of memory");
+    if (!body) rc = cg__fail(c->err, LM_ENOMEM, cg__at(x->kw.llir_node), "out of memory");
     if (!rc) rc = cg__kw_finish(&x->kw, NULL, body, THREADS, k);
     cg__free(body);
     if (!rc) {
         k->grid[0] = cg__grid_expr(p, hl_e_cdiv(p, work, hl_e_num(p, THREADS)), GRID_CAP);
         k->grid[1] = k->grid[2] = hl_e_num(p, 1);
         k->template_name = tname;
-        if (k->grid[0] == HL_NONE) rc = cg__fail(c->err, LM_ENOMEM, x->kw.llir_node, "out of memory");
+        if (k->grid[0] == HL_NONE) rc = cg__fail(c->err, LM_ENOMEM, cg__at(x->kw.llir_node), "out of memory");
     }
     cg__kw_fini(&x->kw);
     cg__str_fini(&x->b);
@@ -106,7 +106,7 @@ static bool grid_loop(kctx *x, hl_expr numel, const char *var, cg_ity *zt_out)
     cg_ctx *c = x->c;
     int64_t nmax = cg__expr_max(c->plan->exprs, c->d, numel, 0);
     if (nmax == INT64_MAX) {
-        cg__fail(c->err, LM_EUNSUPPORTED, x->kw.llir_node,
+        cg__fail(c->err, LM_EUNSUPPORTED, cg__at(x->kw.llir_node),
                  "the element count is not bounded by the dims' ranges");
         return false;
     }
@@ -138,7 +138,7 @@ int cg__gather_kernel(cg_ctx *c, uint32_t node, uint32_t out_buf, cg_kernel *k)
     hl_expr dnum = view_numel(c, &x.tmp, &n->prim.in[1].view);
     if (numel == HL_NONE || ipos == HL_NONE || dpos == HL_NONE || dnum == HL_NONE) {
         kabort(&x);
-        return cg__fail(c->err, LM_ENOMEM, node, "out of memory or an index overflow");
+        return cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory or an index overflow");
     }
     int po = cg__kw_buf(&x.kw, out_buf, n->dtype, true);
     int pi = cg__kw_buf(&x.kw, c->buf_of[n->in[0]], HL_INT, false);
@@ -185,7 +185,7 @@ int cg__scatter_kernels(cg_ctx *c, uint32_t node, uint32_t out_buf, uint32_t ws_
         hl_expr pos = view_index(c, &x.tmp, &n->prim.in[part == 0 ? 0 : part == 1 ? 1 : 2].view);
         if (onum == HL_NONE || inum == HL_NONE || pos == HL_NONE) {
             kabort(&x);
-            return cg__fail(c->err, LM_ENOMEM, node, "out of memory or an index overflow");
+            return cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory or an index overflow");
         }
         int64_t omax = cg__expr_max(p, c->d, onum, 0), imax = cg__expr_max(p, c->d, inum, 0);
         cg_ity zt;
@@ -225,7 +225,7 @@ int cg__scatter_kernels(cg_ctx *c, uint32_t node, uint32_t out_buf, uint32_t ws_
         if (!ok) {
             kabort(&x);
             return lm_err_is_set(c->err) ? c->err->code
-                                         : cg__fail(c->err, LM_ENOMEM, node, "out of memory");
+                                         : cg__fail(c->err, LM_ENOMEM, cg__at(node), "out of memory");
         }
         static const char *names[3] = {"scatter-init", "scatter-mark", "scatter-apply"};
         int rc = kend(&x, &k[part], part == 1 ? inum : onum, names[part]);

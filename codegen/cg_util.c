@@ -4,57 +4,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int cg__fail(lm_err *err, int code, uint32_t node, const char *fmt, ...)
+int cg__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
 {
     char name[32];
-    lm_loc loc = {0};
-    loc.node_id = node;
-    if (node != LM_NONE) {
-        snprintf(name, sizeof name, "%%%u", node);
-        loc.node = name;
+    lm_loc at = loc ? *loc : (lm_loc){.node_id = LM_NONE};
+    if (!at.node && at.node_id != LM_NONE) { /* a node by id only: "%7" */
+        snprintf(name, sizeof name, "%%%u", at.node_id);
+        at.node = name;
     }
+    bool any = at.file || at.node || at.field || at.node_id != LM_NONE;
     va_list ap;
     va_start(ap, fmt);
-    int rc = lm_err_setv(err, code, node != LM_NONE ? &loc : NULL, fmt, ap);
+    int rc = lm_err_setv(err, code, any ? &at : NULL, fmt, ap);
     va_end(ap);
     return rc;
 }
 
+/* The door: a thin door over base's counted one (base.h, "Memory"). */
 void *cg__alloc(size_t n, size_t size)
 {
-    if (n == 0) n = 1;
-    if (size && n > SIZE_MAX / size) return NULL;
-    return calloc(n, size);
+    return lm_zalloc(n, size);
 }
 
 bool cg__grow(void **p, uint32_t *cap, uint32_t need, size_t size)
 {
-    if (need <= *cap) return true;
-    uint32_t nc = *cap ? *cap : 8;
-    while (nc < need) {
-        if (nc > UINT32_MAX / 2) return false;
-        nc *= 2;
-    }
-    if ((size_t)nc > SIZE_MAX / size) return false;
-    void *q = realloc(*p, (size_t)nc * size);
-    if (!q) return false;
-    memset((char *)q + (size_t)*cap * size, 0, (size_t)(nc - *cap) * size);
-    *p = q;
-    *cap = nc;
+    uint32_t old = *cap;
+    if (lm_grow(p, cap, need, size) != 0) return false;
+    if (*cap > old) memset((char *)*p + (size_t)old * size, 0, (size_t)(*cap - old) * size);
     return true;
 }
 
 void cg__free(void *p)
 {
-    free(p);
+    lm_free(p);
 }
 
 char *cg__strdup(const char *s)
 {
-    size_t n = strlen(s) + 1;
-    char *r = cg__alloc(n, 1);
-    if (r) memcpy(r, s, n);
-    return r;
+    return lm_strdup(s);
 }
 
 void cg__str_init(cg_str *b)

@@ -38,7 +38,7 @@ static const hl_expr_pool *llpool(const cg_vg *vg)
 
 hl_expr cg__x(cg_vg *vg, hl_expr e)
 {
-    return cg__expr_copy(vg->p, llpool(vg), e, vg->memo);
+    return hl_expr_copy(vg->p, llpool(vg), e, vg->memo, 0);
 }
 
 cg_rty cg__rty_of(hl_dtype t)
@@ -71,7 +71,7 @@ const char *cg__rty_c(cg_rty r)
 
 static int fail(cg_vg *vg, int code, const char *what)
 {
-    return cg__fail(vg->err, code, vg->err_node, "%s", what);
+    return cg__fail(vg->err, code, cg__at(vg->err_node), "%s", what);
 }
 
 static int oom(cg_vg *vg)
@@ -202,7 +202,7 @@ static uint32_t load(cg_vg *vg, uint32_t top, hl_expr pos, uint32_t scope)
     }
     const ll_node *t = ll_graph_node(vg->g, top);
     if (t->kind == LL_OUTPUT) {
-        cg__fail(vg->err, LM_EVERIFY, vg->err_node, "reads graph output node %%%u", top);
+        cg__fail(vg->err, LM_EVERIFY, cg__at(vg->err_node), "reads graph output node %%%u", top);
         return LM_NONE;
     }
     uint32_t sc = scope;
@@ -272,7 +272,7 @@ static uint32_t build_reduce(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scop
     const hl_view *lv = &n->prim.in[0].view;
     uint32_t axis = n->prim.axis;
     if (axis >= lv->ndim) {
-        cg__fail(vg->err, LM_EVERIFY, nid, "reduction axis %u outside its input's %u dims", axis,
+        cg__fail(vg->err, LM_EVERIFY, cg__at(nid), "reduction axis %u outside its input's %u dims", axis,
                  lv->ndim);
         return LM_NONE;
     }
@@ -324,10 +324,34 @@ static uint32_t build_reduce(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scop
     return id;
 }
 
+/* An elementwise op (hl_op_is_elementwise) of LLIR node nid: one value of its inputs. */
+static uint32_t build_elementwise(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope, bool top)
+{
+    const ll_node *n = ll_graph_node(vg->g, nid);
+    const hl_node *pr = &n->prim;
+    cg_val v;
+    uint32_t ar = hl_op_arity(pr->op);
+    if (n->n_in < ar || pr->n_in < ar) {
+        cg__fail(vg->err, LM_EVERIFY, cg__at(nid), "%s with %u inputs", hl_op_name(pr->op), n->n_in);
+        return LM_NONE;
+    }
+    val_init(&v, CG_V_OP, pr->dtype);
+    v.op = pr->op;
+    v.na = ar;
+    for (uint32_t i = 0; i < ar; i++) {
+        v.a[i] = build_input(vg, nid, i, pos, scope, top);
+        if (v.a[i] == LM_NONE) return LM_NONE;
+    }
+    v.from = vg->v[v.a[0]].dt;
+    v.scope = deepest(vg, v.a, ar);
+    return intern(vg, &v);
+}
+
 static uint32_t build_node(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope, bool top)
 {
     const ll_node *n = ll_graph_node(vg->g, nid);
     const hl_node *pr = &n->prim;
+    if (hl_op_is_elementwise(pr->op)) return build_elementwise(vg, nid, pos, scope, top);
     cg_val v;
     switch (pr->op) {
     case HL_OP_CONSTANT:
@@ -351,41 +375,15 @@ static uint32_t build_node(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope,
         v.scope = sc;
         return intern(vg, &v);
     }
-    case HL_OP_CAST:
-    case HL_OP_EXP2:
-    case HL_OP_LOG2:
-    case HL_OP_SIN:
-    case HL_OP_RECIP:
-    case HL_OP_SQRT:
-    case HL_OP_ADD:
-    case HL_OP_MUL:
-    case HL_OP_MOD:
-    case HL_OP_LESS_THAN: {
-        uint32_t ar = hl_op_arity(pr->op);
-        if (n->n_in < ar || pr->n_in < ar) {
-            cg__fail(vg->err, LM_EVERIFY, nid, "%s with %u inputs", hl_op_name(pr->op), n->n_in);
-            return LM_NONE;
-        }
-        val_init(&v, CG_V_OP, pr->dtype);
-        v.op = pr->op;
-        v.na = ar;
-        for (uint32_t i = 0; i < ar; i++) {
-            v.a[i] = build_input(vg, nid, i, pos, scope, top);
-            if (v.a[i] == LM_NONE) return LM_NONE;
-        }
-        v.from = vg->v[v.a[0]].dt;
-        v.scope = deepest(vg, v.a, ar);
-        return intern(vg, &v);
-    }
     case HL_OP_SUM_REDUCE:
     case HL_OP_MAX_REDUCE:
         if (pr->dtype == HL_BOOL) {
-            cg__fail(vg->err, LM_EUNSUPPORTED, nid, "%s of bool", hl_op_name(pr->op));
+            cg__fail(vg->err, LM_EUNSUPPORTED, cg__at(nid), "%s of bool", hl_op_name(pr->op));
             return LM_NONE;
         }
         return build_reduce(vg, nid, pos, scope);
     default:
-        cg__fail(vg->err, LM_EUNSUPPORTED, nid,
+        cg__fail(vg->err, LM_EUNSUPPORTED, cg__at(nid),
                  "%s cannot be evaluated inside a fused region (no template covers it); "
                  "fix: store it with its own kernel",
                  hl_op_name(pr->op));
@@ -413,7 +411,7 @@ int cg__vg_build(cg_vg *vg, cg_ctx *c, uint32_t node, hl_expr L, bool share_elem
     vg->numel = numel;
     int64_t nmax = cg__expr_max(p, vg->d, numel, 0);
     if (nmax == INT64_MAX || nmax < 1)
-        return cg__fail(c->err, LM_EUNSUPPORTED, node,
+        return cg__fail(c->err, LM_EUNSUPPORTED, cg__at(node),
                         "the output's element count is not bounded by the dims' ranges");
     vg->N = nmax;
     hl_expr z = hl_e_z(p);
@@ -433,7 +431,7 @@ int cg__vg_build(cg_vg *vg, cg_ctx *c, uint32_t node, hl_expr L, bool share_elem
     if (vg->elem == LM_NONE) return oom(vg);
     uint32_t root;
     if (n->kind == LL_REGION) {
-        if (n->n_in < 1) return cg__fail(c->err, LM_EVERIFY, node, "a region without a root");
+        if (n->n_in < 1) return cg__fail(c->err, LM_EVERIFY, cg__at(node), "a region without a root");
         const ll_node *r = ll_graph_node(c->g, n->in[0]);
         if (r->kind == LL_LOAD)
             root = load(vg, r->in[0], z, vg->elem);

@@ -11,6 +11,7 @@
  */
 #include "rt_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 
 static uint64_t align_up(uint64_t x)
@@ -177,6 +178,8 @@ int rt_arena_plan(const rt_arena_buf *bufs, uint32_t n, const rt_arena_pair *pai
             if (at + size <= busy[b].lo) break; /* fits in the gap before this range */
             if (busy[b].hi > at) at = busy[b].hi;
         }
+        for (uint32_t b = 0; b < nbusy; b++) /* its bytes are its own while it lives */
+            assert(at + size <= busy[b].lo || busy[b].hi <= at);
         offsets[i] = at;
         placed[nplaced++] = i;
         if (at + size > top) top = at + size;

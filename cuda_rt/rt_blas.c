@@ -128,7 +128,7 @@ static int lt_check(lm_err *err, cublasStatus_t st, const char *file, int line, 
                     const rt_matmul_spec *s)
 {
     if (st == CUBLAS_STATUS_SUCCESS) return 0;
-    return rt__fail(err, RT_EBLAS, file, line,
+    return rt__fail(err, RT_EBLAS, rt__at(file, line),
                     "%s failed: %s (%d) for matmul m=%lld n=%lld k=%lld batch=%d; fix: %s", call,
                     rt__blas_status_name(st), (int)st, (long long)s->m, (long long)s->n,
                     (long long)s->k, s->batch,

@@ -231,7 +231,7 @@ int rt_ctx_reset(rt_ctx *ctx, lm_err *err)
                            "confines the fault to a child process",
                            up.msg);
         }
-        return rt__fail(err, up.code, __FILE__, __LINE__, "%s", up.msg);
+        return rt__fail(err, up.code, rt__at(__FILE__, __LINE__), "%s", up.msg);
     }
     return 0;
 }

@@ -18,38 +18,34 @@ uint64_t rt_debug_host_allocs(void)
     return atomic_load(&host_allocs);
 }
 
+/* The allocation door: a thin door over base's counted one (base.h, "Memory"), which
+ * also counts into rt_debug_host_allocs. */
 void *rt__alloc(size_t n, size_t size)
 {
-    if (size != 0 && n > SIZE_MAX / size) return NULL; /* overflow */
     atomic_fetch_add(&host_allocs, 1);
-    return calloc(n ? n : 1, size ? size : 1);
+    return lm_zalloc(n, size);
 }
 
 void *rt__realloc(void *p, size_t n, size_t size)
 {
-    if (size != 0 && n > SIZE_MAX / size) return NULL;
     atomic_fetch_add(&host_allocs, 1);
-    size_t bytes = n * size;
-    return realloc(p, bytes ? bytes : 1);
+    return lm_realloc(p, n, size);
 }
 
 void rt__free(void *p)
 {
-    free(p);
+    lm_free(p);
 }
 
 char *rt__strdup(const char *s)
 {
-    size_t n = strlen(s) + 1;
-    char *d = rt__alloc(n, 1);
-    if (d) memcpy(d, s, n);
-    return d;
+    return lm_strdup(s);
 }
 
-/* The door: formats the message, adds where it was raised and hands both to base's
- * lm_err_setv, which keeps a record's first error. No lm_loc: the location a user could
- * act on is in the message (the call and its sizes); the module's file:line ends it. */
-int rt__fail(lm_err *err, int code, const char *file, int line, const char *fmt, ...)
+/* The door: formats the message, adds where in cuda_rt it was raised and hands both to
+ * base's lm_err_setv, which keeps a record's first error. The source location ends the
+ * message; the location a user could act on is in the message (the call and its sizes). */
+int rt__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
 {
     if (!err) return code;
     if (lm_err_is_set(err)) return err->code; /* sticky: nothing to format */
@@ -58,9 +54,16 @@ int rt__fail(lm_err *err, int code, const char *file, int line, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    lm_loc at = loc ? *loc : (lm_loc){.node_id = LM_NONE};
+    const char *file = at.file;
+    uint32_t line = at.line;
+    at.file = NULL; /* cuda_rt's source, not the user's input */
+    at.line = at.col = 0;
+    bool any = at.node || at.field || at.node_id != LM_NONE;
+    if (!file) return lm_err_set(err, code, any ? &at : NULL, "%s", msg);
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
-    return lm_err_set(err, code, NULL, "%s [cuda_rt/%s:%d]", msg, base, line);
+    return lm_err_set(err, code, any ? &at : NULL, "%s [cuda_rt/%s:%u]", msg, base, line);
 }
 
 /* ---- driver error names and remedies ---------------------------------------------- */
@@ -213,7 +216,7 @@ int rt__cu_check(rt_ctx *ctx, lm_err *err, CUresult r, const char *file, int lin
     } else if (r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_NOT_INITIALIZED) {
         code = RT_ENODEV;
     }
-    return rt__fail(err, code, file, line, "%s%s failed: %s (%d: %s); fix: %s",
+    return rt__fail(err, code, rt__at(file, line), "%s%s failed: %s (%d: %s); fix: %s",
                     code == RT_ENODEV ? "no CUDA device: " : "", call, rt__cu_name(d, r), (int)r,
                     desc, rt__cu_remedy(r));
 }

@@ -290,7 +290,7 @@ int rt_graph_add_captured(rt_graph *g, rt_capture_fn fn, void *user, const uint3
         if (to_graph && added) g->broken = true;
         rt__free(dn);
         rt__free(tail);
-        return rt__fail(err, fn_err.code ? fn_err.code : frc, __FILE__, __LINE__,
+        return rt__fail(err, fn_err.code ? fn_err.code : frc, rt__at(__FILE__, __LINE__),
                         "captured work for graph node %u failed (capture ended%s): %s", g->n,
                         to_graph && added ? "; graph marked broken" : "", fn_err.msg);
     }

@@ -150,15 +150,21 @@ rt_ctx *rt__exec_ctx(const rt_exec *e);
 
 /* ---- errors and memory (rt_err.c) ----------------------------------------------------- */
 
-/* The one door every error of the module goes through: sets err (if empty) to code and
- * the formatted message followed by " [cuda_rt/<file>:<line>]", through base's
- * lm_err_set; returns code, or the code err already held (the first error wins). */
-int rt__fail(lm_err *err, int code, const char *file, int line, const char *fmt, ...)
+/* The one door every error of the module goes through, with one location argument (loc
+ * may be NULL): sets err (if empty) to code and the formatted message, through base's
+ * lm_err_set; returns code, or the code err already held (the first error wins). A
+ * cuda_rt location is where in cuda_rt the error was raised (rt__at: the source file and
+ * line), which ends the message as " [cuda_rt/<file>:<line>]" (it is not a place in the
+ * user's input, so it is not recorded as the error's file); a node or field in loc is
+ * recorded as usual. RT_FAIL raises at the line it is written on. */
+int rt__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 5, 6)))
+    __attribute__((format(printf, 4, 5)))
 #endif
     ;
-#define RT_FAIL(err, code, ...) rt__fail((err), (code), __FILE__, __LINE__, __VA_ARGS__)
+/* The location of a line of cuda_rt's source, for rt__fail; valid in the enclosing block. */
+#define rt__at(f, l) (&(lm_loc){.file = (f), .line = (uint32_t)(l), .node_id = LM_NONE})
+#define RT_FAIL(err, code, ...) rt__fail((err), (code), rt__at(__FILE__, __LINE__), __VA_ARGS__)
 
 /* Name of a CUresult ("CUDA_ERROR_OUT_OF_MEMORY"), from the driver when it knows, else
  * from a built-in table; never NULL. */
@@ -227,7 +233,7 @@ int rt__ctx_blas(rt_ctx *ctx, lm_err *err);
 void rt__kernels_drop(rt_ctx *ctx, bool unload);
 void rt__blas_drop(rt_ctx *ctx, bool destroy);
 
-/* rt_blas_spec.c: the spec mapped onto cuBLASLt's column-major problem. When D is row-major
+/* rt_blas_desc.c: the spec mapped onto cuBLASLt's column-major problem. When D is row-major
  * the problem is transposed (D^T = op(B)^T op(A)^T), so cuBLASLt's A is our B. */
 typedef struct rt_lt_operand {
     cudaDataType_t type;

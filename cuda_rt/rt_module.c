@@ -177,31 +177,54 @@ static int cache_insert(rt_ctx *ctx, const char *src, char *joined, int arch, ui
     return get_fn(ctx, e, fn_name, out, err);
 }
 
+/* A kernel's key in the cache: the options joined (the caller's to free or hand to
+ * cache_insert), the device's architecture and the hash of all with the source. */
+typedef struct rt_key {
+    char *joined;
+    int arch;
+    uint64_t h;
+} rt_key;
+
+/* Looks (src, opts) up in ctx's cache: on a hit *out is the kernel and *hit is set; on a
+ * miss key holds what cache_insert needs. *out is NULL but on a hit; key->joined NULL but
+ * on a miss. */
+static int lookup(rt_ctx *ctx, const char *src, const char *fn_name, const char *const *opts,
+                  uint32_t nopts, rt_key *key, rt_kernel **out, bool *hit, lm_err *err)
+{
+    *out = NULL;
+    *hit = false;
+    key->joined = NULL;
+    if (rt__ctx_usable(ctx, err)) return err->code;
+    key->arch = ctx->info.cc_major * 10 + ctx->info.cc_minor;
+    key->joined = join_opts(opts, nopts);
+    if (!key->joined) return RT_FAIL(err, RT_ENOMEM, "out of memory joining NVRTC options");
+    key->h = key_hash(src, key->joined, key->arch);
+    rt_kernel_entry *e = cache_find(ctx, src, key->joined, key->arch, key->h);
+    if (!e) return 0;
+    rt__free(key->joined);
+    key->joined = NULL;
+    ctx->kernel_hits++;
+    *hit = true;
+    return get_fn(ctx, e, fn_name, out, err);
+}
+
 int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char *const *opts,
                   uint32_t nopts, rt_kernel **out, lm_err *err)
 {
-    *out = NULL;
-    if (rt__ctx_usable(ctx, err)) return err->code;
-    int arch = ctx->info.cc_major * 10 + ctx->info.cc_minor;
-    char *joined = join_opts(opts, nopts);
-    if (!joined) return RT_FAIL(err, RT_ENOMEM, "out of memory joining NVRTC options");
-    uint64_t h = key_hash(src, joined, arch);
-    rt_kernel_entry *hit = cache_find(ctx, src, joined, arch, h);
-    if (hit) {
-        rt__free(joined);
-        ctx->kernel_hits++;
-        return get_fn(ctx, hit, fn_name, out, err);
-    }
+    rt_key key;
+    bool hit;
+    int rc = lookup(ctx, src, fn_name, opts, nopts, &key, out, &hit, err);
+    if (rc || hit) return rc;
     if (rt__ctx_nvrtc(ctx, err)) {
-        rt__free(joined);
+        rt__free(key.joined);
         return err->code;
     }
     rt_cubin bin;
-    if (rt_nvrtc_compile(ctx->nvrtc, src, fn_name, arch, opts, nopts, &bin, err)) {
-        rt__free(joined);
+    if (rt_nvrtc_compile(ctx->nvrtc, src, fn_name, key.arch, opts, nopts, &bin, err)) {
+        rt__free(key.joined);
         return err->code;
     }
-    int rc = cache_insert(ctx, src, joined, arch, h, &bin, fn_name, out, err);
+    rc = cache_insert(ctx, src, key.joined, key.arch, key.h, &bin, fn_name, out, err);
     rt_cubin_fini(&bin);
     return rc;
 }
@@ -209,26 +232,18 @@ int rt_kernel_get(rt_ctx *ctx, const char *src, const char *fn_name, const char 
 int rt_kernel_load(rt_ctx *ctx, const char *src, const char *fn_name, const char *const *opts,
                    uint32_t nopts, const rt_cubin *bin, rt_kernel **out, lm_err *err)
 {
-    *out = NULL;
-    if (rt__ctx_usable(ctx, err)) return err->code;
-    int arch = ctx->info.cc_major * 10 + ctx->info.cc_minor;
-    char *joined = join_opts(opts, nopts);
-    if (!joined) return RT_FAIL(err, RT_ENOMEM, "out of memory joining NVRTC options");
-    uint64_t h = key_hash(src, joined, arch);
-    rt_kernel_entry *hit = cache_find(ctx, src, joined, arch, h);
-    if (hit) {
-        rt__free(joined);
-        ctx->kernel_hits++;
-        return get_fn(ctx, hit, fn_name, out, err);
-    }
+    rt_key key;
+    bool hit;
+    int rc = lookup(ctx, src, fn_name, opts, nopts, &key, out, &hit, err);
+    if (rc || hit) return rc;
     if (!bin || !bin->data || !bin->size) {
-        rt__free(joined);
+        rt__free(key.joined);
         return RT_FAIL(err, RT_EARG,
                        "rt_kernel_load(%s): no CUBIN given; fix: compile it with "
                        "rt_nvrtc_compile for sm_%d first",
-                       fn_name, arch);
+                       fn_name, key.arch);
     }
-    return cache_insert(ctx, src, joined, arch, h, bin, fn_name, out, err);
+    return cache_insert(ctx, src, key.joined, key.arch, key.h, bin, fn_name, out, err);
 }
 
 size_t rt__arg_slot(size_t size)

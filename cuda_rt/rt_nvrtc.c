@@ -167,21 +167,17 @@ static bool disk_read(const disk_key *k, rt_cubin *out)
     return true;
 }
 
-/* mkdir -p of path's folder part up to (not including) its last '/'. */
+/* Makes path's folder part, up to (not including) its last '/' (lm_mkdir_p); a failure
+ * is left to the fopen that follows (the disk cache ignores failures). */
 static void make_parents(const char *path)
 {
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", path);
     char *last = strrchr(buf, '/');
-    if (!last) return;
+    if (!last || last == buf) return;
     *last = '\0';
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(buf, 0777);
-            *p = '/';
-        }
-    mkdir(buf, 0777);
+    lm_err ignored = {0};
+    lm_mkdir_p(buf, &ignored);
 }
 
 /* Writes bin under k (to a temporary name, then renamed); failures are ignored. */
@@ -348,7 +344,13 @@ static int compile(rt_nvrtc *nv, const char *src, const char *name, int arch,
     size_t size = 0;
     r = nv->cubin_size(prog, &size);
     void *data = r == NVRTC_SUCCESS ? rt__alloc(size, 1) : NULL;
-    if (r != NVRTC_SUCCESS || !data || nv->cubin(prog, data) != NVRTC_SUCCESS) {
+    if (r == NVRTC_SUCCESS && !data) {
+        rt__free(log);
+        nv->destroy(&prog);
+        return RT_FAIL(err, RT_ENOMEM, "out of memory holding the CUBIN of %s (%zu bytes)", name,
+                       size);
+    }
+    if (r != NVRTC_SUCCESS || (r = nv->cubin(prog, data)) != NVRTC_SUCCESS) {
         rt__free(data);
         rt__free(log);
         nv->destroy(&prog);

@@ -2,8 +2,11 @@
  *
  * Every allocation of the egraph module goes through these wrappers, so sizes are
  * overflow-checked in one place, allocations are counted per engine (eg_options.fail_alloc
- * fails the N-th, for tests) and the allocator (mimalloc when available) can be swapped
- * here.
+ * fails the N-th, for tests) and at base's counted door (lm_mem_admit: base's shared hook
+ * lm_mem_fail_after fails the engine's allocations as any other module's), and the
+ * allocator (mimalloc when available) can be swapped here. The engine allocates from its
+ * own allocator rather than through lm_alloc because its memory account reads each
+ * block's usable size from that allocator.
  *
  * Out of memory is an error, never an abort. A failed allocation calls eg__oom, which
  * marks the engine failed and raises LM_ENOMEM out of the current command (eg__throw);
@@ -49,11 +52,15 @@
 #define RAW_USABLE malloc_usable_size
 #endif
 
-/* Counts one allocation; false when this one is to fail (eg_options.fail_alloc). */
-static bool may_allocate(eg_engine *e)
+/* Counts one allocation of n * size bytes, in the engine and at base's door (base.h,
+ * "Memory"); false when this one is to fail: eg_options.fail_alloc (the engine's N-th),
+ * base's shared test hook (lm_mem_fail_after: the n-th allocation of the whole compile,
+ * whichever module makes it) or an overflowing size. */
+static bool may_allocate(eg_engine *e, size_t n, size_t size)
 {
     e->nalloc++;
-    return !(e->opt.fail_alloc && e->nalloc == e->opt.fail_alloc);
+    bool admitted = lm_mem_admit(n, size);
+    return admitted && !(e->opt.fail_alloc && e->nalloc == e->opt.fail_alloc);
 }
 
 void eg__oom(eg_engine *e, size_t n)
@@ -68,13 +75,13 @@ void eg__oom(eg_engine *e, size_t n)
 
 void *eg__try_calloc(eg_engine *e, size_t n, size_t size)
 {
-    if (!may_allocate(e)) return NULL;
+    if (!may_allocate(e, n, size)) return NULL;
     return RAW_CALLOC(n ? n : 1, size ? size : 1);
 }
 
 void *eg__alloc(eg_engine *e, size_t n)
 {
-    void *p = may_allocate(e) ? RAW_MALLOC(n ? n : 1) : NULL;
+    void *p = may_allocate(e, n, 1) ? RAW_MALLOC(n ? n : 1) : NULL;
     if (!p) eg__oom(e, n);
     return p;
 }
@@ -91,7 +98,7 @@ void *eg__array(eg_engine *e, void *p, size_t n, size_t size)
 {
     if (size && n > SIZE_MAX / size) eg__oom(e, SIZE_MAX);
     size_t bytes = n * size;
-    void *q = may_allocate(e) ? RAW_REALLOC(p, bytes ? bytes : 1) : NULL;
+    void *q = may_allocate(e, n, size) ? RAW_REALLOC(p, bytes ? bytes : 1) : NULL;
     if (!q) eg__oom(e, bytes); /* p is unchanged and still owned by the caller */
     return q;
 }

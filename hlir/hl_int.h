@@ -40,7 +40,9 @@ hl_status hl__fail_node(const hl_graph *g, lm_err *err, int code, uint32_t id, h
 #endif
     ;
 
-/* n * size bytes, NULL on overflow or failure. Never returns NULL for n == 0. */
+/* The one allocation door (hl_mem.c), a thin door over base's (base.h, "Memory"): n *
+ * size bytes, NULL on overflow or failure. Never returns NULL for n == 0. Tests fail the
+ * n-th allocation with lm_mem_fail_after and count them with lm_mem_stats. */
 void *hl__alloc(size_t n, size_t size);
 /* As hl__alloc, zero-filled. */
 void *hl__zalloc(size_t n, size_t size);
@@ -48,17 +50,8 @@ void *hl__zalloc(size_t n, size_t size);
 void *hl__realloc(void *p, size_t n, size_t size);
 void hl__free(void *p);
 char *hl__strdup(const char *s);
-/* Tests only: make the allocation after the next n fail (n = 0: the very next), once;
- * -1 disables. hl__mem_fail_fired tells whether the failure has happened. */
-void hl__mem_fail_after(long n);
-bool hl__mem_fail_fired(void);
-/* Tests only: how many allocations this thread asked the door for since the last
- * hl__mem_stats_reset, and the largest in bytes (either pointer may be NULL). */
-void hl__mem_stats_reset(void);
-void hl__mem_stats(uint64_t *calls, size_t *largest);
-
-/* Grows *arr (elements of size) so it holds at least need elements; *cap is updated.
- * Returns 0, or -1 on failure with *arr and *cap untouched. */
+/* Grows *arr (elements of size) so it holds at least need elements (lm_grow); *cap is
+ * updated. Returns 0, or -1 on failure with *arr and *cap untouched. */
 int hl__grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
 
 /* The largest finite value of float dtype t (FLT_MAX, 65504, ...); 0 for a dtype that is

@@ -12,7 +12,7 @@
  *   core/hl_view.h     views (shape trackers): dims plus one stride expression in z per dim
  *   core/hl_graph.h    nodes of primitive ops; each node reads each input through a view;
  *                      the checked primitive door, the checker, the dump
- *   build/hl_build.h   the builder: high-level ops (matmul, softmax, attention, ...)
+ *   builder/hl_build.h the builder: high-level ops (matmul, softmax, attention, ...)
  *                      lowered to primitives
  *   json/hl_json.h     the JSON graph format: reader and canonical writer
  *   gen/hl_gen.h       the seeded generator of random valid graphs

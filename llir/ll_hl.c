@@ -49,29 +49,7 @@ int ll__hl_graph_status(const hl_graph *g, const char *what, lm_err *err)
 
 hl_expr ll__expr_copy(hl_expr_pool *dst, const hl_expr_pool *src, hl_expr e, hl_expr *memo)
 {
-    if (e == HL_NONE || e >= hl_expr_count(src)) return HL_NONE;
-    if (memo && memo[e] != HL_NONE) return memo[e];
-    hl_expr_node n = hl_e_get(src, e);
-    hl_expr r;
-    switch (n.kind) {
-    case HL_E_NUM:
-        r = hl_e_num(dst, n.value);
-        break;
-    case HL_E_VAR:
-        r = hl_e_var(dst, hl_var_name(src, n.var));
-        break;
-    case HL_E_Z:
-        r = hl_e_z(dst);
-        break;
-    default: { /* operands are older ids: the recursion is bounded by the tree size */
-        hl_expr a = ll__expr_copy(dst, src, n.a, memo);
-        hl_expr b = ll__expr_copy(dst, src, n.b, memo);
-        r = hl_e_bin(dst, n.kind, a, b);
-        break;
-    }
-    }
-    if (memo && r != HL_NONE) memo[e] = r;
-    return r;
+    return hl_expr_copy(dst, src, e, memo, 0);
 }
 
 bool ll__numel(uint32_t ndim, const int64_t *dims, size_t *out)

@@ -43,6 +43,7 @@
  */
 #include "ll_build.h"
 #include "ll_int.h"
+#include "lm_json.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -76,206 +77,216 @@ static bool has_mm(const ll_node *n)
 typedef struct writer {
     const ll_graph *g;
     const hl_expr_pool *p;
-    bool failed; /* out of memory somewhere */
+    lm_json *j;
 } writer;
 
-static json_t *w_check(writer *w, json_t *v)
+static void w_expr(writer *w, hl_expr e)
 {
-    if (!v) w->failed = true;
-    return v;
-}
-
-/* o[key] = v (stolen; NULL marks the writer failed). */
-static void put(writer *w, json_t *o, const char *key, json_t *v)
-{
-    if (!v || !o || json_object_set_new(o, key, v)) w->failed = true;
-}
-
-static void push(writer *w, json_t *a, json_t *v)
-{
-    if (!v || !a || json_array_append_new(a, v)) w->failed = true;
-}
-
-static json_t *w_expr(writer *w, hl_expr e)
-{
-    if (e == HL_NONE || e >= hl_expr_count(w->p)) return w_check(w, json_null());
+    if (e == HL_NONE || e >= hl_expr_count(w->p)) {
+        lm_json_null(w->j);
+        return;
+    }
     char small[256];
     size_t n = hl_e_print(w->p, e, small, sizeof small);
-    if (n < sizeof small) return w_check(w, json_string(small));
-    char *big = malloc(n + 1);
+    if (n < sizeof small) {
+        lm_json_str(w->j, small);
+        return;
+    }
+    char *big = ll__alloc(n + 1, 1);
     if (!big) {
-        w->failed = true;
-        return NULL;
+        lm_json_fail(w->j, LM_ENOMEM, "out of memory printing an expression");
+        return;
     }
     hl_e_print(w->p, e, big, n + 1);
-    json_t *s = json_string(big);
-    free(big);
-    return w_check(w, s);
+    lm_json_str(w->j, big);
+    ll__free(big);
 }
 
-static json_t *w_exprs(writer *w, uint32_t n, const hl_expr *e)
+static void w_exprs(writer *w, const char *key, uint32_t n, const hl_expr *e)
 {
-    json_t *a = w_check(w, json_array());
-    for (uint32_t i = 0; i < n && a; i++)
-        push(w, a, w_expr(w, e[i]));
-    return a;
+    lm_json_key(w->j, key);
+    lm_json_arr(w->j);
+    for (uint32_t i = 0; i < n; i++)
+        w_expr(w, e[i]);
+    lm_json_arr_end(w->j);
 }
 
-static json_t *w_dtype(writer *w, hl_dtype t)
+static void w_kexpr(writer *w, const char *key, hl_expr e)
 {
-    return w_check(w, json_string(hl_dtype_name(t)));
+    lm_json_key(w->j, key);
+    w_expr(w, e);
 }
 
-static json_t *w_id(writer *w, uint32_t id)
+static void w_dtype(writer *w, const char *key, hl_dtype t)
 {
-    return w_check(w, json_integer((json_int_t)id));
+    lm_json_kstr(w->j, key, hl_dtype_name(t));
 }
 
-static json_t *w_f32(writer *w, float f)
+/* A float: a JSON number, or where JSON has none the bits in hex. */
+static void w_f32(writer *w, const char *key, float f)
 {
-    if (isfinite(f)) return w_check(w, json_real((double)f));
+    lm_json_key(w->j, key);
+    if (isfinite(f)) {
+        lm_json_f64(w->j, (double)f);
+        return;
+    }
     uint32_t bits;
     memcpy(&bits, &f, sizeof bits);
     char s[16];
     snprintf(s, sizeof s, "0x%08" PRIx32, bits);
-    return w_check(w, json_string(s));
+    lm_json_str(w->j, s);
 }
 
-static json_t *w_f64(writer *w, double d)
+static void w_f64(writer *w, const char *key, double d)
 {
-    if (isfinite(d)) return w_check(w, json_real(d));
+    lm_json_key(w->j, key);
+    if (isfinite(d)) {
+        lm_json_f64(w->j, d);
+        return;
+    }
     uint64_t bits;
     memcpy(&bits, &d, sizeof bits);
     char s[24];
     snprintf(s, sizeof s, "0x%016" PRIx64, bits);
-    return w_check(w, json_string(s));
+    lm_json_str(w->j, s);
 }
 
-static json_t *w_prim(writer *w, const hl_node *h)
+static void w_prim(writer *w, const hl_node *h)
 {
-    json_t *o = w_check(w, json_object());
-    put(w, o, "op", w_check(w, json_string(hl_op_name(h->op))));
-    put(w, o, "dtype", w_dtype(w, h->dtype));
-    put(w, o, "shape", w_exprs(w, h->ndim <= HL_MAX_DIMS ? h->ndim : 0, h->shape));
-    json_t *in = w_check(w, json_array());
+    lm_json *j = w->j;
+    lm_json_key(j, "prim");
+    lm_json_obj(j);
+    lm_json_kstr(j, "op", hl_op_name(h->op));
+    w_dtype(w, "dtype", h->dtype);
+    w_exprs(w, "shape", h->ndim <= HL_MAX_DIMS ? h->ndim : 0, h->shape);
+    lm_json_key(j, "in");
+    lm_json_arr(j);
     for (uint32_t i = 0; i < h->n_in && i < HL_MAX_INPUTS; i++) {
         const hl_view *v = &h->in[i].view;
         uint32_t nd = v->ndim <= HL_MAX_DIMS ? v->ndim : 0;
-        json_t *e = w_check(w, json_object());
-        put(w, e, "node", w_id(w, h->in[i].node));
-        put(w, e, "dims", w_exprs(w, nd, v->dims));
-        put(w, e, "strides", w_exprs(w, nd, v->strides));
-        push(w, in, e);
+        lm_json_obj(j);
+        lm_json_kint(j, "node", h->in[i].node);
+        w_exprs(w, "dims", nd, v->dims);
+        w_exprs(w, "strides", nd, v->strides);
+        lm_json_obj_end(j);
     }
-    put(w, o, "in", in);
+    lm_json_arr_end(j);
     switch (h->op) {
     case HL_OP_INPUT:
     case HL_OP_OUTPUT:
-        put(w, o, "name", h->name ? w_check(w, json_string(h->name)) : w_check(w, json_null()));
-        put(w, o, "index", w_id(w, h->index));
+        lm_json_kstr(j, "name", h->name); /* null when there is none */
+        lm_json_kint(j, "index", h->index);
         break;
     case HL_OP_CONSTANT:
-        put(w, o, "constant", w_f32(w, h->constant));
+        w_f32(w, "constant", h->constant);
         break;
     case HL_OP_IOTA:
-        put(w, o, "iota_expr", w_expr(w, h->iota_expr));
-        put(w, o, "iota_len", w_expr(w, h->iota_len));
+        w_kexpr(w, "iota_expr", h->iota_expr);
+        w_kexpr(w, "iota_len", h->iota_len);
         break;
     case HL_OP_CAST:
-        put(w, o, "cast_to", w_dtype(w, h->cast_to));
+        w_dtype(w, "cast_to", h->cast_to);
         break;
     case HL_OP_SUM_REDUCE:
     case HL_OP_MAX_REDUCE:
-        put(w, o, "axis", w_id(w, h->axis));
+        lm_json_kint(j, "axis", h->axis);
         break;
     default:
         break;
     }
-    return o;
+    lm_json_obj_end(j);
 }
 
-static json_t *w_mm(writer *w, const ll_matmul *m)
+static void w_mm(writer *w, const ll_matmul *m)
 {
-    json_t *o = w_check(w, json_object());
-    put(w, o, "m", w_expr(w, m->m));
-    put(w, o, "n", w_expr(w, m->n));
-    put(w, o, "k", w_expr(w, m->k));
-    put(w, o, "batch", w_expr(w, m->batch));
-    put(w, o, "lda", w_expr(w, m->lda));
-    put(w, o, "ldb", w_expr(w, m->ldb));
-    put(w, o, "stride_a", w_expr(w, m->stride_a));
-    put(w, o, "stride_b", w_expr(w, m->stride_b));
-    put(w, o, "order_a", w_check(w, json_string(ORDER_NAMES[m->order_a == LL_COL_MAJOR])));
-    put(w, o, "order_b", w_check(w, json_string(ORDER_NAMES[m->order_b == LL_COL_MAJOR])));
-    put(w, o, "alpha", w_f64(w, m->alpha));
-    put(w, o, "beta", w_f64(w, m->beta));
+    lm_json *j = w->j;
+    lm_json_key(j, "mm");
+    lm_json_obj(j);
+    w_kexpr(w, "m", m->m);
+    w_kexpr(w, "n", m->n);
+    w_kexpr(w, "k", m->k);
+    w_kexpr(w, "batch", m->batch);
+    w_kexpr(w, "lda", m->lda);
+    w_kexpr(w, "ldb", m->ldb);
+    w_kexpr(w, "stride_a", m->stride_a);
+    w_kexpr(w, "stride_b", m->stride_b);
+    lm_json_kstr(j, "order_a", ORDER_NAMES[m->order_a == LL_COL_MAJOR]);
+    lm_json_kstr(j, "order_b", ORDER_NAMES[m->order_b == LL_COL_MAJOR]);
+    w_f64(w, "alpha", m->alpha);
+    w_f64(w, "beta", m->beta);
     unsigned epi = (unsigned)m->epilogue <= LL_EPI_BIAS_GELU ? (unsigned)m->epilogue : 0;
-    put(w, o, "epilogue", w_check(w, json_string(EPI_NAMES[epi])));
-    put(w, o, "type_a", w_dtype(w, m->type_a));
-    put(w, o, "type_b", w_dtype(w, m->type_b));
-    put(w, o, "type_c", w_dtype(w, m->type_c));
-    put(w, o, "type_d", w_dtype(w, m->type_d));
-    put(w, o, "type_bias", w_dtype(w, m->type_bias));
-    return o;
+    lm_json_kstr(j, "epilogue", EPI_NAMES[epi]);
+    w_dtype(w, "type_a", m->type_a);
+    w_dtype(w, "type_b", m->type_b);
+    w_dtype(w, "type_c", m->type_c);
+    w_dtype(w, "type_d", m->type_d);
+    w_dtype(w, "type_bias", m->type_bias);
+    lm_json_obj_end(j);
 }
 
-static json_t *w_view(writer *w, const hl_view *v)
+static void w_view(writer *w, const char *key, const hl_view *v)
 {
     uint32_t nd = v->ndim <= HL_MAX_DIMS ? v->ndim : 0;
-    json_t *e = w_check(w, json_object());
-    put(w, e, "dims", w_exprs(w, nd, v->dims));
-    put(w, e, "strides", w_exprs(w, nd, v->strides));
-    return e;
+    lm_json_key(w->j, key);
+    lm_json_obj(w->j);
+    w_exprs(w, "dims", nd, v->dims);
+    w_exprs(w, "strides", nd, v->strides);
+    lm_json_obj_end(w->j);
 }
 
-static json_t *w_attn(writer *w, const ll_attn *a)
+static void w_attn(writer *w, const ll_attn *a)
 {
-    json_t *o = w_check(w, json_object());
-    put(w, o, "nlead", w_id(w, a->nlead));
-    put(w, o, "sq", w_expr(w, a->sq));
-    put(w, o, "skv", w_expr(w, a->skv));
-    put(w, o, "d", w_expr(w, a->d));
-    put(w, o, "q", w_view(w, &a->q));
-    put(w, o, "k", w_view(w, &a->k));
-    put(w, o, "v", w_view(w, &a->v));
-    put(w, o, "mask", w_view(w, &a->mask));
-    put(w, o, "causal", w_check(w, json_boolean(a->causal)));
-    put(w, o, "scale", w_f64(w, a->scale));
-    put(w, o, "block_q", w_id(w, a->block_q));
-    put(w, o, "block_k", w_id(w, a->block_k));
-    put(w, o, "warps", w_id(w, a->warps));
-    put(w, o, "stages", w_id(w, a->stages));
-    put(w, o, "kv_splits", w_id(w, a->kv_splits));
-    return o;
+    lm_json *j = w->j;
+    lm_json_key(j, "attn");
+    lm_json_obj(j);
+    lm_json_kint(j, "nlead", a->nlead);
+    w_kexpr(w, "sq", a->sq);
+    w_kexpr(w, "skv", a->skv);
+    w_kexpr(w, "d", a->d);
+    w_view(w, "q", &a->q);
+    w_view(w, "k", &a->k);
+    w_view(w, "v", &a->v);
+    w_view(w, "mask", &a->mask);
+    lm_json_kbool(j, "causal", a->causal);
+    w_f64(w, "scale", a->scale);
+    lm_json_kint(j, "block_q", a->block_q);
+    lm_json_kint(j, "block_k", a->block_k);
+    lm_json_kint(j, "warps", a->warps);
+    lm_json_kint(j, "stages", a->stages);
+    lm_json_kint(j, "kv_splits", a->kv_splits);
+    lm_json_obj_end(j);
 }
 
-static json_t *w_node(writer *w, uint32_t id)
+static void w_node(writer *w, uint32_t id)
 {
+    lm_json *j = w->j;
     const ll_node *n = ll_graph_node(w->g, id);
-    json_t *o = w_check(w, json_object());
-    put(w, o, "id", w_id(w, id));
-    put(w, o, "kind",
-        w_check(w, json_string((unsigned)n->kind < N_KINDS ? KIND_NAMES[n->kind] : "?")));
+    lm_json_obj(j);
+    lm_json_kint(j, "id", id);
+    lm_json_kstr(j, "kind", (unsigned)n->kind < N_KINDS ? KIND_NAMES[n->kind] : "?");
     const ll_op_info *info = n->op < ll_op_count() ? ll_op_get(n->op) : NULL;
-    put(w, o, "op", w_check(w, json_string(info ? info->name : "?")));
-    if (n->region != LM_NONE) put(w, o, "region", w_id(w, n->region));
-    put(w, o, "dtype", w_dtype(w, n->dtype));
-    put(w, o, "shape", w_exprs(w, n->ndim <= HL_MAX_DIMS ? n->ndim : 0, n->shape));
-    json_t *in = w_check(w, json_array()), *idt = w_check(w, json_array());
-    for (uint32_t i = 0; i < n->n_in && i < LL_MAX_IN; i++) {
-        push(w, in, w_id(w, n->in[i]));
-        push(w, idt, w_dtype(w, n->in_dtype[i]));
-    }
-    put(w, o, "in", in);
-    put(w, o, "in_dtype", idt);
-    if (n->prim.op < HL_OP_COUNT) put(w, o, "prim", w_prim(w, &n->prim));
-    if (has_mm(n)) put(w, o, "mm", w_mm(w, &n->mm));
-    if (ll_op_is_attn(n->op)) put(w, o, "attn", w_attn(w, &n->at));
-    if (n->eclass != LM_NONE) put(w, o, "eclass", w_id(w, n->eclass));
-    if (n->enode != LM_NONE) put(w, o, "enode", w_id(w, n->enode));
-    if (n->origin != LM_NONE)
-        put(w, o, "origin", w_check(w, json_string(ll_graph_origin(w->g, n->origin))));
-    return o;
+    lm_json_kstr(j, "op", info ? info->name : "?");
+    if (n->region != LM_NONE) lm_json_kint(j, "region", n->region);
+    w_dtype(w, "dtype", n->dtype);
+    w_exprs(w, "shape", n->ndim <= HL_MAX_DIMS ? n->ndim : 0, n->shape);
+    uint32_t n_in = n->n_in < LL_MAX_IN ? n->n_in : LL_MAX_IN;
+    lm_json_key(j, "in");
+    lm_json_arr(j);
+    for (uint32_t i = 0; i < n_in; i++)
+        lm_json_int(j, n->in[i]);
+    lm_json_arr_end(j);
+    lm_json_key(j, "in_dtype");
+    lm_json_arr(j);
+    for (uint32_t i = 0; i < n_in; i++)
+        lm_json_str(j, hl_dtype_name(n->in_dtype[i]));
+    lm_json_arr_end(j);
+    if (n->prim.op < HL_OP_COUNT) w_prim(w, &n->prim);
+    if (has_mm(n)) w_mm(w, &n->mm);
+    if (ll_op_is_attn(n->op)) w_attn(w, &n->at);
+    if (n->eclass != LM_NONE) lm_json_kint(j, "eclass", n->eclass);
+    if (n->enode != LM_NONE) lm_json_kint(j, "enode", n->enode);
+    if (n->origin != LM_NONE) lm_json_kstr(j, "origin", ll_graph_origin(w->g, n->origin));
+    lm_json_obj_end(j);
 }
 
 char *ll_graph_write_json(const ll_graph *g, lm_err *err)
@@ -285,28 +296,36 @@ char *ll_graph_write_json(const ll_graph *g, lm_err *err)
         ll__fail(err, LM_EARG, NULL, "llir file: no graph given");
         return NULL;
     }
-    writer w = {g, ll_graph_exprs(g), false};
-    json_t *root = w_check(&w, json_object());
-    put(&w, root, "format", w_check(&w, json_string(LL_FILE_FORMAT)));
-    put(&w, root, "version", w_check(&w, json_integer(LL_FILE_VERSION)));
-    json_t *dims = w_check(&w, json_array());
+    lm_json j;
+    lm_json_init_buf(&j, 1, UINT32_MAX);
+    writer w = {g, ll_graph_exprs(g), &j};
+    lm_json_obj(&j);
+    lm_json_kstr(&j, "format", LL_FILE_FORMAT);
+    lm_json_kint(&j, "version", LL_FILE_VERSION);
+    lm_json_key(&j, "dims");
+    lm_json_arr(&j);
     for (uint32_t i = 0; i < ll_graph_dim_count(g); i++) {
         const hl_dim *d = ll_graph_dim_at(g, i);
-        json_t *o = w_check(&w, json_object());
-        put(&w, o, "name", w_check(&w, json_string(ll_graph_dim_name(g, i))));
-        put(&w, o, "lo", w_check(&w, json_integer((json_int_t)d->lo)));
-        put(&w, o, "hi", w_check(&w, json_integer((json_int_t)d->hi)));
-        put(&w, o, "profile", w_check(&w, json_integer((json_int_t)d->profile)));
-        push(&w, dims, o);
+        lm_json_obj(&j);
+        lm_json_kstr(&j, "name", ll_graph_dim_name(g, i));
+        lm_json_kint(&j, "lo", d->lo);
+        lm_json_kint(&j, "hi", d->hi);
+        lm_json_kint(&j, "profile", d->profile);
+        lm_json_obj_end(&j);
     }
-    put(&w, root, "dims", dims);
-    json_t *nodes = w_check(&w, json_array());
-    for (uint32_t i = 0; i < ll_graph_node_count(g) && !w.failed; i++)
-        push(&w, nodes, w_node(&w, i));
-    put(&w, root, "nodes", nodes);
-    char *text = w.failed ? NULL : json_dumps(root, JSON_INDENT(1) | JSON_ENSURE_ASCII);
-    json_decref(root);
-    if (!text) ll__fail(err, LM_ENOMEM, NULL, "llir file: out of memory writing the graph");
+    lm_json_arr_end(&j);
+    lm_json_key(&j, "nodes");
+    lm_json_arr(&j);
+    for (uint32_t i = 0; i < ll_graph_node_count(g) && !lm_json_failed(&j); i++)
+        w_node(&w, i);
+    lm_json_arr_end(&j);
+    lm_json_obj_end(&j);
+    lm_err je = {0};
+    char *text = lm_json_take(&j, NULL, &je);
+    if (!text && je.code == LM_ENOMEM)
+        ll__fail(err, je.code, NULL, "llir file: out of memory writing the graph");
+    else if (!text)
+        ll__fail(err, je.code, NULL, "llir file: %s", je.msg);
     return text;
 }
 

@@ -108,7 +108,7 @@ int pg__compile_kernels(pg_program *p, rt_ctx *ctx, rt_kernel **kern, uint64_t *
     uint32_t *todo = pg__alloc(pl->n_kernels + 1, sizeof *todo);
     if (!uniq || !todo) {
         pg__free(uniq), pg__free(todo);
-        return pg__fail(err, LM_ENOMEM, p->name, "out of memory compiling");
+        return pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory compiling");
     }
     uint32_t n = distinct(pl, uniq, todo);
     uint32_t threads = thread_count(p->compile_threads, n);
@@ -132,7 +132,7 @@ int pg__compile_kernels(pg_program *p, rt_ctx *ctx, rt_kernel **kern, uint64_t *
         b.errs = pg__alloc(pl->n_kernels + 1, sizeof *b.errs);
         lm_err ne = {0};
         if (!b.bins || !b.errs) {
-            rc = pg__fail(err, LM_ENOMEM, p->name, "out of memory compiling");
+            rc = pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory compiling");
         } else if ((rc = rt_nvrtc_new(p->rt_opt ? p->rt_opt->lib_dir : NULL, &b.nv, &ne))) {
             lm_err_copy(err, &ne);
             pg__wrap(err, p->name, "compiling the kernels");

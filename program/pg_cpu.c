@@ -17,7 +17,7 @@ int pg__cpu_open(pg_program *p, lm_err *err)
     if (c) c->outs = pg__alloc(p->plan.n_outputs, sizeof *c->outs);
     if (!c || !c->outs) {
         pg__free(c);
-        return pg__fail(err, LM_ENOMEM, p->name, "out of memory opening the CPU backend");
+        return pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory opening the CPU backend");
     }
     p->cpu = c;
     p->backend = PG_BACKEND_CPU;
@@ -51,7 +51,7 @@ int pg__cpu_run(pg_program *p, lm_err *err)
     if (!in || !vals) {
         pg__free(in);
         pg__free(vals);
-        return pg__fail(err, LM_ENOMEM, p->name, "out of memory running on the CPU");
+        return pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory running on the CPU");
     }
     for (uint32_t d = 0; d < nd; d++)
         vals[p->llir_dim[d]] = p->dim_val[d];

@@ -1,5 +1,6 @@
-/* pg_gpu.h - the GPU backend's state, shared by pg_gpu.c and pg_compile.c, and read by
- * the white-box tests (INTERNALS program). Only in builds with cuda_rt.
+/* pg_gpu.h - the GPU backend's state, shared by pg_gpu.c, pg_gpu_layout.c and
+ * pg_compile.c, and read by the white-box tests (INTERNALS program). Only in builds with
+ * cuda_rt.
  *
  * One context, the kernels compiled once, one arena (an rt_buf) shared by every variant
  * (they never run at once: one stream), one device buffer per input, and per variant
@@ -74,6 +75,14 @@ struct pg_gpu {
  * Errors name the kernel, its template and LLIR node. */
 int pg__compile_kernels(pg_program *p, rt_ctx *ctx, rt_kernel **kern, uint64_t *compiled,
                         uint64_t *hits, lm_err *err);
+
+/* pg_gpu_layout.c: allocates variant v's per-step arrays (launches, library-call states,
+ * dependencies); and lays variant vi out at its bucket's maximum dims (the arena, the
+ * workspaces, the input buffers) and plans its dependencies. */
+int pg__gpu_variant_alloc(pg_program *p, pg_variant *v, lm_err *err);
+/* Frees what pg__gpu_variant_alloc and the variant's graph hold, and zeroes it. */
+void pg__gpu_variant_fini(pg_program *p, pg_variant *v);
+int pg__gpu_layout(pg_program *p, pg_gpu *g, pg_variant *v, uint32_t vi, lm_err *err);
 
 /* For tests: the device address of buffer b in variant v as the nodes see it now (0 when
  * unknown). */

@@ -4,10 +4,12 @@
  *   pg_plan.c     the program's own copy of a plan (cg_plan), its checker, expression
  *                 evaluation at dim values, the IO table, in-place analysis
  *   pg_json.c     plan.json written and read
+ *   pg_io.c       the IO table from the LLIR, and the checks that plan, LLIR and IO agree
  *   pg_program.c  the public API: making, loading, dims and buckets, inputs, outputs,
  *                 running (the replay skip), counters
  *   pg_cpu.c      the CPU backend (ll_run)
- *   pg_gpu.c      the GPU backend (cuda_rt): arena, graph, updates, launch, faults
+ *   pg_gpu.c      the GPU backend (cuda_rt): open, graph, updates, launch, faults
+ *   pg_gpu_layout.c  its layout of a variant: arena, workspaces, input buffers, deps
  *   pg_compile.c  NVRTC: compiling a plan's kernels (several threads), pg_compile_check
  *   pg_nogpu.c    the GPU entry points of a build without cuda_rt (LM_EUNSUPPORTED)
  *
@@ -28,13 +30,18 @@
 
 /* ---- doors (pg_door.c) ---- */
 
-/* The module's error door: "program '<name>': " (name may be NULL: then no prefix) and the
- * message, through base's lm_err_setv; returns the code held (the first error wins). */
-int pg__fail(lm_err *err, int code, const char *name, const char *fmt, ...)
+/* The module's error door, with one location argument (loc may be NULL): a program's
+ * location is its name (pg__at), which begins the message as "program '<name>': " and is
+ * recorded as the error's node; a file, line or field in loc are recorded as usual.
+ * Through base's lm_err_setv; returns the code held (the first error wins). */
+int pg__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+/* The location of the program named name (NULL: none), for pg__fail; valid in the
+ * enclosing block. */
+#define pg__at(name) (&(lm_loc){.node = (name), .node_id = LM_NONE})
 /* Prefixes an error raised by another module with "program '<name>': <what>: ". */
 void pg__wrap(lm_err *err, const char *name, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -42,13 +49,22 @@ void pg__wrap(lm_err *err, const char *name, const char *fmt, ...)
 #endif
     ;
 
-/* The allocation door: n * size bytes, overflow-checked, zeroed; NULL on failure. */
+/* The allocation door (over base's, base.h "Memory"; tests fail its n-th allocation with
+ * lm_mem_fail_after): n * size bytes, overflow-checked, zeroed; NULL on failure. */
 void *pg__alloc(size_t n, size_t size);
 void pg__free(void *p);
 char *pg__strdup(const char *s);
-/* For tests: the next allocation after n more fails (once); -1 turns it off. */
-void pg__mem_fail_after(long n);
-bool pg__mem_fail_fired(void);
+
+/* ---- inputs and outputs (pg_io.c) ---- */
+
+/* The IO table from the LLIR's Input and Output nodes (pg_program_new). */
+int pg__io_from_llir(pg_program *p, lm_err *err);
+/* A loaded program's LLIR is its plan's program: the same inputs and outputs in the same
+ * order, names, dtypes and shapes; every LLIR node the plan names exists. */
+int pg__check_llir_io(pg_program *p, lm_err *err);
+/* Names valid and unique, at least one output; the LLIR's dims are the plan's (fills
+ * p->llir_dim); the IO table agrees with the buffers it names. */
+int pg__check_consistency(pg_program *p, lm_err *err);
 
 /* ---- plans (pg_plan.c) ---- */
 
@@ -61,10 +77,6 @@ void pg__plan_fini(cg_plan *p);
  * offending part. own: the program's own form, variable i of the pool is dim i (else any
  * one-to-one numbering, as a caller's plan may have). */
 int pg__plan_check(const cg_plan *p, bool own, const char *name, lm_err *err);
-
-/* Copies expression e of src (variables by name, which dst must know) into dst; memo has
- * one entry per id of src (HL_NONE where not yet copied). HL_NONE on failure. */
-hl_expr pg__expr_copy(hl_expr_pool *dst, const hl_expr_pool *src, hl_expr e, hl_expr *memo);
 
 /* Evaluates e of plan p with the dims at vals[0 .. p->n_dims). */
 int pg__eval(const cg_plan *p, hl_expr e, const int64_t *vals, int64_t *out, const char *name,

@@ -32,6 +32,7 @@
  * pg__plan_check, before anything uses it; a source file must lie under kernels/.
  */
 #include "pg_int.h"
+#include "lm_json.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -61,202 +62,243 @@ void pg__hash_hex(const void *data, size_t len, char out[33])
 
 typedef struct writer {
     const cg_plan *p;
-    bool failed;
+    lm_json *j;
 } writer;
 
-static json_t *ck(writer *w, json_t *v)
+/* An id, or null for LM_NONE. */
+static void w_id(writer *w, const char *key, uint32_t id)
 {
-    if (!v) w->failed = true;
-    return v;
+    lm_json_key(w->j, key);
+    if (id == LM_NONE)
+        lm_json_null(w->j);
+    else
+        lm_json_int(w->j, id);
 }
-static void put(writer *w, json_t *o, const char *k, json_t *v)
-{
-    if (!v || !o || json_object_set_new(o, k, v)) w->failed = true;
-}
-static void app(writer *w, json_t *a, json_t *v)
-{
-    if (!v || !a || json_array_append_new(a, v)) w->failed = true;
-}
-static json_t *w_int(writer *w, int64_t v)
-{
-    return ck(w, json_integer((json_int_t)v));
-}
-static json_t *w_str(writer *w, const char *s)
-{
-    return ck(w, json_string(s ? s : ""));
-}
-static json_t *w_id(writer *w, uint32_t id)
-{
-    return id == LM_NONE ? ck(w, json_null()) : w_int(w, id);
-}
-static json_t *w_expr(writer *w, hl_expr e)
+
+static void w_expr(writer *w, hl_expr e)
 {
     char small[256];
     size_t n = hl_e_print(w->p->exprs, e, small, sizeof small);
-    if (n < sizeof small) return w_str(w, small);
+    if (n < sizeof small) {
+        lm_json_str(w->j, small);
+        return;
+    }
     char *big = pg__alloc(n + 1, 1);
     if (!big) {
-        w->failed = true;
-        return NULL;
+        lm_json_fail(w->j, LM_ENOMEM, "out of memory printing an expression");
+        return;
     }
     hl_e_print(w->p->exprs, e, big, n + 1);
-    json_t *s = w_str(w, big);
+    lm_json_str(w->j, big);
     pg__free(big);
-    return s;
-}
-static json_t *w_f64(writer *w, double d)
-{
-    return ck(w, json_real(d));
 }
 
-static json_t *w_io(writer *w, const pg_io *io)
+static void w_kexpr(writer *w, const char *key, hl_expr e)
 {
-    json_t *o = ck(w, json_object()), *sh = ck(w, json_array());
-    put(w, o, "name", w_str(w, io->name));
-    put(w, o, "dtype", w_str(w, hl_dtype_name(io->dtype)));
+    lm_json_key(w->j, key);
+    w_expr(w, e);
+}
+
+/* A string, "" for NULL. */
+static void w_str(writer *w, const char *key, const char *s)
+{
+    lm_json_kstr(w->j, key, s ? s : "");
+}
+
+static void w_io(writer *w, const pg_io *io)
+{
+    lm_json *j = w->j;
+    lm_json_obj(j);
+    w_str(w, "name", io->name);
+    w_str(w, "dtype", hl_dtype_name(io->dtype));
+    lm_json_key(j, "shape");
+    lm_json_arr(j);
     for (uint32_t d = 0; d < io->ndim; d++)
-        app(w, sh, w_expr(w, io->shape[d]));
-    put(w, o, "shape", sh);
-    put(w, o, "buffer", w_int(w, io->buf));
-    return o;
+        w_expr(w, io->shape[d]);
+    lm_json_arr_end(j);
+    lm_json_kint(j, "buffer", io->buf);
+    lm_json_obj_end(j);
+}
+
+static void w_dims(writer *w, const pg_program *pr)
+{
+    const cg_plan *p = w->p;
+    lm_json *j = w->j;
+    lm_json_key(j, "dims");
+    lm_json_arr(j);
+    for (uint32_t i = 0; i < p->n_dims; i++) {
+        lm_json_obj(j);
+        w_str(w, "name", p->dim_names[i]);
+        lm_json_kint(j, "lo", p->dims[i].lo);
+        lm_json_kint(j, "hi", p->dims[i].hi);
+        lm_json_kint(j, "profile", p->dims[i].profile);
+        lm_json_key(j, "buckets");
+        lm_json_arr(j);
+        for (uint32_t b = 0; b < pr->dims[i].n; b++) {
+            lm_json_arr(j);
+            lm_json_int(j, pr->dims[i].b[b].lo);
+            lm_json_int(j, pr->dims[i].b[b].hi);
+            lm_json_arr_end(j);
+        }
+        lm_json_arr_end(j);
+        lm_json_obj_end(j);
+    }
+    lm_json_arr_end(j);
+}
+
+static void w_buffers(writer *w)
+{
+    const cg_plan *p = w->p;
+    lm_json *j = w->j;
+    lm_json_key(j, "buffers");
+    lm_json_arr(j);
+    for (uint32_t b = 0; b < p->n_buffers; b++) {
+        const cg_buffer *x = &p->buffers[b];
+        lm_json_obj(j);
+        w_str(w, "kind", BUF_KINDS[x->kind]);
+        if (x->kind == CG_BUF_INPUT || x->kind == CG_BUF_OUTPUT) lm_json_kint(j, "index", x->index);
+        w_str(w, "dtype", hl_dtype_name(x->dtype));
+        w_kexpr(w, "numel", x->numel);
+        lm_json_kint(j, "first_step", x->first_step);
+        lm_json_kint(j, "last_step", x->last_step);
+        w_id(w, "llir_node", x->llir_node);
+        lm_json_obj_end(j);
+    }
+    lm_json_arr_end(j);
+}
+
+static void w_kernels(writer *w, char *const *files)
+{
+    const cg_plan *p = w->p;
+    lm_json *j = w->j;
+    lm_json_key(j, "kernels");
+    lm_json_arr(j);
+    for (uint32_t k = 0; k < p->n_kernels; k++) {
+        const cg_kernel *x = &p->kernels[k];
+        lm_json_obj(j);
+        w_str(w, "source", files[k]);
+        w_str(w, "template", x->template_name);
+        w_id(w, "llir_node", x->llir_node);
+        lm_json_key(j, "grid");
+        lm_json_arr(j);
+        for (int d = 0; d < 3; d++)
+            w_expr(w, x->grid[d]);
+        lm_json_arr_end(j);
+        lm_json_key(j, "block");
+        lm_json_arr(j);
+        for (int d = 0; d < 3; d++)
+            lm_json_int(j, x->block[d]);
+        lm_json_arr_end(j);
+        lm_json_kint(j, "shared_bytes", x->shared_bytes);
+        lm_json_key(j, "params");
+        lm_json_arr(j);
+        for (uint32_t i = 0; i < x->n_params; i++) {
+            lm_json_obj(j);
+            if (x->params[i].kind == CG_P_BUFFER) {
+                lm_json_kint(j, "buffer", x->params[i].buf);
+                lm_json_kbool(j, "written", x->params[i].written);
+            } else {
+                lm_json_kint(j, "dim", x->params[i].dim);
+            }
+            lm_json_obj_end(j);
+        }
+        lm_json_arr_end(j);
+        lm_json_obj_end(j);
+    }
+    lm_json_arr_end(j);
+}
+
+static void w_blas(writer *w)
+{
+    const cg_plan *p = w->p;
+    lm_json *j = w->j;
+    lm_json_key(j, "blas");
+    lm_json_arr(j);
+    for (uint32_t i = 0; i < p->n_blas; i++) {
+        const cg_blas *x = &p->blas[i];
+        const ll_matmul *m = &x->mm;
+        lm_json_obj(j);
+        w_id(w, "llir_node", x->llir_node);
+        w_id(w, "a", x->a);
+        w_id(w, "b", x->b);
+        w_id(w, "c", x->c);
+        w_id(w, "d", x->d);
+        w_id(w, "bias", x->bias);
+        w_id(w, "workspace", x->workspace);
+        w_kexpr(w, "m", m->m);
+        w_kexpr(w, "n", m->n);
+        w_kexpr(w, "k", m->k);
+        w_kexpr(w, "batch", m->batch);
+        w_kexpr(w, "lda", m->lda);
+        w_kexpr(w, "ldb", m->ldb);
+        w_kexpr(w, "stride_a", m->stride_a);
+        w_kexpr(w, "stride_b", m->stride_b);
+        w_str(w, "order_a", ORDERS[m->order_a == LL_COL_MAJOR]);
+        w_str(w, "order_b", ORDERS[m->order_b == LL_COL_MAJOR]);
+        lm_json_kf64(j, "alpha", m->alpha);
+        lm_json_kf64(j, "beta", m->beta);
+        w_str(w, "epilogue", EPIS[m->epilogue]);
+        w_str(w, "type_a", hl_dtype_name(m->type_a));
+        w_str(w, "type_b", hl_dtype_name(m->type_b));
+        w_str(w, "type_c", hl_dtype_name(m->type_c));
+        w_str(w, "type_d", hl_dtype_name(m->type_d));
+        w_str(w, "type_bias", hl_dtype_name(m->type_bias));
+        lm_json_obj_end(j);
+    }
+    lm_json_arr_end(j);
 }
 
 char *pg__plan_write(const pg_program *pr, char *const *files, const char *llir_hash, lm_err *err)
 {
     const cg_plan *p = &pr->plan;
-    writer w = {p, false};
-    json_t *root = ck(&w, json_object());
-    put(&w, root, "format", w_str(&w, PG_FORMAT));
-    put(&w, root, "version", w_int(&w, PG_FORMAT_VERSION));
-    put(&w, root, "compiler", w_str(&w, PG_COMPILER));
-    put(&w, root, "name", w_str(&w, pr->title));
-    put(&w, root, "arch", w_int(&w, pr->arch));
-    json_t *prov = ck(&w, json_object());
-    put(&w, prov, "egraph", w_str(&w, pr->egraph_fp));
-    put(&w, prov, "genome", w_str(&w, pr->genome_fp));
-    put(&w, root, "provenance", prov);
-    json_t *ll = ck(&w, json_object());
-    put(&w, ll, "file", w_str(&w, "llir.json"));
-    put(&w, ll, "xxh3_128", w_str(&w, llir_hash));
-    put(&w, root, "llir", ll);
-
-    json_t *dims = ck(&w, json_array());
-    for (uint32_t i = 0; i < p->n_dims; i++) {
-        json_t *o = ck(&w, json_object()), *bk = ck(&w, json_array());
-        put(&w, o, "name", w_str(&w, p->dim_names[i]));
-        put(&w, o, "lo", w_int(&w, p->dims[i].lo));
-        put(&w, o, "hi", w_int(&w, p->dims[i].hi));
-        put(&w, o, "profile", w_int(&w, p->dims[i].profile));
-        for (uint32_t b = 0; b < pr->dims[i].n; b++) {
-            json_t *pair = ck(&w, json_array());
-            app(&w, pair, w_int(&w, pr->dims[i].b[b].lo));
-            app(&w, pair, w_int(&w, pr->dims[i].b[b].hi));
-            app(&w, bk, pair);
-        }
-        put(&w, o, "buckets", bk);
-        app(&w, dims, o);
-    }
-    put(&w, root, "dims", dims);
-
-    json_t *bufs = ck(&w, json_array());
-    for (uint32_t b = 0; b < p->n_buffers; b++) {
-        const cg_buffer *x = &p->buffers[b];
-        json_t *o = ck(&w, json_object());
-        put(&w, o, "kind", w_str(&w, BUF_KINDS[x->kind]));
-        if (x->kind == CG_BUF_INPUT || x->kind == CG_BUF_OUTPUT)
-            put(&w, o, "index", w_int(&w, x->index));
-        put(&w, o, "dtype", w_str(&w, hl_dtype_name(x->dtype)));
-        put(&w, o, "numel", w_expr(&w, x->numel));
-        put(&w, o, "first_step", w_int(&w, x->first_step));
-        put(&w, o, "last_step", w_int(&w, x->last_step));
-        put(&w, o, "llir_node", w_id(&w, x->llir_node));
-        app(&w, bufs, o);
-    }
-    put(&w, root, "buffers", bufs);
-
-    json_t *ks = ck(&w, json_array());
-    for (uint32_t k = 0; k < p->n_kernels; k++) {
-        const cg_kernel *x = &p->kernels[k];
-        json_t *o = ck(&w, json_object()), *grid = ck(&w, json_array());
-        json_t *block = ck(&w, json_array()), *params = ck(&w, json_array());
-        put(&w, o, "source", w_str(&w, files[k]));
-        put(&w, o, "template", w_str(&w, x->template_name));
-        put(&w, o, "llir_node", w_id(&w, x->llir_node));
-        for (int d = 0; d < 3; d++) {
-            app(&w, grid, w_expr(&w, x->grid[d]));
-            app(&w, block, w_int(&w, x->block[d]));
-        }
-        put(&w, o, "grid", grid);
-        put(&w, o, "block", block);
-        put(&w, o, "shared_bytes", w_int(&w, x->shared_bytes));
-        for (uint32_t j = 0; j < x->n_params; j++) {
-            json_t *q = ck(&w, json_object());
-            if (x->params[j].kind == CG_P_BUFFER) {
-                put(&w, q, "buffer", w_int(&w, x->params[j].buf));
-                put(&w, q, "written", ck(&w, json_boolean(x->params[j].written)));
-            } else {
-                put(&w, q, "dim", w_int(&w, x->params[j].dim));
-            }
-            app(&w, params, q);
-        }
-        put(&w, o, "params", params);
-        app(&w, ks, o);
-    }
-    put(&w, root, "kernels", ks);
-
-    json_t *bl = ck(&w, json_array());
-    for (uint32_t i = 0; i < p->n_blas; i++) {
-        const cg_blas *x = &p->blas[i];
-        const ll_matmul *m = &x->mm;
-        json_t *o = ck(&w, json_object());
-        put(&w, o, "llir_node", w_id(&w, x->llir_node));
-        put(&w, o, "a", w_id(&w, x->a));
-        put(&w, o, "b", w_id(&w, x->b));
-        put(&w, o, "c", w_id(&w, x->c));
-        put(&w, o, "d", w_id(&w, x->d));
-        put(&w, o, "bias", w_id(&w, x->bias));
-        put(&w, o, "workspace", w_id(&w, x->workspace));
-        put(&w, o, "m", w_expr(&w, m->m));
-        put(&w, o, "n", w_expr(&w, m->n));
-        put(&w, o, "k", w_expr(&w, m->k));
-        put(&w, o, "batch", w_expr(&w, m->batch));
-        put(&w, o, "lda", w_expr(&w, m->lda));
-        put(&w, o, "ldb", w_expr(&w, m->ldb));
-        put(&w, o, "stride_a", w_expr(&w, m->stride_a));
-        put(&w, o, "stride_b", w_expr(&w, m->stride_b));
-        put(&w, o, "order_a", w_str(&w, ORDERS[m->order_a == LL_COL_MAJOR]));
-        put(&w, o, "order_b", w_str(&w, ORDERS[m->order_b == LL_COL_MAJOR]));
-        put(&w, o, "alpha", w_f64(&w, m->alpha));
-        put(&w, o, "beta", w_f64(&w, m->beta));
-        put(&w, o, "epilogue", w_str(&w, EPIS[m->epilogue]));
-        put(&w, o, "type_a", w_str(&w, hl_dtype_name(m->type_a)));
-        put(&w, o, "type_b", w_str(&w, hl_dtype_name(m->type_b)));
-        put(&w, o, "type_c", w_str(&w, hl_dtype_name(m->type_c)));
-        put(&w, o, "type_d", w_str(&w, hl_dtype_name(m->type_d)));
-        put(&w, o, "type_bias", w_str(&w, hl_dtype_name(m->type_bias)));
-        app(&w, bl, o);
-    }
-    put(&w, root, "blas", bl);
-
-    json_t *steps = ck(&w, json_array());
+    lm_json j;
+    lm_json_init_buf(&j, 1, UINT32_MAX);
+    writer w = {p, &j};
+    lm_json_obj(&j);
+    w_str(&w, "format", PG_FORMAT);
+    lm_json_kint(&j, "version", PG_FORMAT_VERSION);
+    w_str(&w, "compiler", PG_COMPILER);
+    w_str(&w, "name", pr->title);
+    lm_json_kint(&j, "arch", pr->arch);
+    lm_json_key(&j, "provenance");
+    lm_json_obj(&j);
+    w_str(&w, "egraph", pr->egraph_fp);
+    w_str(&w, "genome", pr->genome_fp);
+    lm_json_obj_end(&j);
+    lm_json_key(&j, "llir");
+    lm_json_obj(&j);
+    w_str(&w, "file", "llir.json");
+    w_str(&w, "xxh3_128", llir_hash);
+    lm_json_obj_end(&j);
+    w_dims(&w, pr);
+    w_buffers(&w);
+    w_kernels(&w, files);
+    w_blas(&w);
+    lm_json_key(&j, "steps");
+    lm_json_arr(&j);
     for (uint32_t s = 0; s < p->n_steps; s++) {
-        json_t *o = ck(&w, json_object());
-        put(&w, o, p->steps[s].kind == CG_STEP_KERNEL ? "kernel" : "blas",
-            w_int(&w, p->steps[s].index));
-        app(&w, steps, o);
+        lm_json_obj(&j);
+        lm_json_kint(&j, p->steps[s].kind == CG_STEP_KERNEL ? "kernel" : "blas", p->steps[s].index);
+        lm_json_obj_end(&j);
     }
-    put(&w, root, "steps", steps);
-    json_t *ins = ck(&w, json_array()), *outs = ck(&w, json_array());
+    lm_json_arr_end(&j);
+    lm_json_key(&j, "inputs");
+    lm_json_arr(&j);
     for (uint32_t i = 0; i < p->n_inputs; i++)
-        app(&w, ins, w_io(&w, &pr->inputs[i]));
+        w_io(&w, &pr->inputs[i]);
+    lm_json_arr_end(&j);
+    lm_json_key(&j, "outputs");
+    lm_json_arr(&j);
     for (uint32_t i = 0; i < p->n_outputs; i++)
-        app(&w, outs, w_io(&w, &pr->outputs[i]));
-    put(&w, root, "inputs", ins);
-    put(&w, root, "outputs", outs);
-
-    char *text = w.failed ? NULL : json_dumps(root, JSON_INDENT(1) | JSON_ENSURE_ASCII);
-    json_decref(root);
-    if (!text) pg__fail(err, LM_ENOMEM, pr->name, "out of memory writing plan.json");
+        w_io(&w, &pr->outputs[i]);
+    lm_json_arr_end(&j);
+    lm_json_obj_end(&j);
+    lm_err je = {0};
+    char *text = lm_json_take(&j, NULL, &je);
+    if (!text && je.code == LM_ENOMEM)
+        pg__fail(err, LM_ENOMEM, pg__at(pr->name), "out of memory writing plan.json");
+    else if (!text)
+        pg__fail(err, je.code, pg__at(pr->name), "plan.json: %s", je.msg);
     return text;
 }
 
@@ -284,7 +326,7 @@ static int r_fail(reader *r, int code, const char *key, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return pg__fail(r->err, code, r->name, "%s: %s%s%s: %s", r->file, r->path,
+    return pg__fail(r->err, code, pg__at(r->name), "%s: %s%s%s: %s", r->file, r->path,
                     r->path[0] && key ? "." : "", key ? key : "", msg);
 }
 
@@ -448,7 +490,7 @@ static char *read_rel(reader *r, const char *dir, const char *rel, const char *k
     size_t n = strlen(dir) + strlen(rel) + 2;
     char *path = pg__alloc(n, 1);
     if (!path) {
-        pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
+        pg__fail(r->err, LM_ENOMEM, pg__at(r->name), "out of memory");
         return NULL;
     }
     snprintf(path, n, "%s/%s", dir, rel);
@@ -470,7 +512,7 @@ static int r_io(reader *r, json_t *o, pg_io *io)
         r_u32(r, o, "buffer", &io->buf))
         return r->err->code;
     if (!(io->name = pg__strdup(name)))
-        return pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
+        return pg__fail(r->err, LM_ENOMEM, pg__at(r->name), "out of memory");
     json_t *sh = r_array(r, o, "shape", HL_MAX_DIMS);
     if (!sh) return r->err->code;
     io->ndim = (uint32_t)json_array_size(sh);
@@ -490,7 +532,7 @@ static int r_dims(reader *r, pg_program *pr, json_t *dims)
     p->dim_names = pg__alloc(p->n_dims, sizeof *p->dim_names);
     pr->dims = pg__alloc(p->n_dims, sizeof *pr->dims);
     if (!p->dims || !p->dim_names || !pr->dims)
-        return pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
+        return pg__fail(r->err, LM_ENOMEM, pg__at(r->name), "out of memory");
     for (uint32_t i = 0; i < p->n_dims; i++) {
         json_t *o = json_array_get(dims, i);
         at(r, "dims[%u]", i);
@@ -503,9 +545,9 @@ static int r_dims(reader *r, pg_program *pr, json_t *dims)
         if (!hl_var_name_valid(name) || hl_var_find(p->exprs, name) != HL_NONE)
             return r_fail(r, LM_EPARSE, "name", "\"%.40s\" is not a new valid dim name", name);
         if (!(p->dim_names[i] = pg__strdup(name)))
-            return pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
+            return pg__fail(r->err, LM_ENOMEM, pg__at(r->name), "out of memory");
         d->expr = hl_e_var(p->exprs, name);
-        if (d->expr == HL_NONE) return pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
+        if (d->expr == HL_NONE) return pg__fail(r->err, LM_ENOMEM, pg__at(r->name), "out of memory");
         d->var = hl_e_get(p->exprs, d->expr).var;
         json_t *bk = r_array(r, o, "buckets", PG_MAX_BUCKETS);
         if (!bk) return r->err->code;
@@ -528,7 +570,7 @@ static int r_buffers(reader *r, json_t *a)
     cg_plan *p = r->p;
     p->n_buffers = (uint32_t)json_array_size(a);
     p->buffers = pg__alloc(p->n_buffers, sizeof *p->buffers);
-    if (!p->buffers) return pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
+    if (!p->buffers) return pg__fail(r->err, LM_ENOMEM, pg__at(r->name), "out of memory");
     for (uint32_t b = 0; b < p->n_buffers; b++) {
         json_t *o = json_array_get(a, b);
         cg_buffer *x = &p->buffers[b];
@@ -543,7 +585,7 @@ static int r_buffers(reader *r, json_t *a)
         x->index = LM_NONE;
         x->bytes =
             hl_e_mul(p->exprs, x->numel, hl_e_num(p->exprs, (int64_t)hl_dtype_size(x->dtype)));
-        if (x->bytes == HL_NONE) return pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
+        if (x->bytes == HL_NONE) return pg__fail(r->err, LM_ENOMEM, pg__at(r->name), "out of memory");
         if ((x->kind == CG_BUF_INPUT || x->kind == CG_BUF_OUTPUT) &&
             r_u32(r, o, "index", &x->index))
             return r->err->code;
@@ -556,7 +598,7 @@ static int r_kernels(reader *r, json_t *a, const char *dir)
     cg_plan *p = r->p;
     p->n_kernels = (uint32_t)json_array_size(a);
     p->kernels = pg__alloc(p->n_kernels, sizeof *p->kernels);
-    if (!p->kernels) return pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
+    if (!p->kernels) return pg__fail(r->err, LM_ENOMEM, pg__at(r->name), "out of memory");
     for (uint32_t k = 0; k < p->n_kernels; k++) {
         json_t *o = json_array_get(a, k);
         cg_kernel *x = &p->kernels[k];
@@ -570,7 +612,7 @@ static int r_kernels(reader *r, json_t *a, const char *dir)
             return r->err->code;
         x->shared_bytes = sh;
         if (!(x->template_name = pg__strdup(tmpl)))
-            return pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
+            return pg__fail(r->err, LM_ENOMEM, pg__at(r->name), "out of memory");
         json_t *grid = r_array(r, o, "grid", 3), *block = r_array(r, o, "block", 3);
         if (!grid || !block) return r->err->code;
         if (json_array_size(grid) != 3 || json_array_size(block) != 3)
@@ -616,7 +658,7 @@ static int r_blas(reader *r, json_t *a)
     cg_plan *p = r->p;
     p->n_blas = (uint32_t)json_array_size(a);
     p->blas = pg__alloc(p->n_blas, sizeof *p->blas);
-    if (!p->blas) return pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
+    if (!p->blas) return pg__fail(r->err, LM_ENOMEM, pg__at(r->name), "out of memory");
     for (uint32_t i = 0; i < p->n_blas; i++) {
         json_t *o = json_array_get(a, i);
         cg_blas *x = &p->blas[i];
@@ -651,7 +693,7 @@ static int r_steps(reader *r, json_t *a)
     cg_plan *p = r->p;
     p->n_steps = (uint32_t)json_array_size(a);
     p->steps = pg__alloc(p->n_steps, sizeof *p->steps);
-    if (!p->steps) return pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
+    if (!p->steps) return pg__fail(r->err, LM_ENOMEM, pg__at(r->name), "out of memory");
     for (uint32_t s = 0; s < p->n_steps; s++) {
         json_t *o = json_array_get(a, s);
         at(r, "steps[%u]", s);
@@ -670,7 +712,7 @@ static int r_ios(reader *r, json_t *a, pg_io **out, uint32_t *n, uint32_t **bufs
     *n = (uint32_t)json_array_size(a);
     *out = pg__alloc(*n, sizeof **out);
     *bufs = pg__alloc(*n, sizeof **bufs);
-    if (!*out || !*bufs) return pg__fail(r->err, LM_ENOMEM, r->name, "out of memory");
+    if (!*out || !*bufs) return pg__fail(r->err, LM_ENOMEM, pg__at(r->name), "out of memory");
     for (uint32_t i = 0; i < *n; i++) {
         char fmt[32];
         snprintf(fmt, sizeof fmt, "%s[%%u]", what);
@@ -686,7 +728,7 @@ int pg__plan_read(pg_program *pr, const char *dir, char **llir_file, char **llir
     *llir_file = *llir_hash = NULL;
     size_t n = strlen(dir) + 16;
     char *file = pg__alloc(n, 1);
-    if (!file) return pg__fail(err, LM_ENOMEM, pr->name, "out of memory");
+    if (!file) return pg__fail(err, LM_ENOMEM, pg__at(pr->name), "out of memory");
     snprintf(file, n, "%s/plan.json", dir);
     reader r = {file, pr->name, &pr->plan, err, ""};
     json_t *root = NULL;
@@ -782,7 +824,7 @@ int pg__plan_read(pg_program *pr, const char *dir, char **llir_file, char **llir
         goto done;
     goto done;
 oom:
-    pg__fail(err, LM_ENOMEM, pr->name, "out of memory reading %s", file);
+    pg__fail(err, LM_ENOMEM, pg__at(pr->name), "out of memory reading %s", file);
 done:
     json_decref(root);
     pg__free(file);

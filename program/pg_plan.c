@@ -26,6 +26,7 @@
  */
 #include "pg_int.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,49 +43,20 @@ void pg__kernel_desc(const cg_plan *p, uint32_t k, char *buf, size_t cap)
 
 /* ---- expressions ---- */
 
-hl_expr pg__expr_copy(hl_expr_pool *dst, const hl_expr_pool *src, hl_expr e, hl_expr *memo)
-{
-    if (e == HL_NONE || e >= hl_expr_count(src)) return HL_NONE;
-    if (memo && memo[e] != HL_NONE) return memo[e];
-    hl_expr_node n = hl_e_get(src, e);
-    hl_expr r = HL_NONE;
-    switch (n.kind) {
-    case HL_E_NUM:
-        r = hl_e_num(dst, n.value);
-        break;
-    case HL_E_VAR: {
-        const char *name = hl_var_name(src, n.var);
-        r = hl_var_find(dst, name) == HL_NONE ? HL_NONE : hl_e_var(dst, name);
-        break;
-    }
-    case HL_E_Z:
-        r = hl_e_z(dst);
-        break;
-    default: {
-        hl_expr a = pg__expr_copy(dst, src, n.a, memo);
-        hl_expr b = pg__expr_copy(dst, src, n.b, memo);
-        r = hl_e_bin(dst, n.kind, a, b);
-        break;
-    }
-    }
-    if (memo && r != HL_NONE) memo[e] = r;
-    return r;
-}
-
 int pg__eval(const cg_plan *p, hl_expr e, const int64_t *vals, int64_t *out, const char *name,
              const char *what, lm_err *err)
 {
     int64_t v[64];
     uint32_t nv = hl_var_count(p->exprs);
     if (nv > 64 || nv > p->n_dims)
-        return pg__fail(err, LM_EVERIFY, name, "%s: the plan's expressions name %u variables", what,
+        return pg__fail(err, LM_EVERIFY, pg__at(name), "%s: the plan's expressions name %u variables", what,
                         nv);
     for (uint32_t i = 0; i < nv; i++)
         v[i] = vals[i]; /* variable i is dim i (pg__plan_check) */
     hl_env env = {v, NULL, nv};
     lm_err he = {0};
     if (hl_e_eval(p->exprs, e, &env, 0, out, &he) != HL_OK)
-        return pg__fail(err, LM_EEVAL, name, "%s: %s", what, he.msg);
+        return pg__fail(err, LM_EEVAL, pg__at(name), "%s: %s", what, he.msg);
     return 0;
 }
 
@@ -97,7 +69,7 @@ int pg__buffer_bytes(const cg_plan *p, uint32_t b, const int64_t *vals, uint64_t
     if (pg__eval(p, p->buffers[b].numel, vals, &n, name, what, err)) return err->code;
     size_t es = hl_dtype_size(p->buffers[b].dtype);
     if (n < 0 || (uint64_t)n > UINT64_MAX / es)
-        return pg__fail(err, LM_EEVAL, name, "buffer %u: %lld elements of %zu bytes", b,
+        return pg__fail(err, LM_EEVAL, pg__at(name), "buffer %u: %lld elements of %zu bytes", b,
                         (long long)n, es);
     *out = (uint64_t)n * es;
     return 0;
@@ -122,7 +94,7 @@ static bool float_dtype(hl_dtype t)
 
 int pg__plan_check(const cg_plan *p, bool own, const char *name, lm_err *err)
 {
-#define BAD(...) return pg__fail(err, LM_EVERIFY, name, "malformed plan: " __VA_ARGS__)
+#define BAD(...) return pg__fail(err, LM_EVERIFY, pg__at(name), "malformed plan: " __VA_ARGS__)
     if (lm_err_is_set(err)) return err->code;
     if (!p || !p->exprs) BAD("no plan or no expression pool");
     if (hl_expr_pool_failed(p->exprs)) BAD("its expression pool ran out of memory");
@@ -277,7 +249,7 @@ int pg__plan_copy(cg_plan *dst, const cg_plan *src, const char *name, lm_err *er
         dst->dims[i].var = hl_e_get(dst->exprs, v).var;
         dst->dims[i].expr = v;
     }
-#define CP(e) pg__expr_copy(dst->exprs, src->exprs, (e), memo)
+#define CP(e) hl_expr_copy(dst->exprs, src->exprs, (e), memo, HL_COPY_KNOWN_VARS)
     dst->n_buffers = src->n_buffers;
     dst->buffers = pg__alloc(src->n_buffers, sizeof *dst->buffers);
     dst->n_kernels = src->n_kernels;
@@ -336,29 +308,10 @@ int pg__plan_copy(cg_plan *dst, const cg_plan *src, const char *name, lm_err *er
 oom:
     pg__free(memo);
     pg__plan_fini(dst);
-    return pg__fail(err, LM_ENOMEM, name, "out of memory copying the plan");
+    return pg__fail(err, LM_ENOMEM, pg__at(name), "out of memory copying the plan");
 }
 
 /* ---- in place ---- */
-
-static bool elementwise_prim(hl_op op)
-{
-    switch (op) {
-    case HL_OP_CAST:
-    case HL_OP_EXP2:
-    case HL_OP_LOG2:
-    case HL_OP_SIN:
-    case HL_OP_RECIP:
-    case HL_OP_SQRT:
-    case HL_OP_ADD:
-    case HL_OP_MUL:
-    case HL_OP_MOD:
-    case HL_OP_LESS_THAN:
-        return true;
-    default:
-        return false;
-    }
-}
 
 /* Whether kernel node n reads its input j through a contiguous view of its own shape. */
 static bool reads_contiguously(pg_program *p, const ll_node *n, uint32_t j, hl_expr *memo)
@@ -370,9 +323,9 @@ static bool reads_contiguously(pg_program *p, const ll_node *n, uint32_t j, hl_e
     hl_view c;
     c.ndim = v->ndim;
     for (uint32_t d = 0; d < v->ndim; d++) {
-        c.dims[d] = pg__expr_copy(dst, src, v->dims[d], memo);
-        c.strides[d] = pg__expr_copy(dst, src, v->strides[d], memo);
-        hl_expr s = pg__expr_copy(dst, src, n->shape[d], memo);
+        c.dims[d] = hl_expr_copy(dst, src, v->dims[d], memo, HL_COPY_KNOWN_VARS);
+        c.strides[d] = hl_expr_copy(dst, src, v->strides[d], memo, HL_COPY_KNOWN_VARS);
+        hl_expr s = hl_expr_copy(dst, src, n->shape[d], memo, HL_COPY_KNOWN_VARS);
         if (c.dims[d] == HL_NONE || c.strides[d] == HL_NONE || s != c.dims[d]) return false;
     }
     return hl_view_is_contiguous(dst, &c);
@@ -386,7 +339,7 @@ int pg__plan_inplace(pg_program *p, lm_err *err)
     if (!p->inplace || !p->llir) return 0;
     uint32_t nsrc = hl_expr_count(ll_graph_exprs(p->llir));
     hl_expr *memo = pg__alloc(nsrc + 1, sizeof *memo);
-    if (!memo) return pg__fail(err, LM_ENOMEM, p->name, "out of memory planning in place");
+    if (!memo) return pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory planning in place");
     for (uint32_t i = 0; i < nsrc; i++)
         memo[i] = HL_NONE;
     for (uint32_t s = 0; s < pl->n_steps; s++) {
@@ -395,7 +348,7 @@ int pg__plan_inplace(pg_program *p, lm_err *err)
         if (!k->template_name || strcmp(k->template_name, "elementwise") != 0) continue;
         if (k->llir_node >= ll_graph_node_count(p->llir)) continue;
         const ll_node *n = ll_graph_node(p->llir, k->llir_node);
-        if (n->kind != LL_KERNEL || !elementwise_prim(n->prim.op)) continue;
+        if (n->kind != LL_KERNEL || !hl_op_is_elementwise(n->prim.op)) continue;
         /* the one buffer written, named by one parameter only */
         uint32_t out = LM_NONE, nwritten = 0, nout = 0;
         for (uint32_t j = 0; j < k->n_params; j++) {
@@ -426,10 +379,14 @@ int pg__plan_inplace(pg_program *p, lm_err *err)
             if (!read || !ok) continue;
             /* out takes over the input's memory (and a chain of them goes on from out:
              * the input's last reader is this step, so nothing reads it after) */
+            assert(p->slot[p->slot[q->buf]] == p->slot[q->buf]); /* a slot is its own */
             p->slot[out] = p->slot[q->buf];
             break;
         }
     }
     pg__free(memo);
+    /* a copy that ran out of memory reads as "not contiguous": a different program */
+    if (hl_expr_pool_failed(pl->exprs))
+        return pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory planning in place");
     return 0;
 }

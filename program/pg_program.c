@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -40,11 +39,11 @@ static pg_program *prog_alloc(const pg_options *opt, const char *name, lm_err *e
     pg_program *p = pg__alloc(1, sizeof *p);
     if (!p || !(p->name = pg__strdup(opt->name && opt->name[0] ? opt->name : name))) {
         pg__free(p);
-        pg__fail(err, LM_ENOMEM, opt->name ? opt->name : name, "out of memory");
+        pg__fail(err, LM_ENOMEM, pg__at(opt->name ? opt->name : name), "out of memory");
         return NULL;
     }
     if ((unsigned)opt->backend > PG_BACKEND_CPU) {
-        pg__fail(err, LM_EARG, p->name, "backend %d is not one of AUTO, GPU, CPU",
+        pg__fail(err, LM_EARG, pg__at(p->name), "backend %d is not one of AUTO, GPU, CPU",
                  (int)opt->backend);
         pg__free(p->name);
         pg__free(p);
@@ -70,7 +69,7 @@ static pg_program *prog_alloc(const pg_options *opt, const char *name, lm_err *e
             p->rt_opt->lib_dir = p->rt_lib_dir;
         }
         if (!p->rt_opt || (opt->rt->lib_dir && !p->rt_lib_dir)) {
-            pg__fail(err, LM_ENOMEM, p->name, "out of memory");
+            pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory");
             pg_program_free(p);
             return NULL;
         }
@@ -112,234 +111,6 @@ void pg_program_free(pg_program *p)
     pg__free(p);
 }
 
-/* The IO table from the LLIR's Input and Output nodes (pg_program_new). */
-static int io_from_llir(pg_program *p, lm_err *err)
-{
-    const cg_plan *pl = &p->plan;
-    if (ll_graph_input_count(p->llir) != pl->n_inputs ||
-        ll_graph_output_count(p->llir) != pl->n_outputs)
-        return pg__fail(err, LM_EVERIFY, p->name,
-                        "the plan has %u inputs and %u outputs, its LLIR %u and %u", pl->n_inputs,
-                        pl->n_outputs, ll_graph_input_count(p->llir),
-                        ll_graph_output_count(p->llir));
-    const hl_expr_pool *src = ll_graph_exprs(p->llir);
-    uint32_t nsrc = hl_expr_count(src);
-    hl_expr *memo = pg__alloc(nsrc + 1, sizeof *memo);
-    p->inputs = pg__alloc(pl->n_inputs, sizeof *p->inputs);
-    p->outputs = pg__alloc(pl->n_outputs, sizeof *p->outputs);
-    if (!memo || !p->inputs || !p->outputs) {
-        pg__free(memo);
-        return pg__fail(err, LM_ENOMEM, p->name, "out of memory");
-    }
-    for (uint32_t i = 0; i < nsrc; i++)
-        memo[i] = HL_NONE;
-    for (uint32_t side = 0; side < 2; side++) {
-        uint32_t n = side ? pl->n_outputs : pl->n_inputs;
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t id = side ? ll_graph_output(p->llir, i) : ll_graph_input(p->llir, i);
-            const ll_node *nd = ll_graph_node(p->llir, id);
-            pg_io *io = side ? &p->outputs[i] : &p->inputs[i];
-            char dflt[32];
-            snprintf(dflt, sizeof dflt, "%s%u", side ? "output" : "input", i);
-            io->name = pg__strdup(nd->prim.name ? nd->prim.name : dflt);
-            io->dtype = nd->dtype;
-            io->ndim = nd->ndim;
-            io->buf = side ? pl->output_buf[i] : pl->input_buf[i];
-            if (!io->name) {
-                pg__free(memo);
-                return pg__fail(err, LM_ENOMEM, p->name, "out of memory");
-            }
-            if (nd->ndim > HL_MAX_DIMS) {
-                pg__free(memo);
-                return pg__fail(err, LM_EVERIFY, p->name, "LLIR node %u has %u dims", id, nd->ndim);
-            }
-            for (uint32_t d = 0; d < nd->ndim; d++) {
-                io->shape[d] = pg__expr_copy(p->plan.exprs, src, nd->shape[d], memo);
-                if (io->shape[d] == HL_NONE) {
-                    pg__free(memo);
-                    return pg__fail(err, LM_EVERIFY, p->name,
-                                    "%s '%s': its shape names something that is not a dim of "
-                                    "the plan",
-                                    side ? "output" : "input", io->name);
-                }
-            }
-        }
-    }
-    pg__free(memo);
-    return 0;
-}
-
-/* An input or output name is a tensor name of the graph format (docs/graph-json.md): 1
- * to 63 characters of A-Z a-z 0-9 _ . - %, and not "." or "..". So it is a plain file
- * name: luminal_run writes DIR/NAME.npy and never outside DIR. */
-static bool io_name_ok(const char *s)
-{
-    size_t n = strlen(s);
-    if (n < 1 || n > 63 || !strcmp(s, ".") || !strcmp(s, "..")) return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '.' || c == '-' || c == '%';
-        if (!ok) return false;
-    }
-    return true;
-}
-
-/* Every name is valid and unique on its side: two inputs of one name would be fed from
- * one file or one tensor, two outputs of one name written over each other. A program
- * has at least one output. */
-static int check_io_names(pg_program *p, lm_err *err)
-{
-    const cg_plan *pl = &p->plan;
-    if (pl->n_outputs == 0)
-        return pg__fail(err, LM_EVERIFY, p->name, "the program has no outputs: nothing to run");
-    for (uint32_t side = 0; side < 2; side++) {
-        uint32_t n = side ? pl->n_outputs : pl->n_inputs;
-        const pg_io *io = side ? p->outputs : p->inputs;
-        const char *what = side ? "output" : "input";
-        for (uint32_t i = 0; i < n; i++) {
-            if (!io_name_ok(io[i].name))
-                return pg__fail(err, LM_EVERIFY, p->name,
-                                "%s %u is named \"%.80s\", which is not a tensor name (1 to 63 "
-                                "characters of A-Z a-z 0-9 _ . - %%, not \".\" or \"..\"): "
-                                "names become file names",
-                                what, i, io[i].name);
-            for (uint32_t j = 0; j < i; j++)
-                if (!strcmp(io[j].name, io[i].name))
-                    return pg__fail(err, LM_EVERIFY, p->name,
-                                    "%ss %u and %u are both named '%s'; names must be unique",
-                                    what, j, i, io[i].name);
-        }
-    }
-    return 0;
-}
-
-/* A loaded program's LLIR is its plan's program: the same inputs and outputs in the same
- * order, with the same names, dtypes and shapes (the CPU backend runs the LLIR on the
- * plan's inputs and reads its outputs by position), so an empty or foreign llir.json is
- * refused here, never run. */
-static int check_llir_io(pg_program *p, lm_err *err)
-{
-    const cg_plan *pl = &p->plan;
-    if (ll_graph_node_count(p->llir) == 0)
-        return pg__fail(err, LM_EVERIFY, p->name, "its LLIR graph has no nodes");
-    if (ll_graph_input_count(p->llir) != pl->n_inputs ||
-        ll_graph_output_count(p->llir) != pl->n_outputs)
-        return pg__fail(err, LM_EVERIFY, p->name,
-                        "the plan has %u inputs and %u outputs, its LLIR %u and %u", pl->n_inputs,
-                        pl->n_outputs, ll_graph_input_count(p->llir),
-                        ll_graph_output_count(p->llir));
-    const hl_expr_pool *src = ll_graph_exprs(p->llir);
-    uint32_t nsrc = hl_expr_count(src);
-    hl_expr *memo = pg__alloc(nsrc + 1, sizeof *memo);
-    if (!memo) return pg__fail(err, LM_ENOMEM, p->name, "out of memory");
-    for (uint32_t i = 0; i < nsrc; i++)
-        memo[i] = HL_NONE;
-    int rc = 0;
-    for (uint32_t side = 0; side < 2 && !rc; side++) {
-        uint32_t n = side ? pl->n_outputs : pl->n_inputs;
-        const char *what = side ? "output" : "input";
-        for (uint32_t i = 0; i < n && !rc; i++) {
-            uint32_t id = side ? ll_graph_output(p->llir, i) : ll_graph_input(p->llir, i);
-            const ll_node *nd = ll_graph_node(p->llir, id);
-            const pg_io *io = side ? &p->outputs[i] : &p->inputs[i];
-            char dflt[32]; /* an unnamed node's name, as io_from_llir gives it */
-            snprintf(dflt, sizeof dflt, "%s%u", what, i);
-            const char *lname = nd && nd->prim.name ? nd->prim.name : dflt;
-            bool same = nd && !strcmp(lname, io->name) && nd->dtype == io->dtype &&
-                        nd->ndim == io->ndim;
-            for (uint32_t d = 0; same && d < io->ndim; d++)
-                same = pg__expr_copy(p->plan.exprs, src, nd->shape[d], memo) == io->shape[d];
-            if (!same)
-                rc = pg__fail(err, LM_EVERIFY, p->name,
-                              "%s %u is '%s' (%s, rank %u) in the plan, but '%s' (%s, rank %u) "
-                              "or of another shape in its LLIR: llir.json is not this plan's",
-                              what, i, io->name, hl_dtype_name(io->dtype), io->ndim, lname,
-                              nd ? hl_dtype_name(nd->dtype) : "?", nd ? nd->ndim : 0);
-        }
-    }
-    for (uint32_t b = 0; b < pl->n_buffers && !rc; b++)
-        if (pl->buffers[b].llir_node != LM_NONE &&
-            pl->buffers[b].llir_node >= ll_graph_node_count(p->llir))
-            rc = pg__fail(err, LM_EVERIFY, p->name, "buffer %u names LLIR node %u of %u", b,
-                          pl->buffers[b].llir_node, ll_graph_node_count(p->llir));
-    for (uint32_t k = 0; k < pl->n_kernels && !rc; k++)
-        if (pl->kernels[k].llir_node != LM_NONE &&
-            pl->kernels[k].llir_node >= ll_graph_node_count(p->llir))
-            rc = pg__fail(err, LM_EVERIFY, p->name, "kernel %u names LLIR node %u of %u", k,
-                          pl->kernels[k].llir_node, ll_graph_node_count(p->llir));
-    for (uint32_t k = 0; k < pl->n_blas && !rc; k++)
-        if (pl->blas[k].llir_node != LM_NONE &&
-            pl->blas[k].llir_node >= ll_graph_node_count(p->llir))
-            rc = pg__fail(err, LM_EVERIFY, p->name, "library call %u names LLIR node %u of %u", k,
-                          pl->blas[k].llir_node, ll_graph_node_count(p->llir));
-    pg__free(memo);
-    return rc;
-}
-
-/* The LLIR's dims are the plan's (by name, with the same ranges); the IO table agrees
- * with the buffers it names. */
-static int check_consistency(pg_program *p, lm_err *err)
-{
-    const cg_plan *pl = &p->plan;
-    if (check_io_names(p, err)) return err->code;
-    if (ll_graph_dim_count(p->llir) != pl->n_dims)
-        return pg__fail(err, LM_EVERIFY, p->name, "the plan has %u dims, its LLIR %u", pl->n_dims,
-                        ll_graph_dim_count(p->llir));
-    p->llir_dim = pg__alloc(pl->n_dims, sizeof *p->llir_dim);
-    if (!p->llir_dim) return pg__fail(err, LM_ENOMEM, p->name, "out of memory");
-    for (uint32_t i = 0; i < pl->n_dims; i++) {
-        p->llir_dim[i] = LM_NONE;
-        for (uint32_t j = 0; j < pl->n_dims; j++)
-            if (strcmp(ll_graph_dim_name(p->llir, j), pl->dim_names[i]) == 0) p->llir_dim[i] = j;
-        if (p->llir_dim[i] == LM_NONE)
-            return pg__fail(err, LM_EVERIFY, p->name, "dim '%s' of the plan is not in its LLIR",
-                            pl->dim_names[i]);
-        const hl_dim *a = &pl->dims[i], *b = ll_graph_dim_at(p->llir, p->llir_dim[i]);
-        if (a->lo != b->lo || a->hi != b->hi)
-            return pg__fail(err, LM_EVERIFY, p->name,
-                            "dim '%s' is [%lld, %lld] in the plan, [%lld, %lld] in its LLIR",
-                            pl->dim_names[i], (long long)a->lo, (long long)a->hi, (long long)b->lo,
-                            (long long)b->hi);
-    }
-    int64_t prof[64];
-    if (pl->n_dims > 64) return pg__fail(err, LM_ELIMIT, p->name, "more than 64 dims");
-    for (uint32_t i = 0; i < pl->n_dims; i++)
-        prof[i] = pl->dims[i].profile;
-    for (uint32_t side = 0; side < 2; side++) {
-        uint32_t n = side ? pl->n_outputs : pl->n_inputs;
-        for (uint32_t i = 0; i < n; i++) {
-            const pg_io *io = side ? &p->outputs[i] : &p->inputs[i];
-            const char *what = side ? "output" : "input";
-            uint32_t want = side ? pl->output_buf[i] : pl->input_buf[i];
-            if (io->buf != want || io->buf >= pl->n_buffers)
-                return pg__fail(err, LM_EVERIFY, p->name, "%s '%s' names buffer %u, the plan %u",
-                                what, io->name, io->buf, want);
-            if ((unsigned)io->dtype >= HL_DTYPE_COUNT || io->ndim > PG_MAX_RANK)
-                return pg__fail(err, LM_EVERIFY, p->name, "%s '%s' has a bad dtype or rank", what,
-                                io->name);
-            if (io->dtype != pl->buffers[io->buf].dtype)
-                return pg__fail(err, LM_EVERIFY, p->name, "%s '%s' is %s, its buffer %s", what,
-                                io->name, hl_dtype_name(io->dtype),
-                                hl_dtype_name(pl->buffers[io->buf].dtype));
-            int64_t numel = 1, bn;
-            for (uint32_t d = 0; d < io->ndim; d++) {
-                int64_t v;
-                if (pg__eval(pl, io->shape[d], prof, &v, p->name, what, err)) return err->code;
-                numel *= v;
-            }
-            if (pg__eval(pl, pl->buffers[io->buf].numel, prof, &bn, p->name, what, err))
-                return err->code;
-            if (numel != bn)
-                return pg__fail(err, LM_EVERIFY, p->name,
-                                "%s '%s' has %lld elements at the profile dims, its buffer %u "
-                                "%lld",
-                                what, io->name, (long long)numel, io->buf, (long long)bn);
-        }
-    }
-    return 0;
-}
-
 static int bucket_cmp(const void *a, const void *b)
 {
     const pg_bucket *x = a, *y = b;
@@ -353,7 +124,7 @@ static int setup_buckets(pg_program *p, const pg_options *opt, lm_err *err)
     const cg_plan *pl = &p->plan;
     if (!p->dims) {
         p->dims = pg__alloc(pl->n_dims, sizeof *p->dims);
-        if (!p->dims) return pg__fail(err, LM_ENOMEM, p->name, "out of memory");
+        if (!p->dims) return pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory");
     }
     for (uint32_t i = 0; opt && i < opt->n_buckets; i++) {
         const pg_dim_buckets *db = &opt->buckets[i];
@@ -361,13 +132,13 @@ static int setup_buckets(pg_program *p, const pg_options *opt, lm_err *err)
         for (uint32_t j = 0; db->dim && j < pl->n_dims; j++)
             if (strcmp(pl->dim_names[j], db->dim) == 0) d = j;
         if (d == LM_NONE)
-            return pg__fail(err, LM_EARG, p->name, "buckets for '%s', which is not a dim",
+            return pg__fail(err, LM_EARG, pg__at(p->name), "buckets for '%s', which is not a dim",
                             db->dim ? db->dim : "(null)");
         if (db->n < 1 || db->n > PG_MAX_BUCKETS || !db->buckets)
-            return pg__fail(err, LM_EARG, p->name, "dim '%s': %u buckets (1 .. %d allowed)",
+            return pg__fail(err, LM_EARG, pg__at(p->name), "dim '%s': %u buckets (1 .. %d allowed)",
                             db->dim, db->n, PG_MAX_BUCKETS);
         if (p->dims[d].n)
-            return pg__fail(err, LM_EARG, p->name, "dim '%s' has buckets given twice", db->dim);
+            return pg__fail(err, LM_EARG, pg__at(p->name), "dim '%s' has buckets given twice", db->dim);
         p->dims[d].n = db->n;
         memcpy(p->dims[d].b, db->buckets, db->n * sizeof *db->buckets);
     }
@@ -382,13 +153,13 @@ static int setup_buckets(pg_program *p, const pg_options *opt, lm_err *err)
         qsort(x->b, x->n, sizeof x->b[0], bucket_cmp);
         for (uint32_t b = 0; b < x->n; b++) {
             if (x->b[b].lo > x->b[b].hi || x->b[b].lo < r->lo || x->b[b].hi > r->hi)
-                return pg__fail(err, LM_EARG, p->name,
+                return pg__fail(err, LM_EARG, pg__at(p->name),
                                 "dim '%s': bucket [%lld, %lld] is not a range inside the dim's "
                                 "[%lld, %lld]",
                                 pl->dim_names[d], (long long)x->b[b].lo, (long long)x->b[b].hi,
                                 (long long)r->lo, (long long)r->hi);
             if (b && x->b[b].lo <= x->b[b - 1].hi)
-                return pg__fail(err, LM_EARG, p->name,
+                return pg__fail(err, LM_EARG, pg__at(p->name),
                                 "dim '%s': buckets [%lld, %lld] and [%lld, %lld] overlap; a "
                                 "value must pick one bucket",
                                 pl->dim_names[d], (long long)x->b[b - 1].lo,
@@ -397,7 +168,7 @@ static int setup_buckets(pg_program *p, const pg_options *opt, lm_err *err)
         }
         variants *= x->n;
         if (variants > PG_MAX_VARIANTS)
-            return pg__fail(err, LM_EARG, p->name,
+            return pg__fail(err, LM_EARG, pg__at(p->name),
                             "the buckets make more than %d combinations of dims", PG_MAX_VARIANTS);
     }
     p->n_variants = (uint32_t)variants;
@@ -421,7 +192,7 @@ uint32_t pg__variant_of(const pg_program *p, const int64_t *vals, lm_err *err)
                                  (long long)x->b[b].lo, (long long)x->b[b].hi);
                 at += w > 0 ? (size_t)w : 0;
             }
-            pg__fail(err, LM_EDIM, p->name,
+            pg__fail(err, LM_EDIM, pg__at(p->name),
                      "dim '%s' = %lld is in none of its buckets (%s); the program was compiled "
                      "for these values only",
                      p->plan.dim_names[d], (long long)vals[d], list);
@@ -479,7 +250,7 @@ static int ensure_backend(pg_program *p, lm_err *err)
 static int init_common(pg_program *p, const pg_options *opt, lm_err *err)
 {
     cg_plan *pl = &p->plan;
-    if (pg__plan_check(pl, true, p->name, err) || check_consistency(p, err) ||
+    if (pg__plan_check(pl, true, p->name, err) || pg__check_consistency(p, err) ||
         setup_buckets(p, opt, err))
         return err->code;
     p->dim_val = pg__alloc(pl->n_dims, sizeof *p->dim_val);
@@ -488,7 +259,7 @@ static int init_common(pg_program *p, const pg_options *opt, lm_err *err)
     p->in = pg__alloc(pl->n_inputs, sizeof *p->in);
     p->out = pg__alloc(pl->n_outputs, sizeof *p->out);
     if (!p->dim_val || !p->last_dims || !p->slot || !p->in || !p->out)
-        return pg__fail(err, LM_ENOMEM, p->name, "out of memory");
+        return pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory");
     for (uint32_t d = 0; d < pl->n_dims; d++) {
         int64_t v = pl->dims[d].profile;
         const pg_dim *x = &p->dims[d];
@@ -526,24 +297,24 @@ pg_program *pg_program_new(const struct cg_plan *plan, const struct ll_graph *ll
     pg_program *p = prog_alloc(opt, "program", err);
     if (!p) return NULL;
     if (!plan || !llir) {
-        pg__fail(err, LM_EARG, p->name, "a program needs its plan and its LLIR graph");
+        pg__fail(err, LM_EARG, pg__at(p->name), "a program needs its plan and its LLIR graph");
         goto fail;
     }
     p->arch = opt && opt->arch ? opt->arch : 90;
     if (p->arch < 10 || p->arch > 1000) {
-        pg__fail(err, LM_EARG, p->name, "arch %d is not a compute capability (e.g. 90)", p->arch);
+        pg__fail(err, LM_EARG, pg__at(p->name), "arch %d is not a compute capability (e.g. 90)", p->arch);
         goto fail;
     }
     p->title = pg__strdup(p->name);
     p->egraph_fp = pg__strdup(opt && opt->egraph_fingerprint ? opt->egraph_fingerprint : "");
     p->genome_fp = pg__strdup(opt && opt->genome_fingerprint ? opt->genome_fingerprint : "");
     if (!p->title || !p->egraph_fp || !p->genome_fp) {
-        pg__fail(err, LM_ENOMEM, p->name, "out of memory");
+        pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory");
         goto fail;
     }
     if (pg__plan_copy(&p->plan, plan, p->name, err)) goto fail;
     if (!(p->llir = llir_copy(llir, p->name, err))) goto fail;
-    if (io_from_llir(p, err) || init_common(p, opt, err)) goto fail;
+    if (pg__io_from_llir(p, err) || init_common(p, opt, err)) goto fail;
     return p;
 fail:
     pg_program_free(p);
@@ -554,45 +325,18 @@ fail:
  * Saving and loading
  * ================================================================================== */
 
-/* Makes directory path and any missing parents (mkdir -p). */
-static int make_dir(const char *path, const char *name, lm_err *err)
-{
-    size_t n = strlen(path);
-    char *buf = pg__alloc(n + 1, 1);
-    if (!buf) return pg__fail(err, LM_ENOMEM, name, "out of memory");
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0') continue;
-        char c = buf[i];
-        buf[i] = '\0';
-        struct stat st;
-        bool ok = (mkdir(buf, 0777) == 0 || errno == EEXIST) && stat(buf, &st) == 0 &&
-                  S_ISDIR(st.st_mode);
-        if (!ok) {
-            int e = errno;
-            pg__fail(err, LM_EIO, name, "cannot make directory %s: %s", buf,
-                     e ? strerror(e) : "a file of that name is in the way");
-            pg__free(buf);
-            return err ? err->code : LM_EIO;
-        }
-        buf[i] = c;
-    }
-    pg__free(buf);
-    return 0;
-}
-
 static int write_file(const char *dir, const char *rel, const char *text, const char *name,
                       lm_err *err)
 {
     size_t n = strlen(dir) + strlen(rel) + 2;
     char *path = pg__alloc(n, 1);
-    if (!path) return pg__fail(err, LM_ENOMEM, name, "out of memory");
+    if (!path) return pg__fail(err, LM_ENOMEM, pg__at(name), "out of memory");
     snprintf(path, n, "%s/%s", dir, rel);
     FILE *f = fopen(path, "wb");
     size_t len = strlen(text);
     bool ok = f && fwrite(text, 1, len, f) == len;
     if (f && fclose(f) != 0) ok = false;
-    if (!ok) pg__fail(err, LM_EIO, name, "cannot write %s: %s", path, strerror(errno));
+    if (!ok) pg__fail(err, LM_EIO, pg__at(name), "cannot write %s: %s", path, strerror(errno));
     pg__free(path);
     return err ? err->code : (ok ? 0 : LM_EIO);
 }
@@ -601,18 +345,21 @@ int pg_program_save(const pg_program *p, const char *dir, lm_err *err)
 {
     if (lm_err_is_set(err)) return err->code;
     if (!p || !dir || !dir[0])
-        return pg__fail(err, LM_EARG, p ? p->name : NULL, "save: no program or no directory");
+        return pg__fail(err, LM_EARG, pg__at(p ? p->name : NULL), "save: no program or no directory");
     const cg_plan *pl = &p->plan;
     char **files = pg__alloc(pl->n_kernels, sizeof *files);
     char *llir_text = NULL, *plan_text = NULL;
     size_t kn = strlen(dir) + 16;
     char *kdir = pg__alloc(kn, 1);
     if (!files || !kdir) {
-        pg__fail(err, LM_ENOMEM, p->name, "out of memory");
+        pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory");
         goto done;
     }
     snprintf(kdir, kn, "%s/kernels", dir);
-    if (make_dir(dir, p->name, err) || make_dir(kdir, p->name, err)) goto done;
+    if (lm_mkdir_p(kdir, err)) { /* and dir */
+        pg__wrap(err, p->name, "saving");
+        goto done;
+    }
     for (uint32_t k = 0; k < pl->n_kernels; k++) {
         for (uint32_t j = 0; j < k && !files[k]; j++)
             if (strcmp(pl->kernels[j].source, pl->kernels[k].source) == 0)
@@ -620,7 +367,7 @@ int pg_program_save(const pg_program *p, const char *dir, lm_err *err)
         if (files[k]) continue;
         files[k] = pg__alloc(32, 1);
         if (!files[k]) {
-            pg__fail(err, LM_ENOMEM, p->name, "out of memory");
+            pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory");
             goto done;
         }
         snprintf(files[k], 32, "kernels/k%04u.cu", k);
@@ -628,7 +375,7 @@ int pg_program_save(const pg_program *p, const char *dir, lm_err *err)
     }
     for (uint32_t k = 0; k < pl->n_kernels; k++)
         if (!files[k]) {
-            pg__fail(err, LM_ENOMEM, p->name, "out of memory");
+            pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory");
             goto done;
         }
     lm_err le = {0};
@@ -678,11 +425,11 @@ pg_program *pg_program_load(const char *dir, const pg_options *opt, lm_err *err)
     if (!p) return NULL;
     char *lf = NULL, *lh = NULL, *text = NULL, *path = NULL;
     if (!dir || !dir[0]) {
-        pg__fail(err, LM_EARG, p->name, "load: no directory given");
+        pg__fail(err, LM_EARG, pg__at(p->name), "load: no directory given");
         goto fail;
     }
     if (opt && opt->n_buckets) {
-        pg__fail(err, LM_EARG, p->name,
+        pg__fail(err, LM_EARG, pg__at(p->name),
                  "load: buckets are chosen when compiling; a saved program keeps its own");
         goto fail;
     }
@@ -690,7 +437,7 @@ pg_program *pg_program_load(const char *dir, const pg_options *opt, lm_err *err)
     if (!(opt && opt->name && opt->name[0])) { /* the name it was saved under */
         char *title = pg__strdup(p->title);
         if (!title) {
-            pg__fail(err, LM_ENOMEM, p->name, "out of memory");
+            pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory");
             goto fail;
         }
         pg__free(p->name);
@@ -698,12 +445,12 @@ pg_program *pg_program_load(const char *dir, const pg_options *opt, lm_err *err)
     }
     size_t n = strlen(dir) + strlen(lf) + 2;
     if (!(path = pg__alloc(n, 1))) {
-        pg__fail(err, LM_ENOMEM, p->name, "out of memory");
+        pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory");
         goto fail;
     }
     snprintf(path, n, "%s/%s", dir, lf);
     if (strchr(lf, '/') || strstr(lf, "..")) {
-        pg__fail(err, LM_EPARSE, p->name, "%s/plan.json: llir.file \"%.60s\" is not a file name",
+        pg__fail(err, LM_EPARSE, pg__at(p->name), "%s/plan.json: llir.file \"%.60s\" is not a file name",
                  dir, lf);
         goto fail;
     }
@@ -717,7 +464,7 @@ pg_program *pg_program_load(const char *dir, const pg_options *opt, lm_err *err)
     char hash[33];
     pg__hash_hex(text, len, hash);
     if (strcmp(hash, lh) != 0) {
-        pg__fail(err, LM_EPARSE, p->name,
+        pg__fail(err, LM_EPARSE, pg__at(p->name),
                  "%s does not belong to this plan: its XXH3-128 is %s, plan.json records %.40s",
                  path, hash, lh);
         goto fail;
@@ -728,7 +475,7 @@ pg_program *pg_program_load(const char *dir, const pg_options *opt, lm_err *err)
         pg__wrap(err, p->name, "loading %s", path);
         goto fail;
     }
-    if (check_llir_io(p, err) || init_common(p, NULL, err)) goto fail;
+    if (pg__check_llir_io(p, err) || init_common(p, NULL, err)) goto fail;
     free(text);
     pg__free(path);
     pg__free(lf);
@@ -803,12 +550,12 @@ int pg__io_info(const pg_program *p, const pg_io *io, pg_tensor_info *out, lm_er
         if (pg__eval(&p->plan, io->shape[d], p->dim_val, &out->dims[d], p->name, io->name, err))
             return err->code;
         if (out->dims[d] < 0 || (out->dims[d] && numel > UINT64_MAX / (uint64_t)out->dims[d]))
-            return pg__fail(err, LM_EEVAL, p->name, "'%s': its size overflows", io->name);
+            return pg__fail(err, LM_EEVAL, pg__at(p->name), "'%s': its size overflows", io->name);
         numel *= (uint64_t)out->dims[d];
     }
     out->numel = numel;
     if (numel > UINT64_MAX / out->elem_size)
-        return pg__fail(err, LM_EEVAL, p->name, "'%s': its size overflows", io->name);
+        return pg__fail(err, LM_EEVAL, pg__at(p->name), "'%s': its size overflows", io->name);
     out->bytes = numel * out->elem_size;
     return 0;
 }
@@ -817,7 +564,7 @@ int pg_program_input_info(const pg_program *p, uint32_t i, pg_tensor_info *out, 
 {
     if (lm_err_is_set(err)) return err->code;
     if (i >= p->plan.n_inputs)
-        return pg__fail(err, LM_EARG, p->name, "input %u of %u", i, p->plan.n_inputs);
+        return pg__fail(err, LM_EARG, pg__at(p->name), "input %u of %u", i, p->plan.n_inputs);
     return pg__io_info(p, &p->inputs[i], out, err);
 }
 
@@ -825,7 +572,7 @@ int pg_program_output_info(const pg_program *p, uint32_t i, pg_tensor_info *out,
 {
     if (lm_err_is_set(err)) return err->code;
     if (i >= p->plan.n_outputs)
-        return pg__fail(err, LM_EARG, p->name, "output %u of %u", i, p->plan.n_outputs);
+        return pg__fail(err, LM_EARG, pg__at(p->name), "output %u of %u", i, p->plan.n_outputs);
     return pg__io_info(p, &p->outputs[i], out, err);
 }
 
@@ -843,7 +590,7 @@ int pg_program_dim_info(const pg_program *p, uint32_t i, int64_t *lo, int64_t *h
 {
     if (lm_err_is_set(err)) return err->code;
     if (i >= p->plan.n_dims)
-        return pg__fail(err, LM_EARG, p->name, "dim %u of %u", i, p->plan.n_dims);
+        return pg__fail(err, LM_EARG, pg__at(p->name), "dim %u of %u", i, p->plan.n_dims);
     if (lo) *lo = p->plan.dims[i].lo;
     if (hi) *hi = p->plan.dims[i].hi;
     if (value) *value = p->dim_val[i];
@@ -857,11 +604,11 @@ int pg_program_set_dim(pg_program *p, const char *name, int64_t value, lm_err *e
     for (uint32_t i = 0; name && i < p->plan.n_dims; i++)
         if (strcmp(p->plan.dim_names[i], name) == 0) d = i;
     if (d == LM_NONE)
-        return pg__fail(err, LM_EDIM, p->name, "'%s' is not a dim of the program",
+        return pg__fail(err, LM_EDIM, pg__at(p->name), "'%s' is not a dim of the program",
                         name ? name : "(null)");
     const hl_dim *r = &p->plan.dims[d];
     if (value < r->lo || value > r->hi)
-        return pg__fail(err, LM_EDIM, p->name, "dim '%s' = %lld is outside its range [%lld, %lld]",
+        return pg__fail(err, LM_EDIM, pg__at(p->name), "dim '%s' = %lld is outside its range [%lld, %lld]",
                         name, (long long)value, (long long)r->lo, (long long)r->hi);
     int64_t old = p->dim_val[d];
     p->dim_val[d] = value;
@@ -879,7 +626,7 @@ int pg_program_set_dim(pg_program *p, const char *name, int64_t value, lm_err *e
 static int check_input_index(const pg_program *p, uint32_t i, lm_err *err)
 {
     if (i >= p->plan.n_inputs)
-        return pg__fail(err, LM_EARG, p->name, "input %u of %u", i, p->plan.n_inputs);
+        return pg__fail(err, LM_EARG, pg__at(p->name), "input %u of %u", i, p->plan.n_inputs);
     return 0;
 }
 
@@ -897,7 +644,7 @@ static int check_input_bytes(const pg_program *p, uint32_t i, size_t bytes, lm_e
                          p->plan.dim_names[d], (long long)p->dim_val[d]);
         at += w > 0 ? (size_t)w : 0;
     }
-    return pg__fail(err, LM_ESHAPE, p->name,
+    return pg__fail(err, LM_ESHAPE, pg__at(p->name),
                     "input '%s' (%u) takes %llu bytes (%llu %s elements) at the current dims "
                     "(%s), not %zu; set the dims first, then the input",
                     info.name, i, (unsigned long long)info.bytes, (unsigned long long)info.numel,
@@ -909,7 +656,7 @@ int pg_program_set_input(pg_program *p, uint32_t i, const void *data, size_t byt
     if (lm_err_is_set(err)) return err->code;
     if (check_input_index(p, i, err)) return err->code;
     if (!data && bytes)
-        return pg__fail(err, LM_EARG, p->name, "input '%s': no data", p->inputs[i].name);
+        return pg__fail(err, LM_EARG, pg__at(p->name), "input '%s': no data", p->inputs[i].name);
     if (check_input_bytes(p, i, bytes, err)) return err->code;
     pg_in_state *st = &p->in[i];
     XXH128_hash_t h = XXH3_128bits(data, bytes);
@@ -945,7 +692,7 @@ int pg_program_set_input_named(pg_program *p, const char *name, const void *data
     if (lm_err_is_set(err)) return err->code;
     uint32_t i = pg_program_input_find(p, name);
     if (i == LM_NONE)
-        return pg__fail(err, LM_EARG, p->name, "no input is called '%s'", name ? name : "(null)");
+        return pg__fail(err, LM_EARG, pg__at(p->name), "no input is called '%s'", name ? name : "(null)");
     return pg_program_set_input(p, i, data, bytes, err);
 }
 
@@ -954,12 +701,12 @@ int pg_program_set_input_device(pg_program *p, uint32_t i, uint64_t dptr, size_t
     if (lm_err_is_set(err)) return err->code;
     if (check_input_index(p, i, err) || ensure_backend(p, err)) return err->code;
     if (p->backend != PG_BACKEND_GPU)
-        return pg__fail(err, LM_EUNSUPPORTED, p->name,
+        return pg__fail(err, LM_EUNSUPPORTED, pg__at(p->name),
                         "input '%s': a device pointer needs the GPU backend; this program runs "
                         "on the CPU (%s)",
                         p->inputs[i].name, p->note);
     if (!dptr)
-        return pg__fail(err, LM_EARG, p->name, "input '%s': a null device pointer",
+        return pg__fail(err, LM_EARG, pg__at(p->name), "input '%s': a null device pointer",
                         p->inputs[i].name);
     if (check_input_bytes(p, i, bytes, err)) return err->code;
     pg_in_state *st = &p->in[i];
@@ -988,7 +735,7 @@ static uint32_t ready(pg_program *p, bool *device_inputs, lm_err *err)
     *device_inputs = false;
     for (uint32_t i = 0; i < p->plan.n_inputs; i++) {
         if (!p->in[i].set) {
-            pg__fail(err, LM_EARG, p->name, "input '%s' (%u) was never set", p->inputs[i].name, i);
+            pg__fail(err, LM_EARG, pg__at(p->name), "input '%s' (%u) was never set", p->inputs[i].name, i);
             return LM_NONE;
         }
         if (check_input_bytes(p, i, p->in[i].bytes, err)) return LM_NONE;
@@ -1023,10 +770,10 @@ int pg_program_time(pg_program *p, uint32_t warmup, uint32_t trials, uint32_t re
     uint32_t variant = ready(p, &dev, err);
     if (variant == LM_NONE) return err->code;
     if (p->backend != PG_BACKEND_GPU || p->stepwise)
-        return pg__fail(err, LM_EUNSUPPORTED, p->name,
+        return pg__fail(err, LM_EUNSUPPORTED, pg__at(p->name),
                         "timing needs the GPU backend and a graph (%s)", p->note);
     if (trials < 1 || trials > 10000 || reps < 1 || reps > 10000)
-        return pg__fail(err, LM_EARG, p->name, "timing: %u trials of %u replays (each 1 .. 10000)",
+        return pg__fail(err, LM_EARG, pg__at(p->name), "timing: %u trials of %u replays (each 1 .. 10000)",
                         trials, reps);
     p->ran = false;
     for (uint32_t o = 0; o < p->plan.n_outputs; o++)
@@ -1072,9 +819,9 @@ int pg_program_output(pg_program *p, uint32_t i, const void **data, size_t *byte
 {
     if (lm_err_is_set(err)) return err->code;
     if (i >= p->plan.n_outputs)
-        return pg__fail(err, LM_EARG, p->name, "output %u of %u", i, p->plan.n_outputs);
+        return pg__fail(err, LM_EARG, pg__at(p->name), "output %u of %u", i, p->plan.n_outputs);
     if (!p->ran)
-        return pg__fail(err, LM_EARG, p->name,
+        return pg__fail(err, LM_EARG, pg__at(p->name),
                         "output '%s': the program has not run (or its "
                         "last run failed)",
                         p->outputs[i].name);
@@ -1098,7 +845,7 @@ int pg_program_output_named(pg_program *p, const char *name, const void **data, 
     if (lm_err_is_set(err)) return err->code;
     uint32_t i = pg_program_output_find(p, name);
     if (i == LM_NONE)
-        return pg__fail(err, LM_EARG, p->name, "no output is called '%s'", name ? name : "(null)");
+        return pg__fail(err, LM_EARG, pg__at(p->name), "no output is called '%s'", name ? name : "(null)");
     return pg_program_output(p, i, data, bytes, err);
 }
 
@@ -1106,13 +853,13 @@ int pg_program_output_device(pg_program *p, uint32_t i, uint64_t *dptr, size_t *
 {
     if (lm_err_is_set(err)) return err->code;
     if (i >= p->plan.n_outputs)
-        return pg__fail(err, LM_EARG, p->name, "output %u of %u", i, p->plan.n_outputs);
+        return pg__fail(err, LM_EARG, pg__at(p->name), "output %u of %u", i, p->plan.n_outputs);
     if (p->backend != PG_BACKEND_GPU)
-        return pg__fail(err, LM_EUNSUPPORTED, p->name,
+        return pg__fail(err, LM_EUNSUPPORTED, pg__at(p->name),
                         "output '%s': device addresses need the GPU backend (%s)",
                         p->outputs[i].name, p->note);
     if (!p->ran)
-        return pg__fail(err, LM_EARG, p->name, "output '%s': the program has not run",
+        return pg__fail(err, LM_EARG, pg__at(p->name), "output '%s': the program has not run",
                         p->outputs[i].name);
     if (pg__gpu_output_device(p, i, dptr, err)) return err->code;
     if (bytes) *bytes = p->out[i].bytes;
@@ -1130,14 +877,14 @@ int pg_program_diagnose(pg_program *p, double timeout_ms, pg_diagnosis *out, lm_
     memset(out, 0, sizeof *out);
     out->step = out->kernel = out->llir_node = LM_NONE;
     if (p->backend == PG_BACKEND_CPU)
-        return pg__fail(err, LM_EUNSUPPORTED, p->name, "diagnose: the program runs on the CPU (%s)",
+        return pg__fail(err, LM_EUNSUPPORTED, pg__at(p->name), "diagnose: the program runs on the CPU (%s)",
                         p->note);
     for (uint32_t i = 0; i < p->plan.n_inputs; i++) {
         if (!p->in[i].set)
-            return pg__fail(err, LM_EARG, p->name, "diagnose: input '%s' was never set",
+            return pg__fail(err, LM_EARG, pg__at(p->name), "diagnose: input '%s' was never set",
                             p->inputs[i].name);
         if (p->in[i].device)
-            return pg__fail(err, LM_EARG, p->name,
+            return pg__fail(err, LM_EARG, pg__at(p->name),
                             "diagnose: input '%s' is device memory, which a child process "
                             "cannot see; set it from host memory",
                             p->inputs[i].name);

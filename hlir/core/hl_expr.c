@@ -155,6 +155,37 @@ hl_expr hl_e_z(hl_expr_pool *p)
     return intern(p, &nd);
 }
 
+hl_expr hl_expr_copy(hl_expr_pool *dst, const hl_expr_pool *src, hl_expr e, hl_expr *memo,
+                     unsigned flags)
+{
+    if (e == HL_NONE || e >= src->n) return HL_NONE;
+    if (memo && memo[e] != HL_NONE) return memo[e];
+    const hl_expr_node *n = hl__en(src, e);
+    hl_expr r;
+    switch (n->kind) {
+    case HL_E_NUM:
+        r = hl_e_num(dst, n->value);
+        break;
+    case HL_E_VAR: {
+        const char *name = src->vars[n->var];
+        bool known = hl_var_find(dst, name) != HL_NONE;
+        r = known || !(flags & HL_COPY_KNOWN_VARS) ? hl_e_var(dst, name) : HL_NONE;
+        break;
+    }
+    case HL_E_Z:
+        r = hl_e_z(dst);
+        break;
+    default: { /* operands are older ids: the recursion is bounded by the tree's depth */
+        hl_expr a = hl_expr_copy(dst, src, n->a, memo, flags);
+        hl_expr b = a == HL_NONE ? HL_NONE : hl_expr_copy(dst, src, n->b, memo, flags);
+        r = hl__e_mk(dst, n->kind, a, b); /* canonical in src, so canonical in dst */
+        break;
+    }
+    }
+    if (memo && r != HL_NONE) memo[e] = r;
+    return r;
+}
+
 bool hl_var_name_valid(const char *name)
 {
     if (!name || !name[0] || strlen(name) > 63) return false;

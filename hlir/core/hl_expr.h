@@ -110,6 +110,18 @@ typedef struct hl_expr_node {
 /* e must be a valid id of p (asserted). */
 hl_expr_node hl_e_get(const hl_expr_pool *p, hl_expr e);
 
+/* Copies expression e of src into dst as it is, without simplifying (src's canonical form
+ * is canonical in any pool: the order inside sums and products is structural), naming
+ * its variables by name. memo, when not NULL, has hl_expr_count(src) entries that the
+ * caller set to HL_NONE; it remembers each copy, so shared subexpressions and repeated
+ * calls copy once. With HL_COPY_KNOWN_VARS a variable that dst does not already hold
+ * gives HL_NONE instead of being added (a plan's variables are exactly its dims).
+ * HL_NONE for HL_NONE or an id that is not src's, or when dst cannot allocate (then dst
+ * is marked failed). */
+enum { HL_COPY_KNOWN_VARS = 1 };
+hl_expr hl_expr_copy(hl_expr_pool *dst, const hl_expr_pool *src, hl_expr e, hl_expr *memo,
+                     unsigned flags);
+
 /* Variables: dense indices 0 .. hl_var_count-1 in order of first hl_e_var. hl_var_find
  * returns the index of name or HL_NONE. */
 uint32_t hl_var_count(const hl_expr_pool *p);

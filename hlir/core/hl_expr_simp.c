@@ -227,7 +227,10 @@ static bool find_divmod_pair(hl_expr_pool *p, int64_t zb, const tvec *v, uint32_
         if (v->t[i].m == HL_NONE) continue;
         fs.n = 0;
         collect_factors(p, v->t[i].m, &fs);
-        if (fs.oom) break;
+        if (fs.oom) { /* not "no pair": the sum would come out less simplified */
+            p->failed = true;
+            break;
+        }
         /* a monomial with a sum among its factors (a product too large or too wide to
          * multiply out) is no shape: searching it would multiply those sums again, at a
          * cost that grows exponentially with the nesting */
@@ -420,6 +423,7 @@ static bool term_divides(hl_expr_pool *p, term d, term t, term *q)
     collect_factors(p, d.m, &df);
     collect_factors(p, t.m, &tf);
     bool ok = !df.oom && !tf.oom;
+    if (!ok) p->failed = true; /* "does not divide" would be a wrong answer: callers check */
     for (uint32_t i = 0; ok && i < df.n; i++) { /* remove each factor of d from t once */
         uint32_t j = 0;
         while (j < tf.n && tf.e[j] != df.e[i])
@@ -494,6 +498,13 @@ static hl_expr divmod(hl_expr_pool *p, int64_t zb, hl_expr_kind k, hl_expr a, hl
             tv_push(&rest, ta.t[i].k, ta.t[i].m);
     }
     tv_free(&ta);
+    if (quo.oom || rest.oom || p->failed) { /* a lost term or factor list would make an
+                                               * empty quotient look real */
+        tv_free(&quo);
+        tv_free(&rest);
+        p->failed = true;
+        return HL_NONE;
+    }
     hl_expr e;
     if (quo.n == 0) { /* nothing to pull out: apply the local rules */
         tv_free(&quo);
@@ -513,6 +524,7 @@ static hl_expr divmod(hl_expr_pool *p, int64_t zb, hl_expr_kind k, hl_expr a, hl
             if (an.kind == HL_E_MOD && hl__en(p, an.b)->kind != HL_E_ADD &&
                 term_divides(p, split_term(p, b), split_term(p, an.b), &inner))
                 return divmod(p, zb, HL_E_MOD, an.a, b); /* (y % (k*d)) % d = y % d */
+            if (p->failed) return HL_NONE; /* term_divides ran out of memory */
             return hl__e_mk(p, k, a, b);
         }
         bool tiny = !rr.lo_inf && rr.lo > 0 && !rr.hi_inf && !rb.lo_inf && rr.hi <= rb.lo;
@@ -521,7 +533,7 @@ static hl_expr divmod(hl_expr_pool *p, int64_t zb, hl_expr_kind k, hl_expr a, hl
     }
     hl_expr q = sum_of(p, zb, &quo);
     hl_expr r = sum_of(p, zb, &rest);
-    bool oom = quo.oom || rest.oom;
+    bool oom = quo.oom || rest.oom; /* sum_of's own allocations */
     tv_free(&quo);
     tv_free(&rest);
     if (oom || q == HL_NONE || r == HL_NONE) {

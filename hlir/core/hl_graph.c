@@ -410,6 +410,25 @@ uint32_t hl_op_arity(hl_op op)
 {
     return (unsigned)op < HL_OP_COUNT ? OP_ARITY[op] : 0;
 }
+bool hl_op_is_elementwise(hl_op op)
+{
+    switch (op) {
+    case HL_OP_CAST:
+    case HL_OP_EXP2:
+    case HL_OP_LOG2:
+    case HL_OP_SIN:
+    case HL_OP_RECIP:
+    case HL_OP_SQRT:
+    case HL_OP_ADD:
+    case HL_OP_MUL:
+    case HL_OP_MOD:
+    case HL_OP_LESS_THAN:
+        return true;
+    default:
+        return false;
+    }
+}
+
 int hl_op_parse(const char *name, hl_op *out)
 {
     if (!name) return -1;

@@ -60,10 +60,14 @@ typedef enum hl_op {
 /* Luminal's names: "Input", "Output", "Constant", "Iota", "Cast", "Exp2", "Log2", "Sin",
  * "Recip", "Sqrt", "Add", "Mul", "Mod", "LessThan", "Gather", "Scatter", "SumReduce",
  * "MaxReduce". hl_op_name never returns NULL; hl_op_parse returns 0 and sets *out, or -1.
- * hl_op_arity is the number of inputs the op takes. */
+ * hl_op_arity is the number of inputs the op takes. hl_op_is_elementwise: the op computes
+ * each output element from the same element of each of its inputs (Cast, Exp2, Log2, Sin,
+ * Recip, Sqrt, Add, Mul, Mod, LessThan); every input is read through a view of the
+ * output's shape. */
 const char *hl_op_name(hl_op op);
 int hl_op_parse(const char *name, hl_op *out);
 uint32_t hl_op_arity(hl_op op);
+bool hl_op_is_elementwise(hl_op op);
 
 #define HL_MAX_INPUTS 3
 

@@ -443,7 +443,17 @@ static hl_status op_node(dec *d, uint32_t cls, uint32_t node, uint32_t *id)
     hl_expr sh1[HL_MAX_DIMS];
     uint32_t n = 0, n1 = 0;
     eg_value v;
-    switch (spec.op) {
+    if (hl_op_is_elementwise(spec.op)) { /* dims, each input's strides, the output's strides */
+        uint32_t ar = spec.n_in; /* the op's arity (checked above) */
+        hl_expr *str[2] = {s0, s1};
+        st = elist(d, kid(d, kn, 0), f[0].name, &n, sh);
+        for (uint32_t i = 0; i < ar && !st; i++)
+            st = strides_of(d, kid(d, kn, 1 + i), f[1 + i].name, n, str[i]);
+        if (!st) st = check_out(d, cls, kid(d, kn, 1 + ar), n, sh);
+        if (!st && spec.op == HL_OP_CAST) st = dtype(d, kid(d, kn, 3), &spec.cast_to);
+        for (uint32_t i = 0; i < ar && !st; i++)
+            set_view(&spec.in[i], n, sh, str[i]);
+    } else switch (spec.op) {
     case HL_OP_CONSTANT:
         st = lit(d, kid(d, kn, 0), d->sort_f64, "value (f64)", &v);
         spec.constant = (float)eg_value_as_f64(v);
@@ -451,29 +461,6 @@ static hl_status op_node(dec *d, uint32_t cls, uint32_t node, uint32_t *id)
     case HL_OP_IOTA:
         st = expr(d, kid(d, kn, 0), &spec.iota_expr);
         if (!st) st = expr(d, kid(d, kn, 1), &spec.iota_len);
-        break;
-    case HL_OP_CAST:
-    case HL_OP_EXP2:
-    case HL_OP_LOG2:
-    case HL_OP_SIN:
-    case HL_OP_RECIP:
-    case HL_OP_SQRT:
-        st = elist(d, kid(d, kn, 0), f[0].name, &n, sh);
-        if (!st) st = strides_of(d, kid(d, kn, 1), f[1].name, n, s0);
-        if (!st) st = check_out(d, cls, kid(d, kn, 2), n, sh);
-        if (!st && spec.op == HL_OP_CAST) st = dtype(d, kid(d, kn, 3), &spec.cast_to);
-        if (!st) set_view(&spec.in[0], n, sh, s0);
-        break;
-    case HL_OP_ADD:
-    case HL_OP_MUL:
-    case HL_OP_MOD:
-    case HL_OP_LESS_THAN:
-        st = elist(d, kid(d, kn, 0), f[0].name, &n, sh);
-        if (!st) st = strides_of(d, kid(d, kn, 1), f[1].name, n, s0);
-        if (!st) st = strides_of(d, kid(d, kn, 2), f[2].name, n, s1);
-        if (!st) st = check_out(d, cls, kid(d, kn, 3), n, sh);
-        if (!st) set_view(&spec.in[0], n, sh, s0);
-        if (!st) set_view(&spec.in[1], n, sh, s1);
         break;
     case HL_OP_GATHER:
         st = elist(d, kid(d, kn, 0), f[0].name, &n, sh);
@@ -739,7 +726,9 @@ hl_graph *hl_graph_decode_engine(eg_engine *e, lm_err *err)
     eg_serialized s;
     lm_err ee = {0};
     if (eg_serialize(e, NULL, &s, &ee) != 0) {
-        hl__fail(err, HL_ERR_ARG, NULL, "decode: the e-graph did not serialize: %s", ee.msg);
+        eg_serialized_free(&s); /* what it had made before it failed (it does not free it) */
+        hl__fail(err, ee.code == LM_ENOMEM ? HL_ERR_NOMEM : HL_ERR_ARG, NULL,
+                 "decode: the e-graph did not serialize: %s", ee.msg);
         return NULL;
     }
     hl_graph *g = hl_graph_decode(e, &s, NULL, err);

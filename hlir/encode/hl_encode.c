@@ -301,6 +301,13 @@ typedef struct esink {
     hl_encoding *enc;        /* node_class is filled as nodes are let */
 } esink;
 
+/* The code for an engine's refusal: out of memory stays out of memory (the engine is
+ * now failed), anything else means the encoding asked for something the engine refused. */
+static hl_status engine_code(const lm_err *ee)
+{
+    return ee->code == LM_ENOMEM ? HL_ERR_NOMEM : HL_ERR_ARG;
+}
+
 static hl_status eval(esink *s, const tbuf *b, uint32_t t, eg_value *out)
 {
     const tm *x = &b->t[t];
@@ -314,8 +321,8 @@ static hl_status eval(esink *s, const tbuf *b, uint32_t t, eg_value *out)
     case TM_STR: {
         lm_err ee = {0};
         if (eg_value_string(s->e, x->v.s, out, &ee) != 0)
-            return hl__fail(s->base.err, HL_ERR_ARG, NULL, "encode: the e-graph rejected a string: %s",
-                            ee.msg);
+            return hl__fail(s->base.err, engine_code(&ee), NULL,
+                            "encode: the e-graph rejected a string: %s", ee.msg);
         return HL_OK;
     }
     case TM_REF:
@@ -331,7 +338,7 @@ static hl_status eval(esink *s, const tbuf *b, uint32_t t, eg_value *out)
     }
     lm_err ee = {0};
     if (eg_add_term(s->e, s->table[x->ctor], vals, x->nargs, out, &ee) != 0)
-        return hl__fail(s->base.err, HL_ERR_ARG, NULL, "encode: the e-graph rejected a %s term: %s",
+        return hl__fail(s->base.err, engine_code(&ee), NULL, "encode: the e-graph rejected a %s term: %s",
                         hl_enc_vocab[x->ctor].name, ee.msg);
     return HL_OK;
 }
@@ -358,7 +365,7 @@ static hl_status esink_set(sink *sk, hl_enc_ctor fn, const tbuf *b, uint32_t arg
     if (st) return st;
     lm_err ee = {0};
     if (eg_set(s->e, s->table[fn], &a, 1, v, &ee) != 0)
-        return hl__fail(sk->err, HL_ERR_ARG, NULL,
+        return hl__fail(sk->err, engine_code(&ee), NULL,
                         "encode: the e-graph rejected (set (%s ...)): %s", hl_enc_vocab[fn].name,
                         ee.msg);
     return HL_OK;
@@ -450,33 +457,20 @@ static hl_status node_term(const hl_graph *g, uint32_t id, tbuf *b, uint32_t *ou
     if (st) return st;
     hl_enc_ctor c = hl_enc_of_op(x->op);
     uint32_t k[5], kind;
-    switch (x->op) {
+    if (hl_op_is_elementwise(x->op)) { /* dims, each input's strides, the output's strides */
+        uint32_t ar = hl_op_arity(x->op), j = 0;
+        k[j++] = tb_elist(b, p, v0->ndim, v0->dims);
+        for (uint32_t i = 0; i < ar; i++)
+            k[j++] = tb_elist(b, p, x->in[i].view.ndim, x->in[i].view.strides);
+        k[j++] = tb_elist(b, p, outv.ndim, outv.strides);
+        if (x->op == HL_OP_CAST) k[j] = tb_dtype(b, x->cast_to);
+    } else switch (x->op) {
     case HL_OP_CONSTANT:
         k[0] = tb_f64(b, (double)x->constant);
         break;
     case HL_OP_IOTA:
         k[0] = tb_expr(b, p, x->iota_expr);
         k[1] = tb_expr(b, p, x->iota_len);
-        break;
-    case HL_OP_CAST:
-    case HL_OP_EXP2:
-    case HL_OP_LOG2:
-    case HL_OP_SIN:
-    case HL_OP_RECIP:
-    case HL_OP_SQRT:
-        k[0] = tb_elist(b, p, v0->ndim, v0->dims);
-        k[1] = tb_elist(b, p, v0->ndim, v0->strides);
-        k[2] = tb_elist(b, p, outv.ndim, outv.strides);
-        if (x->op == HL_OP_CAST) k[3] = tb_dtype(b, x->cast_to);
-        break;
-    case HL_OP_ADD:
-    case HL_OP_MUL:
-    case HL_OP_MOD:
-    case HL_OP_LESS_THAN:
-        k[0] = tb_elist(b, p, v0->ndim, v0->dims);
-        k[1] = tb_elist(b, p, v0->ndim, v0->strides);
-        k[2] = tb_elist(b, p, x->in[1].view.ndim, x->in[1].view.strides);
-        k[3] = tb_elist(b, p, outv.ndim, outv.strides);
         break;
     case HL_OP_GATHER:
         k[0] = tb_elist(b, p, v0->ndim, v0->dims);
@@ -581,6 +575,7 @@ done:
 
 hl_status hl_encode_declare(eg_engine *e, lm_err *err)
 {
+    if (!e) return hl__fail(err, HL_ERR_ARG, NULL, "encode: no engine given");
     uint32_t found = 0;
     for (int c = 0; c < HL_ENC_COUNT; c++)
         found += eg_table_lookup(e, hl_enc_vocab[c].name) >= 0;
@@ -588,7 +583,8 @@ hl_status hl_encode_declare(eg_engine *e, lm_err *err)
         lm_err ee = {0};
         if (eg_run_text(e, hl_encode_schema(), "hlir/encode/encode.egg", &ee) != 0 ||
             eg_run_text(e, hl_encode_dtype_rules(), "hlir/encode/encode_dtype.egg", &ee) != 0)
-            return hl__fail(err, HL_ERR_ARG, NULL, "encode: the schema did not load: %s", ee.msg);
+            return hl__fail(err, engine_code(&ee), NULL, "encode: the schema did not load: %s",
+                            ee.msg);
         return HL_OK;
     }
     for (int c = 0; c < HL_ENC_COUNT; c++) {

@@ -104,6 +104,20 @@ static hl_status read_top(hl__json_reader *r)
     return HL_OK;
 }
 
+/* The start of entry i of a list (dims, inputs): an object of the known keys, with a
+ * "name" that then locates every later message about it. */
+static hl_status entry_name(hl__json_reader *r, int section, size_t i, json_t *o, const char *keys,
+                            const char **name)
+{
+    hl__json_where(r, section, (uint32_t)i, NULL);
+    if (!json_is_object(o)) return hl__json_fail(r, HL_ERR_PARSE, NULL, "expected an object");
+    hl_status st = hl__json_check_keys(r, o, keys);
+    if (st) return st;
+    if ((st = hl__json_get_string(r, o, "name", name))) return st;
+    hl__json_where(r, section, (uint32_t)i, *name);
+    return HL_OK;
+}
+
 static hl_status read_dims(hl__json_reader *r)
 {
     json_t *dims = json_object_get(r->root, "dims");
@@ -111,13 +125,9 @@ static hl_status read_dims(hl__json_reader *r)
     json_t *d;
     json_array_foreach(dims, i, d)
     {
-        hl__json_where(r, HL__JSON_DIMS, (uint32_t)i, NULL);
-        if (!json_is_object(d)) return hl__json_fail(r, HL_ERR_PARSE, NULL, "expected an object");
-        hl_status st = hl__json_check_keys(r, d, "name min max profile comment");
-        if (st) return st;
         const char *name;
-        if ((st = hl__json_get_string(r, d, "name", &name))) return st;
-        hl__json_where(r, HL__JSON_DIMS, (uint32_t)i, name);
+        hl_status st = entry_name(r, HL__JSON_DIMS, i, d, "name min max profile comment", &name);
+        if (st) return st;
         if (!hl_var_name_valid(name))
             return hl__json_fail(
                 r, HL_ERR_DIM, "name",
@@ -210,13 +220,9 @@ static hl_status read_inputs(hl__json_reader *r)
     json_t *in;
     json_array_foreach(inputs, i, in)
     {
-        hl__json_where(r, HL__JSON_INPUTS, (uint32_t)i, NULL);
-        if (!json_is_object(in)) return hl__json_fail(r, HL_ERR_PARSE, NULL, "expected an object");
-        hl_status st = hl__json_check_keys(r, in, "name dtype shape init comment");
-        if (st) return st;
         const char *name;
-        if ((st = hl__json_get_string(r, in, "name", &name))) return st;
-        hl__json_where(r, HL__JSON_INPUTS, (uint32_t)i, name);
+        hl_status st = entry_name(r, HL__JSON_INPUTS, i, in, "name dtype shape init comment", &name);
+        if (st) return st;
         if (!hl__json_name_valid(name))
             return hl__json_fail(r, HL_ERR_PARSE, "name",
                                  "a tensor name is 1-63 characters of [A-Za-z0-9_.%%-]");

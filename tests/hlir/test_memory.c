@@ -48,7 +48,7 @@ START_TEST(a_run_bigger_than_the_machine_is_refused)
     hl_graph *g = exp2_graph(1 << 20, 1 << 20);
     lm_err err = {0};
     hl_run_mem m;
-    hl__mem_stats_reset();
+    lm_mem_stats_reset();
     ck_assert_int_eq(hl_run_check_memory(g, NULL, NULL, &m, &err), HL_ERR_LIMIT);
     ck_assert_uint_eq(m.input_bytes, (uint64_t)4 << 40);
     ck_assert_uint_ge(m.peak_bytes, (uint64_t)12 << 40); /* x, Exp2's buffer, Output's */
@@ -56,7 +56,7 @@ START_TEST(a_run_bigger_than_the_machine_is_refused)
     ck_assert_ptr_nonnull(strstr(err.msg, "the memory this machine has"));
     ck_assert_ptr_nonnull(strstr(err.msg, "'x' (input) f32 [1048576, 1048576] 4.00 TiB"));
     size_t largest;
-    hl__mem_stats(NULL, &largest);
+    lm_mem_stats(NULL, &largest);
     ck_assert_uint_lt(largest, 4096); /* planning allocates bookkeeping only */
     hl_graph_free(g);
 }
@@ -73,10 +73,10 @@ START_TEST(hl_run_refuses_before_allocating_and_runs_under_a_larger_limit)
     memset(out, 0xAB, sizeof out);
     lm_err err = {0};
     hl_run_opts small = {.mem_limit = 20000}, large = {.mem_limit = 1 << 20};
-    hl__mem_stats_reset();
+    lm_mem_stats_reset();
     ck_assert_int_eq(hl_run(g, NULL, in, out, &small, &err), HL_ERR_LIMIT);
     size_t largest;
-    hl__mem_stats(NULL, &largest);
+    lm_mem_stats(NULL, &largest);
     ck_assert_uint_lt(largest, 16384);
     ck_assert_ptr_null(out[0].data);
     ck_assert_ptr_nonnull(strstr(err.msg, "the limit is 19.5 KiB (--mem-limit)"));
@@ -112,9 +112,9 @@ static uint64_t chain_allocations(int64_t n, int k)
     for (int64_t i = 0; i < n; i++)
         x[i] = (float)(i % 1000) * 0.01f - 5.0f;
     uint64_t calls;
-    hl__mem_stats_reset();
+    lm_mem_stats_reset();
     th_run(g, NULL, in, out);
-    hl__mem_stats(&calls, NULL);
+    lm_mem_stats(&calls, NULL);
     const float *y = out[0].data;
     for (int64_t i = 0; i < n; i++) {
         float want = x[i];

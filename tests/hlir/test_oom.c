@@ -57,11 +57,11 @@ START_TEST(every_failed_allocation_is_reported_and_recovered)
     ck_assert_int_eq(scenario(want), HL_OK);
     long n = 0;
     for (;; n++) {
-        hl__mem_fail_after(n);
+        lm_mem_fail_after(n);
         memset(got, 0, sizeof got);
         hl_status st = scenario(got);
-        bool fired = hl__mem_fail_fired();
-        hl__mem_fail_after(-1);
+        bool fired = lm_mem_fail_fired();
+        lm_mem_fail_after(-1);
         if (!fired) { /* the scenario needs fewer than n allocations: all have been failed */
             ck_assert_int_eq(st, HL_OK);
             break;
@@ -74,15 +74,60 @@ START_TEST(every_failed_allocation_is_reported_and_recovered)
 }
 END_TEST
 
+/* The simplifier never answers differently for lack of memory: with each of its
+ * allocations failed in turn, an expression either comes out exactly as without failures
+ * or is HL_NONE with the pool marked failed (a lost term once made a quotient look empty,
+ * and a lost factor list hid a d*(y/d) + y%d pair, both giving a valid but less
+ * simplified expression). */
+START_TEST(the_simplifier_fails_or_gives_the_same_expression)
+{
+    static const char *const texts[] = {
+        "(z*4 + n*8 + 3)/4",  "(z/4)*4 + z%4",          "((z%(4*n))%4 + (z/4)*4)*n",
+        "(n*z*6 + 12)%(3*n)", "min(z/2, n)*2 + (z%2)", "(z + n)*(z + 2)/(n + 1)",
+    };
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+        char want[256], got[256];
+        hl_expr_pool *p = hl_expr_pool_new();
+        hl_expr e;
+        lm_err err = {0};
+        ck_assert_int_eq(hl_e_parse(p, texts[t], &e, &err), HL_OK);
+        hl_e_print(p, e, want, sizeof want);
+        hl_expr_pool_free(p);
+        int failed = 0;
+        for (long n = 0;; n++) {
+            p = hl_expr_pool_new();
+            ck_assert_ptr_nonnull(p);
+            lm_err_clear(&err);
+            lm_mem_fail_after(n);
+            hl_status st = hl_e_parse(p, texts[t], &e, &err);
+            bool fired = lm_mem_fail_fired();
+            lm_mem_fail_after(-1);
+            if (st == HL_OK) {
+                hl_e_print(p, e, got, sizeof got);
+                ck_assert_msg(strcmp(got, want) == 0, "%s with allocation %ld failed: %s, not %s",
+                              texts[t], n, got, want);
+            } else {
+                ck_assert_msg(fired && st == HL_ERR_NOMEM, "%s, allocation %ld: status %d: %s",
+                              texts[t], n, st, err.msg);
+                failed++;
+            }
+            hl_expr_pool_free(p);
+            if (!fired) break;
+        }
+        ck_assert_int_gt(failed, 3);
+    }
+}
+END_TEST
+
 START_TEST(pool_survives_a_failed_growth)
 {
     hl_expr_pool *p = hl_expr_pool_new();
     hl_expr last = HL_NONE;
     int failures = 0;
     for (int64_t i = 0; i < 2000; i++) {
-        hl__mem_fail_after(i % 97 == 0 ? 0 : -1);
+        lm_mem_fail_after(i % 97 == 0 ? 0 : -1);
         hl_expr e = hl_e_num(p, i);
-        hl__mem_fail_after(-1);
+        lm_mem_fail_after(-1);
         if (e == HL_NONE)
             failures++;
         else
@@ -106,6 +151,7 @@ static Suite *hlir_oom_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, every_failed_allocation_is_reported_and_recovered);
     tcase_add_test(tc, pool_survives_a_failed_growth);
+    tcase_add_test(tc, the_simplifier_fails_or_gives_the_same_expression);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -518,10 +518,10 @@ START_TEST(out_of_memory_is_an_error)
     uint32_t failed = 0, ok = 0;
     for (long i = 0; i < 100000; i++) {
         lm_err e = {0};
-        ll__mem_fail_after(i);
+        lm_mem_fail_after(i);
         ll_graph *lg = ll_graph_from_genome(t.s, &gn, &e);
-        bool fired = ll__mem_fail_fired();
-        ll__mem_fail_after(-1);
+        bool fired = lm_mem_fail_fired();
+        lm_mem_fail_after(-1);
         if (lg) {
             ok++;
             ll_graph_free(lg);
@@ -531,9 +531,9 @@ START_TEST(out_of_memory_is_an_error)
             failed++;
         }
         lm_err e2 = {0};
-        ll__mem_fail_after(i);
+        lm_mem_fail_after(i);
         int rc = ll_genome_repair(&gn, t.s, NULL, &e2);
-        ll__mem_fail_after(-1);
+        lm_mem_fail_after(-1);
         ck_assert(rc == LM_OK || e2.code == LM_ENOMEM);
     }
     ck_assert_uint_gt(failed, 10);

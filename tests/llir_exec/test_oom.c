@@ -38,8 +38,8 @@ typedef struct hook {
     const char *name;
 } hook;
 
-static const hook HOOKS[2] = {{ll__mem_fail_after, ll__mem_fail_fired, "llir"},
-                              {hl__mem_fail_after, hl__mem_fail_fired, "hlir"}};
+static const hook HOOKS[2] = {{lm_mem_fail_after, lm_mem_fail_fired, "llir"},
+                              {lm_mem_fail_after, lm_mem_fail_fired, "hlir"}};
 
 START_TEST(every_failed_allocation_of_the_lowering_is_enomem)
 {

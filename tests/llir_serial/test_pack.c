@@ -347,7 +347,7 @@ START_TEST(out_of_memory_in_copy_pack_and_unpack_is_an_error)
         long n;
         for (n = 0; fired; n++) {
             lm_err e = {0};
-            ll__mem_fail_after(n);
+            lm_mem_fail_after(n);
             ll_graph *x = NULL;
             void *pb = NULL;
             size_t pl = 0;
@@ -358,8 +358,8 @@ START_TEST(out_of_memory_in_copy_pack_and_unpack_is_an_error)
                 rc = ll_graph_pack(g, &pb, &pl, &e);
             else
                 x = ll_graph_unpack(b, len, &e);
-            fired = ll__mem_fail_fired();
-            ll__mem_fail_after(-1);
+            fired = lm_mem_fail_fired();
+            lm_mem_fail_after(-1);
             if (fired) {
                 ck_assert_msg(e.code == LM_ENOMEM, "%d after %ld: %s", what, n, e.msg);
                 ck_assert_ptr_null(x);

@@ -960,7 +960,7 @@ START_TEST(out_of_host_memory_is_an_error_everywhere)
             o.mock = m;
             o.compile_threads = 1;
             lm_err e = {0};
-            pg__mem_fail_after(n);
+            lm_mem_fail_after(n);
             pg_program *p = pg_program_new(&f.plan, f.g, &o, &e);
             int rc = 0;
             if (p) {
@@ -971,8 +971,8 @@ START_TEST(out_of_host_memory_is_an_error_everywhere)
                      pg_program_set_input(p, 2, in.w, 128, &e) || pg_program_run(p, &e);
                 pf_inputs_free(&in);
             }
-            fired = pg__mem_fail_fired();
-            pg__mem_fail_after(-1);
+            fired = lm_mem_fail_fired();
+            lm_mem_fail_after(-1);
             if (fired)
                 ck_assert_msg(e.code == LM_ENOMEM, "gpu %d, after %ld: %d %s", gpu, n, e.code,
                               e.msg);

@@ -4,7 +4,7 @@
  * Every public function is atomic: it records the node count on entry (hl__begin) and,
  * if it fails, removes the nodes it added (hl__finish), so a failed call leaves the graph
  * as it was, with the sticky error saying why. */
-#include "build/hl_build_int.h"
+#include "builder/hl_build_int.h"
 
 /* ---- handles ---- */
 

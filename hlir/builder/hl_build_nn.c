@@ -6,7 +6,7 @@
  * SumReduce. erf (for the exact gelu) has no primitive, so it is Abramowitz & Stegun
  * 7.1.26 (absolute error below 1.5e-7), built from exp2 and recip. Each intermediate
  * is computed in the operand's dtype, as a GPU kernel storing every node would. */
-#include "build/hl_build_int.h"
+#include "builder/hl_build_int.h"
 
 #include <math.h>
 

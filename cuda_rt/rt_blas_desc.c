@@ -1,4 +1,4 @@
-/* rt_blas_spec.c: the matmul spec: defaults, validation, equality, hashing, and its mapping
+/* rt_blas_desc.c: the matmul spec: defaults, validation, equality, hashing, and its mapping
  * onto cuBLASLt's column-major problem.
  *
  * Equality and hashing both go through one canonical list of the fields as int64 (floats

@@ -1,5 +1,5 @@
 /* hl_build.h - the builder: tensor handles, the primitives with broadcasting, view ops and
- * the high-level ops lowered to primitives (hlir/build/). Public. */
+ * the high-level ops lowered to primitives (hlir/builder/). Public. */
 #ifndef LUMINAL_HL_BUILD_H
 #define LUMINAL_HL_BUILD_H
 
