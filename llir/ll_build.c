@@ -21,9 +21,11 @@ hl_expr_pool *ll__graph_pool(ll_graph *g)
     return g->pool;
 }
 
-void ll__node_empty(ll_node *n)
+void ll__node_init(ll_node *n, ll_kind kind, ll_op op)
 {
     memset(n, 0, sizeof *n);
+    n->kind = kind;
+    n->op = op;
     n->region = LM_NONE;
     for (uint32_t i = 0; i < LL_MAX_IN; i++)
         n->in[i] = LM_NONE;
