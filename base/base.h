@@ -1,13 +1,17 @@
 /* base.h - what every module of luminal-c shares: the one public header of base/.
  *
- * Three things more than one module needs, kept once:
+ * What more than one module needs, kept once:
  *
  *   errors    one error record (lm_err) and one numbering of error codes (lm_code) for
  *             every module, so an error raised in cuda_rt reaches the search and the
  *             command line without translation; lm_err_set is the door every error of
  *             every module finally goes through (a breakpoint there catches them all)
  *   random    PCG32, the generator behind every random choice (graphs, inputs, genomes)
- *   files     the one bounded reader of files and streams (standard input is "-")
+ *   memory    the one counted allocation door (every module's own door calls it) and its
+ *             test hooks: one lm_mem_fail_after fails the n-th allocation of a whole
+ *             compile, whichever module makes it
+ *   files     the one bounded reader of files and streams (standard input is "-"), and
+ *             lm_mkdir_p
  *
  * The conventions these serve are written in docs/architecture.md. In short:
  *
@@ -20,7 +24,8 @@
  * - Each module raises its errors through one function of its own (hl__fail, eg__throw,
  *   rt__fail, ...), which ends in lm_err_set or lm_err_setv.
  *
- * Nothing here allocates except lm_read_file; nothing holds global state.
+ * Nothing here allocates except the memory door, lm_read_file and lm_mkdir_p; the only
+ * global state is the door's thread-local test hook and counters.
  */
 #ifndef LUMINAL_BASE_H
 #define LUMINAL_BASE_H
@@ -161,6 +166,58 @@ uint32_t lm_pcg_below(lm_pcg32 *r, uint32_t n);
 double lm_pcg_unit(lm_pcg32 *r);
 
 /* ==================================================================================
+ * Memory
+ * ==================================================================================
+ *
+ * The one allocation door. Every module has a door of its own (hl__alloc, ll__alloc,
+ * eg__alloc, cg__alloc, rt__alloc, pg__alloc, sr__alloc, ...) that calls these, so sizes
+ * are checked for overflow in one place, every request is counted, and one test hook
+ * fails the n-th request of a whole compile whichever module makes it. Blocks come from
+ * malloc: a block from lm_alloc may be given back with free(), and one from malloc with
+ * lm_free. A request for 0 bytes returns a valid block (never NULL on success).
+ *
+ * Out of memory is an error, never an abort: these return NULL (and lm_grow -1) leaving
+ * what the caller had untouched, and the caller raises LM_ENOMEM through its error door. */
+
+/* n * size bytes, uninitialised; NULL on overflow or failure. */
+void *lm_alloc(size_t n, size_t size);
+/* n * size bytes, zero-filled; NULL on overflow or failure. */
+void *lm_zalloc(size_t n, size_t size);
+/* Resizes p (NULL: a new block) to n * size bytes; NULL on overflow or failure, and then
+ * p is untouched and still the caller's. */
+void *lm_realloc(void *p, size_t n, size_t size);
+/* Gives back a block of this door (or of malloc). Accepts NULL. */
+void lm_free(void *p);
+/* A copy of s (NULL for NULL), or of its first n bytes, NUL-terminated; NULL on failure. */
+char *lm_strdup(const char *s);
+char *lm_strndup(const char *s, size_t n);
+
+/* The first capacity lm_grow gives an empty array. */
+#define LM_GROW_FIRST 8
+/* Grows *arr (*cap elements of size bytes each) to hold at least need elements, doubling
+ * from LM_GROW_FIRST (capped at UINT32_MAX). 0, or -1 with *arr and *cap untouched. New
+ * elements are not initialised. */
+int lm_grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
+
+/* Counts a request of n * size bytes and decides whether it may go ahead: false when the
+ * size overflows or the test hook fails this request. For a door that must use another
+ * allocator (the engine's, which accounts for blocks by their usable size) but still
+ * counts and fails with everyone else; lm_alloc and friends call it. */
+bool lm_mem_admit(size_t n, size_t size);
+
+/* Tests only (thread-local, shared by every module): the request after the next n fails
+ * (n = 0: the very next one), once; later ones succeed again. -1 disables the hook.
+ * lm_mem_fail_fired tells whether that failure has happened since lm_mem_fail_after. A
+ * test that runs an operation with n = 0, 1, 2, ... until the hook no longer fires has
+ * failed each of its allocations in turn. */
+void lm_mem_fail_after(long n);
+bool lm_mem_fail_fired(void);
+/* Tests only: how many requests this thread made of the door since lm_mem_stats_reset,
+ * and the largest in bytes (SIZE_MAX for an overflowing one); either pointer may be NULL. */
+void lm_mem_stats(uint64_t *calls, size_t *largest);
+void lm_mem_stats_reset(void);
+
+/* ==================================================================================
  * Files
  * ================================================================================== */
 
@@ -221,6 +278,12 @@ char *lm_read_text(const char *path, size_t max_bytes, size_t *len, lm_err *err)
 /* Where the first NUL byte of text[0 .. len) is, as a 1-based line and column; false
  * when there is none. For text formats, which refuse NUL bytes with their location. */
 bool lm_find_nul(const char *text, size_t len, uint32_t *line, uint32_t *col);
+
+/* Makes the directory path and any missing parents (mkdir -p, mode 0777 less the umask).
+ * An existing directory is success. LM_EIO naming the path and the part that could not be
+ * made, and why (a file of that name is in the way, permission, ...); LM_EARG for an
+ * empty path; LM_ENOMEM. */
+int lm_mkdir_p(const char *path, lm_err *err);
 
 /* ==================================================================================
  * Small shared helpers

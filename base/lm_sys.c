@@ -71,7 +71,7 @@ bool lm_reader_at_end(lm_reader *r, lm_err *err)
     return got == 0;
 }
 
-/* The chunks of a stream being read: no chunk is ever copied while reading (a realloc
+/* The chunks of a stream being read (from the counted door, base.h "Memory"): no chunk is ever copied while reading (a realloc
  * would hold the old and the new block at once), so refusing a stream costs at most the
  * limit. A read that fits its first chunk is returned as it is; a longer one is copied
  * into one block at the end (the chunks are freed as they are copied). */
@@ -87,9 +87,9 @@ typedef struct chunks {
 static void chunks_free(chunks *c)
 {
     for (size_t i = 0; i < c->n; i++)
-        free(c->p[i]);
-    free(c->p);
-    free(c->len);
+        lm_free(c->p[i]);
+    lm_free(c->p);
+    lm_free(c->len);
 }
 
 /* lm_reader_rest; text: a NUL byte is refused, located, as soon as it is read (so an
@@ -121,9 +121,9 @@ static char *rest(lm_reader *r, size_t max_bytes, bool text, size_t *len, lm_err
         size_t size = want < room ? want : room;
         if (c.n == c.cap) {
             size_t ncap = c.cap ? c.cap * 2 : 8;
-            char **np = realloc(c.p, ncap * sizeof *np);
+            char **np = lm_realloc(c.p, ncap, sizeof *np);
             if (np) c.p = np;
-            size_t *nl = np ? realloc(c.len, ncap * sizeof *nl) : NULL;
+            size_t *nl = np ? lm_realloc(c.len, ncap, sizeof *nl) : NULL;
             if (nl) c.len = nl;
             if (!np || !nl) {
                 rc = lm_err_set(err, LM_ENOMEM, &at, "out of memory reading the file");
@@ -131,7 +131,7 @@ static char *rest(lm_reader *r, size_t max_bytes, bool text, size_t *len, lm_err
             }
             c.cap = ncap;
         }
-        char *b = malloc(size);
+        char *b = lm_alloc(size, 1);
         if (!b) {
             rc = lm_err_set(err, LM_ENOMEM, &at,
                             "out of memory: %zu bytes more to read the file (%zu read so far)",
@@ -177,20 +177,20 @@ static char *rest(lm_reader *r, size_t max_bytes, bool text, size_t *len, lm_err
         out = c.p[0];
         c.n = 0;
     } else if (!rc) {
-        out = malloc(total + 1);
+        out = lm_alloc(total + 1, 1);
         if (!out)
             rc = lm_err_set(err, LM_ENOMEM, &at, "out of memory: %zu bytes to hold the file",
                             total + 1);
         for (size_t i = 0, o = 0; out && i < c.n; i++) {
             memcpy(out + o, c.p[i], c.len[i]);
             o += c.len[i];
-            free(c.p[i]);
+            lm_free(c.p[i]);
             c.p[i] = NULL;
         }
     }
     chunks_free(&c);
     if (rc) {
-        free(out);
+        lm_free(out);
         return NULL;
     }
     out[total] = '\0';
@@ -300,4 +300,38 @@ bool lm_parse_bytes(const char *text, uint64_t *out)
     if (shift && v > (UINT64_MAX >> shift)) return false;
     *out = v << shift;
     return true;
+}
+
+/* ---- directories ---- */
+
+int lm_mkdir_p(const char *path, lm_err *err)
+{
+    if (!path || !*path) return lm_err_set(err, LM_EARG, NULL, "no directory name given");
+    lm_loc at = {.file = path, .node_id = LM_NONE};
+    char *buf = lm_strdup(path);
+    if (!buf) return lm_err_set(err, LM_ENOMEM, &at, "out of memory making the directory");
+    /* each prefix ending before a '/' (and the whole path), the root left alone */
+    int rc = 0;
+    for (size_t i = 1;; i++) {
+        char c = buf[i];
+        if (c != '/' && c != '\0') continue;
+        if (buf[i - 1] != '/') { /* "a//b": the empty part is not a directory of its own */
+            buf[i] = '\0';
+            int e = mkdir(buf, 0777) == 0 ? 0 : errno;
+            struct stat st;
+            if (e == 0 || e == EEXIST) {
+                bool dir = stat(buf, &st) == 0 && S_ISDIR(st.st_mode);
+                e = dir ? 0 : ENOTDIR;
+            }
+            if (e) {
+                rc = lm_err_set(err, LM_EIO, &at, "cannot make the directory %s: %s", buf,
+                                e == ENOTDIR ? "a file of that name is in the way" : strerror(e));
+                break;
+            }
+            buf[i] = c;
+        }
+        if (c == '\0') break;
+    }
+    lm_free(buf);
+    return rc;
 }

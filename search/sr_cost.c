@@ -102,11 +102,11 @@ int sr_env_init(sr_env *e, const hl_expr_pool *p, const hl_graph *g, const int64
 {
     memset(e, 0, sizeof *e);
     uint32_t n = hl_var_count(p);
-    e->values = calloc(n ? n : 1, sizeof *e->values);
-    e->bound = calloc(n ? n : 1, sizeof *e->bound);
+    e->values = sr__zalloc(n ? n : 1, sizeof *e->values);
+    e->bound = sr__zalloc(n ? n : 1, sizeof *e->bound);
     if (!e->values || !e->bound) {
         sr_env_fini(e);
-        return lm_err_set(err, LM_ENOMEM, NULL, "cost model: out of memory");
+        return sr__oom(err, "cost model");
     }
     const hl_expr_pool *gp = hl_graph_exprs_c(g);
     for (uint32_t v = 0; v < n; v++) {
@@ -288,11 +288,11 @@ int sr_cost_plan(const cg_plan *p, const ll_graph *lg, const hl_graph *g, const 
         sr_env_fini(&pe);
         return rc;
     }
-    sr_kernel_row *rows = calloc(p->n_steps ? p->n_steps : 1, sizeof *rows);
+    sr_kernel_row *rows = sr__zalloc(p->n_steps ? p->n_steps : 1, sizeof *rows);
     if (!rows) {
         sr_env_fini(&pe);
         sr_env_fini(&le);
-        return lm_err_set(err, LM_ENOMEM, NULL, "cost model: out of memory");
+        return sr__oom(err, "cost model");
     }
     double total_us = 0;
     for (uint32_t s = 0; s < p->n_steps; s++) {
@@ -349,7 +349,7 @@ static int cost_submit(sr_evaluator *ev, const sr_candidate *c, lm_err *err)
 {
     cost_ev *ce = (cost_ev *)ev;
     if (ce->busy)
-        return lm_err_set(err, LM_EARG, NULL, "cost model: a candidate is already in flight");
+        return sr__fail(err, LM_EARG, NULL, "cost model: a candidate is already in flight");
     sr_result *r = &ce->pending;
     memset(r, 0, sizeof *r);
     ce->busy = true;
@@ -361,6 +361,11 @@ static int cost_submit(sr_evaluator *ev, const sr_candidate *c, lm_err *err)
         r->status = SR_ERROR;
         snprintf(r->why, sizeof r->why, "no plan to cost");
     } else if (sr_cost_plan(c->plan, c->llir, ce->g, ce->dims, &ms, NULL, NULL, &e) != 0) {
+        if (e.code == LM_ENOMEM) { /* the evaluator's own failure, not the candidate's */
+            ce->busy = false;
+            lm_err_copy(err, &e);
+            return err->code;
+        }
         r->status = SR_ERROR;
         snprintf(r->why, sizeof r->why, "cost model: %.200s", e.msg);
     } else {
@@ -403,15 +408,15 @@ static const sr_evaluator_ops COST_OPS = {
 sr_evaluator *sr_cost_model_new(const sr_eval_setup *s, lm_err *err)
 {
     if (!s || !s->graph) {
-        lm_err_set(err, LM_EARG, NULL, "cost model: no graph");
+        sr__fail(err, LM_EARG, NULL, "cost model: no graph");
         return NULL;
     }
-    cost_ev *ce = calloc(1, sizeof *ce);
+    cost_ev *ce = sr__zalloc(1, sizeof *ce);
     uint32_t nd = hl_graph_dim_count(s->graph);
-    if (ce) ce->dims = calloc(nd ? nd : 1, sizeof *ce->dims);
+    if (ce) ce->dims = sr__zalloc(nd ? nd : 1, sizeof *ce->dims);
     if (!ce || !ce->dims) {
         free(ce);
-        lm_err_set(err, LM_ENOMEM, NULL, "cost model: out of memory");
+        sr__oom(err, "cost model");
         return NULL;
     }
     for (uint32_t i = 0; i < nd; i++)

@@ -41,13 +41,13 @@ int sr_gpu_count(lm_err *err)
 {
     int fds[2];
     if (pipe(fds) != 0)
-        return lm_err_set(err, LM_EIO, NULL, "counting GPUs: pipe: %s", strerror(errno)), -1;
+        return sr__fail(err, LM_EIO, NULL, "counting GPUs: pipe: %s", strerror(errno)), -1;
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
-        return lm_err_set(err, LM_EIO, NULL, "counting GPUs: fork: %s", strerror(errno)), -1;
+        return sr__fail(err, LM_EIO, NULL, "counting GPUs: fork: %s", strerror(errno)), -1;
     }
     if (pid == 0) { /* the child: CUDA here only, then _exit (no atexit, no leak check) */
         close(fds[0]);
@@ -77,7 +77,7 @@ int sr_gpu_count(lm_err *err)
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
     if (n < 0)
-        return lm_err_set(err, pr <= 0 ? LM_ETIMEOUT : LM_EIO, NULL,
+        return sr__fail(err, pr <= 0 ? LM_ETIMEOUT : LM_EIO, NULL,
                           "counting GPUs: the child that asks the driver %s",
                           pr <= 0 ? "did not answer within 30 s" : "died without answering"),
                -1;
@@ -219,9 +219,9 @@ static char **child_env(const char *dev, char **cvd_str)
     size_t n = 0;
     while (environ[n])
         n++;
-    char **env = malloc((n + 2) * sizeof *env);
+    char **env = sr__alloc(n + 2, sizeof *env);
     size_t len = strlen(dev) + 32;
-    *cvd_str = malloc(len);
+    *cvd_str = sr__alloc(len, 1);
     if (!env || !*cvd_str) {
         free(env);
         free(*cvd_str);
@@ -242,10 +242,10 @@ static int spawn_worker(gpu_ev *g, worker *w, lm_err *err)
 {
     int to[2], from[2];
     if (pipe(to) != 0)
-        return lm_err_set(err, LM_EIO, NULL, "gpu worker: pipe: %s", strerror(errno));
+        return sr__fail(err, LM_EIO, NULL, "gpu worker: pipe: %s", strerror(errno));
     if (pipe(from) != 0) {
         close(to[0]), close(to[1]);
-        return lm_err_set(err, LM_EIO, NULL, "gpu worker: pipe: %s", strerror(errno));
+        return sr__fail(err, LM_EIO, NULL, "gpu worker: pipe: %s", strerror(errno));
     }
     for (int i = 0; i < 2; i++)
         to[i] = high_fd(to[i]), from[i] = high_fd(from[i]);
@@ -254,7 +254,7 @@ static int spawn_worker(gpu_ev *g, worker *w, lm_err *err)
             if (to[i] >= 0) close(to[i]);
             if (from[i] >= 0) close(from[i]);
         }
-        return lm_err_set(err, LM_EIO, NULL, "gpu worker: no file descriptors");
+        return sr__fail(err, LM_EIO, NULL, "gpu worker: no file descriptors");
     }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -281,7 +281,7 @@ static int spawn_worker(gpu_ev *g, worker *w, lm_err *err)
     if (rc != 0) {
         close(to[1]);
         close(from[0]);
-        return lm_err_set(err, LM_EIO, NULL, "gpu worker %u: cannot start '%s': %s", w->index,
+        return sr__fail(err, LM_EIO, NULL, "gpu worker %u: cannot start '%s': %s", w->index,
                           g->exe, strerror(rc));
     }
     fcntl(to[1], F_SETFL, fcntl(to[1], F_GETFL) | O_NONBLOCK);
@@ -296,7 +296,7 @@ static int spawn_worker(gpu_ev *g, worker *w, lm_err *err)
     if (sr__msg_write(w->to, "SETU", g->setup, strlen(g->setup), NULL, 0, deadline) != 0) {
         int e = errno, st;
         reap(w, 0, &st);
-        return lm_err_set(err, LM_EIO, NULL, "gpu worker %u: sending the setup: %s", w->index,
+        return sr__fail(err, LM_EIO, NULL, "gpu worker %u: sending the setup: %s", w->index,
                           strerror(e));
     }
     return LM_OK;
@@ -326,7 +326,7 @@ static int await_ready(gpu_ev *g, worker *w, lm_err *err)
                 free(t);
                 int st;
                 reap(w, QUIT_WAIT_S, &st);
-                return lm_err_set(err, LM_EARG, NULL, "gpu worker %u refused the setup: %s",
+                return sr__fail(err, LM_EARG, NULL, "gpu worker %u refused the setup: %s",
                                   w->index, msg);
             }
             free(t);
@@ -343,7 +343,7 @@ static int await_ready(gpu_ev *g, worker *w, lm_err *err)
             char how[96];
             reap(w, QUIT_WAIT_S, &st);
             describe_status(st, how, sizeof how);
-            return lm_err_set(err, LM_EFAULT, NULL,
+            return sr__fail(err, LM_EFAULT, NULL,
                               "gpu worker %u ('%s --worker') ended before it was ready (%s)",
                               w->index, g->exe, how);
         }
@@ -351,7 +351,7 @@ static int await_ready(gpu_ev *g, worker *w, lm_err *err)
     int st;
     kill(w->pid, SIGKILL);
     reap(w, QUIT_WAIT_S, &st);
-    return lm_err_set(err, LM_ETIMEOUT, NULL, "gpu worker %u did not get ready within %.0f s",
+    return sr__fail(err, LM_ETIMEOUT, NULL, "gpu worker %u did not get ready within %.0f s",
                       w->index, g->o.start_timeout_s);
 }
 
@@ -401,12 +401,12 @@ static int ev_submit(sr_evaluator *ev, const sr_candidate *c, lm_err *err)
     gpu_ev *g = (gpu_ev *)ev;
     if (lm_err_is_set(err)) return err->code;
     if (!c || !c->llir)
-        return lm_err_set(err, LM_EARG, NULL, "gpu evaluator: a candidate without LLIR");
+        return sr__fail(err, LM_EARG, NULL, "gpu evaluator: a candidate without LLIR");
     worker *w = NULL;
     for (uint32_t i = 0; i < g->n && !w; i++)
         if (!g->w[i].busy) w = &g->w[i];
     if (!w)
-        return lm_err_set(err, LM_EARG, NULL, "gpu evaluator: %u candidates in flight already",
+        return sr__fail(err, LM_EARG, NULL, "gpu evaluator: %u candidates in flight already",
                           g->n);
     if (w->pid > 0) { /* it may have died while idle (killed): then start it again */
         int st;
@@ -546,14 +546,14 @@ static int ev_next(sr_evaluator *ev, sr_result *out, lm_err *err)
         int ms = (int)((first - now) * 1000) + 1;
         int pr = poll(p, np, ms);
         if (pr < 0 && errno != EINTR)
-            return lm_err_set(err, LM_EIO, NULL, "gpu evaluator: poll: %s", strerror(errno));
+            return sr__fail(err, LM_EIO, NULL, "gpu evaluator: poll: %s", strerror(errno));
         for (uint32_t k = 0; pr > 0 && k < np; k++) {
             if (!p[k].revents) continue;
             worker *w = &g->w[who[k]];
             long r = sr__msg_fill(&w->rd, w->from);
             if (r > 0) continue;
             if (r < 0 && errno == ENOMEM)
-                return lm_err_set(err, LM_ENOMEM, NULL, "gpu evaluator: out of memory");
+                return sr__oom(err, "gpu evaluator");
             /* end of file (or a broken pipe): what it sent last still counts */
             if (!take_answer(g, w))
                 died(g, w);
@@ -623,9 +623,9 @@ static char *default_cache_dir(void)
 {
     const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
     const char *base = x && *x ? x : h && *h ? h : NULL;
-    if (!base) return strdup("");
+    if (!base) return sr__strdup("");
     size_t len = strlen(base) + 32;
-    char *s = malloc(len);
+    char *s = sr__alloc(len, 1);
     if (s) snprintf(s, len, "%s%s/luminal/kernels", base, x && *x ? "" : "/.cache");
     return s;
 }
@@ -640,15 +640,15 @@ sr_evaluator *sr_gpu_new(const sr_eval_setup *s, const sr_gpu_opts *o, lm_err *e
 {
     if (lm_err_is_set(err)) return NULL;
     if (!s || !s->graph || !s->graph_path) {
-        lm_err_set(err, LM_EARG, NULL, "gpu evaluator: no graph or graph path");
+        sr__fail(err, LM_EARG, NULL, "gpu evaluator: no graph or graph path");
         return NULL;
     }
     sr_gpu_opts d;
     sr_gpu_opts_default(&d);
     if (!o) o = &d;
-    gpu_ev *g = calloc(1, sizeof *g);
+    gpu_ev *g = sr__zalloc(1, sizeof *g);
     if (!g) {
-        lm_err_set(err, LM_ENOMEM, NULL, "gpu evaluator: out of memory");
+        sr__oom(err, "gpu evaluator");
         return NULL;
     }
     g->base.ops = &gpu_ops;
@@ -671,7 +671,7 @@ sr_evaluator *sr_gpu_new(const sr_eval_setup *s, const sr_gpu_opts *o, lm_err *e
         int visible = sr_gpu_count(err);
         if (visible < 0) goto fail;
         if (visible == 0) {
-            lm_err_set(err, LM_ENODEV, NULL,
+            sr__fail(err, LM_ENODEV, NULL,
                        "gpu evaluator: no CUDA device is visible (CUDA_VISIBLE_DEVICES=%s); "
                        "fix: run where there is a GPU, or use the cost model",
                        getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "(unset)");
@@ -686,7 +686,7 @@ sr_evaluator *sr_gpu_new(const sr_eval_setup *s, const sr_gpu_opts *o, lm_err *e
         worker *w = &g->w[i];
         if (sr_gpu__worker_device(cvd, i, n, w->dev, sizeof w->dev) != 0) {
             if (!o->backend_cpu) {
-                lm_err_set(err, LM_EARG, NULL,
+                sr__fail(err, LM_EARG, NULL,
                            "gpu evaluator: CUDA_VISIBLE_DEVICES='%s' does not name device %u of "
                            "the %u the driver sees",
                            cvd, i, n);
@@ -696,15 +696,15 @@ sr_evaluator *sr_gpu_new(const sr_eval_setup *s, const sr_gpu_opts *o, lm_err *e
         }
     }
 
-    g->exe = strdup(o->worker_exe ? o->worker_exe : "/proc/self/exe");
-    g->graph_path = strdup(s->graph_path);
-    g->cache_dir = o->cache_dir ? strdup(o->cache_dir) : default_cache_dir();
+    g->exe = sr__strdup(o->worker_exe ? o->worker_exe : "/proc/self/exe");
+    g->graph_path = sr__strdup(s->graph_path);
+    g->cache_dir = o->cache_dir ? sr__strdup(o->cache_dir) : default_cache_dir();
     uint32_t nd = hl_graph_dim_count(s->graph);
     size_t cap =
         strlen(s->graph_path) + (g->cache_dir ? strlen(g->cache_dir) : 0) + 512 + (size_t)nd * 24;
-    g->setup = malloc(cap);
+    g->setup = sr__alloc(cap, 1);
     if (!g->exe || !g->graph_path || !g->cache_dir || !g->setup) {
-        lm_err_set(err, LM_ENOMEM, NULL, "gpu evaluator: out of memory");
+        sr__oom(err, "gpu evaluator");
         goto fail;
     }
     size_t at = (size_t)snprintf(g->setup, cap, "graph=%s\ndims=", s->graph_path);
@@ -820,7 +820,7 @@ int sr__msg_read(int fd, char tag[4], char **payload, size_t *len)
     memcpy(tag, head, 4);
     memcpy(&n, head + 4, 4);
     if (n > SR_MSG_MAX) return -1;
-    char *p = malloc((size_t)n + 1);
+    char *p = sr__alloc((size_t)n + 1, 1);
     if (!p) return -1;
     if (n && read_exact(fd, p, n) != 0) {
         free(p);
@@ -836,7 +836,7 @@ long sr__msg_fill(sr_msgbuf *b, int fd)
 {
     if (b->cap - b->len < 65536) {
         size_t cap = b->cap ? b->cap * 2 : 131072;
-        char *d = realloc(b->data, cap);
+        char *d = sr__realloc(b->data, cap, 1);
         if (!d) {
             errno = ENOMEM;
             return -1;
@@ -861,7 +861,7 @@ int sr__msg_take(sr_msgbuf *b, char tag[4], char **payload, size_t *len)
     memcpy(&n, b->data + 4, 4);
     if (n > SR_MSG_MAX) return -1;
     if (b->len < 8 + (size_t)n) return 0;
-    char *p = malloc((size_t)n + 1);
+    char *p = sr__alloc((size_t)n + 1, 1);
     if (!p) return -1;
     memcpy(tag, b->data, 4);
     memcpy(p, b->data + 8, n);

@@ -17,6 +17,7 @@
 
 #include <stdio.h>
 
+#include "sr_door.h"
 #include "sr_eval.h"
 
 /* Zero-initialised options are valid and mean the defaults (sr_gpu_opts_default gives

@@ -65,7 +65,7 @@ static int rp_submit(sr_evaluator *ev, const sr_candidate *c, lm_err *err)
 {
     replay_ev *r = (replay_ev *)ev;
     if (r->inflight >= r->slots)
-        return lm_err_set(err, LM_EARG, NULL, "replay: more candidates in flight than slots");
+        return sr__fail(err, LM_EARG, NULL, "replay: more candidates in flight than slots");
     ll_fingerprint fp = ll_graph_fingerprint(c->llir);
     int64_t at = -1;
     for (size_t i = 0; i < r->n && at < 0; i++)
@@ -144,7 +144,7 @@ static int hdr_int(json_t *o, const char *key, int64_t lo, int64_t hi, bool dflt
         return LM_OK;
     }
     if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-        return lm_err_set(err, LM_EPARSE, NULL,
+        return sr__fail(err, LM_EPARSE, NULL,
                           "%s:1: the header's \"%s\" must be an integer from %" PRId64
                           " to %" PRId64,
                           path, key, lo, hi);
@@ -162,7 +162,7 @@ static int hdr_num(json_t *o, const char *key, double lo, double hi, bool dflt_o
     }
     double x = num(v);
     if (!(x >= lo && x <= hi))
-        return lm_err_set(err, LM_EPARSE, NULL,
+        return sr__fail(err, LM_EPARSE, NULL,
                           "%s:1: the header's \"%s\" must be a number from %g to %g", path, key,
                           lo, hi);
     *out = x;
@@ -174,7 +174,7 @@ static int read_header(json_t *o, sr_log_header *h, const char *path, lm_err *er
     const char *fmt = json_string_value(json_object_get(o, "format"));
     if (!fmt || strcmp(fmt, "luminal-search-log") != 0 ||
         json_integer_value(json_object_get(o, "version")) != 1)
-        return lm_err_set(err, LM_EPARSE, NULL,
+        return sr__fail(err, LM_EPARSE, NULL,
                           "%s:1: not a search log of this version (format luminal-search-log, "
                           "version 1)",
                           path);
@@ -207,16 +207,16 @@ static int read_header(json_t *o, sr_log_header *h, const char *path, lm_err *er
     h->fused_start = json_is_true(json_object_get(o, "fused_start"));
     json_t *dims = json_object_get(o, "dims");
     if (dims && !json_is_object(dims))
-        return lm_err_set(err, LM_EPARSE, NULL, "%s:1: the header's \"dims\" is not an object",
+        return sr__fail(err, LM_EPARSE, NULL, "%s:1: the header's \"dims\" is not an object",
                           path);
     const char *k;
     json_t *v;
     json_object_foreach(dims, k, v)
     {
         if (h->n_dims == 32 || strlen(k) >= sizeof h->dim_names[0])
-            return lm_err_set(err, LM_EPARSE, NULL, "%s:1: too many dims or a name too long", path);
+            return sr__fail(err, LM_EPARSE, NULL, "%s:1: too many dims or a name too long", path);
         if (!json_is_integer(v) || json_integer_value(v) < 1)
-            return lm_err_set(err, LM_EPARSE, NULL,
+            return sr__fail(err, LM_EPARSE, NULL,
                               "%s:1: the header's dim '%s' is not a positive integer", path, k);
         snprintf(h->dim_names[h->n_dims], sizeof h->dim_names[0], "%s", k);
         h->dims[h->n_dims++] = json_integer_value(v);
@@ -234,10 +234,10 @@ sr_evaluator *sr_replay_new(const char *path, sr_log_header *h, lm_err *err)
         lm_err_prefix(err, "replay");
         return NULL;
     }
-    replay_ev *r = calloc(1, sizeof *r);
+    replay_ev *r = sr__zalloc(1, sizeof *r);
     if (!r) {
         free(text);
-        lm_err_set(err, LM_ENOMEM, NULL, "replay: out of memory");
+        sr__oom(err, "replay");
         return NULL;
     }
     size_t cap_e = 0, len;
@@ -252,13 +252,13 @@ sr_evaluator *sr_replay_new(const char *path, sr_log_header *h, lm_err *err)
         json_error_t je;
         json_t *o = json_loadb(line, (size_t)len, 0, &je);
         if (!o) {
-            rc = lm_err_set(err, LM_EPARSE, NULL, "%s:%" PRIu64 ": %s", path, lineno, je.text);
+            rc = sr__fail(err, LM_EPARSE, NULL, "%s:%" PRIu64 ": %s", path, lineno, je.text);
             break;
         }
         const char *type = json_string_value(json_object_get(o, "type"));
         if (!have_header) {
             if (!type || strcmp(type, "header") != 0)
-                rc = lm_err_set(err, LM_EPARSE, NULL,
+                rc = sr__fail(err, LM_EPARSE, NULL,
                                 "%s:%" PRIu64 ": the first line is not the header", path, lineno);
             else
                 rc = read_header(o, h, path, err);
@@ -271,7 +271,7 @@ sr_evaluator *sr_replay_new(const char *path, sr_log_header *h, lm_err *err)
             sr_status st = status_of(json_string_value(json_object_get(o, "status")));
             if (parse_fp(json_string_value(json_object_get(o, "fingerprint")), &e.lo, &e.hi) ||
                 st == SR_STATUS_COUNT || !role || !json_is_integer(json_object_get(o, "done"))) {
-                rc = lm_err_set(err, LM_EPARSE, NULL,
+                rc = sr__fail(err, LM_EPARSE, NULL,
                                 "%s:%" PRIu64 ": an evaluated candidate needs fingerprint, status, "
                                 "role and done",
                                 path, lineno);
@@ -292,9 +292,9 @@ sr_evaluator *sr_replay_new(const char *path, sr_log_header *h, lm_err *err)
                 if (strcmp(role, "search") == 0) h->search_evaluated++;
                 if (r->n == cap_e) {
                     cap_e = cap_e ? cap_e * 2 : 64;
-                    entry *ne = realloc(r->e, cap_e * sizeof *ne);
+                    entry *ne = sr__realloc(r->e, cap_e, sizeof *ne);
                     if (!ne) {
-                        rc = lm_err_set(err, LM_ENOMEM, NULL, "replay: out of memory");
+                        rc = sr__oom(err, "replay");
                         json_decref(o);
                         break;
                     }
@@ -306,11 +306,11 @@ sr_evaluator *sr_replay_new(const char *path, sr_log_header *h, lm_err *err)
         json_decref(o);
     }
     free(text);
-    if (!rc && !have_header) rc = lm_err_set(err, LM_EPARSE, NULL, "%s: an empty log", path);
+    if (!rc && !have_header) rc = sr__fail(err, LM_EPARSE, NULL, "%s: an empty log", path);
     if (!rc) {
         r->slots = h->slots;
-        r->fl = calloc(r->slots, sizeof *r->fl);
-        if (!r->fl) rc = lm_err_set(err, LM_ENOMEM, NULL, "replay: out of memory");
+        r->fl = sr__zalloc(r->slots, sizeof *r->fl);
+        if (!r->fl) rc = sr__oom(err, "replay");
     }
     if (rc) {
         rp_free(&r->base);

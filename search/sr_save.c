@@ -25,21 +25,21 @@
 FILE *sr__open_tmp(const char *path, char *tmp, size_t cap, lm_err *err)
 {
     if ((size_t)snprintf(tmp, cap, "%s.tmp", path) >= cap) {
-        lm_err_set(err, LM_EIO, NULL, "search: the path '%s' is too long", path);
+        sr__fail(err, LM_EIO, NULL, "search: the path '%s' is too long", path);
         return NULL;
     }
     FILE *f = fopen(tmp, "wb");
-    if (!f) lm_err_set(err, LM_EIO, NULL, "search: cannot write '%s': %s", tmp, strerror(errno));
+    if (!f) sr__fail(err, LM_EIO, NULL, "search: cannot write '%s': %s", tmp, strerror(errno));
     return f;
 }
 
 int sr__commit_tmp(FILE *f, const char *tmp, const char *path, int rc, lm_err *err)
 {
     if (fclose(f) != 0 && !rc)
-        rc = lm_err_set(err, LM_EIO, NULL, "search: writing '%s' failed: %s", tmp,
+        rc = sr__fail(err, LM_EIO, NULL, "search: writing '%s' failed: %s", tmp,
                         strerror(errno));
     if (!rc && rename(tmp, path) != 0)
-        rc = lm_err_set(err, LM_EIO, NULL, "search: cannot rename '%s' to '%s': %s", tmp, path,
+        rc = sr__fail(err, LM_EIO, NULL, "search: cannot rename '%s' to '%s': %s", tmp, path,
                         strerror(errno));
     if (rc) remove(tmp);
     return rc;
@@ -57,7 +57,7 @@ static int copy_file(const char *from, const char *to, lm_err *err)
     if (same_file(from, to)) return LM_OK; /* the input graph is already the output's */
     FILE *in = fopen(from, "rb");
     if (!in)
-        return lm_err_set(err, LM_EIO, NULL, "search: cannot read '%s': %s", from, strerror(errno));
+        return sr__fail(err, LM_EIO, NULL, "search: cannot read '%s': %s", from, strerror(errno));
     char tmp[4200];
     FILE *out = sr__open_tmp(to, tmp, sizeof tmp, err);
     if (!out) {
@@ -69,11 +69,11 @@ static int copy_file(const char *from, const char *to, lm_err *err)
     int rc = LM_OK;
     while ((n = fread(buf, 1, sizeof buf, in)) > 0)
         if (fwrite(buf, 1, n, out) != n) {
-            rc = lm_err_set(err, LM_EIO, NULL, "search: writing '%s' failed", tmp);
+            rc = sr__fail(err, LM_EIO, NULL, "search: writing '%s' failed", tmp);
             break;
         }
     if (!rc && ferror(in))
-        rc = lm_err_set(err, LM_EIO, NULL, "search: reading '%s' failed", from);
+        rc = sr__fail(err, LM_EIO, NULL, "search: reading '%s' failed", from);
     fclose(in);
     return sr__commit_tmp(out, tmp, to, rc, err);
 }
@@ -104,7 +104,7 @@ int sr_save_program(const char *out_dir, const cg_plan *plan, const ll_graph *lg
     rc = hl_graph_fwrite_json(g, f, &he) != 0 ? LM_EIO : LM_OK;
     if (rc) {
         lm_err_copy(err, &he);
-        if (!err->code) lm_err_set(err, LM_EIO, NULL, "search: writing '%s' failed", tmp);
+        if (!err->code) sr__fail(err, LM_EIO, NULL, "search: writing '%s' failed", tmp);
     }
     return sr__commit_tmp(f, tmp, path, rc, err);
 }
@@ -288,6 +288,6 @@ int sr_save_report(const char *out_dir, const sr_report *r, const char *graph_na
                 k->modelled_us);
     }
     fputs("</table>\n</body></html>\n", f);
-    int wrc = ferror(f) ? lm_err_set(err, LM_EIO, NULL, "search: writing '%s' failed", tmp) : 0;
+    int wrc = ferror(f) ? sr__fail(err, LM_EIO, NULL, "search: writing '%s' failed", tmp) : 0;
     return sr__commit_tmp(f, tmp, path, wrc, err);
 }

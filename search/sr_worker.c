@@ -148,9 +148,9 @@ static int env_of(const hl_graph *g, const int64_t *dims, const hl_expr_pool *p,
                   bool **bound, lm_err *err)
 {
     uint32_t nv = hl_var_count(p);
-    *vals = calloc(nv ? nv : 1, sizeof **vals);
-    *bound = calloc(nv ? nv : 1, sizeof **bound);
-    if (!*vals || !*bound) return lm_err_set(err, LM_ENOMEM, NULL, "worker: out of memory");
+    *vals = sr__zalloc(nv ? nv : 1, sizeof **vals);
+    *bound = sr__zalloc(nv ? nv : 1, sizeof **bound);
+    if (!*vals || !*bound) return sr__oom(err, "worker");
     const hl_expr_pool *gp = hl_graph_exprs_c(g);
     for (uint32_t i = 0; i < hl_graph_dim_count(g); i++) {
         const char *name = hl_var_name(gp, hl_graph_dim_at(g, i)->var);
@@ -162,8 +162,8 @@ static int env_of(const hl_graph *g, const int64_t *dims, const hl_expr_pool *p,
 
 static int make_inputs(wk_state *w, lm_err *err)
 {
-    w->ins = calloc(w->ni ? w->ni : 1, sizeof *w->ins);
-    if (!w->ins) return lm_err_set(err, LM_ENOMEM, NULL, "worker: out of memory");
+    w->ins = sr__zalloc(w->ni ? w->ni : 1, sizeof *w->ins);
+    if (!w->ins) return sr__oom(err, "worker");
     int64_t *vals;
     bool *bound;
     const hl_expr_pool *p = hl_graph_exprs_c(w->g);
@@ -187,25 +187,25 @@ static int setup(wk_state *w, const char *t, size_t len, lm_err *err)
 {
     char path[4096], dims[4096], backend[16], cache[4096];
     if (!sr__kv(t, len, "graph", path, sizeof path))
-        return lm_err_set(err, LM_EARG, NULL, "worker: the setup names no graph");
+        return sr__fail(err, LM_EARG, NULL, "worker: the setup names no graph");
     w->g = hl_graph_load_json(path, err);
     if (!w->g) return err->code;
     w->nd = hl_graph_dim_count(w->g);
     w->ni = hl_graph_input_count(w->g);
     w->no = hl_graph_output_count(w->g);
-    w->dims = calloc(w->nd ? w->nd : 1, sizeof *w->dims);
-    if (!w->dims) return lm_err_set(err, LM_ENOMEM, NULL, "worker: out of memory");
+    w->dims = sr__zalloc(w->nd ? w->nd : 1, sizeof *w->dims);
+    if (!w->dims) return sr__oom(err, "worker");
     if (!sr__kv(t, len, "dims", dims, sizeof dims)) dims[0] = '\0';
     uint32_t n = 0;
     for (char *s = dims, *end; *s; s = *end ? end + 1 : end, n++) {
         long long v = strtoll(s, &end, 10);
         if (end == s || (*end && *end != ',') || n >= w->nd)
-            return lm_err_set(err, LM_EARG, NULL,
+            return sr__fail(err, LM_EARG, NULL,
                               "worker: the setup's dims '%s' are not %u integers", dims, w->nd);
         w->dims[n] = v;
     }
     if (n != w->nd)
-        return lm_err_set(err, LM_EARG, NULL, "worker: %u dims given, the graph has %u", n, w->nd);
+        return sr__fail(err, LM_EARG, NULL, "worker: %u dims given, the graph has %u", n, w->nd);
     w->seed = kv_u64(t, len, "seed", 0);
     if (!sr__kv(t, len, "backend", backend, sizeof backend)) strcpy(backend, "gpu");
     w->backend = strcmp(backend, "cpu") == 0 ? PG_BACKEND_CPU : PG_BACKEND_GPU;
@@ -239,8 +239,8 @@ static int plan_peak(const wk_state *w, const cg_plan *pl, uint64_t *peak, uint3
     bool *bound;
     int rc = env_of(w->g, w->dims, pl->exprs, &vals, &bound, err);
     hl_env env = {vals, bound, hl_var_count(pl->exprs)};
-    uint64_t *bytes = calloc(pl->n_buffers ? pl->n_buffers : 1, sizeof *bytes);
-    if (!rc && !bytes) rc = lm_err_set(err, LM_ENOMEM, NULL, "worker: out of memory");
+    uint64_t *bytes = sr__zalloc(pl->n_buffers ? pl->n_buffers : 1, sizeof *bytes);
+    if (!rc && !bytes) rc = sr__oom(err, "worker");
     for (uint32_t b = 0; !rc && b < pl->n_buffers; b++) {
         int64_t v = 0;
         rc = hl_e_eval(pl->exprs, pl->buffers[b].bytes, &env, 0, &v, err);
@@ -322,9 +322,9 @@ static int time_it(wk_state *w, pg_program *p, uint32_t warmup, uint32_t trials,
 static int reference(wk_state *w, lm_err *err)
 {
     if (w->have_ref) return LM_OK;
-    w->ref = calloc(w->no ? w->no : 1, sizeof *w->ref);
-    w->mag = calloc(w->no ? w->no : 1, sizeof *w->mag);
-    if (!w->ref || !w->mag) return lm_err_set(err, LM_ENOMEM, NULL, "worker: out of memory");
+    w->ref = sr__zalloc(w->no ? w->no : 1, sizeof *w->ref);
+    w->mag = sr__zalloc(w->no ? w->no : 1, sizeof *w->mag);
+    if (!w->ref || !w->mag) return sr__oom(err, "worker");
     hl_run_opts ro = {.mem_limit = lm_mem_available() / 2};
     if (hl_run(w->g, w->dims, w->ins, w->ref, &ro, err) != 0) {
         lm_err_prefix(err, "the reference run");
@@ -459,7 +459,7 @@ static void run_candidate(wk_state *w, const ll_graph *lg, double cutoff, bool c
                 pg_program_set_dim(p, name, w->dims[d], &e);
     }
     if (!e.code && pg_program_input_count(p) != w->ni)
-        lm_err_set(&e, LM_EVERIFY, NULL, "the program has %u inputs, the graph %u",
+        sr__fail(&e, LM_EVERIFY, NULL, "the program has %u inputs, the graph %u",
                    pg_program_input_count(p), w->ni);
     for (uint32_t i = 0; i < w->ni && !e.code; i++)
         pg_program_set_input(p, i, w->ins[i].data, w->ins[i].numel * hl_dtype_size(w->ins[i].dtype),
@@ -476,7 +476,7 @@ static void run_candidate(wk_state *w, const ll_graph *lg, double cutoff, bool c
         pg_program_free(p);
         return;
     }
-    hl_tensor *cand = calloc(w->no ? w->no : 1, sizeof *cand);
+    hl_tensor *cand = sr__zalloc(w->no ? w->no : 1, sizeof *cand);
     if (!cand) {
         fail(o, SR_ERROR, "", "worker: out of memory");
         pg_program_free(p);
@@ -539,7 +539,7 @@ static void candidate(wk_state *w, const char *t, size_t len)
     double cutoff = sr__kv(t, len, "cutoff_ms", v, sizeof v) ? strtod(v, NULL) : 0;
     bool check = kv_u64(t, len, "check", 0) != 0;
     if (!sr__kv(t, len, "hook", hook, sizeof hook)) strcpy(hook, "none");
-    cand_out *o = calloc(1, sizeof *o);
+    cand_out *o = sr__zalloc(1, sizeof *o);
     if (!o) {
         fprintf(stderr, "luminal worker %d: out of memory\n", (int)getpid());
         _exit(5);
@@ -557,7 +557,7 @@ static void candidate(wk_state *w, const char *t, size_t len)
     ll_graph_free(lg);
     one_line(o->why);
     size_t cap = strlen(o->why) + 512;
-    char *msg = malloc(cap);
+    char *msg = sr__alloc(cap, 1);
     if (!msg) _exit(5);
     snprintf(msg, cap,
              "id=%" PRIu64 "\nstatus=%d\nms=%.9g\ncompile_s=%.6f\ntrials=%u\nchecked=%d\n"

@@ -79,7 +79,7 @@ START_TEST(random_genomes_of_generated_graphs_build_and_verify)
         ck_assert_msg(g != NULL, "%s", he.msg);
         tl_env t;
         lm_err err = {0};
-        int rc = tl_try(&t, g, NULL, NULL, &err);
+        int rc = tl_try(&t, g, NULL, &err);
         ck_assert_msg(rc == LM_OK, "generated graph %llu: %s", (unsigned long long)seed, err.msg);
         build_many(&t, g, seed, 20);
         graphs++;

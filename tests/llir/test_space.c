@@ -239,7 +239,7 @@ START_TEST(the_root_must_survive)
     hl_graph *g = tl_example("rmsnorm_f32_8192x4096");
     tl_env env;
     lm_err err = {0};
-    ck_assert_int_eq(tl_try(&env, g, r, NULL, &err), LM_EVERIFY);
+    ck_assert_int_eq(tl_try(&env, g, r, &err), LM_EVERIFY);
     ck_assert_msg(strstr(err.msg, "the root has no program left") && strstr(err.msg, "Output"),
                   "%s", err.msg);
     ck_assert_uint_ne(err.node_id, LM_NONE);
@@ -258,7 +258,7 @@ static void expect_space_refused(const char *example, const char *extra, const c
     hl_graph *g = tl_example(example);
     tl_env env;
     lm_err err = {0};
-    ck_assert_int_eq(tl_try(&env, g, r, NULL, &err), LM_EVERIFY);
+    ck_assert_int_eq(tl_try(&env, g, r, &err), LM_EVERIFY);
     ck_assert_msg(strstr(err.msg, want1) && strstr(err.msg, want2), "wanted '%s' and '%s' in: %s",
                   want1, want2, err.msg);
     tl_fini(&env);
@@ -343,7 +343,7 @@ START_TEST(out_of_memory_is_an_error)
     hl_graph *g = tl_example("primitives_strided");
     tl_env t;
     tl_build(&t, g, NULL);
-    eg_value root = eg_find(t.e, t.enc.root);
+    eg_value root = cs_session_root(t.cs);
     uint32_t ok = 0, failed = 0;
     for (long i = 0; i < 100000; i++) {
         lm_err err = {0};
