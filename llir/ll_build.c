@@ -187,6 +187,10 @@ int ll__graph_finish(ll_graph *g, lm_err *err)
         ll__free(out);
         return rc;
     }
+    for (uint32_t i = 0; i < ni; i++)
+        assert(in[i] < g->n_nodes && g->nodes[in[i]].kind == LL_INPUT);
+    for (uint32_t i = 0; i < no; i++)
+        assert(out[i] < g->n_nodes && g->nodes[out[i]].kind == LL_OUTPUT);
     g->inputs = in;
     g->n_inputs = ni;
     g->outputs = out;

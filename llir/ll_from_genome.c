@@ -436,6 +436,10 @@ static int emit_interior(gb *b, uint32_t c, uint32_t rid, uint32_t fx, uint32_t 
                 ids[j] = b->imemo[in[j]];
             if ((rc = op_node(b, x, n, kn, o, LL_FUSED, rid, ids, nin, &id))) return rc;
         }
+        /* an interior node follows its region node and reads earlier nodes (docs/llir.md) */
+        assert(id > rid && b->g->nodes[id].region == rid);
+        for (uint32_t j = 0; j < b->g->nodes[id].n_in; j++)
+            assert(b->g->nodes[id].in[j] < id);
         b->imemo[x] = id;
         b->istate[x] = DONE;
         top--;

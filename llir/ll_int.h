@@ -314,6 +314,7 @@ bool ll__node_has_mm(const ll_node *n);
  * order over classes (ll_from_genome.c) and the space's heights ((height, node) packed). */
 static inline void ll__heap_push(uint64_t *h, uint32_t *n, uint64_t key)
 {
+    assert(*n < UINT32_MAX);
     uint32_t i = (*n)++;
     h[i] = key;
     while (i > 0 && h[(i - 1) / 2] > h[i]) {

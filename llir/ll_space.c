@@ -671,6 +671,19 @@ static int heights(build *b)
                 ll__heap_push(heap, &nh, (uint64_t)(val[m] + 1) << 32 | m);
         }
     }
+#ifndef NDEBUG
+    /* the safe choice of a class reads only classes of lower height, so safe choices form
+       no cycle (genome repair falls back on them) */
+    for (uint32_t c = 0; c < s->nc; c++) {
+        if (!searchable_kind(s->ckind[c]) || b->height[c] == INF) continue;
+        uint32_t n = s->canon[c];
+        assert(n != LM_NONE && ser->nodes[n].eclass == c);
+        for (uint32_t j = 0; j < ser->nodes[n].nchildren; j++) {
+            uint32_t cc = ll__kid(s, n, j);
+            assert(!searchable_kind(s->ckind[cc]) || b->height[cc] < b->height[c]);
+        }
+    }
+#endif
     /* a candidate reading a class of no finite height is pruned (it could only be part of a
      * cycle) */
     for (uint32_t n = 0; n < s->nn; n++)
@@ -743,7 +756,11 @@ static int number(build *b)
             s->kstart[ci] = ki;
             for (uint32_t j = 0; j < ser->nodes[n].nchildren; j++) {
                 uint32_t cc = ll__kid(s, n, j);
-                if (searchable_kind(s->ckind[cc])) s->kids[ki++] = s->sidx[cc];
+                if (!searchable_kind(s->ckind[cc])) continue;
+                /* a candidate's searchable children all have choices (heights pruned the
+                   readers of empty classes) */
+                assert(s->sidx[cc] != LM_NONE);
+                s->kids[ki++] = s->sidx[cc];
             }
             ci++;
         }
