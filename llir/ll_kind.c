@@ -140,6 +140,7 @@ static int decode_prim(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o
     pr->n_in = o->n_inputs;
     int rc = LM_OK;
     hl_view *v0 = &pr->in[0].view, *v1 = &pr->in[1].view, *v2 = &pr->in[2].view;
+    bool shape_v0 = false; /* the output's shape is the first view's dims */
     switch (o->prim) {
     case HL_OP_CONSTANT:
         pr->constant = (float)ll__kind_f64(b, kn, 0);
@@ -159,8 +160,7 @@ static int decode_prim(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o
     case HL_OP_SQRT:
         rc = ll__kind_view(b, cls, kn, o, 0, 1, v0);
         if (!rc) rc = check_out_strides(b, cls, kn, o, 2, v0->ndim, v0->dims);
-        pr->ndim = v0->ndim;
-        memcpy(pr->shape, v0->dims, sizeof pr->shape);
+        shape_v0 = true;
         break;
     case HL_OP_ADD:
     case HL_OP_MUL:
@@ -169,21 +169,18 @@ static int decode_prim(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o
         rc = ll__kind_view(b, cls, kn, o, 0, 1, v0);
         if (!rc) rc = ll__kind_view(b, cls, kn, o, 0, 2, v1);
         if (!rc) rc = check_out_strides(b, cls, kn, o, 3, v0->ndim, v0->dims);
-        pr->ndim = v0->ndim;
-        memcpy(pr->shape, v0->dims, sizeof pr->shape);
+        shape_v0 = true;
         break;
     case HL_OP_GATHER:
         rc = ll__kind_view(b, cls, kn, o, 0, 1, v0);
         if (!rc) rc = ll__kind_view(b, cls, kn, o, 2, 3, v1);
-        pr->ndim = v0->ndim;
-        memcpy(pr->shape, v0->dims, sizeof pr->shape);
+        shape_v0 = true;
         break;
     case HL_OP_SCATTER:
         rc = ll__kind_view(b, cls, kn, o, 0, 1, v0);
         if (!rc) rc = ll__kind_view(b, cls, kn, o, 2, 3, v1);
         if (!rc) rc = ll__kind_view(b, cls, kn, o, 2, 4, v2);
-        pr->ndim = v0->ndim;
-        memcpy(pr->shape, v0->dims, sizeof pr->shape);
+        shape_v0 = true;
         break;
     case HL_OP_SUM_REDUCE:
     case HL_OP_MAX_REDUCE: {
@@ -205,6 +202,10 @@ static int decode_prim(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o
         rc = ll__space_fail(b->s, b->err, b->what, cls, kn, "%s computes no primitive", o->name);
     }
     if (rc) return rc;
+    if (shape_v0) {
+        pr->ndim = v0->ndim;
+        memcpy(pr->shape, v0->dims, sizeof pr->shape);
+    }
     if (o->prim == HL_OP_CAST) pr->cast_to = nd->dtype;
     pr->dtype = nd->dtype;
     nd->ndim = pr->ndim;
