@@ -155,6 +155,16 @@ void eg_serial_extract(const eg_serialized *s, eg_serial_usable usable, void *ct
             if (sz != INF) offer(s, cost, pick, heap, &nh, m, sz);
         }
     }
-    /* a class that was offered but never settled cannot exist: the heap empties only
-     * after settling every class it held */
+#ifndef NDEBUG
+    /* every pick is usable, of its class, and its children cost less (so picks form no
+       cycle); every class with a finite cost was settled */
+    for (uint32_t c = 0; c < nc; c++) {
+        assert((cost[c] == INF) == (pick[c] == NONE));
+        if (pick[c] == NONE) continue;
+        const eg_snode *n = &s->nodes[pick[c]];
+        assert(settled[c] && n->eclass == c && pending[pick[c]] == 0);
+        for (uint32_t k = 0; k < n->nchildren; k++)
+            assert(cost[s->children[n->child_start + k]] < cost[c]);
+    }
+#endif
 }

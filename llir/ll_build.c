@@ -21,9 +21,11 @@ hl_expr_pool *ll__graph_pool(ll_graph *g)
     return g->pool;
 }
 
-void ll__node_empty(ll_node *n)
+void ll__node_init(ll_node *n, ll_kind kind, ll_op op)
 {
     memset(n, 0, sizeof *n);
+    n->kind = kind;
+    n->op = op;
     n->region = LM_NONE;
     for (uint32_t i = 0; i < LL_MAX_IN; i++)
         n->in[i] = LM_NONE;
@@ -185,6 +187,10 @@ int ll__graph_finish(ll_graph *g, lm_err *err)
         ll__free(out);
         return rc;
     }
+    for (uint32_t i = 0; i < ni; i++)
+        assert(in[i] < g->n_nodes && g->nodes[in[i]].kind == LL_INPUT);
+    for (uint32_t i = 0; i < no; i++)
+        assert(out[i] < g->n_nodes && g->nodes[out[i]].kind == LL_OUTPUT);
     g->inputs = in;
     g->n_inputs = ni;
     g->outputs = out;

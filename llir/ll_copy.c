@@ -136,6 +136,8 @@ ll_graph *ll_graph_copy(const ll_graph *src, lm_err *err)
     g->n_inputs = src->n_inputs;
     g->n_outputs = src->n_outputs;
     g->finished = src->finished;
+    assert(g->n_nodes == src->n_nodes && g->n_dims == src->n_dims &&
+           g->n_origins == src->n_origins);
     ll__free(memo);
     return g;
 oom:

@@ -84,20 +84,7 @@ static int xview_init(ll_exec *x, uint32_t id, uint32_t k, const hl_view *vw, si
 static int widen(ll_exec *x, uint32_t id, uint32_t k, float **out, size_t *count)
 {
     const ll_node *n = ll_graph_node(x->g, id);
-    uint32_t src = n->in[k];
-    hl_tensor t;
-    bool copied;
-    *count = x->numel[src];
-    *out = NULL;
-    int rc = ll__x_operand(x, id, src, n->in_dtype[k], *count, &t, &copied);
-    if (rc) return rc;
-    float *f = ll__alloc(*count ? *count : 1, sizeof(float));
-    if (!f) rc = ll__fail_node(x->err, LM_ENOMEM, x->g, id, "out of memory");
-    for (size_t e = 0; f && e < *count; e++)
-        f[e] = (float)hl_tensor_get(&t, e);
-    if (copied) hl_tensor_fini(&t);
-    *out = f;
-    return rc;
+    return ll__x_operand_f32(x, id, n->in[k], n->in_dtype[k], out, count);
 }
 
 size_t ll__x_attn_work(const ll_exec *x, uint32_t id)

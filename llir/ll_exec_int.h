@@ -45,6 +45,10 @@ static inline const int64_t *ll__x_dims(const ll_exec *x, uint32_t id)
 int ll__x_operand(ll_exec *x, uint32_t id, uint32_t src, hl_dtype rdt, size_t count, hl_tensor *out,
                   bool *copied);
 
+/* Producer src of node id read as rdt, widened to f32 values: *count of them in *out
+ * (the caller frees it with ll__free). */
+int ll__x_operand_f32(ll_exec *x, uint32_t id, uint32_t src, hl_dtype rdt, float **out,
+                      size_t *count);
 /* Bytes of the reinterpreting copy ll__x_operand makes (0 when it reads in place). */
 size_t ll__x_operand_bytes(const ll_exec *x, uint32_t src, hl_dtype rdt, size_t count);
 

@@ -78,19 +78,7 @@ static int decode(ll_exec *x, uint32_t id, uint32_t i, float **out, size_t *coun
         return ll__fail_node(x->err, LM_EVERIFY, x->g, id,
                              "operand %u: the node reads %s but its matmul says %s", i,
                              hl_dtype_name(n->in_dtype[i]), hl_dtype_name(rdt));
-    hl_tensor t;
-    bool copied;
-    *count = x->numel[src];
-    *out = NULL;
-    int rc = ll__x_operand(x, id, src, rdt, *count, &t, &copied);
-    if (rc) return rc;
-    float *f = ll__alloc(*count ? *count : 1, sizeof(float));
-    if (!f) rc = ll__fail_node(x->err, LM_ENOMEM, x->g, id, "out of memory");
-    for (size_t e = 0; f && e < *count; e++)
-        f[e] = (float)hl_tensor_get(&t, e);
-    if (copied) hl_tensor_fini(&t);
-    *out = f;
-    return rc;
+    return ll__x_operand_f32(x, id, src, rdt, out, count);
 }
 
 /* Checks that the farthest element of A (or B) lies inside its `have` elements. */

@@ -159,3 +159,21 @@ int ll__x_mini_run(ll_exec *x, uint32_t id, hl_graph *hg, const hl_tensor *ins)
     x->owned[id] = true;
     return 0;
 }
+
+int ll__x_operand_f32(ll_exec *x, uint32_t id, uint32_t src, hl_dtype rdt, float **out,
+                      size_t *count)
+{
+    hl_tensor t;
+    bool copied;
+    *count = x->numel[src];
+    *out = NULL;
+    int rc = ll__x_operand(x, id, src, rdt, *count, &t, &copied);
+    if (rc) return rc;
+    float *f = ll__alloc(*count ? *count : 1, sizeof(float));
+    if (!f) rc = ll__fail_node(x->err, LM_ENOMEM, x->g, id, "out of memory");
+    for (size_t e = 0; f && e < *count; e++)
+        f[e] = (float)hl_tensor_get(&t, e);
+    if (copied) hl_tensor_fini(&t);
+    *out = f;
+    return rc;
+}

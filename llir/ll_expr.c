@@ -204,19 +204,23 @@ void ll__eval_fini(ll__eval *ev)
     ev->ok = NULL;
 }
 
+/* What the z-free pass knows of e: V_OK with its value in *v, V_FAIL (it cannot be
+ * evaluated), or V_Z with its node in *nd (it depends on z: the caller walks it). */
+static int lookup(const ll__eval *ev, hl_expr e, int64_t *v, hl_expr_node *nd)
+{
+    *v = ev->val[e];
+    if (ev->ok[e] != V_Z) return ev->ok[e];
+    *nd = hl_e_get(ev->p, e);
+    return V_Z;
+}
+
 bool ll__eval_at(const ll__eval *ev, hl_expr e, int64_t z, int64_t *out)
 {
     if (e >= ev->n) return false;
-    if (ev->ok[e] == V_OK) {
-        *out = ev->val[e];
-        return true;
-    }
-    if (ev->ok[e] == V_FAIL) return false;
-    hl_expr_node nd = hl_e_get(ev->p, e);
-    if (nd.kind == HL_E_Z) {
-        *out = z;
-        return true;
-    }
+    hl_expr_node nd;
+    int st = lookup(ev, e, out, &nd);
+    if (st != V_Z) return st == V_OK;
+    if (nd.kind == HL_E_Z) return (*out = z, true);
     int64_t a, b;
     if (!ll__eval_at(ev, nd.a, z, &a)) return false;
     if (nd.kind == HL_E_AND && !a) return (*out = 0, true);
@@ -248,16 +252,11 @@ static bool corners(hl_expr_kind k, ival a, ival b, ival *r)
 
 static bool range(const ll__eval *ev, hl_expr e, int64_t zl, int64_t zu, ival *r)
 {
-    if (ev->ok[e] == V_OK) {
-        *r = (ival){ev->val[e], ev->val[e], true};
-        return true;
-    }
-    if (ev->ok[e] == V_FAIL) return false;
-    hl_expr_node nd = hl_e_get(ev->p, e);
-    if (nd.kind == HL_E_Z) {
-        *r = (ival){zl, zu, true};
-        return true;
-    }
+    int64_t v;
+    hl_expr_node nd;
+    int st = lookup(ev, e, &v, &nd);
+    if (st != V_Z) return (*r = (ival){v, v, true}, st == V_OK);
+    if (nd.kind == HL_E_Z) return (*r = (ival){zl, zu, true}, true);
     ival a, b;
     if (!range(ev, nd.a, zl, zu, &a) || !range(ev, nd.b, zl, zu, &b)) return false;
     bool za = ev->ok[nd.a] == V_Z, zb = ev->ok[nd.b] == V_Z;

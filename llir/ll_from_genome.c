@@ -56,13 +56,14 @@ static uint32_t chosen(gb *b, uint32_t cls)
     const ll_space *s = b->k.s;
     uint32_t si = cls < s->nc ? s->sidx[cls] : LM_NONE;
     if (si == LM_NONE) {
-        ll__kd_fail(&b->k, cls, LM_NONE,
-                    "the class has no choice (not searchable, or nothing left)");
+        ll__space_fail(b->k.s, b->k.err, b->k.what, cls, LM_NONE,
+                       "the class has no choice (not searchable, or nothing left)");
         return LM_NONE;
     }
     uint32_t j = b->gn->choice[si];
     if (j >= s->cstart[si + 1] - s->cstart[si]) {
-        ll__kd_fail(&b->k, cls, LM_NONE, "the genome's choice %u is out of range", j);
+        ll__space_fail(b->k.s, b->k.err, b->k.what, cls, LM_NONE,
+                       "the genome's choice %u is out of range", j);
         return LM_NONE;
     }
     return s->cnode[s->cstart[si] + j];
@@ -75,8 +76,8 @@ static uint32_t kind_of(gb *b, uint32_t opnode, const ll_op_info **o)
     if (kn == LM_NONE) return LM_NONE;
     uint16_t c = b->k.s->code[kn];
     if (c >= ll_op_count()) {
-        ll__kd_fail(&b->k, b->k.s->ser.nodes[opnode].eclass, opnode,
-                    "its kind is not a registered op");
+        ll__space_fail(b->k.s, b->k.err, b->k.what, b->k.s->ser.nodes[opnode].eclass, opnode,
+                       "its kind is not a registered op");
         return LM_NONE;
     }
     *o = ll_op_get(c);
@@ -94,10 +95,10 @@ static int entries(gb *b, uint32_t opnode, uint32_t *cls, uint32_t *n)
         if (ln == LM_NONE) return b->k.err->code;
         if (s->code[ln] == LL__C_INIL) return LM_OK;
         if (*n == LL_MAX_IN)
-            return ll__kd_fail(&b->k, s->ser.nodes[opnode].eclass, opnode,
-                               "the IList has more than %d "
-                               "entries",
-                               LL_MAX_IN);
+            return ll__space_fail(b->k.s, b->k.err, b->k.what, s->ser.nodes[opnode].eclass, opnode,
+                                  "the IList has more than %d "
+                                  "entries",
+                                  LL_MAX_IN);
         cls[(*n)++] = ll__kid(s, ln, 0);
         l = ll__kid(s, ln, 1);
     }
@@ -132,9 +133,9 @@ static int region_deps(gb *b, uint32_t r, uint32_t fx)
         if (n == LM_NONE) return b->k.err->code;
         const ll_op_info *o = NULL;
         if (s->code[n] != LL__C_OP || kind_of(b, n, &o) == LM_NONE || !ll__interior(o->dialect))
-            return lm_err_is_set(b->k.err)
-                       ? b->k.err->code
-                       : ll__kd_fail(&b->k, c, n, "a region holds a top-level node");
+            return lm_err_is_set(b->k.err) ? b->k.err->code
+                                           : ll__space_fail(b->k.s, b->k.err, b->k.what, c, n,
+                                                            "a region holds a top-level node");
         uint32_t in[LL_MAX_IN], nin;
         int rc = entries(b, n, in, &nin);
         if (rc) return rc;
@@ -151,8 +152,9 @@ static int region_deps(gb *b, uint32_t r, uint32_t fx)
         uint32_t d = in[k];
         if (b->istamp[d] == r && b->istate[d] == DONE) continue;
         if (b->istamp[d] == r && b->istate[d] == BUSY)
-            return ll__kd_fail(&b->k, c, n,
-                               "the chosen nodes of the region form a cycle through class c%u", d);
+            return ll__space_fail(b->k.s, b->k.err, b->k.what, c, n,
+                                  "the chosen nodes of the region form a cycle through class c%u",
+                                  d);
         b->istamp[d] = r;
         b->istate[d] = BUSY;
         b->istack[top] = d;
@@ -170,13 +172,15 @@ static int class_deps(gb *b, uint32_t c, uint32_t n)
     const ll_op_info *o = NULL;
     if (kind_of(b, n, &o) == LM_NONE) return b->k.err->code;
     if (ll__interior(o->dialect) || o->dialect == LL_D_HLIR || o->dialect == LL_D_IO)
-        return ll__kd_fail(&b->k, c, n, "%s is not a top-level op", o->name);
+        return ll__space_fail(b->k.s, b->k.err, b->k.what, c, n, "%s is not a top-level op",
+                              o->name);
     uint32_t in[LL_MAX_IN], nin;
     int rc = entries(b, n, in, &nin);
     if (rc) return rc;
     if (o->dialect == LL_D_REGION) {
         if (nin != 1)
-            return ll__kd_fail(&b->k, c, n, "FStore takes one input, its IList has %u", nin);
+            return ll__space_fail(b->k.s, b->k.err, b->k.what, c, n,
+                                  "FStore takes one input, its IList has %u", nin);
         rc = region_deps(b, c, in[0]);
     } else {
         for (uint32_t k = 0; k < nin && !rc; k++)
@@ -203,8 +207,8 @@ static int collect_top(gb *b, uint32_t c0)
             if (n == LM_NONE) return b->k.err->code;
             uint16_t code = s->code[n];
             if (code != LL__C_OP && code != ll_op_find("Input"))
-                return ll__kd_fail(&b->k, c, n,
-                                   "an op reads class c%u, which is not a stored tensor", c);
+                return ll__space_fail(b->k.s, b->k.err, b->k.what, c, n,
+                                      "an op reads class c%u, which is not a stored tensor", c);
             int rc = class_deps(b, c, n);
             if (rc) return rc;
         }
@@ -218,8 +222,8 @@ static int collect_top(gb *b, uint32_t c0)
         uint32_t d = b->deps[b->dep_off[c] + k];
         if (b->tstate[d] == DONE) continue;
         if (b->tstate[d] == BUSY)
-            return ll__kd_fail(&b->k, c, LM_NONE, "the chosen nodes form a cycle through class c%u",
-                               d);
+            return ll__space_fail(b->k.s, b->k.err, b->k.what, c, LM_NONE,
+                                  "the chosen nodes form a cycle through class c%u", d);
         b->tstate[d] = BUSY;
         b->stack[top] = d;
         b->stack_k[top++] = 0;
@@ -239,15 +243,20 @@ static int collect(gb *b)
         uint32_t n = chosen(b, c);
         if (n == LM_NONE) return b->k.err->code;
         if (s->code[n] == op_join) {
-            if (top + 2 > s->nc) return ll__kd_fail(&b->k, c, n, "the OutputJoins form a cycle");
+            if (top + 2 > s->nc)
+                return ll__space_fail(b->k.s, b->k.err, b->k.what, c, n,
+                                      "the OutputJoins form a cycle");
             b->stack[top++] = ll__kid(s, n, 1);
             b->stack[top++] = ll__kid(s, n, 0);
         } else if (s->code[n] == op_out) {
-            if (b->nouts == s->nc) return ll__kd_fail(&b->k, c, n, "the OutputJoins form a cycle");
+            if (b->nouts == s->nc)
+                return ll__space_fail(b->k.s, b->k.err, b->k.what, c, n,
+                                      "the OutputJoins form a cycle");
             b->outs[b->nouts++] = n;
         } else {
-            return ll__kd_fail(&b->k, c, n, "the root holds %s, not an Output or OutputJoin",
-                               s->ser.nodes[n].op);
+            return ll__space_fail(b->k.s, b->k.err, b->k.what, c, n,
+                                  "the root holds %s, not an Output or OutputJoin",
+                                  s->ser.nodes[n].op);
         }
     }
     for (uint32_t i = 0; i < b->nouts; i++) {
@@ -394,7 +403,8 @@ static int emit_interior(gb *b, uint32_t c, uint32_t rid, uint32_t fx, uint32_t 
             uint32_t d = in[k];
             if (b->istamp[d] == stamp && b->istate[d] == DONE) continue;
             if (b->istamp[d] == stamp)
-                return ll__kd_fail(&b->k, x, n, "the chosen nodes of the region form a cycle");
+                return ll__space_fail(b->k.s, b->k.err, b->k.what, x, n,
+                                      "the chosen nodes of the region form a cycle");
             b->istamp[d] = stamp;
             b->istate[d] = BUSY;
             b->istack[top] = d;
@@ -407,7 +417,8 @@ static int emit_interior(gb *b, uint32_t c, uint32_t rid, uint32_t fx, uint32_t 
         } else if (o->dialect == LL_D_LOAD) {
             uint32_t src = b->top[in[0]];
             if (src == LM_NONE)
-                return ll__kd_fail(&b->k, x, n, "FLoad reads class c%u, not built", in[0]);
+                return ll__space_fail(b->k.s, b->k.err, b->k.what, x, n,
+                                      "FLoad reads class c%u, not built", in[0]);
             if ((rc = new_node(b, LL_LOAD, s->code[kn], x, n, &id))) return rc;
             ll_node *nd = &b->g->nodes[id];
             const ll_node *sn = &b->g->nodes[src];
@@ -425,6 +436,10 @@ static int emit_interior(gb *b, uint32_t c, uint32_t rid, uint32_t fx, uint32_t 
                 ids[j] = b->imemo[in[j]];
             if ((rc = op_node(b, x, n, kn, o, LL_FUSED, rid, ids, nin, &id))) return rc;
         }
+        /* an interior node follows its region node and reads earlier nodes (docs/llir.md) */
+        assert(id > rid && b->g->nodes[id].region == rid);
+        for (uint32_t j = 0; j < b->g->nodes[id].n_in; j++)
+            assert(b->g->nodes[id].in[j] < id);
         b->imemo[x] = id;
         b->istate[x] = DONE;
         top--;
@@ -467,7 +482,8 @@ static int emit_top(gb *b, uint32_t c)
         for (uint32_t k = 0; k < nin; k++) {
             ids[k] = b->top[in[k]];
             if (ids[k] == LM_NONE)
-                return ll__kd_fail(&b->k, c, n, "input class c%u is not built", in[k]);
+                return ll__space_fail(b->k.s, b->k.err, b->k.what, c, n,
+                                      "input class c%u is not built", in[k]);
         }
         ll_kind kind = o->dialect == LL_D_LIBRARY ? LL_LIBRARY : LL_KERNEL;
         if ((rc = op_node(b, c, n, kn, o, kind, LM_NONE, ids, nin, &id))) return rc;
@@ -523,15 +539,16 @@ static int emit_outputs(gb *b)
         uint32_t n = b->outs[i];
         int64_t idx = eg_value_as_i64(s->ser.class_value[ll__kid(s, n, 1)]);
         if (idx < 0 || idx >= (int64_t)b->nouts)
-            rc = ll__kd_fail(&b->k, s->ser.nodes[n].eclass, n, "Output index %lld out of 0..%u",
-                             (long long)idx, b->nouts - 1);
+            rc = ll__space_fail(b->k.s, b->k.err, b->k.what, s->ser.nodes[n].eclass, n,
+                                "Output index %lld out of 0..%u", (long long)idx, b->nouts - 1);
         key[i] = (uint64_t)idx << 32 | n;
     }
     if (!rc) qsort(key, b->nouts, sizeof(uint64_t), out_cmp);
     for (uint32_t i = 0; i < b->nouts && !rc; i++) {
         uint32_t n = (uint32_t)key[i], cls = s->ser.nodes[n].eclass, id;
         if ((key[i] >> 32) != i) {
-            rc = ll__kd_fail(&b->k, cls, n, "two Outputs have index %u", (uint32_t)(key[i] >> 32));
+            rc = ll__space_fail(b->k.s, b->k.err, b->k.what, cls, n, "two Outputs have index %u",
+                                (uint32_t)(key[i] >> 32));
             break;
         }
         uint32_t src = b->top[ll__kid(s, n, 0)];

@@ -245,6 +245,8 @@ int ll_genome_repair(ll_genome *g, const ll_space *s, lm_pcg32 *rng, lm_err *err
         r = repair_walk(&w, g, NULL, 0);
     }
     walk_fini(&w);
+    /* the hash updated in O(1) per choice is the hash of the choices (llir.h) */
+    assert(g->hash == ll_genome_rehash(g, s));
     if (r != 1)
         return ll__fail(err, LM_EVERIFY, NULL,
                         "genome repair: the root class c%u has no program without a cycle",

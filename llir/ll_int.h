@@ -45,6 +45,11 @@ int ll__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
 #endif
     ;
 int ll__oom(lm_err *err, const char *where);
+/* ll__fail with "prefix: " before the message fmt formats from ap (the first error wins:
+ * nothing happens when err is already set). What every located failure of llir's files
+ * (a node, a class, a field) ends in. */
+int ll__vfail_prefix(lm_err *err, int code, const lm_loc *loc, const char *prefix, const char *fmt,
+                     va_list ap);
 
 /* ==================================================================================
  * The engine adapter (ll_eg.c)
@@ -204,6 +209,16 @@ static inline int64_t ll__lit_i64(const ll_space *s, uint32_t cls)
  * (lm_now_s; 0: none). */
 int ll__space_dtype_check(const ll_space *s, double deadline, lm_err *err);
 
+/* LM_EVERIFY naming serialized class cls of s and, unless LM_NONE, its node and the
+ * node's constructor, after what ("space", "graph", "space: a kind's fields")
+ * (ll_node_text.c). */
+int ll__space_fail(const ll_space *s, lm_err *err, const char *what, uint32_t cls, uint32_t node,
+                   const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
+
 /* The dialect of a choice (its op's; LL_D_COUNT for IList nodes). */
 ll_dialect ll__choice_dialect(const ll_space *s, uint32_t choice);
 /* Tests only: the genome repair walk's step budget (0: the default), thread-local. */
@@ -297,6 +312,7 @@ bool ll__node_has_mm(const ll_node *n);
  * order over classes (ll_from_genome.c) and the space's heights ((height, node) packed). */
 static inline void ll__heap_push(uint64_t *h, uint32_t *n, uint64_t key)
 {
+    assert(*n < UINT32_MAX);
     uint32_t i = (*n)++;
     h[i] = key;
     while (i > 0 && h[(i - 1) / 2] > h[i]) {

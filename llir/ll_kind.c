@@ -10,22 +10,6 @@
 #include <math.h>
 #include <stdio.h>
 
-int ll__kd_fail(const ll__kd *b, uint32_t cls, uint32_t node, const char *fmt, ...)
-{
-    char msg[LM_ERR_MSG / 2];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    lm_loc loc = {.node_id = cls};
-    if (node != LM_NONE) {
-        loc.node = b->s->ser.nodes[node].op;
-        return ll__fail(b->err, LM_EVERIFY, &loc, "%s: class c%u (node n%u, %s): %s", b->what, cls,
-                        node, b->s->ser.nodes[node].op, msg);
-    }
-    return ll__fail(b->err, LM_EVERIFY, &loc, "%s: class c%u: %s", b->what, cls, msg);
-}
-
 int ll__kind_elist(ll__kd *b, uint32_t kn, uint32_t f, const ll_op_info *o, uint32_t *n,
                    hl_expr *out)
 {
@@ -42,7 +26,8 @@ int ll__kind_dtype(ll__kd *b, uint32_t cls, uint32_t kn, uint32_t f, const ll_op
 {
     int d = ll__dtype_of(b->s, ll__kid(b->s, kn, f));
     if (d < 0)
-        return ll__kd_fail(b, cls, kn, "field '%s' is not a readable DType", o->fields[f].name);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn, "field '%s' is not a readable DType",
+                              o->fields[f].name);
     *out = (hl_dtype)d;
     return LM_OK;
 }
@@ -78,7 +63,8 @@ static hl_expr pool_fail(ll__kd *b, uint32_t cls, uint32_t kn)
     if (hl_expr_pool_failed(b->xd.p))
         ll__oom(b->err, "graph expressions");
     else
-        ll__kd_fail(b, cls, kn, "an expression built from the fields overflows int64");
+        ll__space_fail(b->s, b->err, b->what, cls, kn,
+                       "an expression built from the fields overflows int64");
     return HL_NONE;
 }
 
@@ -109,11 +95,12 @@ static int check_out_strides(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_i
     if (!rc) rc = contiguous(b, cls, kn, n, dims, want);
     if (rc) return rc;
     if (m != n)
-        return ll__kd_fail(b, cls, kn, "%s has %u entries for %u dims", o->fields[f].name, m, n);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn, "%s has %u entries for %u dims",
+                              o->fields[f].name, m, n);
     for (uint32_t i = 0; i < n; i++)
         if (got[i] != want[i])
-            return ll__kd_fail(
-                b, cls, kn,
+            return ll__space_fail(
+                b->s, b->err, b->what, cls, kn,
                 "%s[%u] is not the contiguous stride: every stored tensor and every value "
                 "of a region is contiguous",
                 o->fields[f].name, i);
@@ -139,8 +126,8 @@ int ll__kind_view(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o, uin
     if (!rc) rc = ll__kind_elist(b, kn, fs, o, &ns, st);
     if (rc) return rc;
     if (nd != ns)
-        return ll__kd_fail(b, cls, kn, "%s has %u entries for the %u of %s", o->fields[fs].name, ns,
-                           nd, o->fields[fd].name);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn, "%s has %u entries for the %u of %s",
+                              o->fields[fs].name, ns, nd, o->fields[fd].name);
     set_view(v, nd, d, st);
     return LM_OK;
 }
@@ -153,6 +140,7 @@ static int decode_prim(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o
     pr->n_in = o->n_inputs;
     int rc = LM_OK;
     hl_view *v0 = &pr->in[0].view, *v1 = &pr->in[1].view, *v2 = &pr->in[2].view;
+    bool shape_v0 = false; /* the output's shape is the first view's dims */
     switch (o->prim) {
     case HL_OP_CONSTANT:
         pr->constant = (float)ll__kind_f64(b, kn, 0);
@@ -172,8 +160,7 @@ static int decode_prim(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o
     case HL_OP_SQRT:
         rc = ll__kind_view(b, cls, kn, o, 0, 1, v0);
         if (!rc) rc = check_out_strides(b, cls, kn, o, 2, v0->ndim, v0->dims);
-        pr->ndim = v0->ndim;
-        memcpy(pr->shape, v0->dims, sizeof pr->shape);
+        shape_v0 = true;
         break;
     case HL_OP_ADD:
     case HL_OP_MUL:
@@ -182,27 +169,25 @@ static int decode_prim(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o
         rc = ll__kind_view(b, cls, kn, o, 0, 1, v0);
         if (!rc) rc = ll__kind_view(b, cls, kn, o, 0, 2, v1);
         if (!rc) rc = check_out_strides(b, cls, kn, o, 3, v0->ndim, v0->dims);
-        pr->ndim = v0->ndim;
-        memcpy(pr->shape, v0->dims, sizeof pr->shape);
+        shape_v0 = true;
         break;
     case HL_OP_GATHER:
         rc = ll__kind_view(b, cls, kn, o, 0, 1, v0);
         if (!rc) rc = ll__kind_view(b, cls, kn, o, 2, 3, v1);
-        pr->ndim = v0->ndim;
-        memcpy(pr->shape, v0->dims, sizeof pr->shape);
+        shape_v0 = true;
         break;
     case HL_OP_SCATTER:
         rc = ll__kind_view(b, cls, kn, o, 0, 1, v0);
         if (!rc) rc = ll__kind_view(b, cls, kn, o, 2, 3, v1);
         if (!rc) rc = ll__kind_view(b, cls, kn, o, 2, 4, v2);
-        pr->ndim = v0->ndim;
-        memcpy(pr->shape, v0->dims, sizeof pr->shape);
+        shape_v0 = true;
         break;
     case HL_OP_SUM_REDUCE:
     case HL_OP_MAX_REDUCE: {
         rc = ll__kind_view(b, cls, kn, o, 0, 2, v0);
         if (!rc && v0->ndim == HL_MAX_DIMS)
-            rc = ll__kd_fail(b, cls, kn, "a reduction's input has at most %d dims", HL_MAX_DIMS);
+            rc = ll__space_fail(b->s, b->err, b->what, cls, kn,
+                                "a reduction's input has at most %d dims", HL_MAX_DIMS);
         if (!rc) rc = field_expr(b, kn, 1, &v0->dims[v0->ndim]);
         if (!rc) rc = field_expr(b, kn, 3, &v0->strides[v0->ndim]);
         if (rc) break;
@@ -214,9 +199,13 @@ static int decode_prim(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o
         break;
     }
     default:
-        rc = ll__kd_fail(b, cls, kn, "%s computes no primitive", o->name);
+        rc = ll__space_fail(b->s, b->err, b->what, cls, kn, "%s computes no primitive", o->name);
     }
     if (rc) return rc;
+    if (shape_v0) {
+        pr->ndim = v0->ndim;
+        memcpy(pr->shape, v0->dims, sizeof pr->shape);
+    }
     if (o->prim == HL_OP_CAST) pr->cast_to = nd->dtype;
     pr->dtype = nd->dtype;
     nd->ndim = pr->ndim;
@@ -257,16 +246,17 @@ static int matmul_operand(ll__kd *b, uint32_t cls, uint32_t kn, const char *name
         hl_e_print(p, sr, t[0], sizeof t[0]);
         hl_e_print(p, sc, t[1], sizeof t[1]);
         hl_e_print(p, sbc, t[2], sizeof t[2]);
-        return ll__kd_fail(b, cls, kn,
-                           "KMatmul: %s is not read with strides linear in z (rows %s, columns %s, "
-                           "broadcast %s)",
-                           name, t[0], t[1], t[2]);
+        return ll__space_fail(
+            b->s, b->err, b->what, cls, kn,
+            "KMatmul: %s is not read with strides linear in z (rows %s, columns %s, "
+            "broadcast %s)",
+            name, t[0], t[1], t[2]);
     }
     if (!is_num(p, cb, 0))
-        return ll__kd_fail(b, cls, kn,
-                           "KMatmul: %s is not broadcast along the other operand's dim "
-                           "(its stride there is not 0)",
-                           name);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn,
+                              "KMatmul: %s is not broadcast along the other operand's dim "
+                              "(its stride there is not 0)",
+                              name);
     if (is_num(p, cc, 1) || is_num(p, cols, 1)) {
         *order = LL_ROW_MAJOR;
         *ld = cr;
@@ -279,10 +269,10 @@ static int matmul_operand(ll__kd *b, uint32_t cls, uint32_t kn, const char *name
         hl_e_print(p, rows, t[1], sizeof t[1]);
         hl_e_print(p, sc, t[2], sizeof t[2]);
         hl_e_print(p, cols, t[3], sizeof t[3]);
-        return ll__kd_fail(b, cls, kn,
-                           "KMatmul: %s is read neither row- nor column-major (no unit stride: "
-                           "stride %s over %s rows, %s over %s columns)",
-                           name, t[0], t[1], t[2], t[3]);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn,
+                              "KMatmul: %s is read neither row- nor column-major (no unit stride: "
+                              "stride %s over %s rows, %s over %s columns)",
+                              name, t[0], t[1], t[2], t[3]);
     }
     return LM_OK;
 }
@@ -299,16 +289,17 @@ static int batch_stride(ll__kd *b, uint32_t cls, uint32_t kn, const char *name, 
         if (is_num(p, sh[i], 1)) continue;
         hl_expr c = coefficient(p, st[i], sh[i]);
         if (c == HL_NONE)
-            return ll__kd_fail(b, cls, kn, "KMatmul: %s's batch stride %u is not linear in z", name,
-                               i);
+            return ll__space_fail(b->s, b->err, b->what, cls, kn,
+                                  "KMatmul: %s's batch stride %u is not linear in z", name, i);
         if (inner_c == HL_NONE) {
             *out = c;
         } else {
             hl_expr want = hl_e_mul(p, inner_c, inner_n);
             if (want == HL_NONE) return pool_fail(b, cls, kn), b->err->code;
             if (c != want)
-                return ll__kd_fail(b, cls, kn,
-                                   "KMatmul: %s's batch dims cannot be read with one stride", name);
+                return ll__space_fail(b->s, b->err, b->what, cls, kn,
+                                      "KMatmul: %s's batch dims cannot be read with one stride",
+                                      name);
         }
         inner_c = c;
         inner_n = sh[i];
@@ -326,10 +317,10 @@ static int decode_kmatmul(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info
     if (!rc) rc = ll__kind_elist(b, kn, 2, o, &nbs, bs);
     if (rc) return rc;
     if (n < 3 || na != n || nbs != n)
-        return ll__kd_fail(b, cls, kn,
-                           "KMatmul: the shape is [batch..., M, N, K] (%u dims) with as "
-                           "many strides for a and b (%u, %u)",
-                           n, na, nbs);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn,
+                              "KMatmul: the shape is [batch..., M, N, K] (%u dims) with as "
+                              "many strides for a and b (%u, %u)",
+                              n, na, nbs);
     uint32_t nb = n - 3, im = n - 3, in = n - 2, ik = n - 1;
     ll_matmul *mm = &nd->mm;
     mm->m = sh[im];
@@ -371,14 +362,15 @@ static int decode_blas(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o
     int64_t oa = field_i64(b, kn, 8), ob = field_i64(b, kn, 9), epi = field_i64(b, kn, 13);
     double beta = ll__kind_f64(b, kn, 12), alpha = ll__kind_f64(b, kn, 10);
     if ((oa != 0 && oa != 1) || (ob != 0 && ob != 1))
-        return ll__kd_fail(b, cls, kn,
-                           "Blas: order_a and order_b are 0 (row-major) or 1 (column-major), "
-                           "not %lld and %lld",
-                           (long long)oa, (long long)ob);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn,
+                              "Blas: order_a and order_b are 0 (row-major) or 1 (column-major), "
+                              "not %lld and %lld",
+                              (long long)oa, (long long)ob);
     if (beta != 0.0 && beta != 1.0)
-        return ll__kd_fail(b, cls, kn, "Blas: beta is 0 or 1, not %g", beta);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn, "Blas: beta is 0 or 1, not %g", beta);
     if (epi < 0 || epi > 3)
-        return ll__kd_fail(b, cls, kn, "Blas: epilogue is 0 to 3, not %lld", (long long)epi);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn, "Blas: epilogue is 0 to 3, not %lld",
+                              (long long)epi);
     hl_dtype adt = HL_F32;
     int rc = ll__kind_dtype(b, cls, kn, 11, o, &adt);
     if (!rc) rc = ll__kind_dtype(b, cls, kn, 14, o, &mm->type_a);
@@ -394,10 +386,10 @@ static int decode_blas(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o
     mm->epilogue = (ll_epilogue)epi;
     uint32_t want = ll_op_input_count(nd->op, beta, epi);
     if (nin != want)
-        return ll__kd_fail(b, cls, kn,
-                           "Blas with beta %g and epilogue %lld takes %u inputs, its IList "
-                           "has %u",
-                           beta, (long long)epi, want, nin);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn,
+                              "Blas with beta %g and epilogue %lld takes %u inputs, its IList "
+                              "has %u",
+                              beta, (long long)epi, want, nin);
     nd->ndim = 0;
     if (!is_num(p, mm->batch, 1)) nd->shape[nd->ndim++] = mm->batch;
     nd->shape[nd->ndim++] = mm->m;
@@ -418,8 +410,8 @@ static int decode_attn(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o
     bool mask = o->n_inputs == 4;
     uint32_t f = mask ? 6 : 5; /* the first field after the lists */
     if (nin != o->n_inputs)
-        return ll__kd_fail(b, cls, kn, "%s takes %u inputs, its IList has %u", o->name, o->n_inputs,
-                           nin);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn,
+                              "%s takes %u inputs, its IList has %u", o->name, o->n_inputs, nin);
     int rc = ll__kind_elist(b, kn, 0, o, &n, sh);
     if (!rc) rc = ll__kind_elist(b, kn, 1, o, &nq, qs);
     if (!rc) rc = ll__kind_elist(b, kn, 2, o, &nk, ks);
@@ -427,16 +419,16 @@ static int decode_attn(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o
     if (!rc && mask) rc = ll__kind_elist(b, kn, 5, o, &nm, ms);
     if (rc) return rc;
     if (n < 3 || nq != n || nk != n || nv != n || (mask && nm != n - 1))
-        return ll__kd_fail(b, cls, kn,
-                           "%s: the shape is [lead..., Sq, Skv, D] (%u dims) with as many "
-                           "strides for q, k and v (%u, %u, %u)%s",
-                           o->name, n, nq, nk, nv, mask ? " and one fewer for the mask" : "");
+        return ll__space_fail(b->s, b->err, b->what, cls, kn,
+                              "%s: the shape is [lead..., Sq, Skv, D] (%u dims) with as many "
+                              "strides for q, k and v (%u, %u, %u)%s",
+                              o->name, n, nq, nk, nv, mask ? " and one fewer for the mask" : "");
     uint32_t nl = n - 3, iq = nl, ik = nl + 1, id = nl + 2;
     if (!is_num(p, qs[ik], 0) || !is_num(p, ks[iq], 0) || !is_num(p, vs[iq], 0))
-        return ll__kd_fail(b, cls, kn,
-                           "%s: q must be read with stride 0 along the keys, k and v with "
-                           "stride 0 along the queries",
-                           o->name);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn,
+                              "%s: q must be read with stride 0 along the keys, k and v with "
+                              "stride 0 along the queries",
+                              o->name);
     ll_attn *at = &nd->at;
     memset(at, 0, sizeof *at);
     at->nlead = nl;
@@ -469,17 +461,19 @@ static int decode_attn(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o
     for (uint32_t i = 0; i < 5; i++)
         t[i] = field_i64(b, kn, f + 5 + i);
     if (causal != 0 && causal != 1)
-        return ll__kd_fail(b, cls, kn, "%s: causal is 0 or 1, not %lld", o->name,
-                           (long long)causal);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn, "%s: causal is 0 or 1, not %lld",
+                              o->name, (long long)causal);
     if (base2 != 0 && base2 != 1)
-        return ll__kd_fail(b, cls, kn, "%s: base2 is 0 or 1, not %lld", o->name, (long long)base2);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn, "%s: base2 is 0 or 1, not %lld",
+                              o->name, (long long)base2);
     if (!(scale > 0.0) || !isfinite(scale))
-        return ll__kd_fail(b, cls, kn, "%s: the scale must be finite and > 0, not %g", o->name,
-                           scale);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn,
+                              "%s: the scale must be finite and > 0, not %g", o->name, scale);
     for (uint32_t i = 0; i < 5; i++)
         if (t[i] < 1 || t[i] > 1024)
-            return ll__kd_fail(b, cls, kn, "%s: tile field %s is %lld, not in [1, 1024]", o->name,
-                               o->fields[f + 5 + i].name, (long long)t[i]);
+            return ll__space_fail(b->s, b->err, b->what, cls, kn,
+                                  "%s: tile field %s is %lld, not in [1, 1024]", o->name,
+                                  o->fields[f + 5 + i].name, (long long)t[i]);
     hl_dtype sdt = HL_F32;
     if ((rc = ll__kind_dtype(b, cls, kn, f + 2, o, &sdt))) return rc;
     at->causal = causal != 0;
@@ -504,8 +498,8 @@ int ll__kind_fields(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o, l
     if (ll_op_is_attn(nd->op)) return decode_attn(b, cls, kn, o, nd, nin);
     if (o->prim == HL_OP_COUNT) return decode_kmatmul(b, cls, kn, o, nd);
     if (nin != o->n_inputs)
-        return ll__kd_fail(b, cls, kn, "%s takes %u inputs, its IList has %u", o->name, o->n_inputs,
-                           nin);
+        return ll__space_fail(b->s, b->err, b->what, cls, kn,
+                              "%s takes %u inputs, its IList has %u", o->name, o->n_inputs, nin);
     return decode_prim(b, cls, kn, o, nd);
 }
 

@@ -16,13 +16,6 @@ typedef struct ll__kd {
     const char *what;
 } ll__kd;
 
-/* LM_EVERIFY naming class cls (and node, unless LM_NONE) with k's prefix. */
-int ll__kd_fail(const ll__kd *k, uint32_t cls, uint32_t node, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-
 /* Field f of kind node kn: an EList (at most HL_MAX_DIMS entries), a DType, an f64. */
 int ll__kind_elist(ll__kd *k, uint32_t kn, uint32_t f, const ll_op_info *o, uint32_t *n,
                    hl_expr *out);

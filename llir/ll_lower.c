@@ -40,44 +40,12 @@ static const hl_node *hn(const lower *L, uint32_t id)
     return hl_graph_node(L->hg, id);
 }
 
-void ll__node_init(ll_node *n, ll_kind kind, ll_op op)
-{
-    memset(n, 0, sizeof *n);
-    n->kind = kind;
-    n->op = op;
-    n->region = LM_NONE;
-    for (uint32_t i = 0; i < LL_MAX_IN; i++)
-        n->in[i] = LM_NONE;
-    n->prim.op = HL_OP_COUNT;
-    n->prim.iota_expr = n->prim.iota_len = HL_NONE;
-    ll_matmul *m = &n->mm;
-    m->m = m->n = m->k = m->batch = HL_NONE;
-    m->lda = m->ldb = m->stride_a = m->stride_b = HL_NONE;
-    m->alpha = 1.0;
-    n->eclass = n->enode = n->origin = LM_NONE;
-}
-
+/* Whether the registry has a fused form (F*) of primitive op. */
 static bool fusible(hl_op op)
 {
-    switch (op) {
-    case HL_OP_CONSTANT:
-    case HL_OP_IOTA:
-    case HL_OP_CAST:
-    case HL_OP_EXP2:
-    case HL_OP_LOG2:
-    case HL_OP_SIN:
-    case HL_OP_RECIP:
-    case HL_OP_SQRT:
-    case HL_OP_ADD:
-    case HL_OP_MUL:
-    case HL_OP_MOD:
-    case HL_OP_LESS_THAN:
-    case HL_OP_SUM_REDUCE:
-    case HL_OP_MAX_REDUCE:
-        return true;
-    default:
-        return false;
-    }
+    for (ll_op o = 0; o < ll_op_count(); o++)
+        if (ll_op_get(o)->dialect == LL_D_FUSED && ll_op_get(o)->prim == op) return true;
+    return false;
 }
 
 /* The constructor name's part after K / F. */
@@ -112,15 +80,14 @@ static int fail_hl(lower *L, int code, uint32_t id, const char *fmt, ...)
 
 static int fail_hl(lower *L, int code, uint32_t id, const char *fmt, ...)
 {
-    char msg[LM_ERR_MSG];
+    char pre[96];
+    snprintf(pre, sizeof pre, "lowering hlir node %u (%s)", id, hl_op_name(hn(L, id)->op));
+    lm_loc loc = {.node_id = id};
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int rc = ll__vfail_prefix(L->err, code, &loc, pre, fmt, ap);
     va_end(ap);
-    lm_loc loc = {0};
-    loc.node_id = id;
-    return ll__fail(L->err, code, &loc, "lowering hlir node %u (%s): %s", id,
-                    hl_op_name(hn(L, id)->op), msg);
+    return rc;
 }
 
 /* A refusal of a matmul layout, unless the pool ran out of memory while checking it:

@@ -60,9 +60,5 @@ typedef struct ll_lower_plan {
  * HLIR node and why), for a graph holding a builder error; LM_ENOMEM. */
 ll_graph *ll__lower_hlir(const hl_graph *g, const ll_lower_plan *plan, lm_err *err);
 
-/* Sets every field of *n to its empty value: no inputs, region, e-class, e-node and
- * origin LM_NONE, the matmul's expressions HL_NONE, beta 0, alpha 1, and kind and op
- * as given. For building nodes by hand. */
-void ll__node_init(ll_node *n, ll_kind kind, ll_op op);
 
 #endif /* LUMINAL_LL_LOWER_H */

@@ -46,14 +46,30 @@ void ll__node_desc(const ll_graph *g, uint32_t id, char *buf, size_t cap)
 
 int ll__fail_node(lm_err *err, int code, const ll_graph *g, uint32_t id, const char *fmt, ...)
 {
-    if (lm_err_is_set(err)) return err->code; /* the first error wins */
-    char desc[160], msg[LM_ERR_MSG];
+    char desc[160];
     ll__node_desc(g, id, desc, sizeof desc);
+    lm_loc loc = {.node_id = id};
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int rc = ll__vfail_prefix(err, code, &loc, desc, fmt, ap);
     va_end(ap);
-    lm_loc loc = {0};
-    loc.node_id = id;
-    return ll__fail(err, code, &loc, "%s: %s", desc, msg);
+    return rc;
+}
+
+int ll__space_fail(const ll_space *s, lm_err *err, const char *what, uint32_t cls, uint32_t node,
+                   const char *fmt, ...)
+{
+    char pre[160];
+    lm_loc loc = {.node_id = cls};
+    if (node != LM_NONE && node < s->ser.n_nodes) {
+        loc.node = s->ser.nodes[node].op;
+        snprintf(pre, sizeof pre, "%s: class c%u (node n%u, %s)", what, cls, node, loc.node);
+    } else {
+        snprintf(pre, sizeof pre, "%s: class c%u", what, cls);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = ll__vfail_prefix(err, LM_EVERIFY, &loc, pre, fmt, ap);
+    va_end(ap);
+    return rc;
 }

@@ -23,7 +23,7 @@
  *     attention  nlead, sq, skv, d, the views q, k, v, mask, u8 causal, f64 scale,
  *                block_q, block_k, warps, stages, kv_splits
  *
- * Sections absent from a node read as the LLIR file's reader leaves them (ll__node_empty).
+ * Sections absent from a node read as the LLIR file's reader leaves them (ll__node_init).
  * Every count is bounded by the bytes left before anything is allocated for it, every
  * value by its range; the checksum catches accidental corruption, the checks a hostile
  * buffer. The graph is built through the internal builder and then verified.
@@ -724,7 +724,7 @@ static int read_attn(rd *r, ll_node *n)
 static int read_node(rd *r, uint32_t id, ll_node *n)
 {
     snprintf(r->where, sizeof r->where, "node %u", id);
-    ll__node_empty(n);
+    ll__node_init(n, LL_INPUT, 0);
     uint32_t kind, sec, last = r->nn - 1;
     if (get_u8(r, "kind", LL_LOAD, &kind)) return r->err->code;
     n->kind = (ll_kind)kind;

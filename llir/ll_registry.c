@@ -57,6 +57,23 @@
 #define K_REDUCE(nm, d, op)                                                                \
     {nm, d, op, 6, {REDUCE, FLD("dtype", DTYPE)}, 1, DT_F(5), {DT_F(5)}}
 
+/* The primitives every standalone kernel (P "K", dialect LL_D_KERNEL) and every fused form
+ * (P "F", LL_D_FUSED) has, in registry order: Constant .. LessThan. */
+#define PRIM_ELEMENTWISE(P, D)                                                                     \
+    {P "Constant", D, HL_OP_CONSTANT, 1, {FLD("value", F64)}, 0, DT_X(HL_F32), {DT_NO}},            \
+        {P "Iota", D, HL_OP_IOTA, 2, {FLD("expr", EXPR), FLD("len", EXPR)}, 0, DT_X(HL_INT),     \
+         {DT_NO}},                                                                                 \
+        {P "Cast", D, HL_OP_CAST, 5, {UNARY, FLD("from", DTYPE), FLD("to", DTYPE)}, 1, DT_F(4),   \
+         {DT_F(3)}},                                                                               \
+        K_UNARY(P "Exp2", D, HL_OP_EXP2), K_UNARY(P "Log2", D, HL_OP_LOG2),                       \
+        K_UNARY(P "Sin", D, HL_OP_SIN), K_UNARY(P "Recip", D, HL_OP_RECIP),                       \
+        K_UNARY(P "Sqrt", D, HL_OP_SQRT), K_BINARY(P "Add", D, HL_OP_ADD),                        \
+        K_BINARY(P "Mul", D, HL_OP_MUL), K_BINARY(P "Mod", D, HL_OP_MOD),                         \
+    {                                                                                              \
+        P "LessThan", D, HL_OP_LESS_THAN, 5, {BINARY, FLD("dtype", DTYPE)}, 2, DT_X(HL_BOOL),      \
+            {DT_F(4), DT_F(4)}                                                                     \
+    }
+
 static const ll_op_info OPS[] = {
     /* ---- IO: the encoding's IR variants ---- */
     {"Input", LL_D_IO, HL_OP_COUNT, 4,
@@ -90,21 +107,7 @@ static const ll_op_info OPS[] = {
     {"Max", LL_D_HLIR, HL_OP_MAX_REDUCE, 5, {REDUCE}, 1, DT_IN(0), {DT_ANY}},
 
     /* ---- standalone kernels: one per primitive, then the generic matmul ---- */
-    {"KConstant", LL_D_KERNEL, HL_OP_CONSTANT, 1, {FLD("value", F64)}, 0, DT_X(HL_F32), {DT_NO}},
-    {"KIota", LL_D_KERNEL, HL_OP_IOTA, 2, {FLD("expr", EXPR), FLD("len", EXPR)}, 0,
-     DT_X(HL_INT), {DT_NO}},
-    {"KCast", LL_D_KERNEL, HL_OP_CAST, 5, {UNARY, FLD("from", DTYPE), FLD("to", DTYPE)}, 1,
-     DT_F(4), {DT_F(3)}},
-    K_UNARY("KExp2", LL_D_KERNEL, HL_OP_EXP2),
-    K_UNARY("KLog2", LL_D_KERNEL, HL_OP_LOG2),
-    K_UNARY("KSin", LL_D_KERNEL, HL_OP_SIN),
-    K_UNARY("KRecip", LL_D_KERNEL, HL_OP_RECIP),
-    K_UNARY("KSqrt", LL_D_KERNEL, HL_OP_SQRT),
-    K_BINARY("KAdd", LL_D_KERNEL, HL_OP_ADD),
-    K_BINARY("KMul", LL_D_KERNEL, HL_OP_MUL),
-    K_BINARY("KMod", LL_D_KERNEL, HL_OP_MOD),
-    {"KLessThan", LL_D_KERNEL, HL_OP_LESS_THAN, 5, {BINARY, FLD("dtype", DTYPE)}, 2,
-     DT_X(HL_BOOL), {DT_F(4), DT_F(4)}},
+    PRIM_ELEMENTWISE("K", LL_D_KERNEL),
     {"KGather", LL_D_KERNEL, HL_OP_GATHER, 5, {GATHER, FLD("dtype", DTYPE)}, 2, DT_F(4),
      {DT_X(HL_INT), DT_F(4)}},
     {"KScatter", LL_D_KERNEL, HL_OP_SCATTER, 6, {SCATTER, FLD("dtype", DTYPE)}, 3, DT_F(5),
@@ -124,21 +127,7 @@ static const ll_op_info OPS[] = {
     {"FStore", LL_D_REGION, HL_OP_COUNT, 1, {FLD("dtype", DTYPE)}, 1, DT_F(0), {DT_F(0)}},
     {"FLoad", LL_D_LOAD, HL_OP_COUNT, 1, {FLD("dtype", DTYPE)}, 1, DT_F(0), {DT_F(0)}},
     {"FInl", LL_D_INLINE, HL_OP_COUNT, 0, {{NULL, LL_F_ELIST}}, 1, DT_IN(0), {DT_ANY}},
-    {"FConstant", LL_D_FUSED, HL_OP_CONSTANT, 1, {FLD("value", F64)}, 0, DT_X(HL_F32), {DT_NO}},
-    {"FIota", LL_D_FUSED, HL_OP_IOTA, 2, {FLD("expr", EXPR), FLD("len", EXPR)}, 0, DT_X(HL_INT),
-     {DT_NO}},
-    {"FCast", LL_D_FUSED, HL_OP_CAST, 5, {UNARY, FLD("from", DTYPE), FLD("to", DTYPE)}, 1,
-     DT_F(4), {DT_F(3)}},
-    K_UNARY("FExp2", LL_D_FUSED, HL_OP_EXP2),
-    K_UNARY("FLog2", LL_D_FUSED, HL_OP_LOG2),
-    K_UNARY("FSin", LL_D_FUSED, HL_OP_SIN),
-    K_UNARY("FRecip", LL_D_FUSED, HL_OP_RECIP),
-    K_UNARY("FSqrt", LL_D_FUSED, HL_OP_SQRT),
-    K_BINARY("FAdd", LL_D_FUSED, HL_OP_ADD),
-    K_BINARY("FMul", LL_D_FUSED, HL_OP_MUL),
-    K_BINARY("FMod", LL_D_FUSED, HL_OP_MOD),
-    {"FLessThan", LL_D_FUSED, HL_OP_LESS_THAN, 5, {BINARY, FLD("dtype", DTYPE)}, 2,
-     DT_X(HL_BOOL), {DT_F(4), DT_F(4)}},
+    PRIM_ELEMENTWISE("F", LL_D_FUSED),
     K_REDUCE("FSum", LL_D_FUSED, HL_OP_SUM_REDUCE),
     K_REDUCE("FMax", LL_D_FUSED, HL_OP_MAX_REDUCE),
 

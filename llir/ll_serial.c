@@ -678,7 +678,7 @@ static int r_node(reader *r, json_t *o, uint32_t id)
     if (r_keys(r, o, "id kind op region dtype shape in in_dtype prim mm attn eclass enode origin"))
         return r->err->code;
     ll_node n;
-    ll__node_empty(&n);
+    ll__node_init(&n, LL_INPUT, 0);
     int64_t x;
     if (r_int(r, o, "id", 0, (int64_t)UINT32_MAX - 1, &x)) return r->err->code;
     if ((uint32_t)x != id)

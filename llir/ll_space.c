@@ -62,31 +62,6 @@ static int over(build *b, const char *step, uint32_t i, uint32_t n, const char *
 }
 
 /* ==================================================================================
- * Errors naming classes and nodes
- * ================================================================================== */
-
-static int vfail(build *b, uint32_t cls, uint32_t node, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-
-static int vfail(build *b, uint32_t cls, uint32_t node, const char *fmt, ...)
-{
-    char msg[LM_ERR_MSG];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    const eg_serialized *ser = &b->s->ser;
-    lm_loc loc = {.node_id = cls};
-    if (node != LM_NONE && node < ser->n_nodes) loc.node = ser->nodes[node].op;
-    if (node != LM_NONE)
-        return ll__fail(b->err, LM_EVERIFY, &loc, "space: class c%u, node n%u: %s", cls, node, msg);
-    return ll__fail(b->err, LM_EVERIFY, &loc, "space: class c%u: %s", cls, msg);
-}
-
-/* ==================================================================================
  * Codes, class kinds, nodes per class
  * ================================================================================== */
 
@@ -116,21 +91,21 @@ static int assign_codes(build *b)
         uint16_t c = n->table < nt ? tcode[n->table] : LL__C_UNKNOWN;
         bool is_ir = so == b->sort_ir, is_kind = so == b->sort_opkind;
         if (c == LL__C_UNKNOWN && (is_ir || is_kind))
-            rc = vfail(b, cls, i,
+            rc = ll__space_fail(b->s, b->err, "space", cls, i,
                        "constructor %s of sort %s is not in llir's registry (docs/llir.md); "
                        "register it in llir/ll_registry.c or remove it from the rules",
                        n->op, is_ir ? "IR" : "OpKind");
         else if (c != LL__C_UNKNOWN && n->nchildren != tarity[n->table])
-            rc = vfail(b, cls, i, "constructor %s has %u fields; llir reads it with %u", n->op,
+            rc = ll__space_fail(b->s, b->err, "space", cls, i, "constructor %s has %u fields; llir reads it with %u", n->op,
                        n->nchildren, tarity[n->table]);
         else if (c < ll_op_count()) {
             bool io = ll_op_get(c)->dialect == LL_D_IO;
             if ((io && !is_ir) || (!io && !is_kind))
-                rc = vfail(b, cls, i, "constructor %s is of another sort than llir's registry says (%s)",
+                rc = ll__space_fail(b->s, b->err, "space", cls, i, "constructor %s is of another sort than llir's registry says (%s)",
                            n->op, io ? "IR" : "OpKind");
         } else if ((c == LL__C_OP && !is_ir) ||
                    ((c == LL__C_ICONS || c == LL__C_INIL) && so != b->sort_ilist))
-            rc = vfail(b, cls, i, "constructor %s is of another sort than the encoding's", n->op);
+            rc = ll__space_fail(b->s, b->err, "space", cls, i, "constructor %s is of another sort than the encoding's", n->op);
         s->code[i] = c;
     }
     ll__free(tcode);
@@ -292,7 +267,7 @@ static int collect_indexed(build *b, uint16_t c, uint32_t field, const char *wha
         uint32_t fc = ll__kid(s, i, field);
         if (!ll__lit_is(s, fc, s->sort_i64)) {
             ll__free(v);
-            return vfail(b, s->ser.nodes[i].eclass, i, "%s: the index is not an i64", what);
+            return ll__space_fail(b->s, b->err, "space", s->ser.nodes[i].eclass, i, "%s: the index is not an i64", what);
         }
         v[k++] = (idx_node){ll__lit_i64(s, fc), i};
     }
@@ -302,7 +277,7 @@ static int collect_indexed(build *b, uint16_t c, uint32_t field, const char *wha
             uint32_t node = v[i].node;
             long long found = (long long)v[i].index;
             ll__free(v);
-            return vfail(b, s->ser.nodes[node].eclass, node,
+            return ll__space_fail(b->s, b->err, "space", s->ser.nodes[node].eclass, node,
                          "%s indexes must be 0, 1, 2, ...; found %lld at position %u", what, found,
                          i);
         }
@@ -333,7 +308,7 @@ static int read_dims(build *b)
             f[k] = ll__kid(s, node, k);
         if (!ll__lit_is(s, f[1], s->sort_str) || !ll__lit_is(s, f[2], s->sort_i64) ||
             !ll__lit_is(s, f[3], s->sort_i64) || !ll__lit_is(s, f[4], s->sort_i64)) {
-            rc = vfail(b, cls, node, "Dim is (Dim index name lo hi profile)");
+            rc = ll__space_fail(b->s, b->err, "space", cls, node, "Dim is (Dim index name lo hi profile)");
             break;
         }
         ll__dim *d = &s->dims[s->n_dims];
@@ -343,14 +318,14 @@ static int read_dims(build *b)
         d->profile = ll__lit_i64(s, f[4]);
         d->declared = true;
         if (!hl_var_name_valid(d->name))
-            rc = vfail(b, cls, node, "Dim '%s': not a valid dim name", d->name);
+            rc = ll__space_fail(b->s, b->err, "space", cls, node, "Dim '%s': not a valid dim name", d->name);
         else if (d->lo < 1 || d->lo > d->hi || d->profile < d->lo || d->profile > d->hi)
-            rc = vfail(b, cls, node, "Dim '%s': needs 1 <= lo <= profile <= hi, has lo %lld, hi "
+            rc = ll__space_fail(b->s, b->err, "space", cls, node, "Dim '%s': needs 1 <= lo <= profile <= hi, has lo %lld, hi "
                                      "%lld, profile %lld",
                        d->name, (long long)d->lo, (long long)d->hi, (long long)d->profile);
         for (uint32_t j = 0; j < s->n_dims && !rc; j++)
             if (strcmp(s->dims[j].name, d->name) == 0)
-                rc = vfail(b, cls, node, "Dim '%s' is declared twice", d->name);
+                rc = ll__space_fail(b->s, b->err, "space", cls, node, "Dim '%s' is declared twice", d->name);
         if (!rc) s->n_dims++;
     }
     ll__free(v);
@@ -359,14 +334,14 @@ static int read_dims(build *b)
         if (s->code[i] != LL__C_MVAR) continue;
         uint32_t fc = ll__kid(s, i, 0);
         if (!ll__lit_is(s, fc, s->sort_str))
-            return vfail(b, s->ser.nodes[i].eclass, i, "MVar's name is not a String");
+            return ll__space_fail(b->s, b->err, "space", s->ser.nodes[i].eclass, i, "MVar's name is not a String");
         const char *name = eg_value_as_string(s->e, s->ser.class_value[fc]);
         bool known = false;
         for (uint32_t j = 0; j < s->n_dims && !known; j++)
             known = strcmp(s->dims[j].name, name) == 0;
         if (known) continue;
         if (!hl_var_name_valid(name))
-            return vfail(b, s->ser.nodes[i].eclass, i, "MVar '%s': not a valid dim name", name);
+            return ll__space_fail(b->s, b->err, "space", s->ser.nodes[i].eclass, i, "MVar '%s': not a valid dim name", name);
         s->dims[s->n_dims++] = (ll__dim){name, 1, INT32_MAX, 1, false};
     }
     return rc;
@@ -447,7 +422,7 @@ static int kind_contexts(build *b)
                 b->kind_op[c] = s->code[n];
                 s->ctx[c] = ctx_of_dialect(ll_op_get(s->code[n])->dialect);
             } else if (s->code[n] != s->code[first]) {
-                return vfail(b, c, n,
+                return ll__space_fail(b->s, b->err, "space", c, n,
                              "the OpKind class holds %s (n%u) and %s: a rule made two kinds equal; "
                              "an OpKind class is one op",
                              s->ser.nodes[first].op, first, s->ser.nodes[n].op);
@@ -496,7 +471,7 @@ static int ir_contexts(build *b)
                 s->ctx[c] = x;
             } else if (x != s->ctx[c]) {
                 char l1[48], l2[48];
-                return vfail(b, c, n,
+                return ll__space_fail(b->s, b->err, "space", c, n,
                              "the class holds a %s node (n%u, %s) and a %s node (%s): a rule made a "
                              "region value equal to a stored tensor (docs/llir.md, fused regions)",
                              ctx_name(s->ctx[c]), first, label(b, first, l1, sizeof l1),
@@ -515,7 +490,7 @@ static int list_info(build *b, uint8_t *state, uint32_t c)
 {
     ll_space *s = b->s;
     if (state[c] == DONE) return LM_OK;
-    if (state[c] == BUSY) return vfail(b, c, LM_NONE, "the IList is cyclic");
+    if (state[c] == BUSY) return ll__space_fail(b->s, b->err, "space", c, LM_NONE, "the IList is cyclic");
     state[c] = BUSY;
     uint32_t len = LM_NONE;
     uint8_t x = LL__X_NONE;
@@ -538,7 +513,7 @@ static int list_info(build *b, uint8_t *state, uint32_t c)
             len = l;
             x = nx;
         } else if (len != l) {
-            return vfail(b, c, n, "the IList class holds lists of %u and %u entries", len, l);
+            return ll__space_fail(b->s, b->err, "space", c, n, "the IList class holds lists of %u and %u entries", len, l);
         } else {
             x |= nx;
         }
@@ -568,7 +543,7 @@ static int list_contexts(build *b)
             for (uint32_t k = 0; k < ll_op_get(s->code[n])->n_inputs; k++) {
                 uint8_t x = s->ctx[ll__kid(s, n, k)];
                 if (x != LL__X_NONE && x != want)
-                    return vfail(b, s->ser.nodes[n].eclass, n, "%s reads class c%u, a %s class",
+                    return ll__space_fail(b->s, b->err, "space", s->ser.nodes[n].eclass, n, "%s reads class c%u, a %s class",
                                  s->ser.nodes[n].op, ll__kid(s, n, k), ctx_name(x));
             }
         }
@@ -579,7 +554,7 @@ static int list_contexts(build *b)
         const ll_op_info *o = ll_op_get(op);
         uint8_t want = input_ctx(o->dialect);
         if (s->ctx[lc] != LL__X_NONE && s->ctx[lc] != want)
-            return vfail(b, s->ser.nodes[n].eclass, n,
+            return ll__space_fail(b->s, b->err, "space", s->ser.nodes[n].eclass, n,
                          "(Op %s ...) reads %s values, but %s reads %s values (docs/llir.md)",
                          o->name, ctx_name(s->ctx[lc]), o->name, ctx_name(want));
         uint32_t kn = LM_NONE;
@@ -587,7 +562,7 @@ static int list_contexts(build *b)
             if (backend_kind(s, s->nlist[k])) kn = s->nlist[k];
         uint32_t want_n = ll__kind_inputs(s, kn);
         if (s->len[lc] != want_n)
-            return vfail(b, s->ser.nodes[n].eclass, n, "%s takes %u inputs; its IList has %u",
+            return ll__space_fail(b->s, b->err, "space", s->ser.nodes[n].eclass, n, "%s takes %u inputs; its IList has %u",
                          o->name, want_n, s->len[lc]);
     }
     return LM_OK;
@@ -696,6 +671,19 @@ static int heights(build *b)
                 ll__heap_push(heap, &nh, (uint64_t)(val[m] + 1) << 32 | m);
         }
     }
+#ifndef NDEBUG
+    /* the safe choice of a class reads only classes of lower height, so safe choices form
+       no cycle (genome repair falls back on them) */
+    for (uint32_t c = 0; c < s->nc; c++) {
+        if (!searchable_kind(s->ckind[c]) || b->height[c] == INF) continue;
+        uint32_t n = s->canon[c];
+        assert(n != LM_NONE && ser->nodes[n].eclass == c);
+        for (uint32_t j = 0; j < ser->nodes[n].nchildren; j++) {
+            uint32_t cc = ll__kid(s, n, j);
+            assert(!searchable_kind(s->ckind[cc]) || b->height[cc] < b->height[c]);
+        }
+    }
+#endif
     /* a candidate reading a class of no finite height is pruned (it could only be part of a
      * cycle) */
     for (uint32_t n = 0; n < s->nn; n++)
@@ -768,7 +756,11 @@ static int number(build *b)
             s->kstart[ci] = ki;
             for (uint32_t j = 0; j < ser->nodes[n].nchildren; j++) {
                 uint32_t cc = ll__kid(s, n, j);
-                if (searchable_kind(s->ckind[cc])) s->kids[ki++] = s->sidx[cc];
+                if (!searchable_kind(s->ckind[cc])) continue;
+                /* a candidate's searchable children all have choices (heights pruned the
+                   readers of empty classes) */
+                assert(s->sidx[cc] != LM_NONE);
+                s->kids[ki++] = s->sidx[cc];
             }
             ci++;
         }
@@ -796,7 +788,7 @@ static int root_fail(build *b, uint32_t rc_cls)
         o += (size_t)snprintf(why + o, sizeof why - o, "%s n%u (%s)", o ? "," : "", n,
                               s->ser.nodes[n].op);
     }
-    return vfail(b, rc_cls, LM_NONE,
+    return ll__space_fail(b->s, b->err, "space", rc_cls, LM_NONE,
                  "the root has no program left: every node of the class [%s] is subsumed, of an "
                  "HLIR kind with no backend alternative, or reads a class with no program "
                  "(a cleanup rule removed the last alternative)",
@@ -910,7 +902,7 @@ static int build_space(build *b, eg_value root)
     if (!b->skip_dtype_check && (rc = ll__space_dtype_check(s, b->deadline, b->err))) return rc;
     if ((rc = over(b, "numbering", 0, s->nc, "classes"))) return rc;
     if (s->ctx[s->root_class] != LL__X_SINK)
-        return vfail(b, s->root_class, LM_NONE,
+        return ll__space_fail(b->s, b->err, "space", s->root_class, LM_NONE,
                      "the root is not an Output or OutputJoin class (it is %s)",
                      ctx_name(s->ctx[s->root_class]));
     if (b->height[s->root_class] == INF) return root_fail(b, s->root_class);
