@@ -578,6 +578,7 @@ static const tr_expect tr_expected[] = {
     {"attention_gqa_bf16", 0, 0, false},
     {"attention_mask_bf16", 2, 2, false},
     {"causal_attention_bf16", 2, 2, false},
+    {"causal_attention_d128_bf16", 2, 2, false},
     {"decode_attention_bf16", 0, 0, false},
     {"decode_mlp_bf16", 3, 3, false},
     {"elementwise_chain_f32_16m", 0, 0, true},

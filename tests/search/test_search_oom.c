@@ -5,8 +5,8 @@
  * candidates and an output directory, so that saturation, the space, the evaluator, the
  * loop, the log, the winner and the save are all on the path. */
 #include "lm_check.h"
-#include "search.h"
 #include "session.h"
+#include "search.h"
 
 #include <stdio.h>
 #include <stdlib.h>
