@@ -1,16 +1,17 @@
 /* lm_keyset.c - the set of hashed keys (lm_keyset.h). */
 #include "lm_keyset.h"
 
-#include <stdlib.h>
+#include "base.h"
+
 #include <string.h>
 
 #define LM_KEYSET_FIRST 256 /* slots of a set's first table */
 
 void lm_keyset_fini(lm_keyset *k)
 {
-    free(k->lo);
-    free(k->hi);
-    free(k->used);
+    lm_free(k->lo);
+    lm_free(k->hi);
+    lm_free(k->used);
     memset(k, 0, sizeof *k);
 }
 
@@ -33,10 +34,10 @@ static int grow(lm_keyset *k)
 {
     lm_keyset big = {0};
     big.cap = k->cap ? k->cap * 2 : LM_KEYSET_FIRST;
-    if (big.cap < k->cap || big.cap > SIZE_MAX / sizeof *big.lo) return -1;
-    big.lo = malloc(big.cap * sizeof *big.lo);
-    big.hi = malloc(big.cap * sizeof *big.hi);
-    big.used = calloc(big.cap, 1);
+    if (big.cap < k->cap) return -1;
+    big.lo = lm_alloc(big.cap, sizeof *big.lo); /* base's counted door */
+    big.hi = lm_alloc(big.cap, sizeof *big.hi);
+    big.used = lm_zalloc(big.cap, 1);
     if (!big.lo || !big.hi || !big.used) {
         lm_keyset_fini(&big);
         return -1;

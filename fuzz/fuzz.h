@@ -117,9 +117,11 @@ struct fz_result {
     ll_space_stats stats;
     uint32_t n_outputs;
     double tol[FZ_MAX_TOL];    /* the tolerance of each output (the first ones) */
-    double spread[FZ_MAX_TOL]; /* rms(magnitude) / rms(reference) of each output: how
-                                       much larger than the output's own RMS its scale is
-                                       (1 where nothing cancels) */
+    double spread[FZ_MAX_TOL]; /* each output's scale over its RMS, as llir's comparison
+                                  takes them (ll_out_cmp.scale / .rms of the reference
+                                  against itself): how much larger than the output's own
+                                  RMS the size of its terms is (1 where nothing cancels;
+                                  infinite for an all-zero output) */
 };
 
 /* The inputs of g at dims (per hl_graph_dim_at): input i shaped at dims and filled from

@@ -148,8 +148,9 @@ static void progress(fz *f, bool last)
 }
 
 /* Builds, verifies, runs and compares one canonical genome; calls the callback. Returns
- * nonzero only for a setup failure (out of memory, the dims): a genome that fails is a
- * result, not an error. */
+ * nonzero only for a setup failure (the dims) or for running out of memory at any stage:
+ * a genome that fails is a result, not an error, but memory running out says nothing
+ * about the genome. */
 static int check_genome(fz *f, const ll_genome *gn, fz_origin origin)
 {
     fz_case c = {.index = f->r->checked, .hash = gn->hash, .origin = origin, .msg = ""};
@@ -186,6 +187,12 @@ static int check_genome(fz *f, const ll_genome *gn, fz_origin origin)
             c.cmp = f->cmp;
             free_cand(f);
         }
+    }
+    if (err.code == LM_ENOMEM) {
+        ll_graph_free(lg);
+        lm_err_prefix(&err, "fuzz: genome %016" PRIx64 " (%s)", gn->hash, fz_stage_name(c.stage));
+        lm_err_copy(f->err, &err);
+        return LM_ENOMEM;
     }
     c.code = err.code;
     c.msg = err.msg;

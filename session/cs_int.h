@@ -5,22 +5,21 @@
 
 #include "session.h"
 
-#include <stdint.h>
-#include <stdlib.h>
+#include <stddef.h>
 
 /* The error door: lm_err_set (the first error wins; it ends in lm_err_setv). */
 #define cs__fail(err, code, loc, ...) lm_err_set((err), (code), (loc), __VA_ARGS__)
 
-/* The allocation door: n * size checked for overflow; zeroed; NULL on failure. */
+/* The allocation door: base's counted door (lm_zalloc: n * size checked for overflow,
+ * zeroed, NULL on failure; lm_mem_fail_after fails it with every other module's). */
 static inline void *cs__zalloc(size_t n, size_t size)
 {
-    if (size && n > SIZE_MAX / size) return NULL;
-    return calloc(n ? n : 1, size ? size : 1);
+    return lm_zalloc(n, size);
 }
 
 static inline void cs__free(void *p)
 {
-    free(p);
+    lm_free(p);
 }
 
 #endif /* LUMINAL_CS_INT_H */

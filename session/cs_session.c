@@ -180,11 +180,15 @@ static int build_space(cs_session *s, const cs_options *o, lm_err *err)
                         s->rep.sat_seconds);
     }
     double t = lm_now_s();
-    ll_space_opts so = {.skip_dtype_check = o->skip_dtype_check};
+    ll_space_opts so = {.skip_dtype_check = o->skip_dtype_check, .deadline_s = o->deadline_s};
     s->s = ll_space_new_opts(s->e, cs_session_root(s), &so, err);
     s->rep.space_seconds = lm_now_s() - t;
     s->rep.engine_peak = eg_mem_peak(s->e);
-    if (!s->s) return lm_err_is_set(err) ? err->code : LM_ENOMEM;
+    if (!s->s) {
+        if (o->deadline_s > 0 && err->code == LM_ELIMIT && lm_now_s() >= o->deadline_s)
+            s->rep.time_up = true;
+        return lm_err_is_set(err) ? err->code : cs__fail(err, LM_ENOMEM, NULL, "space: failed");
+    }
     ll_space_get_stats(s->s, &s->rep.stats);
     s->rep.have_stats = true;
     return LM_OK;

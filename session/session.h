@@ -15,7 +15,8 @@
  * a memory limit (half of lm_mem_available() unless they say): ll_sat_engine_options
  * puts them in the engine, which stops inside a phase that reaches one. A deadline (an
  * lm_now_s() time) bounds saturation, phase by phase and inside each phase (what is left
- * of it becomes ll_saturate's time limit), and the space build.
+ * of it becomes ll_saturate's time limit), and the space build (ll_space_opts.deadline_s:
+ * checked between its steps and every 4096 nodes or classes inside them).
  *
  * The session owns everything it returns; the graph is borrowed and must outlive it. */
 #ifndef LUMINAL_SESSION_H

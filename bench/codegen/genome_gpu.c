@@ -39,6 +39,7 @@
 #include "hlir.h"
 #include "egraph.h"
 #include "llir.h"
+#include "lm_keyset.h"
 #include "fuzz.h"
 #include "session.h"
 #include "program.h"
@@ -502,21 +503,16 @@ static bool check_genome(gg_child *c, const fz_case *k, const ll_graph *lg, bool
 }
 
 /* One canonical genome, new or not: built into LLIR (verified) and checked. */
-static int offer(gg_child *c, const ll_space *sp, ll_genome *gn, fz_origin origin, uint64_t **seenp,
+static int offer(gg_child *c, const ll_space *sp, ll_genome *gn, fz_origin origin, lm_keyset *seen,
                  uint64_t *n_seen, bool *fresh, lm_err *err)
 {
     *fresh = false;
     int rc = ll_genome_canonicalize(gn, sp, err);
     if (rc) return rc;
-    uint64_t *seen = *seenp;
-    for (uint64_t i = 0; i < *n_seen; i++)
-        if (seen[i] == gn->hash) return LM_OK;
-    if ((*n_seen & (*n_seen - 1)) == 0 && *n_seen >= 64) { /* full at powers of two */
-        uint64_t *more = realloc(seen, 2 * *n_seen * sizeof *seen);
-        if (!more) return lm_err_set(err, LM_ENOMEM, NULL, "out of memory");
-        *seenp = seen = more;
-    }
-    seen[(*n_seen)++] = gn->hash;
+    int added = lm_keyset_add(seen, gn->hash, 0);
+    if (added < 0) return lm_err_set(err, LM_ENOMEM, NULL, "out of memory");
+    if (!added) return LM_OK;
+    (*n_seen)++;
     *fresh = true;
     fz_case k = {.index = *n_seen - 1, .hash = gn->hash, .origin = origin, .msg = ""};
     if (c->poisoned || k.index < c->start || (c->only != UINT64_MAX && k.index != c->only))
@@ -557,9 +553,10 @@ static int draw_genomes(gg_child *c, uint64_t n, bool *exhausted, lm_err *err)
     cs_session *cs = cs_session_new(c->g, NULL, err); /* the built-in rules, silent */
     if (!cs) return err->code;
     const ll_space *sp = cs_session_space(cs);
-    uint64_t *seen = calloc(64, sizeof *seen), n_seen = 0;
+    lm_keyset seen = {0};
+    uint64_t n_seen = 0;
     ll_genome gn = {0};
-    int rc = seen ? LM_OK : lm_err_set(err, LM_ENOMEM, NULL, "out of memory");
+    int rc = LM_OK;
     if (!rc) rc = ll_genome_init(&gn, sp, err);
     bool fresh;
     if (!rc) rc = ll_genome_most_fused(&gn, sp, err);
@@ -595,7 +592,7 @@ static int draw_genomes(gg_child *c, uint64_t n, bool *exhausted, lm_err *err)
         }
     }
     ll_genome_fini(&gn);
-    free(seen);
+    lm_keyset_fini(&seen);
     cs_session_free(cs);
     return rc;
 }

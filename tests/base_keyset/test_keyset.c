@@ -59,12 +59,53 @@ START_TEST(growth_keeps_every_key)
 }
 END_TEST
 
+/* Growing past the memory there is: -1, and the set holds what it held. */
+START_TEST(out_of_memory_leaves_the_set_as_it_was)
+{
+    lm_keyset k = {0};
+    lm_mem_fail_after(0); /* the first table */
+    ck_assert_int_eq(lm_keyset_add(&k, 5, 6), -1);
+    ck_assert(lm_mem_fail_fired());
+    lm_mem_fail_after(-1);
+    ck_assert_uint_eq(k.n, 0);
+    ck_assert_uint_eq(k.cap, 0);
+    ck_assert(!lm_keyset_has(&k, 5, 6));
+    /* fill the first table to half: the next new key needs a larger one */
+    uint32_t i = 0;
+    while ((k.n + 1) * 2 <= k.cap || k.cap == 0) {
+        ck_assert_int_eq(lm_keyset_add(&k, 1000 + i, i), 1);
+        i++;
+    }
+    size_t cap = k.cap, n = k.n;
+    for (long f = 0; f < 3; f++) { /* each of the growth's three blocks fails in turn */
+        lm_mem_fail_after(f);
+        ck_assert_int_eq(lm_keyset_add(&k, 77, 77), -1);
+        ck_assert(lm_mem_fail_fired());
+        lm_mem_fail_after(-1);
+        ck_assert_uint_eq(k.cap, cap);
+        ck_assert_uint_eq(k.n, n);
+        ck_assert(!lm_keyset_has(&k, 77, 77));
+        for (uint32_t j = 0; j < i; j++)
+            ck_assert(lm_keyset_has(&k, 1000 + j, j));
+    }
+    /* a key already there needs no growth: found even while allocations fail */
+    lm_mem_fail_after(0);
+    ck_assert_int_eq(lm_keyset_add(&k, 1000, 0), 0);
+    ck_assert(!lm_mem_fail_fired());
+    lm_mem_fail_after(-1);
+    ck_assert_int_eq(lm_keyset_add(&k, 77, 77), 1);
+    ck_assert_uint_gt(k.cap, cap);
+    lm_keyset_fini(&k);
+}
+END_TEST
+
 static Suite *keyset_suite(void)
 {
     Suite *s = suite_create("base_keyset");
     TCase *t = tcase_create("keyset");
     tcase_add_test(t, membership);
     tcase_add_test(t, growth_keeps_every_key);
+    tcase_add_test(t, out_of_memory_leaves_the_set_as_it_was);
     suite_add_tcase(s, t);
     return s;
 }

@@ -117,6 +117,48 @@ START_TEST(inputs_are_seeded_by_stream)
 }
 END_TEST
 
+/* Every request a small fuzz makes of the counted door failed in turn: a clean LM_ENOMEM
+ * each time (or the failure absorbed and the fuzz whole), nothing left behind. */
+START_TEST(each_allocation_failed_in_turn)
+{
+    hl_graph *g = tf_load(SOFTMAX);
+    fz_options o = {.n = 3, .seed = 1};
+    fz_result r;
+    lm_err e0 = {0};
+    lm_mem_stats_reset();
+    ck_assert_msg(fz_run(g, &o, NULL, &r, &e0) == 0, "%s", e0.msg);
+    uint64_t calls = 0;
+    lm_mem_stats(&calls, NULL);
+    ck_assert_uint_eq(r.checked, 3);
+    uint64_t failed = 0, absorbed = 0;
+    long i = 0;
+    for (;; i++) {
+        lm_err err = {0};
+        lm_mem_fail_after(i);
+        int rc = fz_run(g, &o, NULL, &r, &err);
+        bool fired = lm_mem_fail_fired();
+        lm_mem_fail_after(-1);
+        if (!fired) {
+            ck_assert_msg(rc == 0, "%s", err.msg);
+            break;
+        }
+        if (rc == 0) { /* never as a failed genome: memory says nothing of a genome */
+            ck_assert_uint_eq(r.checked, 3);
+            ck_assert_uint_eq(r.failed, 0);
+            absorbed++;
+        } else {
+            ck_assert_msg(rc == LM_ENOMEM, "allocation %ld: %s (%s)", i, err.msg,
+                          lm_code_ident(rc));
+            failed++;
+        }
+    }
+    ck_assert_uint_eq((uint64_t)i, calls);
+    ck_assert_uint_eq(failed + absorbed, calls);
+    ck_assert_uint_ge(failed, 1);
+    hl_graph_free(g);
+}
+END_TEST
+
 static Suite *fz_api_suite(void)
 {
     Suite *s = suite_create("fuzz_api");
@@ -125,6 +167,7 @@ static Suite *fz_api_suite(void)
     tcase_add_test(t, the_rules_given_three_ways_give_the_same_genomes);
     tcase_add_test(t, refusals_are_named);
     tcase_add_test(t, inputs_are_seeded_by_stream);
+    tcase_add_test(t, each_allocation_failed_in_turn);
     suite_add_tcase(s, t);
     return s;
 }

@@ -271,6 +271,55 @@ START_TEST(the_log_gets_the_saturation_report)
 }
 END_TEST
 
+/* Every allocation of a session failed in turn (base's lm_mem_fail_after, which every
+ * module's door counts): a clean error each time, nothing left behind (ASan checks). */
+START_TEST(each_allocation_failed_in_turn)
+{
+    hl_graph *g = load("softmax_f32_4096x8192");
+    /* the requests a session makes of the counted door */
+    lm_err e0 = {0};
+    lm_mem_stats_reset();
+    cs_session *whole = cs_session_new(g, NULL, &e0);
+    uint64_t calls = 0;
+    lm_mem_stats(&calls, NULL);
+    ck_assert_msg(whole != NULL, "%s", e0.msg);
+    cs_session_free(whole);
+    ck_assert_uint_ge(calls, 1);
+    uint64_t failed = 0, absorbed = 0;
+    long i = 0;
+    for (;; i++) {
+        lm_err err = {0};
+        cs_report rep;
+        cs_options o = {.report = &rep};
+        lm_mem_fail_after(i);
+        cs_session *s = cs_session_new(g, &o, &err);
+        bool fired = lm_mem_fail_fired();
+        lm_mem_fail_after(-1);
+        if (!fired) {
+            ck_assert_msg(s != NULL, "%s", err.msg);
+            ck_assert_int_eq(rep.stage, CS_DONE);
+            cs_session_free(s);
+            break;
+        }
+        if (s) { /* the failure was absorbed (a cache, a fallback): the session is whole */
+            ck_assert_int_eq(rep.stage, CS_DONE);
+            cs_session_free(s);
+            absorbed++;
+            continue;
+        }
+        failed++;
+        ck_assert_msg(err.code == LM_ENOMEM, "allocation %ld (%s): %s (%s)", i,
+                      cs_stage_name(rep.stage), err.msg, lm_code_ident(err.code));
+        ck_assert_int_ne(rep.stage, CS_DONE);
+    }
+    /* every request was failed once, and no other ran */
+    ck_assert_uint_eq((uint64_t)i, calls);
+    ck_assert_uint_eq(failed + absorbed, calls);
+    ck_assert_uint_ge(failed, 1);
+    hl_graph_free(g);
+}
+END_TEST
+
 START_TEST(names)
 {
     ck_assert_str_eq(cs_stage_name(CS_STAGE_SETUP), "setup");
@@ -293,6 +342,7 @@ static Suite *session_suite(void)
     tcase_add_test(t, limits_stop_with_elimit);
     tcase_add_test(t, no_space_leaves_the_engine_to_the_caller);
     tcase_add_test(t, the_log_gets_the_saturation_report);
+    tcase_add_test(t, each_allocation_failed_in_turn);
     tcase_add_test(t, names);
     suite_add_tcase(s, t);
     return s;
