@@ -88,7 +88,8 @@ struct sr_evaluator {
  * (hl_graph_fill_input). */
 typedef struct sr_eval_setup {
     const hl_graph *graph;
-    const char *graph_path; /* the graph's JSON file (workers read it again) */
+    const char *graph_path; /* the graph's file, for messages (NULL or "-": none); the GPU
+                               workers get the graph itself in their setup */
     const int64_t *dims;
     uint64_t seed;
 } sr_eval_setup;

@@ -121,22 +121,15 @@ int sr__open_evaluator(srch *x)
 #ifdef LUMINAL_HAVE_SR_GPU
         if (k == SR_EVAL_AUTO) {
             lm_err pe = {0};
-            int n = (x->o.graph_path && strcmp(x->o.graph_path, "-") != 0) ? sr_gpu_count(&pe) : 0;
+            int n = sr_gpu_count(&pe);
             k = n > 0 ? SR_EVAL_GPU : SR_EVAL_COST_MODEL;
             if (n > 0)
                 snprintf(x->r->note, sizeof x->r->note, "%d GPU%s visible", n, n == 1 ? "" : "s");
-            else if (!x->o.graph_path || strcmp(x->o.graph_path, "-") == 0)
-                snprintf(x->r->note, sizeof x->r->note,
-                         "the graph came from standard input: the GPU workers need a file");
             else
                 snprintf(x->r->note, sizeof x->r->note, "no GPU visible%s%.100s",
                          pe.code ? ": " : "", pe.code ? pe.msg : "");
         }
         if (k == SR_EVAL_GPU) {
-            if (!x->o.graph_path || strcmp(x->o.graph_path, "-") == 0)
-                return sr__fail(x->err, LM_EARG, NULL,
-                                  "search: the GPU evaluator needs the graph as a file (its "
-                                  "workers read it), not standard input");
             sr_gpu_opts go;
             sr_gpu_opts_default(&go);
             go.workers = x->o.gpu_workers;
