@@ -1,6 +1,6 @@
 # LmEmbed.cmake - a cmake -P script: embeds a text file, with the files it includes, in a
 # C source file as one NUL-terminated byte array, so a program finds the text wherever
-# it runs (luminal_search's built-in rules). No Python at build time.
+# it runs (the built-in rules of the compile session, session/). No Python at build time.
 #
 #   cmake -DMAIN=<file> -DROOT=<dir> -DOUT=<file.c> -DSYMBOL=<name> -P LmEmbed.cmake
 #

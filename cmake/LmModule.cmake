@@ -7,15 +7,17 @@
 # headers are linked into <build>/lm_include/<module>/, which is the module's PUBLIC
 # include folder, while the module's own folder (with its private headers) is PRIVATE.
 
-set(LM_MODULES base egraph hlir llir codegen cuda_rt program search)
+set(LM_MODULES base egraph hlir llir session fuzz codegen cuda_rt program search)
 set(LM_USES_base "")
 set(LM_USES_egraph base)
 set(LM_USES_hlir base egraph)
 set(LM_USES_llir base egraph hlir)
+set(LM_USES_session base egraph hlir llir)
+set(LM_USES_fuzz base hlir llir session)
 set(LM_USES_codegen base hlir llir)
 set(LM_USES_cuda_rt base)
 set(LM_USES_program base hlir llir codegen cuda_rt)
-set(LM_USES_search base egraph hlir llir codegen cuda_rt program)
+set(LM_USES_search base egraph hlir llir session codegen cuda_rt program)
 
 # lm_add_module(NAME
 #   SOURCES f1.c ...            the module's sources (paths relative to its folder)

@@ -80,8 +80,8 @@ int eg_run_file(eg_engine *e, const char *path, lm_err *err)
     lm_err ferr;
     lm_err_clear(&ferr);
     /* the read is bounded like everything else: by the memory limit when one is set */
-    size_t max = e->opt.mem_limit && e->opt.mem_limit < LM_READ_MAX ? (size_t)e->opt.mem_limit
-                                                                     : LM_READ_MAX;
+    size_t max =
+        e->opt.mem_limit && e->opt.mem_limit < LM_READ_MAX ? (size_t)e->opt.mem_limit : LM_READ_MAX;
     /* and a NUL byte is refused, located: the text would end there, the rest unread */
     char *text = lm_read_text(path, max, NULL, &ferr);
     if (!text) {
@@ -595,16 +595,25 @@ static void do_check(eg_engine *e, void *ctx)
                               t->name, r, c);
                 }
             }
-            if (t->khash[r] != eg__key_hash(row, t->n_in) ||
-                eg__table_lookup(t, row, t->khash[r]) != (int64_t)r) {
+            if (eg__table_lookup(t, row, eg__key_hash(row, t->n_in)) != (int64_t)r) {
                 eg__throw(e, LM_EVERIFY, NULL,
                           "invariant: table %s row %u is not found by its key (memo out of date or "
                           "duplicate key)",
                           t->name, r);
             }
-            if (r > 0 && t->ts[r] < t->ts[r - 1]) {
+            if (r > 0 && eg__row_ts(t, r) < eg__row_ts(t, r - 1)) {
                 eg__throw(e, LM_EVERIFY, NULL, "invariant: table %s timestamps out of order",
                           t->name);
+            }
+        }
+        /* the epochs: strictly increasing timestamps and first rows, all within the rows */
+        for (uint32_t k = 0; k < t->nep; k++) {
+            if ((k > 0 && (t->ep_ts[k] <= t->ep_ts[k - 1] || t->ep_row[k] <= t->ep_row[k - 1])) ||
+                t->ep_row[k] >= t->nrows || (k == 0 && t->ep_row[0] != 0)) {
+                eg__throw(e, LM_EVERIFY, NULL,
+                          "invariant: table %s timestamp epoch %u is out of "
+                          "order",
+                          t->name, k);
             }
         }
         /* the memo rebuilt from scratch must hold exactly the live rows, at their slots */
@@ -613,8 +622,8 @@ static void do_check(eg_engine *e, void *ctx)
             uint64_t sl = t->slots[j];
             if (sl == 0 || sl == UINT64_C(0xFFFFFFFF)) continue;
             uint32_t r = (uint32_t)sl - 1;
-            if (r >= t->nrows || (t->flags[r] & RF_DEAD) || t->slotpos[r] != j ||
-                (sl >> 32) != (t->khash[r] >> 32)) {
+            if (r >= t->nrows || (t->flags[r] & RF_DEAD) ||
+                (sl >> 32) != (eg__key_hash(t->cols + (size_t)r * t->ncols, t->n_in) >> 32)) {
                 eg__throw(e, LM_EVERIFY, NULL,
                           "invariant: table %s memo slot %u points to a dead or misplaced row",
                           t->name, j);
@@ -638,21 +647,6 @@ int eg_check_invariants(eg_engine *e, lm_err *err)
     return eg__guard(e, err, "eg_check_invariants", do_check, NULL);
 }
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 void eg_print_stats_json(const eg_engine *e, FILE *f)
 {
     fprintf(f, "{\"iterations\":%llu,\"search_s\":%.6f,\"rebuild_s\":%.6f,\"rulesets\":[",
@@ -663,13 +657,13 @@ void eg_print_stats_json(const eg_engine *e, FILE *f)
         if (!R->iterations) continue;
         fputs(first ? "{\"name\":" : ",{\"name\":", f);
         first = false;
-        json_string(f, R->name);
+        eg__json_str(f, R->name);
         fprintf(f, ",\"iterations\":%u,\"time_s\":%.6f,\"matches\":%llu,\"rules\":[", R->iterations,
                 R->time_s, (unsigned long long)R->matches);
         for (uint32_t k = 0; k < R->nrules; k++) {
             const rule *r = &e->rules[R->rules[k]];
             fputs(k ? ",{\"name\":" : "{\"name\":", f);
-            json_string(f, r->name);
+            eg__json_str(f, r->name);
             fprintf(f, ",\"time_s\":%.6f,\"matches\":%llu}", r->time_s,
                     (unsigned long long)r->matches);
         }
@@ -682,7 +676,7 @@ void eg_print_stats_json(const eg_engine *e, FILE *f)
         if (e->tables[i].hidden) continue;
         fputs(first ? "{\"name\":" : ",{\"name\":", f);
         first = false;
-        json_string(f, e->tables[i].name);
+        eg__json_str(f, e->tables[i].name);
         fprintf(f, ",\"rows\":%u}", e->tables[i].nlive);
         total += e->tables[i].nlive;
     }
@@ -703,7 +697,7 @@ void eg_dump(eg_engine *e, FILE *f)
         for (uint32_t r = 0; r < t->nrows; r++) {
             if (t->flags[r] & RF_DEAD) continue;
             const eg_value *row = t->cols + (size_t)r * t->ncols;
-            fprintf(f, "  [%u] ts=%u%s (", r, t->ts[r],
+            fprintf(f, "  [%u] ts=%u%s (", r, eg__row_ts(t, r),
                     (t->flags[r] & RF_SUBSUMED) ? " subsumed" : "");
             for (uint32_t c = 0; c < t->ncols; c++) {
                 uint32_t so = c < t->n_in ? t->in_sort[c] : t->out_sort;

@@ -14,7 +14,7 @@
 
 static _Noreturn void type_error(eg_engine *e, const sx *at, const char *msg)
 {
-    eg__throw(e, LM_ETYPE, at, "%s", msg);
+    eg__throw(e, LM_ETYPE, EG_LOC(at), "%s", msg);
 }
 
 typedef eg_scratch scratch;
@@ -41,11 +41,11 @@ static void exec_command(eg_engine *e, const sx *s, scratch *sc);
 static int guarded(eg_engine *e, const sx *s)
 {
     if (e->failed)
-        return eg__fail(e->err, LM_ENOMEM, s,
+        return eg__fail(e->err, LM_ENOMEM, EG_LOC(s),
                         "the engine ran out of memory in an earlier call; free it with "
                         "eg_engine_free");
     if (e->depth >= EG_MAX_NESTING)
-        return eg__fail(e->err, LM_ELIMIT, s,
+        return eg__fail(e->err, LM_ELIMIT, EG_LOC(s),
                         "commands nested too deeply (include or fail more than %d levels "
                         "deep; does a file include itself?)",
                         EG_MAX_NESTING);
@@ -237,7 +237,7 @@ static void cmd_check(eg_engine *e, const sx *s, scratch *sc)
     sc->vals = eg__calloc(e, sc->q->nvars + 1, sizeof(eg_value));
     bool hit = false;
     eg__query_run(e, sc->q, true, 0, true, sc->vals, on_any, &hit);
-    if (!hit) eg__throw(e, LM_ERUNTIME, s, "check failed: no match for the facts");
+    if (!hit) eg__throw(e, LM_ERUNTIME, EG_LOC(s), "check failed: no match for the facts");
 }
 
 /* ---- printing ---- */
@@ -367,7 +367,7 @@ static void cmd_extract(eg_engine *e, const sx *s, scratch *sc)
     eg__costs_compute(e, &costs);
     uint64_t c = eg__value_cost(e, sort, v, costs.cost);
     if (c == UINT64_MAX)
-        eg__throw(e, LM_ERUNTIME, s, "extract: no extractable term for this value");
+        eg__throw(e, LM_ERUNTIME, EG_LOC(s), "extract: no extractable term for this value");
     /* variants of a container or primitive value: egglog returns the one term */
     bool variants = s->n >= 3 && eg__is_eq(e, sort);
     if (e->opt.snapshot) {
@@ -388,10 +388,10 @@ static void cmd_let(eg_engine *e, const sx *s, scratch *sc)
     if (s->n != 3 || s->items[1]->kind != SX_SYM) type_error(e, s, "(let name expr) expected");
     const char *name = s->items[1]->text;
     if (eg__global_find(e, name) >= 0)
-        eg__throw(e, LM_ETYPE, s->items[1],
+        eg__throw(e, LM_ETYPE, EG_LOC(s->items[1]),
                   "global %s is already defined; globals cannot be redefined", name);
     if (eg__table_find(e, name) >= 0)
-        eg__throw(e, LM_ETYPE, s->items[1], "'%s' is already the name of a table", name);
+        eg__throw(e, LM_ETYPE, EG_LOC(s->items[1]), "'%s' is already the name of a table", name);
     sc->ex = eg__compile_expr(e, s->items[2]);
     eg_value v = eg__eval(e, sc->ex, NULL);
     EG_GROW(e, e->globals, e->capglobals, e->nglobals + 1);
@@ -418,7 +418,7 @@ static char *read_named_file(eg_engine *e, const sx *at, const char *what, scrat
     /* a failed read leaves the engine as it was: out of memory here is the read's (its
      * message says how many bytes), not the engine's, which stays usable */
     if (!sc->text)
-        eg__throw(e, ferr.code ? ferr.code : LM_EIO, at, "cannot read %s file '%s': %s", what,
+        eg__throw(e, ferr.code ? ferr.code : LM_EIO, EG_LOC(at), "cannot read %s file '%s': %s", what,
                   at->text, ferr.msg[0] ? ferr.msg : "unreadable");
     return sc->text;
 }
@@ -459,7 +459,7 @@ static void parse_field(eg_engine *e, const sx *at, uint32_t sort, char *f, eg_v
         break;
     }
 bad:
-    eg__throw(e, LM_ERUNTIME, at, "input line %u: cannot read '%.200s' as %s", line, f,
+    eg__throw(e, LM_ERUNTIME, EG_LOC(at), "input line %u: cannot read '%.200s' as %s", line, f,
               e->sorts[sort].name);
 }
 
@@ -500,7 +500,7 @@ static void cmd_input(eg_engine *e, const sx *s, scratch *sc)
                 q = tab + 1;
             }
             if (nf != t->ncols)
-                eg__throw(e, LM_ERUNTIME, s, "input line %u has %u fields; %s needs %u", line, nf,
+                eg__throw(e, LM_ERUNTIME, EG_LOC(s), "input line %u has %u fields; %s needs %u", line, nf,
                           t->name, t->ncols);
             eg_value row[EG_MAX_COLS];
             for (uint32_t c = 0; c < nf; c++)
@@ -660,7 +660,7 @@ static void cmd_fail(eg_engine *e, const sx *s)
     int rc = guarded(e, s->items[1]);
     e->err = outer;
     if (rc == 0)
-        eg__throw(e, LM_ERUNTIME, s,
+        eg__throw(e, LM_ERUNTIME, EG_LOC(s),
                   "the command inside fail succeeded, but it was expected to fail");
     if (rc == LM_ETYPE || rc == LM_EPARSE || rc == LM_ELIMIT || rc == LM_ENOMEM) {
         lm_err_copy(e->err, &inner);
@@ -721,7 +721,7 @@ static void exec_command(eg_engine *e, const sx *s, scratch *sc)
     } else if (strcmp(h, "pop") == 0) {
         int64_t n = s->n >= 2 && s->items[1]->kind == SX_INT ? s->items[1]->i : 1;
         for (int64_t i = 0; i < n; i++)
-            if (eg__pop(e)) eg__throw(e, LM_ERUNTIME, s, "pop without a matching push");
+            if (eg__pop(e)) eg__throw(e, LM_ERUNTIME, EG_LOC(s), "pop without a matching push");
     } else {
         uint32_t nslots = 0;
         sc->acts = eg__compile_actions(e, (const sx *const *)&s, 1, &sc->nacts, &nslots);

@@ -1,4 +1,4 @@
-/* eg_compile.c: the type checker and compiler of rule queries and actions.
+/* eg_compile.c: the type checker and compiler of rule queries (actions: eg_compile_act.c).
  *
  * A query (the left side of a rule, a check, an :until) is flattened into atoms over
  * tables and primitive calls over variables: nested terms get fresh variables, `(= a b)`
@@ -130,22 +130,23 @@ void eg__cc_check_shadow(eg_engine *e, const sx *at, const char *name)
     int32_t si = eg__sort_find(e, name);
     /* built-in sorts (i64, String, ...) are not declared names: egglog allows them */
     const char *what = si >= SORT_NBUILTIN ? "sort"
-                       : ti >= 0 ? (e->tables[ti].kind == TK_FUNCTION   ? "function"
-                                    : e->tables[ti].kind == TK_RELATION ? "relation"
-                                                                        : "constructor")
+                       : ti >= 0           ? (e->tables[ti].kind == TK_FUNCTION   ? "function"
+                                              : e->tables[ti].kind == TK_RELATION ? "relation"
+                                                                                  : "constructor")
                        : eg__ruleset_find(e, name) >= 0 ? "ruleset"
                        : eg__global_find(e, name) >= 0  ? "global"
                                                         : NULL;
     if (what)
-        eg__throw(e, LM_ETYPE, at, "variable %s shadows the %s %s; give it another name", name,
-                  what, name);
+        eg__throw(e, LM_ETYPE, EG_LOC(at), "variable %s shadows the %s %s; give it another name",
+                  name, what, name);
     const char *bare = name[0] == '$' ? name + 1 : name;
     char dollar[256];
     if (strlen(bare) + 2 <= sizeof dollar) {
         snprintf(dollar, sizeof dollar, "$%s", bare);
         if (strcmp(dollar, name) != 0 && eg__global_find(e, dollar) >= 0)
-            eg__throw(e, LM_ETYPE, at, "variable %s conflicts with the global %s; give it another name",
-                      name, dollar);
+            eg__throw(e, LM_ETYPE, EG_LOC(at),
+                      "variable %s conflicts with the global %s; give it another name", name,
+                      dollar);
     }
 }
 
@@ -192,11 +193,11 @@ static void set_sort(eg_engine *e, cc *c, uint32_t v, uint32_t sort, const sx *a
         *s = sort;
     else if (sort != NOSORT && *s != sort) {
         if (c->q.var_name[v])
-            eg__throw(e, LM_ETYPE, at,
+            eg__throw(e, LM_ETYPE, EG_LOC(at),
                       "type mismatch: variable %s has sort %s here but %s elsewhere",
                       c->q.var_name[v], eg__sort_name(e, sort), eg__sort_name(e, *s));
-        eg__throw(e, LM_ETYPE, at, "type mismatch: expected %s, got %s", eg__sort_name(e, *s),
-                  eg__sort_name(e, sort));
+        eg__throw(e, LM_ETYPE, EG_LOC(at), "type mismatch: expected %s, got %s",
+                  eg__sort_name(e, *s), eg__sort_name(e, sort));
     }
 }
 
@@ -272,7 +273,7 @@ static uint32_t const_var(cc *c, uint32_t sort, eg_value val, const sx *at)
     return v;
 }
 
-static bool literal(eg_engine *e, const sx *s, uint32_t *sort, eg_value *val)
+bool eg__cc_literal(eg_engine *e, const sx *s, uint32_t *sort, eg_value *val)
 {
     switch (s->kind) {
     case SX_INT:
@@ -327,33 +328,34 @@ static uint32_t add_atom(cc *c, uint32_t table, uint32_t ncols)
 /* The head of a call (name args...) in a query or an expression, resolved once for both:
  * the table it names (with its arity checked), or NULL for a known primitive; an unknown
  * name, a form that is not a call and too many arguments are refused here. */
-static eg_table *call_head(eg_engine *e, const sx *s, const char *what, int32_t *ti_out)
+eg_table *eg__cc_call_head(eg_engine *e, const sx *s, const char *what, int32_t *ti_out)
 {
     const char *h = eg__sx_head(s);
-    if (!h) eg__throw(e, LM_ETYPE, s, "expected %s", what);
+    if (!h) eg__throw(e, LM_ETYPE, EG_LOC(s), "expected %s", what);
     uint32_t nargs = s->n - 1;
     if (nargs > EG_MAX_ARGS)
-        eg__throw(e, LM_ELIMIT, s, "too many arguments (%u; at most %d)", nargs, EG_MAX_ARGS);
+        eg__throw(e, LM_ELIMIT, EG_LOC(s), "too many arguments (%u; at most %d)", nargs,
+                  EG_MAX_ARGS);
     int32_t ti = eg__table_find(e, h);
     *ti_out = ti;
     if (ti >= 0) {
         eg_table *t = &e->tables[ti];
         if (t->n_in != nargs)
-            eg__throw(e, LM_ETYPE, s, "wrong number of arguments: %s takes %u, got %u", t->name,
-                      t->n_in, nargs);
+            eg__throw(e, LM_ETYPE, EG_LOC(s), "wrong number of arguments: %s takes %u, got %u",
+                      t->name, t->n_in, nargs);
         return t;
     }
     bool known = false;
     uint32_t dummy[1];
     eg__prim_resolve(e, h, dummy, 0, &known);
-    if (!known) eg__throw(e, LM_ETYPE, s, "unknown function or primitive '%s'", h);
+    if (!known) eg__throw(e, LM_ETYPE, EG_LOC(s), "unknown function or primitive '%s'", h);
     return NULL;
 }
 
 static uint32_t q_call(eg_engine *e, cc *c, const sx *s, bool as_fact)
 {
     int32_t ti;
-    eg_table *t = call_head(e, s, "a call (name args...) in a query", &ti);
+    eg_table *t = eg__cc_call_head(e, s, "a call (name args...) in a query", &ti);
     uint32_t nargs = s->n - 1;
     if (t) {
         uint32_t argv[EG_MAX_ARGS];
@@ -399,7 +401,7 @@ uint32_t eg__cc_term(eg_engine *e, cc *c, const sx *s)
 {
     uint32_t sort;
     eg_value val;
-    if (literal(e, s, &sort, &val)) return const_var(c, sort, val, s);
+    if (eg__cc_literal(e, s, &sort, &val)) return const_var(c, sort, val, s);
     if (s->kind == SX_SYM) {
         if (strcmp(s->text, "_") == 0) return new_var(c, NULL, NOSORT, s);
         int32_t v = var_by_name(c, s->text);
@@ -412,14 +414,14 @@ uint32_t eg__cc_term(eg_engine *e, cc *c, const sx *s)
         }
         int32_t ti = eg__table_find(e, s->text);
         if (ti >= 0 && e->tables[ti].n_in == 0) {
-            eg__throw(e, LM_ETYPE, s, "'%s' is a table: write (%s) to use its value", s->text,
-                      s->text);
+            eg__throw(e, LM_ETYPE, EG_LOC(s), "'%s' is a table: write (%s) to use its value",
+                      s->text, s->text);
         }
         eg__cc_check_shadow(e, s, s->text);
         return new_var(c, s->text, NOSORT, s);
     }
     if (s->kind == SX_LIST) return q_call(e, c, s, false);
-    eg__throw(e, LM_ETYPE, s, "unexpected term in a query");
+    eg__throw(e, LM_ETYPE, EG_LOC(s), "unexpected term in a query");
 }
 
 /* The relation atom a variable was equated with, or UINT32_MAX. */
@@ -463,11 +465,11 @@ static void q_fact(eg_engine *e, cc *c, const sx *f)
 {
     const char *h = eg__sx_head(f);
     if (!h) {
-        eg__throw(e, LM_ETYPE, f, "a fact must be a call or (= a b)");
+        eg__throw(e, LM_ETYPE, EG_LOC(f), "a fact must be a call or (= a b)");
     }
     if (strcmp(h, "=") == 0) {
         if (f->n < 3) {
-            eg__throw(e, LM_ETYPE, f, "(= a b) needs at least two terms");
+            eg__throw(e, LM_ETYPE, EG_LOC(f), "(= a b) needs at least two terms");
         }
         uint32_t a = NOSORT, rel = UINT32_MAX;
         for (uint32_t i = 1; i < f->n; i++) {
@@ -535,17 +537,17 @@ void eg__cc_finish(eg_engine *e, cc *c)
                 uint32_t a0 = p->nargs ? eg__cc_vfind(c, p->args[0]) : 0;
                 if (!p->nargs || !q->is_const[a0] || q->const_global[a0] >= 0 ||
                     q->var_sort[a0] != SORT_STRING)
-                    eg__throw(e, LM_ETYPE, src[i],
+                    eg__throw(e, LM_ETYPE, EG_LOC(src[i]),
                               "(unstable-fn \"name\" partial-arguments...) expected");
                 const char *nm = eg__str(e, (uint32_t)q->const_val[a0]);
                 uint32_t want_ps[EG_MAX_ARGS];
                 bool amb;
-                const eg_prim *pr = eg__fn_resolve(e, nm, sorts + 1, p->nargs - 1,
-                                                   q->var_sort[eg__cc_vfind(c, p->res)], want_ps,
-                                                   &amb);
+                const eg_prim *pr =
+                    eg__fn_resolve(e, nm, sorts + 1, p->nargs - 1,
+                                   q->var_sort[eg__cc_vfind(c, p->res)], want_ps, &amb);
                 if (!pr) {
                     if (amb) continue;
-                    eg__throw(e, LM_ETYPE, src[i],
+                    eg__throw(e, LM_ETYPE, EG_LOC(src[i]),
                               "unstable-fn \"%s\": no function sort (UnstableFn) fits this "
                               "target with these partial arguments",
                               nm);
@@ -569,12 +571,12 @@ void eg__cc_finish(eg_engine *e, cc *c)
                 /* a container primitive: its sort from the known argument and result
                  * sorts; it gives the others theirs (vec-empty's from its use) */
                 bool known, amb;
-                const eg_prim *pr = eg__cont_resolve(e, src[i]->items[0]->text, sorts, p->nargs,
-                                                     q->var_sort[eg__cc_vfind(c, p->res)], &known,
-                                                     &amb);
+                const eg_prim *pr =
+                    eg__cont_resolve(e, src[i]->items[0]->text, sorts, p->nargs,
+                                     q->var_sort[eg__cc_vfind(c, p->res)], &known, &amb);
                 if (!pr) {
                     if (amb) continue; /* maybe later */
-                    eg__throw(e, LM_ETYPE, src[i],
+                    eg__throw(e, LM_ETYPE, EG_LOC(src[i]),
                               "no primitive '%s' takes these arguments (wrong arity or argument "
                               "sorts, or no container sort declared for them)",
                               src[i]->items[0]->text);
@@ -600,7 +602,7 @@ void eg__cc_finish(eg_engine *e, cc *c)
                                           eg__sort_name(e, sorts[a]));
                 buf[o] = 0;
                 const sx *at = src[i];
-                eg__throw(e, LM_ETYPE, at,
+                eg__throw(e, LM_ETYPE, EG_LOC(at),
                           "no primitive '%s' takes (%s) (wrong arity or argument sorts)",
                           at->items[0]->text, buf);
             }
@@ -618,7 +620,7 @@ void eg__cc_finish(eg_engine *e, cc *c)
                 at = src[i];
                 break;
             }
-        eg__throw(e, LM_ETYPE, at,
+        eg__throw(e, LM_ETYPE, EG_LOC(at),
                   "cannot infer the sorts of this primitive call: its variables are not bound by "
                   "any table atom (ungrounded)");
     }
@@ -653,14 +655,15 @@ void eg__cc_finish(eg_engine *e, cc *c)
                 q->var_name[r] ? q->var_name[r] : (q->var_name[v] ? q->var_name[v] : NULL);
             const sx *at = c->var_at[v];
             if (nm)
-                eg__throw(e, LM_ETYPE, at,
+                eg__throw(e, LM_ETYPE, EG_LOC(at),
                           "variable %s is ungrounded: it must appear as an argument or result of a "
                           "table in the query",
                           nm);
-            eg__throw(e, LM_ETYPE, at, "ungrounded term: it must be bound by a table in the query");
+            eg__throw(e, LM_ETYPE, EG_LOC(at),
+                      "ungrounded term: it must be bound by a table in the query");
         }
         if (q->var_sort[r] == NOSORT) {
-            eg__throw(e, LM_ETYPE, c->var_at[v], "cannot infer the sort of variable %s",
+            eg__throw(e, LM_ETYPE, EG_LOC(c->var_at[v]), "cannot infer the sort of variable %s",
                       q->var_name[r] ? q->var_name[r] : "_");
         }
     }
@@ -748,390 +751,4 @@ void eg__cc_facts(eg_engine *e, cc *c, const sx *const *facts, uint32_t nfacts)
 {
     for (uint32_t i = 0; i < nfacts; i++)
         q_fact(e, c, facts[i]);
-}
-
-/* ====================================================================================
- * Action expressions
- * ==================================================================================== */
-
-aexpr *eg__cc_mk_expr(eg_engine *e, aexpr_kind k, uint32_t sort, const sx *at)
-{
-    aexpr *a = eg__calloc(e, 1, sizeof *a);
-    a->kind = k;
-    a->sort = sort;
-    a->at = at;
-    return a;
-}
-
-int32_t eg__cc_slot(cc *c, const char *name)
-{
-    for (uint32_t i = c->nslots; i-- > 0;)
-        if (c->slot_name[i] && strcmp(c->slot_name[i], name) == 0) return (int32_t)i;
-    for (uint32_t i = 0; i < c->nan; i++)
-        if (strcmp(c->an[i], name) == 0) return (int32_t)c->av[i];
-    return -1;
-}
-
-uint32_t eg__cc_add_slot(cc *c, const char *name, uint32_t sort)
-{
-    eg_engine *e = c->e;
-    if (c->nslots + 1 > c->capslots) { /* both arrays grow before either is used */
-        uint32_t nc = c->capslots ? c->capslots * 2 : 8;
-        c->slot_name = eg__array(e, c->slot_name, nc, sizeof(char *));
-        c->slot_sort = eg__array(e, c->slot_sort, nc, sizeof(uint32_t));
-        c->capslots = nc;
-    }
-    c->slot_name[c->nslots] = name ? eg__strdup(e, name) : NULL;
-    c->slot_sort[c->nslots] = sort;
-    return c->nslots++;
-}
-
-static void expect_sort(eg_engine *e, const sx *at, uint32_t want, uint32_t got)
-{
-    if (want != NOSORT && got != want) {
-        eg__throw(e, LM_ETYPE, at, "type mismatch: expected %s, got %s", eg__sort_name(e, want),
-                  eg__sort_name(e, got));
-    }
-}
-
-/* A container primitive in an action: its container sort comes from the sort wanted
- * of it, or from its arguments; an argument that is itself a container call (such as
- * (vec-empty), which names no sort) is compiled last, once the others fixed the sort. */
-/* (unstable-fn "name" partial...) in an action: the function sort is the one wanted, or
- * the one whose signature the target fits; a partial argument that is itself a container
- * call gets the target's input sort. */
-static aexpr *fn_expr(eg_engine *e, cc *c, const sx *s, uint32_t nargs, uint32_t want,
-                      aexpr **holder)
-{
-    aexpr *a = eg__cc_mk_expr(e, AE_PRIM, NOSORT, s);
-    *holder = a;
-    a->args = eg__calloc(e, nargs + 1, sizeof(aexpr *));
-    a->nargs = nargs;
-    if (nargs < 1 || s->items[1]->kind != SX_STR)
-        eg__throw(e, LM_ETYPE, s, "(unstable-fn \"name\" partial-arguments...) expected");
-    eg__cc_expr(e, c, s->items[1], SORT_STRING, &a->args[0]);
-    uint32_t ps[EG_MAX_ARGS], want_ps[EG_MAX_ARGS];
-    uint32_t np = nargs - 1;
-    if (np > EG_MAX_ARGS) eg__throw(e, LM_ELIMIT, s, "too many partial arguments");
-    for (uint32_t i = 0; i < np; i++) {
-        const char *ah = eg__sx_head(s->items[i + 2]);
-        ps[i] = NOSORT;
-        if (ah && eg__cont_prim_name(ah)) continue; /* after the target is known */
-        eg__cc_expr(e, c, s->items[i + 2], NOSORT, &a->args[i + 1]);
-        ps[i] = a->args[i + 1]->sort;
-    }
-    const char *name = s->items[1]->text;
-    bool amb = false;
-    const eg_prim *p = eg__fn_resolve(e, name, ps, np, want, want_ps, &amb);
-    if (p) {
-        bool again = false;
-        for (uint32_t i = 0; i < np; i++) {
-            if (a->args[i + 1]) continue;
-            eg__cc_expr(e, c, s->items[i + 2], want_ps[i], &a->args[i + 1]);
-            ps[i] = a->args[i + 1]->sort;
-            again = true;
-        }
-        if (again) p = eg__fn_resolve(e, name, ps, np, want, want_ps, &amb);
-    }
-    if (!p)
-        eg__throw(e, LM_ETYPE, s,
-                  amb ? "unstable-fn \"%s\": several function sorts fit; give the result a "
-                        "known sort"
-                      : "unstable-fn \"%s\": no function sort (UnstableFn) fits this target "
-                        "with these partial arguments (wrong name, arity, input or output sorts)",
-                  name);
-    a->prim = p;
-    a->sort = eg__cont_ret(e, p);
-    expect_sort(e, s, want, a->sort);
-    return a;
-}
-
-static aexpr *cont_expr(eg_engine *e, cc *c, const sx *s, const char *h, uint32_t nargs,
-                        uint32_t want, aexpr **holder)
-{
-    if (strcmp(h, "unstable-fn") == 0) return fn_expr(e, c, s, nargs, want, holder);
-    aexpr *a = eg__cc_mk_expr(e, AE_PRIM, NOSORT, s);
-    *holder = a;
-    a->args = eg__calloc(e, nargs + 1, sizeof(aexpr *));
-    a->nargs = nargs; /* NULL until compiled: freeing skips them */
-    uint32_t sorts[EG_MAX_ARGS];
-    for (uint32_t i = 0; i < nargs; i++)
-        sorts[i] = NOSORT;
-    bool known = false, amb = false;
-    const eg_prim *p = want != NOSORT ? eg__cont_resolve(e, h, sorts, nargs, want, &known, &amb)
-                                      : NULL;
-    bool deferred = false;
-    for (uint32_t i = 0; i < nargs; i++) {
-        const sx *arg = s->items[i + 1];
-        uint32_t expect = p ? eg__cont_arg_sort(e, p, i) : NOSORT;
-        const char *ah = eg__sx_head(arg);
-        if (expect == NOSORT && ah && eg__cont_prim_name(ah)) {
-            deferred = true;
-            continue;
-        }
-        eg__cc_expr(e, c, arg, expect, &a->args[i]);
-        sorts[i] = a->args[i]->sort;
-    }
-    p = eg__cont_resolve(e, h, sorts, nargs, want, &known, &amb);
-    /* nothing fixed the sort yet: the deferred arguments may know their own, one by one */
-    for (uint32_t i = 0; i < nargs && deferred && !p; i++) {
-        if (a->args[i]) continue;
-        eg__cc_expr(e, c, s->items[i + 1], NOSORT, &a->args[i]);
-        sorts[i] = a->args[i]->sort;
-        p = eg__cont_resolve(e, h, sorts, nargs, want, &known, &amb);
-    }
-    if (deferred && p) {
-        for (uint32_t i = 0; i < nargs; i++) {
-            if (a->args[i]) continue;
-            eg__cc_expr(e, c, s->items[i + 1], eg__cont_arg_sort(e, p, i), &a->args[i]);
-            sorts[i] = a->args[i]->sort;
-        }
-        p = eg__cont_resolve(e, h, sorts, nargs, want, &known, &amb);
-    }
-    if (!p)
-        eg__throw(e, LM_ETYPE, s,
-                  amb ? "cannot tell which container sort '%s' makes here: several fit; "
-                        "give an argument or the result a known sort"
-                      : "no primitive '%s' takes these arguments (wrong arity or argument "
-                        "sorts, or no container sort declared for them)",
-                  h);
-    a->prim = p;
-    a->sort = eg__cont_ret(e, p);
-    expect_sort(e, s, want, a->sort);
-    return a;
-}
-
-aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder)
-{
-    uint32_t sort;
-    eg_value val;
-    if (literal(e, s, &sort, &val)) {
-        aexpr *a = eg__cc_mk_expr(e, AE_CONST, sort, s);
-        a->c = val;
-        *holder = a;
-        expect_sort(e, s, want, sort);
-        return a;
-    }
-    if (s->kind == SX_SYM) {
-        int32_t v = eg__cc_slot(c, s->text);
-        if (v >= 0) {
-            aexpr *a = eg__cc_mk_expr(e, AE_VAR, c->slot_sort[v], s);
-            a->var = (uint32_t)v;
-            *holder = a;
-            expect_sort(e, s, want, a->sort);
-            return a;
-        }
-        int32_t g = eg__global_find(e, s->text);
-        if (g >= 0) {
-            aexpr *a = eg__cc_mk_expr(e, AE_GLOBAL, e->globals[g].sort, s);
-            a->global = (uint32_t)g;
-            *holder = a;
-            expect_sort(e, s, want, a->sort);
-            return a;
-        }
-        eg__throw(e, LM_ETYPE, s,
-                  "unbound variable '%s' (not bound by the query, a let, or a global)", s->text);
-    }
-    int32_t ti;
-    eg_table *t = call_head(e, s, "an expression", &ti);
-    uint32_t nargs = s->n - 1;
-    const char *h = eg__sx_head(s);
-    if (t) {
-        aexpr *a = eg__cc_mk_expr(e, AE_TABLE, t->has_out ? t->out_sort : SORT_UNIT, s);
-        *holder = a;
-        a->table = (uint32_t)ti;
-        a->args = eg__calloc(e, nargs + 1, sizeof(aexpr *));
-        for (uint32_t i = 0; i < nargs; i++) {
-            a->nargs = i + 1; /* before the call: a throw inside must still free args[i] */
-            eg__cc_expr(e, c, s->items[i + 1], e->tables[ti].in_sort[i], &a->args[i]);
-        }
-        expect_sort(e, s, want, a->sort);
-        return a;
-    }
-    if (eg__cont_prim_name(h)) return cont_expr(e, c, s, h, nargs, want, holder);
-    bool known = false;
-    aexpr *a = eg__cc_mk_expr(e, AE_PRIM, NOSORT, s);
-    *holder = a;
-    a->args = eg__calloc(e, nargs + 1, sizeof(aexpr *));
-    uint32_t sorts[EG_MAX_ARGS];
-    for (uint32_t i = 0; i < nargs; i++) {
-        a->nargs = i + 1;
-        eg__cc_expr(e, c, s->items[i + 1], NOSORT, &a->args[i]);
-        sorts[i] = a->args[i]->sort;
-    }
-    const eg_prim *p = eg__prim_resolve(e, h, sorts, nargs, &known);
-    if (!p) {
-        char buf[256];
-        size_t o = 0;
-        for (uint32_t i = 0; i < nargs && o < sizeof buf - 40; i++)
-            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? " " : "",
-                                  eg__sort_name(e, sorts[i]));
-        buf[o] = 0;
-        eg__throw(e, LM_ETYPE, s, "no primitive '%s' takes (%s) (wrong arity or argument sorts)", h,
-                  buf);
-    }
-    a->prim = p;
-    a->sort = eg__prim_ret(p, nargs ? sorts[0] : NOSORT);
-    expect_sort(e, s, want, a->sort);
-    return a;
-}
-
-/* ====================================================================================
- * Actions
- * ==================================================================================== */
-
-action *eg__cc_new_action(cc *c, action_kind k, const sx *at)
-{
-    eg_engine *e = c->e;
-    EG_GROW(e, c->acts, c->capacts, c->nacts + 1);
-    action *a = &c->acts[c->nacts++];
-    memset(a, 0, sizeof *a);
-    a->kind = k;
-    a->at = at;
-    return a;
-}
-
-eg_table *eg__cc_table_call(eg_engine *e, const sx *s, int32_t *ti_out)
-{
-    const char *h = eg__sx_head(s);
-    int32_t ti = h ? eg__table_find(e, h) : -1;
-    if (ti < 0) {
-        eg__throw(e, LM_ETYPE, s, "expected a call of a function, constructor or relation%s%s%s",
-                  h ? " (unknown name '" : "", h ? h : "", h ? "')" : "");
-    }
-    int32_t ti2;
-    eg_table *t = call_head(e, s, "a call", &ti2);
-    *ti_out = ti;
-    return t;
-}
-
-void eg__cc_table_args(eg_engine *e, cc *c, action *a, const sx *call, eg_table *t)
-{
-    a->args = eg__calloc(e, call->n, sizeof(aexpr *));
-    for (uint32_t i = 0; i + 1 < call->n; i++) {
-        a->nargs = i + 1;
-        eg__cc_expr(e, c, call->items[i + 1], t->in_sort[i], &a->args[i]);
-    }
-}
-
-void eg__cc_action(eg_engine *e, cc *c, const sx *s)
-{
-    const char *h = eg__sx_head(s);
-    if (!h) {
-        eg__throw(e, LM_ETYPE, s, "expected an action");
-    }
-    if (strcmp(h, "let") == 0) {
-        if (s->n != 3 || s->items[1]->kind != SX_SYM) {
-            eg__throw(e, LM_ETYPE, s, "(let name expr) expected");
-        }
-        const char *name = s->items[1]->text;
-        if (eg__cc_slot(c, name) >= 0) {
-            eg__throw(e, LM_ETYPE, s->items[1],
-                      "variable %s is already bound; let cannot rebind it", name);
-        }
-        eg__cc_check_shadow(e, s->items[1], name);
-        action *a = eg__cc_new_action(c, AC_LET, s);
-        eg__cc_expr(e, c, s->items[2], NOSORT, &a->a);
-        a = &c->acts[c->nacts - 1];
-        a->var = eg__cc_add_slot(c, name, a->a->sort);
-        return;
-    }
-    if (strcmp(h, "set") == 0) {
-        if (s->n != 3) {
-            eg__throw(e, LM_ETYPE, s, "(set (f args...) value) expected");
-        }
-        int32_t ti;
-        eg_table *t = eg__cc_table_call(e, s->items[1], &ti);
-        if (t->kind != TK_FUNCTION) {
-            eg__throw(e, LM_ETYPE, s, "cannot set %s: it is a %s; use union (or call it) instead",
-                      t->name, t->kind == TK_RELATION ? "relation" : "constructor");
-        }
-        action *a = eg__cc_new_action(c, AC_SET, s);
-        a->table = (uint32_t)ti;
-        eg__cc_table_args(e, c, a, s->items[1], t);
-        eg__cc_expr(e, c, s->items[2], t->out_sort, &c->acts[c->nacts - 1].b);
-        return;
-    }
-    if (strcmp(h, "delete") == 0 || strcmp(h, "subsume") == 0) {
-        if (s->n != 2) {
-            eg__throw(e, LM_ETYPE, s, "(%s (f args...)) expected", h);
-        }
-        int32_t ti;
-        eg_table *t = eg__cc_table_call(e, s->items[1], &ti);
-        bool sub = h[0] == 's';
-        if (sub && t->kind == TK_FUNCTION) {
-            eg__throw(e, LM_ETYPE, s,
-                      "cannot subsume %s: only constructors and relations can be subsumed",
-                      t->name);
-        }
-        action *a = eg__cc_new_action(c, sub ? AC_SUBSUME : AC_DELETE, s);
-        a->table = (uint32_t)ti;
-        eg__cc_table_args(e, c, a, s->items[1], t);
-        return;
-    }
-    if (strcmp(h, "union") == 0) {
-        if (s->n != 3) {
-            eg__throw(e, LM_ETYPE, s, "(union a b) expected");
-        }
-        action *a = eg__cc_new_action(c, AC_UNION, s);
-        eg__cc_expr(e, c, s->items[1], NOSORT, &a->a);
-        a = &c->acts[c->nacts - 1];
-        if (!eg__is_eq(e, a->a->sort)) {
-            eg__throw(e, LM_ETYPE, s->items[1],
-                      "cannot union values of sort %s: only user sorts (e-classes) "
-                      "can be unioned",
-                      eg__sort_name(e, a->a->sort));
-        }
-        eg__cc_expr(e, c, s->items[2], a->a->sort, &a->b);
-        return;
-    }
-    if (strcmp(h, "panic") == 0) {
-        action *a = eg__cc_new_action(c, AC_PANIC, s);
-        a->msg =
-            eg__strdup(e, s->n > 1 && s->items[1]->kind == SX_STR ? s->items[1]->text : "panic");
-        return;
-    }
-    action *a = eg__cc_new_action(c, AC_EXPR, s);
-    eg__cc_expr(e, c, s, NOSORT, &a->a);
-}
-
-/* ====================================================================================
- * Queries for check / until, actions at top level
- * ==================================================================================== */
-
-query *eg__compile_facts(eg_engine *e, const sx *const *facts, uint32_t n)
-{
-    cc *c = eg__cc_new(e);
-    eg__cc_facts(e, c, facts, n);
-    eg__cc_finish(e, c);
-    query *q = eg__calloc(e, 1, sizeof *q);
-    *q = c->q;
-    memset(&c->q, 0, sizeof c->q);
-    eg__cc_done(e);
-    return q;
-}
-
-action *eg__compile_actions(eg_engine *e, const sx *const *acts, uint32_t n, uint32_t *nacts,
-                            uint32_t *nslots)
-{
-    cc *c = eg__cc_new(e);
-    for (uint32_t i = 0; i < n; i++)
-        eg__cc_action(e, c, acts[i]);
-    action *a = c->acts;
-    *nacts = c->nacts;
-    *nslots = c->nslots;
-    c->acts = NULL;
-    c->nacts = 0;
-    eg__cc_done(e);
-    return a;
-}
-
-aexpr *eg__compile_expr(eg_engine *e, const sx *s)
-{
-    cc *c = eg__cc_new(e);
-    eg__cc_expr(e, c, s, NOSORT, &c->tmp_expr);
-    aexpr *a = c->tmp_expr;
-    c->tmp_expr = NULL;
-    eg__cc_done(e);
-    return a;
 }

@@ -1,5 +1,6 @@
-/* eg_compile.h: private interface between the compiler files (eg_compile.c: queries and
- * actions; eg_decl.c: declarations, rules, rewrites). Not part of the public API. */
+/* eg_compile.h: private interface between the compiler files (eg_compile.c: queries;
+ * eg_compile_act.c: actions; eg_decl.c: declarations, rules, rewrites). Not part of the public API.
+ */
 #ifndef EG_COMPILE_H
 #define EG_COMPILE_H
 
@@ -47,6 +48,11 @@ typedef struct cc {
 struct cc *eg__cc_new(eg_engine *e);
 void eg__cc_done(eg_engine *e);
 const char *eg__sort_name(eg_engine *e, uint32_t s);
+
+/* shared by queries and actions: a literal's sort and value (false: s is none); the
+ * table a call names (NULL for a known primitive; unknown names and bad arity refused) */
+bool eg__cc_literal(eg_engine *e, const sx *s, uint32_t *sort, eg_value *val);
+eg_table *eg__cc_call_head(eg_engine *e, const sx *s, const char *what, int32_t *ti_out);
 
 /* queries */
 uint32_t eg__cc_vfind(cc *c, uint32_t v);

@@ -13,11 +13,11 @@
 static uint32_t sort_of(eg_engine *e, const sx *s)
 {
     if (s->kind != SX_SYM) {
-        eg__throw(e, LM_ETYPE, s, "expected a sort name");
+        eg__throw(e, LM_ETYPE, EG_LOC(s), "expected a sort name");
     }
     int32_t i = eg__sort_find(e, s->text);
     if (i < 0) {
-        eg__throw(e, LM_ETYPE, s, "unknown sort '%s'", s->text);
+        eg__throw(e, LM_ETYPE, EG_LOC(s), "unknown sort '%s'", s->text);
     }
     return (uint32_t)i;
 }
@@ -25,7 +25,7 @@ static uint32_t sort_of(eg_engine *e, const sx *s)
 static void check_fresh_name(eg_engine *e, const sx *at, const char *name)
 {
     if (eg__table_find(e, name) >= 0 || eg__sort_find(e, name) >= 0) {
-        eg__throw(e, LM_ETYPE, at, "'%s' is already defined", name);
+        eg__throw(e, LM_ETYPE, EG_LOC(at), "'%s' is already defined", name);
     }
 }
 
@@ -46,7 +46,7 @@ static eg_table *add_table(eg_engine *e, const sx *at, const char *name, table_k
 {
     check_fresh_name(e, at, name);
     if (n_in > EG_MAX_ARGS)
-        eg__throw(e, LM_ELIMIT, at, "'%s' has %u input columns; at most %d are supported", name,
+        eg__throw(e, LM_ELIMIT, EG_LOC(at), "'%s' has %u input columns; at most %d are supported", name,
                   n_in, EG_MAX_ARGS);
     for (uint32_t i = 0; i < n_in; i++) /* every sort is checked before anything is made */
         sort_of(e, in[i]);
@@ -76,7 +76,7 @@ static eg_table *add_table(eg_engine *e, const sx *at, const char *name, table_k
 static uint32_t list_len(eg_engine *e, const sx *s, const char *what)
 {
     if (s->kind != SX_LIST) {
-        eg__throw(e, LM_ETYPE, s, "expected a list of %s", what);
+        eg__throw(e, LM_ETYPE, EG_LOC(s), "expected a list of %s", what);
     }
     return s->n;
 }
@@ -85,7 +85,7 @@ static uint32_t list_len(eg_engine *e, const sx *s, const char *what)
 static void variant(eg_engine *e, const sx *v, uint32_t sort)
 {
     if (v->kind != SX_LIST || v->n < 1 || v->items[0]->kind != SX_SYM) {
-        eg__throw(e, LM_ETYPE, v, "expected a constructor (Name sorts...)");
+        eg__throw(e, LM_ETYPE, EG_LOC(v), "expected a constructor (Name sorts...)");
     }
     uint32_t n = 1;
     while (n < v->n && !(v->items[n]->kind == SX_SYM && v->items[n]->text[0] == ':'))
@@ -107,13 +107,13 @@ static void decl_function(eg_engine *e, const sx *s, table_kind k)
 {
     /* (constructor name (sorts) out opts...) (function name (sorts) out opts...) */
     if (s->n < 4 || s->items[1]->kind != SX_SYM) {
-        eg__throw(e, LM_ETYPE, s, "(%s name (input sorts...) output-sort ...) expected",
+        eg__throw(e, LM_ETYPE, EG_LOC(s), "(%s name (input sorts...) output-sort ...) expected",
                   eg__sx_head(s));
     }
     list_len(e, s->items[2], "input sorts");
     uint32_t out = sort_of(e, s->items[3]);
     if (k == TK_CONSTRUCTOR && !eg__is_eq(e, out)) {
-        eg__throw(e, LM_ETYPE, s->items[3],
+        eg__throw(e, LM_ETYPE, EG_LOC(s->items[3]),
                   "constructor %s must return a user sort (declared with sort or datatype), not %s",
                   s->items[1]->text, e->sorts[out].name);
     }
@@ -125,14 +125,14 @@ static void decl_function(eg_engine *e, const sx *s, table_kind k)
         for (uint32_t i = 4; i < s->n; i++)
             if (eg__sx_is(s->items[i], ":merge") || eg__sx_is(s->items[i], ":no-merge")) {
                 if (++nmerge > 1) {
-                    eg__throw(e, LM_ETYPE, s->items[i],
+                    eg__throw(e, LM_ETYPE, EG_LOC(s->items[i]),
                               "function %s says how values merge more than once: keep one "
                               ":merge or :no-merge",
                               t->name);
                 }
             }
         if (nmerge == 0) {
-            eg__throw(e, LM_ETYPE, s,
+            eg__throw(e, LM_ETYPE, EG_LOC(s),
                       "function %s must say how values merge: add :merge (e.g. (min old new)) or "
                       ":no-merge",
                       t->name);
@@ -165,9 +165,9 @@ static void decl_function(eg_engine *e, const sx *s, table_kind k)
         } else if (o->kind == SX_SYM && strncmp(o->text, ":internal-", 10) == 0) {
             /* egglog's internal flags: accepted and ignored */
         } else if (o->kind == SX_SYM && o->text[0] == ':') {
-            eg__throw(e, LM_ETYPE, o, "unknown option %s for %s", o->text, eg__sx_head(s));
+            eg__throw(e, LM_ETYPE, EG_LOC(o), "unknown option %s for %s", o->text, eg__sx_head(s));
         } else {
-            eg__throw(e, LM_ETYPE, o, "unexpected option in %s declaration", eg__sx_head(s));
+            eg__throw(e, LM_ETYPE, EG_LOC(o), "unexpected option in %s declaration", eg__sx_head(s));
         }
     }
 }
@@ -175,7 +175,7 @@ static void decl_function(eg_engine *e, const sx *s, table_kind k)
 static void decl_datatype(eg_engine *e, const sx *s)
 {
     if (s->n < 2 || s->items[1]->kind != SX_SYM) {
-        eg__throw(e, LM_ETYPE, s, "(datatype Name variants...) expected");
+        eg__throw(e, LM_ETYPE, EG_LOC(s), "(datatype Name variants...) expected");
     }
     uint32_t sort = add_sort(e, s->items[1], s->items[1]->text);
     for (uint32_t i = 2; i < s->n; i++)
@@ -188,7 +188,7 @@ static void decl_datatype_star(eg_engine *e, const sx *s)
     for (uint32_t i = 1; i < s->n; i++) {
         const sx *d = s->items[i];
         if (d->kind != SX_LIST || d->n < 1 || d->items[0]->kind != SX_SYM) {
-            eg__throw(e, LM_ETYPE, d, "(Name variants...) expected in datatype*");
+            eg__throw(e, LM_ETYPE, EG_LOC(d), "(Name variants...) expected in datatype*");
         }
         if (eg__sx_is(d->items[0], "sort")) continue;
         add_sort(e, d->items[0], d->items[0]->text);
@@ -218,12 +218,12 @@ static uint32_t rule_ruleset(eg_engine *e, const sx *s, uint32_t from)
             /* a run-time failure, as in egglog, where (fail (rule ... :ruleset r)) holds
              * for an unknown or a combined r (egglog's test-combined) */
             if (r < 0) {
-                eg__throw(e, LM_ERUNTIME, n,
+                eg__throw(e, LM_ERUNTIME, EG_LOC(n),
                           "unknown ruleset '%s' (declare it with (ruleset name))",
                           n->kind == SX_SYM ? n->text : "?");
             }
             if (e->rulesets[r].combined)
-                eg__throw(e, LM_ERUNTIME, n,
+                eg__throw(e, LM_ERUNTIME, EG_LOC(n),
                           "'%s' is a combined ruleset; add the rule to one of its members",
                           n->text);
             return (uint32_t)r;
@@ -236,14 +236,14 @@ static uint32_t rule_ruleset(eg_engine *e, const sx *s, uint32_t from)
 static void decl_combined_ruleset(eg_engine *e, const sx *s)
 {
     if (s->n < 2 || s->items[1]->kind != SX_SYM)
-        eg__throw(e, LM_ETYPE, s, "(unstable-combined-ruleset name rulesets...) expected");
+        eg__throw(e, LM_ETYPE, EG_LOC(s), "(unstable-combined-ruleset name rulesets...) expected");
     const char *name = s->items[1]->text;
     if (eg__ruleset_find(e, name) >= 0)
-        eg__throw(e, LM_ETYPE, s->items[1], "ruleset '%s' is already defined", name);
+        eg__throw(e, LM_ETYPE, EG_LOC(s->items[1]), "ruleset '%s' is already defined", name);
     for (uint32_t i = 2; i < s->n; i++) {
         const sx *m = s->items[i];
         if (m->kind != SX_SYM || eg__ruleset_find(e, m->text) < 0)
-            eg__throw(e, LM_ETYPE, m, "unknown ruleset '%s' (declare it with (ruleset name))",
+            eg__throw(e, LM_ETYPE, EG_LOC(m), "unknown ruleset '%s' (declare it with (ruleset name))",
                       m->kind == SX_SYM ? m->text : "?");
     }
     EG_GROW(e, e->rulesets, e->caprulesets, e->nrulesets + 1);
@@ -262,7 +262,7 @@ static const char *rule_name(eg_engine *e, const sx *s, uint32_t from)
     for (uint32_t i = from; i + 1 < s->n; i++) {
         if (!eg__sx_is(s->items[i], ":name")) continue;
         if (s->items[i + 1]->kind != SX_STR) {
-            eg__throw(e, LM_EPARSE, s->items[i + 1],
+            eg__throw(e, LM_EPARSE, EG_LOC(s->items[i + 1]),
                       ":name takes a string, as in :name \"my-rule\"");
         }
         return s->items[i + 1]->text;
@@ -283,7 +283,7 @@ static void check_options(eg_engine *e, const sx *s, uint32_t from, const char *
                 ok = true;
                 if (with_arg[k]) {
                     if (i + 1 >= s->n) {
-                        eg__throw(e, LM_ETYPE, o, "option %s needs a value", allowed[k]);
+                        eg__throw(e, LM_ETYPE, EG_LOC(o), "option %s needs a value", allowed[k]);
                     }
                     i++;
                 }
@@ -292,8 +292,8 @@ static void check_options(eg_engine *e, const sx *s, uint32_t from, const char *
         if (!ok && o->kind == SX_SYM && strncmp(o->text, ":internal-", 10) == 0) ok = true;
         if (!ok) {
             if (o->kind == SX_SYM && o->text[0] == ':')
-                eg__throw(e, LM_ETYPE, o, "unknown option %s for %s", o->text, eg__sx_head(s));
-            eg__throw(e, LM_ETYPE, o, "unexpected argument to %s (options start with ':')",
+                eg__throw(e, LM_ETYPE, EG_LOC(o), "unknown option %s for %s", o->text, eg__sx_head(s));
+            eg__throw(e, LM_ETYPE, EG_LOC(o), "unexpected argument to %s (options start with ':')",
                       eg__sx_head(s));
         }
     }
@@ -343,7 +343,7 @@ static void install_rule(eg_engine *e, cc *c, uint32_t rs, const char *name, boo
 static void cmd_rule(eg_engine *e, const sx *s)
 {
     if (s->n < 3 || s->items[1]->kind != SX_LIST || s->items[2]->kind != SX_LIST) {
-        eg__throw(e, LM_ETYPE, s, "(rule (facts...) (actions...) [:ruleset r] [:name n]) expected");
+        eg__throw(e, LM_ETYPE, EG_LOC(s), "(rule (facts...) (actions...) [:ruleset r] [:name n]) expected");
     }
     static const char *const opts[] = {":ruleset", ":name", ":naive", ":unsafe-seminaive"};
     static const bool args[] = {true, true, false, false};
@@ -352,7 +352,7 @@ static void cmd_rule(eg_engine *e, const sx *s)
         const sx *at = s;
         for (uint32_t i = 3; i < s->n; i++)
             if (eg__sx_is(s->items[i], ":unsafe-seminaive")) at = s->items[i];
-        eg__throw(e, LM_ETYPE, at,
+        eg__throw(e, LM_ETYPE, EG_LOC(at),
                   ":naive and :unsafe-seminaive select different evaluation modes; a rule "
                   "takes at most one");
     }
@@ -388,7 +388,7 @@ static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
     }
     if (when) {
         if (when->kind != SX_LIST) {
-            eg__throw(e, LM_ETYPE, when, ":when expects a list of facts");
+            eg__throw(e, LM_ETYPE, EG_LOC(when), ":when expects a list of facts");
         }
         eg__cc_facts(e, c, (const sx *const *)when->items, when->n);
     }
@@ -404,7 +404,7 @@ static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
     eg__cc_finish(e, c);
     int32_t slot = eg__cc_slot(c, c->root_name);
     if (slot < 0) {
-        eg__throw(e, LM_ETYPE, lhs, "the left side of a rewrite must be a term");
+        eg__throw(e, LM_ETYPE, EG_LOC(lhs), "the left side of a rewrite must be a term");
     }
     uint32_t rsort = c->slot_sort[slot];
     action *a = eg__cc_new_action(c, eg__is_eq(e, rsort) ? AC_UNION : AC_EXPR, s);
@@ -413,7 +413,7 @@ static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
         a->a->var = (uint32_t)slot;
         eg__cc_expr(e, c, rhs, rsort, &c->acts[c->nacts - 1].b);
     } else {
-        eg__throw(e, LM_ETYPE, lhs,
+        eg__throw(e, LM_ETYPE, EG_LOC(lhs),
                   "rewrite of a %s value: the left side must be a term of a user sort",
                   eg__sort_name(e, rsort));
     }
@@ -441,7 +441,7 @@ static void rewrite_one(eg_engine *e, const sx *s, const sx *lhs, const sx *rhs,
 static void cmd_rewrite(eg_engine *e, const sx *s, bool bi)
 {
     if (s->n < 3) {
-        eg__throw(e, LM_ETYPE, s, "(%s lhs rhs [:when (facts)] [:ruleset r]) expected",
+        eg__throw(e, LM_ETYPE, EG_LOC(s), "(%s lhs rhs [:when (facts)] [:ruleset r]) expected",
                   eg__sx_head(s));
     }
     const sx *when = NULL;
@@ -471,7 +471,7 @@ bool eg__declare(eg_engine *e, const sx *s)
         decl_datatype_star(e, s);
     } else if (strcmp(h, "sort") == 0) {
         if (s->n < 2 || s->items[1]->kind != SX_SYM) {
-            eg__throw(e, LM_ETYPE, s, "(sort Name) expected");
+            eg__throw(e, LM_ETYPE, EG_LOC(s), "(sort Name) expected");
         }
         if (s->n >= 3 && s->items[2]->kind == SX_LIST) {
             const sx *c = s->items[2];
@@ -480,10 +480,10 @@ bool eg__declare(eg_engine *e, const sx *s)
             if (fam == CK_FN) {
                 /* (UnstableFn (inputs...) output) */
                 if (c->n != 3 || c->items[1]->kind != SX_LIST)
-                    eg__throw(e, LM_ETYPE, c, "(UnstableFn (InputSorts...) OutputSort) expected");
+                    eg__throw(e, LM_ETYPE, EG_LOC(c), "(UnstableFn (InputSorts...) OutputSort) expected");
                 const sx *ins = c->items[1];
                 if (ins->n > EG_MAX_ARGS)
-                    eg__throw(e, LM_ELIMIT, ins, "at most %d inputs", EG_MAX_ARGS);
+                    eg__throw(e, LM_ELIMIT, EG_LOC(ins), "at most %d inputs", EG_MAX_ARGS);
                 for (uint32_t i = 0; i < ins->n; i++)
                     sort_of(e, ins->items[i]);
                 uint32_t out = sort_of(e, c->items[2]);
@@ -502,7 +502,7 @@ bool eg__declare(eg_engine *e, const sx *s)
             if (fam >= 0) {
                 uint32_t want = fam == CK_MAP ? 2 : 1;
                 if (c->n != want + 1)
-                    eg__throw(e, LM_ETYPE, c, "(%s%s) expected", ch,
+                    eg__throw(e, LM_ETYPE, EG_LOC(c), "(%s%s) expected", ch,
                               fam == CK_MAP ? " KeySort ValueSort" : " ElementSort");
                 uint32_t a = sort_of(e, c->items[1]);
                 uint32_t b = want == 2 ? sort_of(e, c->items[2]) : a;
@@ -517,7 +517,7 @@ bool eg__declare(eg_engine *e, const sx *s)
                 return true;
             }
             if (c->n != 3 || !eg__sx_is(c->items[0], "Pair")) {
-                eg__throw(e, LM_ETYPE, c,
+                eg__throw(e, LM_ETYPE, EG_LOC(c),
                           "container sort (%s) is not supported; (Pair A B), (Vec T), (Set T), "
                           "(Map K V) and (MultiSet T) are",
                           ch ? ch : "?");
@@ -538,17 +538,17 @@ bool eg__declare(eg_engine *e, const sx *s)
         decl_function(e, s, TK_FUNCTION);
     } else if (strcmp(h, "relation") == 0) {
         if (s->n != 3 || s->items[1]->kind != SX_SYM) {
-            eg__throw(e, LM_ETYPE, s, "(relation name (sorts...)) expected");
+            eg__throw(e, LM_ETYPE, EG_LOC(s), "(relation name (sorts...)) expected");
         }
         list_len(e, s->items[2], "sorts");
         add_table(e, s, s->items[1]->text, TK_RELATION, (const sx *const *)s->items[2]->items,
                   s->items[2]->n, SORT_UNIT);
     } else if (strcmp(h, "ruleset") == 0) {
         if (s->n != 2 || s->items[1]->kind != SX_SYM) {
-            eg__throw(e, LM_ETYPE, s, "(ruleset name) expected");
+            eg__throw(e, LM_ETYPE, EG_LOC(s), "(ruleset name) expected");
         }
         if (eg__ruleset_find(e, s->items[1]->text) >= 0) {
-            eg__throw(e, LM_ETYPE, s, "ruleset '%s' is already defined", s->items[1]->text);
+            eg__throw(e, LM_ETYPE, EG_LOC(s), "ruleset '%s' is already defined", s->items[1]->text);
         }
         EG_GROW(e, e->rulesets, e->caprulesets, e->nrulesets + 1);
         memset(&e->rulesets[e->nrulesets], 0, sizeof(ruleset));

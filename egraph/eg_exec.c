@@ -30,10 +30,8 @@
 #include <assert.h>
 #include <string.h>
 
-eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v)
+eg_value eg__canon_slow(eg_engine *e, uint32_t sort, eg_value v)
 {
-    if (!e->sorts[sort].canon) return v;
-    if (e->sorts[sort].kind == SK_EQ) return eg__find(e, (uint32_t)v);
     if (e->sorts[sort].kind == SK_CONT) return eg__cont_canon(e, sort, v);
     return eg__pair_canon(e, sort, v);
 }
@@ -144,8 +142,9 @@ static void try_row(jctx *j, uint32_t ai, const source *src, uint32_t r, uint32_
     uint8_t fl = t->flags[r];
     if (fl & RF_DEAD) return;
     if (!j->subsumed_ok && (fl & RF_SUBSUMED)) return;
-    if (j->mode[ai] == 1 && t->ts[r] >= j->seen) return;
-    if (j->mode[ai] == 2 && t->ts[r] < j->seen) return;
+    /* rows are in timestamp order: "ts >= seen" is "r >= split" among the visible rows */
+    if (j->mode[ai] == 1 && r >= j->split[ai]) return;
+    if (j->mode[ai] == 2 && r < j->split[ai]) return;
     const eg_value *row = t->cols + (size_t)r * t->ncols;
     eg_value *vals = j->vals;
     if (src->kind != 1) {
@@ -261,53 +260,6 @@ static void join(jctx *j, uint32_t ndone)
         j->bound[j->undo[--j->nundo]] = 0;
 }
 
-void *eg__scoped_alloc(eg_engine *e, size_t bytes)
-{
-    assert(e->nscoped < EG_SCOPED_DEPTH);
-    void *p = eg__mcalloc(e, 1, bytes ? bytes : 1);
-    e->scoped[e->nscoped++] = p;
-    return p;
-}
-
-void *eg__scoped_grow(eg_engine *e, void *p, size_t n, size_t size)
-{
-    uint32_t i = e->nscoped;
-    while (i > 0 && e->scoped[i - 1] != p)
-        i--;
-    assert(i > 0);
-    void *q = eg__marray(e, p, n ? n : 1, size); /* p stays registered if this fails */
-    e->scoped[i - 1] = q;
-    return q;
-}
-
-void *eg__scoped_alloc_raw(eg_engine *e, size_t bytes)
-{
-    assert(e->nscoped < EG_SCOPED_DEPTH);
-    void *p = eg__marray(e, NULL, bytes ? bytes : 1, 1);
-    e->scoped[e->nscoped++] = p;
-    return p;
-}
-
-void eg__scoped_release(eg_engine *e, void *p)
-{
-    assert(e->nscoped > 0 && e->scoped[e->nscoped - 1] == p);
-    (void)p;
-    e->nscoped--;
-}
-
-void eg__scoped_free(eg_engine *e, void *p)
-{
-    assert(e->nscoped > 0 && e->scoped[e->nscoped - 1] == p);
-    e->nscoped--;
-    eg__mfree(e, p);
-}
-
-void eg__scoped_unwind(eg_engine *e, uint32_t mark)
-{
-    while (e->nscoped > mark)
-        eg__mfree(e, e->scoped[--e->nscoped]);
-}
-
 void eg__query_run(eg_engine *e, query *q, bool naive, uint32_t seen, bool subsumed_ok,
                    eg_value *vals, match_fn fn, void *ctx)
 {
@@ -410,10 +362,12 @@ static eg_value merge_values(eg_engine *e, eg_table *t, const eg_value *row, eg_
                   t->name, buf);
     }
     case MG_EXPR: {
-        /* as egglog (egglog-bridge's merge of a function call, pull 287): the merge does
-         * not run when the stored value is the new one as they stand; a stored value that
-         * is only equal after canonicalization (its class was merged since) runs it */
-        if (e->merge_raw_old == e->merge_raw_new) return old;
+        /* as egglog (egglog-bridge's merge of a function call, pull 287): for an e-class
+         * output the merge does not run when the stored value is the new one as they
+         * stand (a stored value only equal after canonicalization, its class merged since,
+         * runs it); a primitive output always runs it, equal values too, so
+         * (set (f) 1) twice under :merge (+ old new) gives 2 as in egglog 13.2 */
+        if (eg__is_eq(e, t->out_sort) && e->merge_raw_old == e->merge_raw_new) return old;
         eg_value vals[2] = {old, nw};
         eg_value m = eg__eval(e, t->merge_expr, vals);
         return eg__canon(e, t->out_sort, m);
@@ -519,7 +473,7 @@ eg_value eg__eval(eg_engine *e, const aexpr *a, eg_value *vals)
             args[i] = eg__eval(e, a->args[i], vals);
         const char *why;
         if (eg__prim_call(e, a->prim, args, a->nargs, &out, &why) != PR_OK)
-            eg__throw(e, LM_ERUNTIME, a->at, "primitive %s failed%s%s", a->prim->name,
+            eg__throw(e, LM_ERUNTIME, EG_LOC(a->at), "primitive %s failed%s%s", a->prim->name,
                       why ? ": " : "", why ? why : "");
         return out;
     }
@@ -535,7 +489,7 @@ eg_value eg__eval(eg_engine *e, const aexpr *a, eg_value *vals)
             if (r < 0) {
                 char buf[256];
                 print_key(e, t, key, buf, sizeof buf);
-                eg__throw(e, LM_ERUNTIME, a->at,
+                eg__throw(e, LM_ERUNTIME, EG_LOC(a->at),
                           "lookup of %s failed: the function has no value there", buf);
             }
             return t->has_out ? eg__canon(e, t->out_sort, t->cols[(size_t)r * t->ncols + t->n_in])
@@ -646,7 +600,7 @@ void eg__exec_actions(eg_engine *e, const action *acts, uint32_t n, eg_value *va
             break;
         }
         case AC_PANIC:
-            eg__throw(e, LM_ERUNTIME, a->at, "panic: %s", a->msg);
+            eg__throw(e, LM_ERUNTIME, EG_LOC(a->at), "panic: %s", a->msg);
         case AC_EXPR: {
             const aexpr *x = a->a;
             if (x->kind == AE_TABLE && e->tables[x->table].kind == TK_RELATION) {
@@ -755,45 +709,6 @@ typedef struct {
     rule *r;
 } mctx;
 
-/* Checks the node, memory and time limits while an iteration runs, so one exploding
- * iteration also stops cleanly; the rows made so far are kept and rebuilt. The node
- * limit counts rows, as the stop message reports them: pending writes are memory, which
- * the memory limit bounds (issue 21: counting them stopped a run "at the node limit"
- * with a fraction of the limit in rows). */
-bool eg__limits_hit(eg_engine *e)
-{
-    if (e->opt.node_limit && eg_node_count(e) >= e->opt.node_limit) {
-        e->limit_stop = EG_STOP_NODE_LIMIT;
-        return true;
-    }
-    if (e->opt.mem_limit && e->mem.bytes >= e->opt.mem_limit) {
-        e->limit_stop = EG_STOP_MEM_LIMIT;
-        return true;
-    }
-    if (e->opt.time_limit_s > 0 && eg__now() - e->cmd_start > e->opt.time_limit_s) {
-        e->limit_stop = EG_STOP_TIME_LIMIT;
-        return true;
-    }
-    return false;
-}
-
-void eg__limit_poll(eg_engine *e)
-{
-    if (e->stop_jmp && e->in_search && eg__limits_hit(e)) longjmp(*e->stop_jmp, 1);
-}
-
-void eg__limit_room(eg_engine *e, size_t bytes)
-{
-    if (!e->stop_jmp || !e->in_search) return;
-    if (e->opt.mem_limit &&
-        (bytes >= e->opt.mem_limit || e->mem.bytes >= e->opt.mem_limit - bytes)) {
-        e->limit_stop = EG_STOP_MEM_LIMIT;
-        e->limit_ask = bytes;
-        longjmp(*e->stop_jmp, 1);
-    }
-    eg__limit_poll(e);
-}
-
 static bool on_match(eg_engine *e, void *ctx, eg_value *vals)
 {
     rule *r = ((mctx *)ctx)->r;
@@ -815,14 +730,6 @@ static bool on_until(eg_engine *e, void *ctx, eg_value *vals)
     return false;
 }
 
-uint64_t eg_node_count(const eg_engine *e)
-{
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < e->ntables; i++)
-        n += e->tables[i].nlive;
-    return n;
-}
-
 static bool until_holds(eg_engine *e, query *until)
 {
     bool hit = false;
@@ -835,8 +742,8 @@ static bool until_holds(eg_engine *e, query *until)
 /* The search of one iteration: every rule of rl[0..nrl) matched, its actions run. A limit
  * reached inside a long primitive (eg__limit_poll) lands here: the rule it interrupted
  * keeps its seen mark, as does every rule after it. */
-static void search_rules(eg_engine *e, ruleset *R, const uint32_t *rl, uint32_t nrl,
-                         eg_value *vals, uint32_t cur)
+static void search_rules(eg_engine *e, ruleset *R, const uint32_t *rl, uint32_t nrl, eg_value *vals,
+                         uint32_t cur)
 {
     uint32_t smark = e->nscoped;
     uint32_t cmd_origin = e->cur_origin;

@@ -395,7 +395,8 @@ void eg_serialized_free(eg_serialized *s)
     memset(s, 0, sizeof *s);
 }
 
-static void json_str(FILE *f, const char *s)
+/* The engine's one JSON string writer: s quoted, with " \\ and control bytes escaped. */
+void eg__json_str(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
@@ -419,9 +420,9 @@ static void json_value_text(eg_engine *e, FILE *f, uint32_t sort, eg_value v)
         eg__print_value(e, m, sort, v);
         fclose(m);
         buf[sizeof buf - 1] = 0;
-        json_str(f, buf);
+        eg__json_str(f, buf);
     } else {
-        json_str(f, "?");
+        eg__json_str(f, "?");
     }
 }
 
@@ -446,7 +447,7 @@ static void json_fval(eg_engine *e, FILE *f, const eg_sfval *fv)
         fputs("null", f);
         return;
     case SK_STRING:
-        json_str(f, eg__str(e, (uint32_t)fv->value));
+        eg__json_str(f, eg__str(e, (uint32_t)fv->value));
         return;
     case SK_F64: {
         double d = eg_value_as_f64(fv->value);
@@ -470,17 +471,17 @@ static void json_origin(eg_engine *e, FILE *f, uint32_t origin)
 {
     const origin_rec *o = origin < e->norigins ? &e->origins[origin] : NULL;
     if (!o) {
-        json_str(f, "?");
+        eg__json_str(f, "?");
         return;
     }
     if (o->kind != EG_ORIGIN_COMMAND || !o->at) {
-        json_str(f, o->name);
+        eg__json_str(f, o->name);
         return;
     }
     char buf[512];
     snprintf(buf, sizeof buf, "%s %s:%u:%u", o->name, o->at->file ? o->at->file : "<input>",
              o->at->line, o->at->col);
-    json_str(f, buf);
+    eg__json_str(f, buf);
 }
 
 typedef struct {
@@ -505,7 +506,7 @@ static void do_write_json(eg_engine *e, void *ctx)
         if (n->table == UINT32_MAX)
             json_value_text(e, f, n->sort, n->literal);
         else
-            json_str(f, n->op);
+            eg__json_str(f, n->op);
         fputs(",\"children\":[", f);
         for (uint32_t k = 0; k < n->nchildren; k++) {
             uint32_t cl = s->children[n->child_start + k];
@@ -526,10 +527,10 @@ static void do_write_json(eg_engine *e, void *ctx)
     uint32_t fv = 0;
     for (uint32_t i = 0; i < s->n_classes; i++) {
         fprintf(f, "%s\"c%u\":{\"type\":", i ? "," : "", i);
-        json_str(f, e->sorts[s->class_sort[i]].name);
+        eg__json_str(f, e->sorts[s->class_sort[i]].name);
         for (; fv < s->n_fvals && s->fvals[fv].eclass == i; fv++) {
             fputc(',', f);
-            json_str(f, e->tables[s->func_table[s->fvals[fv].func]].name);
+            eg__json_str(f, e->tables[s->func_table[s->fvals[fv].func]].name);
             fputc(':', f);
             json_fval(e, f, &s->fvals[fv]);
         }

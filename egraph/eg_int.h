@@ -3,13 +3,13 @@
  * The database is a set of tables, one per constructor, function or relation. A table
  * stores its rows row-major in one value array (inputs first, then the output column if
  * the table has one), with three parallel arrays: the row's timestamp, its flags (dead,
- * subsumed) and the hash of its key. Rows are only ever appended; a row that changes is
- * killed and a new row appended, so timestamps are non-decreasing along the array and
- * "rows new since time T" is a suffix found by binary search. The primary index maps a
- * key (the input columns) to its one live row.
+ * subsumed) and its origin; the key's hash is recomputed from the row when needed. Rows are only
+ * ever appended; a row that changes is killed and a new row appended, so timestamps are
+ * non-decreasing along the array and "rows new since time T" is a suffix found by binary search.
+ * The primary index maps a key (the input columns) to its one live row.
  *
  *     row r:  cols[r*ncols .. r*ncols+n_in-1] = inputs, cols[r*ncols+n_in] = output
- *             ts[r]  flags[r]  khash[r]
+ *             flags[r]  origin[r]  (timestamps: one per run of rows, ep_ts/ep_row)
  *
  * E-class ids of all user sorts share one dense id space and one union-find (uf[]); the
  * root of a set is always its smallest id, so the choice never depends on order.
@@ -22,12 +22,16 @@
 
 #include "egraph.h"
 
+#include <assert.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+/* every hash of the engine is XXH3 compiled into the caller (eg__key_hash) */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 /* ---- memory: the one door (eg_mem.c) ----
  *
@@ -126,7 +130,18 @@ const char *eg__sx_head(const sx *s);
 #define EG_MAX_DEPTH_TEXT "2000"
 
 /* ---- sorts ---- */
-typedef enum { SK_UNIT, SK_BOOL, SK_I64, SK_F64, SK_STRING, SK_EQ, SK_PAIR, SK_CONT, SK_BIGINT, SK_BIGRAT } sort_kind;
+typedef enum {
+    SK_UNIT,
+    SK_BOOL,
+    SK_I64,
+    SK_F64,
+    SK_STRING,
+    SK_EQ,
+    SK_PAIR,
+    SK_CONT,
+    SK_BIGINT,
+    SK_BIGRAT
+} sort_kind;
 /* container families (SK_CONT, eg_cont.c) */
 enum { CK_VEC, CK_SET, CK_MAP, CK_MULTISET, CK_FN };
 
@@ -146,12 +161,20 @@ typedef struct {
     /* CK_FN, (UnstableFn (inputs...) output): the inputs (owned) and the output */
     uint32_t *fn_in;
     uint32_t fn_nin, fn_out;
-    bool canon;          /* values may change when classes merge: an e-class, or a pair
-                            holding one; rebuilding re-canonicalizes such columns */
+    bool canon; /* values may change when classes merge: an e-class, or a pair
+                   holding one; rebuilding re-canonicalizes such columns */
 } eg_sort;
 
-enum { SORT_UNIT = 0, SORT_BOOL, SORT_I64, SORT_F64, SORT_STRING, SORT_BIGINT, SORT_BIGRAT,
-       SORT_NBUILTIN };
+enum {
+    SORT_UNIT = 0,
+    SORT_BOOL,
+    SORT_I64,
+    SORT_F64,
+    SORT_STRING,
+    SORT_BIGINT,
+    SORT_BIGRAT,
+    SORT_NBUILTIN
+};
 
 /* ---- tables ---- */
 typedef enum { TK_CONSTRUCTOR, TK_FUNCTION, TK_RELATION } table_kind;
@@ -199,11 +222,13 @@ typedef struct eg_table {
     bool has_eq; /* any eq-sort column */
     /* storage */
     eg_value *cols;
-    uint32_t *ts;
+    /* timestamps, by epoch: rows are appended in timestamp order, so a table keeps one
+     * (timestamp, first row) pair per run of rows with the same timestamp, not a
+     * timestamp per row; eg__row_ts and eg__table_first_ts read them */
+    uint32_t *ep_ts, *ep_row;
+    uint32_t nep, capep;
     uint8_t *flags;
-    uint64_t *khash;
-    uint32_t *slotpos; /* per row: its slot in the primary index (valid while live) */
-    uint32_t *origin;  /* per row: who inserted it (an origin id, eg_origin_get) */
+    uint32_t *origin; /* per row: who inserted it (an origin id, eg_origin_get) */
     uint32_t nrows, cap, nlive;
     uint32_t hi;      /* rows visible to the current search phase; UINT32_MAX: all */
     uint64_t version; /* bumped whenever a row dies */
@@ -299,18 +324,18 @@ enum {
     EG_OP_Q_GE,
     EG_OP_BIG_END
 };
-prim_status eg__big_call(eg_engine *e, int op, const eg_value *args, uint32_t nargs,
-                         eg_value *out, const char **why);
+prim_status eg__big_call(eg_engine *e, int op, const eg_value *args, uint32_t nargs, eg_value *out,
+                         const char **why);
 void eg__big_print(const eg_engine *e, FILE *f, uint32_t sort, eg_value v);
 
 /* ---- containers (eg_cont.c) ---- */
 /* The target of a function value: a table or a primitive of n_in inputs, the first
  * npartial of them given by the value (eg_cont.c). */
 typedef struct eg_fnt {
-    uint32_t fsort;  /* the UnstableFn sort */
-    uint32_t name;   /* interned name */
+    uint32_t fsort; /* the UnstableFn sort */
+    uint32_t name;  /* interned name */
     uint32_t npartial;
-    int32_t table;   /* >= 0: a table */
+    int32_t table; /* >= 0: a table */
     const eg_prim *prim;
     uint32_t n_in;
     uint32_t in[EG_MAX_ARGS];
@@ -341,6 +366,9 @@ const eg_prim *eg__fn_resolve(eg_engine *e, const char *name, const uint32_t *ps
 prim_status eg__cont_call(eg_engine *e, const eg_prim *p, const eg_value *args, uint32_t nargs,
                           eg_value *out, const char **why);
 eg_value eg__cont_canon(eg_engine *e, uint32_t sort, eg_value v);
+/* Makes a container of sort `sort` from v[0..n) (a scoped buffer the caller frees): its
+ * elements canonicalised, normalised, interned (eg_cont.c, the pool). */
+eg_value eg__cont_make(eg_engine *e, uint32_t sort, eg_value *v, uint32_t n);
 const eg_value *eg__cont_elems(const eg_engine *e, eg_value v, uint32_t *n);
 uint64_t eg__cont_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *cost);
 void eg__cont_print(eg_engine *e, FILE *f, uint32_t sort, eg_value v,
@@ -541,7 +569,7 @@ struct eg_engine {
     uint32_t *cont_len, *cont_sort;
     uint32_t nconts, capconts;
     uint32_t *cont_slots;
-    char *bigbuf; /* big numbers' result text (eg_big.c) */
+    char *bigbuf;                          /* big numbers' result text (eg_big.c) */
     eg_value merge_raw_old, merge_raw_new; /* eg__insert -> merge_values */
     uint32_t cont_nslots;
     /* the targets of function values (unstable-fn), registered when a call type-checks */
@@ -628,22 +656,29 @@ struct eg_engine {
     FILE *log;
 };
 
-/* ---- errors: the door (eg_engine.c) ----
+/* ---- errors: the door (eg_err.c) ----
  *
  * eg__failv is the engine's one door for errors: every error of the engine is recorded by
  * it, and it ends in base's lm_err_setv (a breakpoint there stops at every error). It
- * records code, the location of at (file, line, col; at may be NULL) and the message in
+ * records code, the location loc (the project's lm_loc; NULL when none) and the message in
  * err (sticky: a record that holds an error keeps it) and returns the code recorded.
- * eg__fail is its printf form, for API misuse outside commands; eg__throw records into
- * the current call's record (e->err) and unwinds to the innermost boundary (e->jmp),
- * which frees the command's scratch. */
-int eg__failv(lm_err *err, int code, const sx *at, const char *fmt, va_list ap);
-int eg__fail(lm_err *err, int code, const sx *at, const char *fmt, ...)
+ * eg__fail is its printf form, for API misuse outside commands; eg__throw is the same
+ * door for errors inside a command or API call: it records into the call's record
+ * (e->err; a NULL loc becomes the current command's) and unwinds to the innermost
+ * boundary (e->jmp), which frees the command's scratch.
+ *
+ * eg__loc turns a form's position into an lm_loc in buf (file, line, col; NULL for a NULL
+ * form); EG_LOC(form) does so into a temporary that lives as long as the enclosing call's
+ * full expression: eg__throw(e, LM_ETYPE, EG_LOC(s), "..."). */
+const lm_loc *eg__loc(lm_loc *buf, const sx *at);
+#define EG_LOC(at) eg__loc(&(lm_loc){.node_id = LM_NONE}, (at))
+int eg__failv(lm_err *err, int code, const lm_loc *loc, const char *fmt, va_list ap);
+int eg__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
-_Noreturn void eg__throw(eg_engine *e, int code, const sx *at, const char *fmt, ...)
+_Noreturn void eg__throw(eg_engine *e, int code, const lm_loc *loc, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
@@ -662,7 +697,9 @@ uint32_t eg__new_id(eg_engine *e);
 static inline uint32_t eg__find(eg_engine *e, uint32_t x)
 {
     uint32_t *uf = e->uf;
+    assert(x < e->nids);
     while (uf[x] != x) {
+        assert(uf[x] < x); /* a parent is smaller: the root is the set's smallest id */
         uf[x] = uf[uf[x]];
         x = uf[x];
     }
@@ -673,7 +710,11 @@ int32_t eg__sort_find(const eg_engine *e, const char *name);
 int32_t eg__table_find(const eg_engine *e, const char *name);
 int32_t eg__global_find(const eg_engine *e, const char *name);
 int32_t eg__ruleset_find(const eg_engine *e, const char *name);
-/* Forgets the name indexes (after pop removed tables or globals); rebuilt on next use. */
+/* The name indexes of tables and globals (eg_names.c): made with the engine, freed with
+ * it; eg__names_reset forgets them (after pop removed tables or globals), rebuilt on next
+ * use. */
+void eg__names_new(eg_engine *e);
+void eg__names_free(eg_engine *e);
 void eg__names_reset(eg_engine *e);
 static inline bool eg__needs_canon(const eg_engine *e, uint32_t sort)
 {
@@ -701,7 +742,12 @@ const char *eg__keep_file(eg_engine *e, const char *name);
 /* ---- tables (eg_table.c) ---- */
 void eg__table_init(eg_table *t);
 void eg__table_fini(eg_engine *e, eg_table *t);
-uint64_t eg__key_hash(const eg_value *key, uint32_t n);
+/* The hash of a key of n values (XXH3, compiled inline: keys are a few words, and the
+ * call into the library cost more than the hash). */
+static inline uint64_t eg__key_hash(const eg_value *key, uint32_t n)
+{
+    return XXH3_64bits(key, (size_t)n * sizeof(eg_value));
+}
 int64_t eg__table_lookup(const eg_table *t, const eg_value *key, uint64_t h);
 uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64_t h, uint8_t flags,
                           uint32_t origin);
@@ -711,6 +757,8 @@ void eg__table_clear_six(eg_engine *e, eg_table *t);
 const sindex *eg__table_six(eg_engine *e, eg_table *t, colmask mask, uint32_t hi);
 int64_t eg__six_lookup(const eg_table *t, const sindex *ix, const eg_value *vals_by_col);
 uint32_t eg__table_first_ts(const eg_table *t, uint32_t ts);
+/* The timestamp of row r (r < nrows). */
+uint32_t eg__row_ts(const eg_table *t, uint32_t r);
 void eg__table_copy(eg_engine *e, eg_table *dst, const eg_table *src);
 /* Moves src's storage (a push frame's) into dst, whose storage was freed; src keeps none. */
 void eg__table_take(eg_table *dst, eg_table *src);
@@ -779,7 +827,17 @@ bool eg__limits_hit(eg_engine *e);
 void eg__limit_poll(eg_engine *e);
 void eg__limit_room(eg_engine *e, size_t bytes);
 eg_stop_reason eg__run_ruleset(eg_engine *e, uint32_t rs, uint64_t n, query *until, bool *changed);
-eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v);
+/* The canonical form of value v of sort `sort`: its root for an e-class, the canonical
+ * pair or container for one holding e-classes (eg__canon_slow), v itself otherwise.
+ * Inline: every action argument and key column passes through it. */
+eg_value eg__canon_slow(eg_engine *e, uint32_t sort, eg_value v);
+static inline eg_value eg__canon(eg_engine *e, uint32_t sort, eg_value v)
+{
+    const eg_sort *s = &e->sorts[sort];
+    if (!s->canon) return v;
+    if (s->kind == SK_EQ) return eg__find(e, (uint32_t)v);
+    return eg__canon_slow(e, sort, v);
+}
 
 /* ---- extraction & output (eg_extract.c) ---- */
 /* The cheapest node of every e-class: cost[id] (UINT64_MAX: none) and where it is
@@ -793,6 +851,9 @@ void eg__costs_free(eg_engine *e, eg_costs *c);
 /* The cost of row's node (t's :cost plus its children), UINT64_MAX if a child has none. */
 uint64_t eg__node_cost(eg_engine *e, const eg_table *t, const eg_value *row, const uint64_t *cost);
 void eg__print_value(eg_engine *e, FILE *f, uint32_t sort, eg_value v);
+/* Writes s as a JSON string (quoted, escaped): the one escaper of the engine's JSON
+ * outputs (the serialized e-graph, the statistics). */
+void eg__json_str(FILE *f, const char *s);
 void eg__print_term(eg_engine *e, FILE *f, uint32_t sort, eg_value v, const eg_costs *c);
 uint64_t eg__value_cost(eg_engine *e, uint32_t sort, eg_value v, const uint64_t *cost);
 /* The cost of a child of this sort: its class's, a container's elements' sum, else 1. */

@@ -223,16 +223,35 @@ static void push_uses(eg_engine *e, uint32_t id, uint64_t pos, bool started)
 
 static void full_pass(eg_engine *e)
 {
-    /* compress every path once so stale checks are one load */
-    for (uint32_t i = 0; i < e->nids; i++)
-        e->uf[i] = e->uf[e->uf[i]];
+    /* a row is stale when one of its ids is not a root (uf[v] != v): no find needed; the
+     * re-insert's finds shorten the paths they walk */
     for (uint32_t ti = 0; ti < e->ntables; ti++) {
         const eg_table *t = &e->tables[ti];
         if (!t->has_eq) continue;
         uint32_t n = t->nrows;
+        /* the columns to test: a table whose only canonicalised columns are e-classes
+         * (the common case) is tested with one load per such column */
+        uint32_t eqc[EG_MAX_COLS], neq = 0;
+        bool other = false;
+        for (uint32_t c = 0; c < t->ncols; c++) {
+            const eg_sort *so = &e->sorts[eg__col_sort(t, c)];
+            if (so->kind == SK_EQ)
+                eqc[neq++] = c;
+            else if (so->canon)
+                other = true;
+        }
         for (uint32_t r = 0; r < n; r++) {
             if (t->flags[r] & RF_DEAD) continue;
-            if (!row_stale(e, t, t->cols + (size_t)r * t->ncols)) continue;
+            const eg_value *row = t->cols + (size_t)r * t->ncols;
+            if (other) {
+                if (!row_stale(e, t, row)) continue;
+            } else {
+                const uint32_t *uf = e->uf;
+                uint32_t k = 0;
+                while (k < neq && uf[row[eqc[k]]] == row[eqc[k]])
+                    k++;
+                if (k == neq) continue;
+            }
             reinsert(e, ti, r); /* may grow the table's arrays: t's pointers are re-read */
         }
     }

@@ -90,7 +90,8 @@ static void skip_ws(reader *r)
 
 static _Noreturn void rerr(reader *r, int code, uint32_t line, uint32_t col, const char *msg)
 {
-    sx at = {.kind = SX_SYM, .line = line, .col = col, .file = r->file};
+    lm_loc at = {
+        .file = r->file ? r->file : "<input>", .line = line, .col = col, .node_id = LM_NONE};
     eg__throw(r->e, code, &at, "%s", msg);
 }
 

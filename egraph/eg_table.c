@@ -7,16 +7,17 @@
  * (rows only die between search phases, never during one). */
 #include "eg_int.h"
 
+#include <assert.h>
+
 #include <string.h>
 #include <xxhash.h>
 
 void eg__table_init(eg_table *t)
 {
     t->cols = NULL;
-    t->ts = NULL;
+    t->ep_ts = t->ep_row = NULL;
+    t->nep = t->capep = 0;
     t->flags = NULL;
-    t->khash = NULL;
-    t->slotpos = NULL;
     t->origin = NULL;
     t->nrows = t->cap = t->nlive = 0;
     t->slots = NULL;
@@ -48,15 +49,24 @@ void eg__table_clear_six(eg_engine *e, eg_table *t)
 void eg__table_fini(eg_engine *e, eg_table *t)
 {
     eg__mfree(e, t->cols);
-    eg__mfree(e, t->ts);
+    eg__mfree(e, t->ep_ts);
+    eg__mfree(e, t->ep_row);
     eg__mfree(e, t->flags);
-    eg__mfree(e, t->khash);
-    eg__mfree(e, t->slotpos);
     eg__mfree(e, t->origin);
     eg__mfree(e, t->slots);
     eg__table_clear_six(e, t);
     eg__mfree(e, t->six);
     eg__table_init(t);
+}
+
+/* The row and index counts of src's storage, which dst now holds (exactly nrows rows). */
+static void copy_counts(eg_table *dst, const eg_table *src)
+{
+    dst->nrows = src->nrows;
+    dst->cap = src->nrows;
+    dst->nlive = src->nlive;
+    dst->nslots = src->nslots;
+    dst->nused = src->nused;
 }
 
 /* Copies src's storage into dst (for push). dst holds no storage until each array is
@@ -67,53 +77,43 @@ void eg__table_copy(eg_engine *e, eg_table *dst, const eg_table *src)
     eg__table_init(dst);
     size_t nc = (size_t)src->ncols, n = src->nrows;
     dst->cols = eg__marray(e, NULL, n * nc + 1, sizeof(eg_value));
-    dst->ts = eg__marray(e, NULL, n + 1, sizeof(uint32_t));
+    dst->ep_ts = eg__marray(e, NULL, (size_t)src->nep + 1, sizeof(uint32_t));
+    dst->ep_row = eg__marray(e, NULL, (size_t)src->nep + 1, sizeof(uint32_t));
     dst->flags = eg__marray(e, NULL, n + 1, 1);
-    dst->khash = eg__marray(e, NULL, n + 1, sizeof(uint64_t));
-    dst->slotpos = eg__marray(e, NULL, n + 1, sizeof(uint32_t));
     dst->origin = eg__marray(e, NULL, n + 1, sizeof(uint32_t));
     dst->slots = eg__marray(e, NULL, src->nslots + 1, sizeof(uint64_t));
     if (n) {
         memcpy(dst->cols, src->cols, n * nc * sizeof(eg_value));
-        memcpy(dst->ts, src->ts, n * sizeof(uint32_t));
         memcpy(dst->flags, src->flags, n);
-        memcpy(dst->khash, src->khash, n * sizeof(uint64_t));
-        memcpy(dst->slotpos, src->slotpos, n * sizeof(uint32_t));
         memcpy(dst->origin, src->origin, n * sizeof(uint32_t));
     }
     if (src->nslots) memcpy(dst->slots, src->slots, src->nslots * sizeof(uint64_t));
-    dst->nrows = src->nrows;
-    dst->cap = src->nrows;
-    dst->nlive = src->nlive;
-    dst->nslots = src->nslots;
-    dst->nused = src->nused;
+    if (src->nep) {
+        memcpy(dst->ep_ts, src->ep_ts, src->nep * sizeof(uint32_t));
+        memcpy(dst->ep_row, src->ep_row, src->nep * sizeof(uint32_t));
+    }
+    dst->nep = src->nep;
+    dst->capep = src->nep + 1;
+    copy_counts(dst, src);
     dst->version = src->version;
 }
 
 void eg__table_take(eg_table *dst, eg_table *src)
 {
     dst->cols = src->cols;
-    dst->ts = src->ts;
+    dst->ep_ts = src->ep_ts;
+    dst->ep_row = src->ep_row;
+    dst->nep = src->nep;
+    dst->capep = src->capep;
     dst->flags = src->flags;
-    dst->khash = src->khash;
-    dst->slotpos = src->slotpos;
     dst->origin = src->origin;
-    dst->nrows = src->nrows;
-    dst->cap = src->nrows;
-    dst->nlive = src->nlive;
     dst->slots = src->slots;
-    dst->nslots = src->nslots;
-    dst->nused = src->nused;
+    copy_counts(dst, src);
     dst->version = src->version + 1000003; /* no index built before the push is valid */
     dst->hi = UINT32_MAX;
     dst->six = NULL;
     dst->nsix = dst->capsix = 0;
     eg__table_init(src);
-}
-
-uint64_t eg__key_hash(const eg_value *key, uint32_t n)
-{
-    return XXH3_64bits(key, (size_t)n * sizeof(eg_value));
 }
 
 #define SLOT_DELETED UINT64_C(0xFFFFFFFF)
@@ -146,21 +146,28 @@ int64_t eg__table_lookup(const eg_table *t, const eg_value *key, uint64_t h)
     }
 }
 
+/* The hash of row r's key (its input columns): what its primary index slot is found by. */
+static inline uint64_t row_hash(const eg_table *t, uint32_t r)
+{
+    return eg__key_hash(t->cols + (size_t)r * t->ncols, t->n_in);
+}
+
 static void rehash(eg_engine *e, eg_table *t, uint32_t ns)
 {
     uint64_t *sl = eg__mcalloc(e, ns, sizeof *sl);
     for (uint32_t r = 0; r < t->nrows; r++) {
         if (t->flags[r] & RF_DEAD) continue;
-        uint32_t j = (uint32_t)t->khash[r] & (ns - 1);
+        uint64_t h = row_hash(t, r);
+        uint32_t j = (uint32_t)h & (ns - 1);
         while (sl[j])
             j = (j + 1) & (ns - 1);
-        sl[j] = slot_of(t->khash[r], r);
-        t->slotpos[r] = j;
+        sl[j] = slot_of(h, r);
     }
     eg__mfree(e, t->slots);
     t->slots = sl;
     t->nslots = ns;
     t->nused = t->nlive;
+    assert(t->nlive <= t->nrows && t->nused * 2 <= t->nslots); /* live rows are indexed */
 }
 
 uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64_t h, uint8_t flags,
@@ -170,18 +177,24 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
         if (t->cap > UINT32_MAX / 2) eg__oom(e, SIZE_MAX);
         uint32_t nc = t->cap ? t->cap * 2 : 16;
         t->cols = eg__marray(e, t->cols, (size_t)nc * (t->ncols ? t->ncols : 1), sizeof(eg_value));
-        t->ts = eg__marray(e, t->ts, nc, sizeof(uint32_t));
         t->flags = eg__marray(e, t->flags, nc, 1);
-        t->khash = eg__marray(e, t->khash, nc, sizeof(uint64_t));
-        t->slotpos = eg__marray(e, t->slotpos, nc, sizeof(uint32_t));
         t->origin = eg__marray(e, t->origin, nc, sizeof(uint32_t));
         t->cap = nc;
     }
-    if (t->nslots == 0 || (t->nused + 1) * 2 > t->nslots) {
+    if (t->nslots == 0 || ((uint64_t)t->nused + 1) * 4 > (uint64_t)t->nslots * 3) {
         uint32_t ns = 16;
-        while ((t->nlive + 1) * 4 > ns)
-            ns *= 2; /* live load <= 1/4 after a rehash */
+        while (((uint64_t)t->nlive + 1) * 2 > ns)
+            ns *= 2; /* live load <= 1/2 after a rehash, at most 3/4 with the deleted */
         rehash(e, t, ns);
+    }
+    /* a row of a newer timestamp opens an epoch; both arrays grow before either is used */
+    bool new_epoch = t->nep == 0 || t->ep_ts[t->nep - 1] != e->ts;
+    assert(t->nep == 0 || t->ep_ts[t->nep - 1] <= e->ts); /* timestamps never decrease */
+    if (new_epoch && t->nep + 1 > t->capep) {
+        uint32_t nc = t->capep ? t->capep * 2 : 4;
+        t->ep_ts = eg__marray(e, t->ep_ts, nc, sizeof(uint32_t));
+        t->ep_row = eg__marray(e, t->ep_row, nc, sizeof(uint32_t));
+        t->capep = nc;
     }
     if (origin == ORIGIN_PENDING) origin = eg__origin_command(e); /* the command's first row */
     if (e->uses_on && t->has_eq) { /* its entries first: the row exists only once they do */
@@ -191,31 +204,32 @@ uint32_t eg__table_append(eg_engine *e, eg_table *t, const eg_value *row, uint64
     }
     uint32_t r = t->nrows++;
     memcpy(t->cols + (size_t)r * t->ncols, row, t->ncols * sizeof(eg_value));
-    t->ts[r] = e->ts;
+    if (new_epoch) {
+        t->ep_ts[t->nep] = e->ts;
+        t->ep_row[t->nep++] = r;
+    }
     t->flags[r] = flags;
-    t->khash[r] = h;
     t->origin[r] = origin;
     uint32_t j = (uint32_t)h & (t->nslots - 1);
     while (t->slots[j] != 0 && t->slots[j] != SLOT_DELETED)
         j = (j + 1) & (t->nslots - 1);
     if (t->slots[j] == 0) t->nused++;
     t->slots[j] = slot_of(h, r);
-    t->slotpos[r] = j;
     t->nlive++;
+    assert(t->nlive <= t->nrows && t->nrows <= t->cap && t->nused <= t->nslots);
     return r;
 }
 
 void eg__table_kill(eg_table *t, uint32_t r)
 {
     if (t->flags[r] & RF_DEAD) return;
-    uint32_t j = t->slotpos[r];
-    if ((uint32_t)t->slots[j] != r + 1 || t->slots[j] == SLOT_DELETED) { /* not expected */
-        j = (uint32_t)t->khash[r] & (t->nslots - 1);
-        while ((uint32_t)t->slots[j] != r + 1 || t->slots[j] == SLOT_DELETED)
-            j = (j + 1) & (t->nslots - 1);
-    }
+    /* the row's slot, found from its key's hash (the row is live, so it is indexed) */
+    uint32_t j = (uint32_t)row_hash(t, r) & (t->nslots - 1);
+    while ((uint32_t)t->slots[j] != r + 1 || t->slots[j] == SLOT_DELETED)
+        j = (j + 1) & (t->nslots - 1);
     t->slots[j] = SLOT_DELETED;
     t->flags[r] |= RF_DEAD;
+    assert(t->nlive > 0); /* a live row was counted */
     t->nlive--;
     t->version++;
 }
@@ -225,18 +239,27 @@ void eg__table_compact(eg_engine *e, eg_table *t)
 {
     if (t->nlive == t->nrows) return;
     uint32_t w = 0;
+    /* the epochs are rewritten in place as the rows move: epoch k of the old rows becomes
+     * epoch m <= k of the kept ones (an epoch whose rows all died disappears) */
+    uint32_t k = 0, m = 0;
     for (uint32_t r = 0; r < t->nrows; r++) {
+        while (k + 1 < t->nep && t->ep_row[k + 1] <= r)
+            k++;
         if (t->flags[r] & RF_DEAD) continue;
+        if (m == 0 || t->ep_ts[m - 1] != t->ep_ts[k]) {
+            t->ep_ts[m] = t->ep_ts[k];
+            t->ep_row[m++] = w;
+        }
         if (w != r) {
             memmove(t->cols + (size_t)w * t->ncols, t->cols + (size_t)r * t->ncols,
                     t->ncols * sizeof(eg_value));
-            t->ts[w] = t->ts[r];
             t->flags[w] = t->flags[r];
-            t->khash[w] = t->khash[r];
             t->origin[w] = t->origin[r];
         }
         w++;
     }
+    t->nep = m;
+    assert(w == t->nlive); /* every live row was kept, every dead one dropped */
     t->nrows = w;
     t->version++;
     /* the primary index must be rebuilt (row numbers changed): the old slots are stale, so
@@ -245,23 +268,38 @@ void eg__table_compact(eg_engine *e, eg_table *t)
     t->slots = NULL;
     t->nslots = t->nused = 0;
     uint32_t ns = 16;
-    while ((t->nlive + 1) * 4 > ns)
+    while (((uint64_t)t->nlive + 1) * 2 > ns)
         ns *= 2;
     rehash(e, t, ns);
 }
 
-/* The first row whose timestamp is >= ts (rows are in timestamp order). */
+/* The first row whose timestamp is >= ts (rows are in timestamp order): the first row of
+ * the first epoch at or after ts, or nrows. */
 uint32_t eg__table_first_ts(const eg_table *t, uint32_t ts)
 {
-    uint32_t lo = 0, hi = t->nrows;
+    uint32_t lo = 0, hi = t->nep;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (t->ts[mid] < ts)
+        if (t->ep_ts[mid] < ts)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo;
+    return lo < t->nep ? t->ep_row[lo] : t->nrows;
+}
+
+uint32_t eg__row_ts(const eg_table *t, uint32_t r)
+{
+    uint32_t lo = 0, hi = t->nep; /* the last epoch whose first row is <= r */
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->ep_row[mid] <= r)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    assert(t->nep > 0 && t->ep_row[lo] <= r);
+    return t->ep_ts[lo];
 }
 
 static uint64_t masked_hash(const eg_value *row, colmask mask, uint32_t ncols)

@@ -1,9 +1,8 @@
 /* ll_build.c - the internal builder of ll_graph values (ll_build.h): how the HLIR
  * lowering, the tests and the program loader create graphs. ll_graph_from_genome
- * (ll_graph.c) fills the same struct directly. */
+ * (ll_from_genome.c) fills the same struct directly. */
 #include "ll_build.h"
 #include "ll_int.h"
-#include "ll_priv.h"
 
 ll_graph *ll__graph_alloc(lm_err *err)
 {
@@ -20,6 +19,21 @@ ll_graph *ll__graph_alloc(lm_err *err)
 hl_expr_pool *ll__graph_pool(ll_graph *g)
 {
     return g->pool;
+}
+
+void ll__node_empty(ll_node *n)
+{
+    memset(n, 0, sizeof *n);
+    n->region = LM_NONE;
+    for (uint32_t i = 0; i < LL_MAX_IN; i++)
+        n->in[i] = LM_NONE;
+    n->prim.op = HL_OP_COUNT;
+    n->prim.iota_expr = n->prim.iota_len = HL_NONE;
+    ll_matmul *m = &n->mm;
+    m->m = m->n = m->k = m->batch = HL_NONE;
+    m->lda = m->ldb = m->stride_a = m->stride_b = HL_NONE;
+    m->alpha = 1.0;
+    n->eclass = n->enode = n->origin = LM_NONE;
 }
 
 /* Grows *arr (of *cap elements of size bytes) to hold need; 0, or -1 leaving it as is. */

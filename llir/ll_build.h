@@ -29,6 +29,11 @@ hl_expr_pool *ll__graph_pool(ll_graph *g);
 uint32_t ll__graph_add_dim(ll_graph *g, const char *name, int64_t lo, int64_t hi, int64_t profile,
                            lm_err *err);
 
+/* The empty node: no inputs, no region, no primitive (prim.op HL_OP_COUNT), no matmul
+ * (its expressions "none", alpha 1), no attention, no provenance: what the readers of
+ * the LLIR file and of binary LLIR start every node from. */
+void ll__node_empty(ll_node *n);
+
 /* Appends a copy of *n and returns its id (the node count before the call), or LM_NONE
  * with err set: LM_EARG for a kind or dtype out of range, more than LL_MAX_IN inputs or
  * HL_MAX_DIMS dims, pushing after ll__graph_finish; LM_ENOMEM. Input and region ids may

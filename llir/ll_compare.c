@@ -8,7 +8,7 @@
  * node to its storage dtype, and a candidate whose regions keep f32 and whose matmuls
  * never round a product) can drift apart, in units of the output's RMS. It is computed
  * once per graph and dim values by one pass in node order (a topological order). */
-#include "ll_priv.h"
+#include "ll_int.h"
 
 #include <float.h>
 #include <inttypes.h>

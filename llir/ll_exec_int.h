@@ -1,6 +1,7 @@
 /* ll_exec_int.h - the CPU executor's internals, shared by ll_exec.c (the run: checks,
  * the memory plan, buffers, standalone kernels), ll_exec_region.c (fused regions) and
- * ll_exec_mm.c (KMatmul and Blas), ll_exec_attn.c (KAttn, KAttnMask). Not public.
+ * ll_exec_mm.c (KMatmul and Blas), ll_exec_attn.c (KAttn, KAttnMask), ll_exec_operand.c
+ * (operands and one-primitive runs, below the others). Not public.
  *
  * Every top-level node's result is one contiguous hl_tensor in the node's dtype (for
  * LL_INPUT, the caller's tensor, borrowed). A consumer reads a producer's bytes as the
@@ -15,7 +16,7 @@
 #ifndef LUMINAL_LL_EXEC_INT_H
 #define LUMINAL_LL_EXEC_INT_H
 
-#include "ll_priv.h"
+#include "ll_int.h"
 
 typedef struct ll_exec {
     const ll_graph *g;

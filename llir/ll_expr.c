@@ -58,14 +58,16 @@ int ll__expr(ll__xdec *d, uint32_t cls, hl_expr *out)
         r = hl_e_var(d->p, eg_value_as_string(s->e, s->ser.class_value[ll__kid(s, n, 0)]));
         break;
     default: {
-        if (c < LL__C_MADD || c > LL__C_MFLOORTO) return xfail(d, cls, "not an Expression node");
+        hl_expr_kind k = ll__code_binary(c);
+        if (k == HL_E_KIND_COUNT && c != LL__C_MFLOORTO)
+            return xfail(d, cls, "not an Expression node");
         hl_expr a, b;
         if ((rc = ll__expr(d, ll__kid(s, n, 0), &a))) return rc;
         if ((rc = ll__expr(d, ll__kid(s, n, 1), &b))) return rc;
         if (c == LL__C_MFLOORTO) /* floor(a / b) * b */
             r = hl_e_mul(d->p, hl_e_div(d->p, a, b), b);
         else
-            r = hl_e_bin(d->p, (hl_expr_kind)(HL_E_ADD + (c - LL__C_MADD)), a, b);
+            r = hl_e_bin(d->p, k, a, b);
     }
     }
     if (r == HL_NONE) return none(d, cls);

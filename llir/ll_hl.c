@@ -3,7 +3,7 @@
  * hlir reports through base's lm_err, as llir does; each adapter below calls one hlir
  * function and prefixes hlir's message with what llir was doing (`what`), keeping its
  * code and location. */
-#include "ll_priv.h"
+#include "ll_int.h"
 
 #include <string.h>
 

@@ -11,7 +11,7 @@
  * first, already names its root. */
 #include "ll_build.h"
 #include "ll_lower.h"
-#include "ll_priv.h"
+#include "ll_int.h"
 
 #include <string.h>
 

@@ -44,7 +44,7 @@
  * (-1e30, or -inf in f16) has a huge magnitude but an exp2 of 0, whose magnitude is 0.
  * Where the bound is infinite (an overflow) M is inf and the comparison leaves the
  * element unbounded. */
-#include "ll_priv.h"
+#include "ll_int.h"
 
 #include <math.h>
 #include <string.h>

@@ -180,6 +180,12 @@ bool ll_op_is_attn(ll_op op)
            strncmp(OPS[op].name, "KAttn", 5) == 0;
 }
 
+hl_op ll__op_prim(ll_op op)
+{
+    if (op == LL_OP_NONE || op >= ll_op_count()) return HL_OP_COUNT;
+    return ll_op_get(op)->prim;
+}
+
 const char *ll__op_name(ll_op op)
 {
     return op < N_OPS ? OPS[op].name : "?";
@@ -199,30 +205,6 @@ uint32_t ll_op_input_count(ll_op op, double beta, int64_t epilogue)
 
 /* ---- constructors of the encoding that are not registered ops ---- */
 
-typedef struct ctor_name {
-    const char *name;
-    uint16_t code;
-    uint8_t arity;
-} ctor_name;
-
-static const ctor_name CTORS[] = {
-    {"Op", LL__C_OP, 2},           {"ICons", LL__C_ICONS, 2},      {"INil", LL__C_INIL, 0},
-    {"MNum", LL__C_MNUM, 1},       {"MFloat", LL__C_MFLOAT, 1},    {"MIter", LL__C_MITER, 0},
-    {"MVar", LL__C_MVAR, 1},       {"MAdd", LL__C_MADD, 2},        {"MSub", LL__C_MSUB, 2},
-    {"MMul", LL__C_MMUL, 2},       {"MDiv", LL__C_MDIV, 2},        {"MCeilDiv", LL__C_MCDIV, 2},
-    {"MMod", LL__C_MMOD, 2},       {"MMin", LL__C_MMIN, 2},        {"MMax", LL__C_MMAX, 2},
-    {"MAnd", LL__C_MAND, 2},       {"MOr", LL__C_MOR, 2},          {"MGte", LL__C_MGTE, 2},
-    {"MLt", LL__C_MLT, 2},         {"MFloorTo", LL__C_MFLOORTO, 2}, {"ECons", LL__C_ECONS, 2},
-    {"ENil", LL__C_ENIL, 0},       {"F32", LL__C_DT + HL_F32, 0},  {"F16", LL__C_DT + HL_F16, 0},
-    {"Bf16", LL__C_DT + HL_BF16, 0}, {"Int", LL__C_DT + HL_INT, 0}, {"Int64", LL__C_DT + HL_I64, 0},
-    {"Bool", LL__C_DT + HL_BOOL, 0}, {"F8E4M3", LL__C_DT + HL_F8E4M3, 0},
-    {"F8E5M2", LL__C_DT + HL_F8E5M2, 0}, {"Dim", LL__C_DIM, 5},
-    /* rules-only helpers of the schema: never read */
-    {"MReplace", LL__C_HELPER, 3}, {"MReplaceList", LL__C_HELPER, 3},
-    {"ReplaceNthFromEnd", LL__C_HELPER, 3}, {"RemoveNthFromEnd", LL__C_HELPER, 2},
-    {"RowMajor", LL__C_HELPER, 1},
-};
-
 uint16_t ll__ctor_code(const char *name, uint32_t *arity)
 {
     ll_op op = ll_op_find(name);
@@ -230,13 +212,12 @@ uint16_t ll__ctor_code(const char *name, uint32_t *arity)
         *arity = OPS[op].n_fields;
         return op;
     }
-    for (size_t i = 0; i < sizeof CTORS / sizeof CTORS[0]; i++)
-        if (strcmp(CTORS[i].name, name) == 0) {
-            *arity = CTORS[i].arity;
-            return CTORS[i].code;
-        }
+    hl_enc_ctor c = hl_enc_find(name);
     *arity = 0;
-    return LL__C_UNKNOWN;
+    if (c == HL_ENC_NONE || hl_enc_vocab[c].role == HL_ENC_ROLE_FUNCTION) return LL__C_UNKNOWN;
+    *arity = hl_enc_vocab[c].arity;
+    return hl_enc_vocab[c].role == HL_ENC_ROLE_RULES_ONLY ? LL__C_HELPER
+                                                           : (uint16_t)(LL__C_ENC + c);
 }
 
 /* ---- the check ---- */
@@ -323,8 +304,10 @@ int ll_registry_check(const eg_engine *e, lm_err *err)
         int rc = check_table(e, o->name, o->n_fields, what, o, err);
         if (rc) return rc;
     }
+    static const hl_enc_ctor structure[] = {HL_ENC_OP, HL_ENC_ICONS, HL_ENC_INIL};
     for (size_t i = 0; i < 3; i++) {
-        int rc = check_table(e, CTORS[i].name, CTORS[i].arity, "the constructor", NULL, err);
+        const hl_enc_info *in = &hl_enc_vocab[structure[i]];
+        int rc = check_table(e, in->name, in->arity, "the constructor", NULL, err);
         if (rc) return rc;
     }
     /* The other direction: every constructor of sort IR or OpKind the rules declare is

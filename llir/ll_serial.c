@@ -42,7 +42,7 @@
  * graph gives the same bytes, and a graph read back writes the same bytes again.
  */
 #include "ll_build.h"
-#include "ll_priv.h"
+#include "ll_int.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -652,22 +652,6 @@ static int r_attn(reader *r, json_t *o, ll_attn *a, uint32_t node)
     return 0;
 }
 
-/* The empty node: no inputs, no region, no primitive, no matmul, no provenance. */
-static void node_empty(ll_node *n)
-{
-    memset(n, 0, sizeof *n);
-    n->region = LM_NONE;
-    for (uint32_t i = 0; i < LL_MAX_IN; i++)
-        n->in[i] = LM_NONE;
-    n->prim.op = HL_OP_COUNT;
-    n->prim.iota_expr = n->prim.iota_len = HL_NONE;
-    ll_matmul *m = &n->mm;
-    m->m = m->n = m->k = m->batch = HL_NONE;
-    m->lda = m->ldb = m->stride_a = m->stride_b = HL_NONE;
-    m->alpha = 1.0;
-    n->eclass = n->enode = n->origin = LM_NONE;
-}
-
 static int r_node(reader *r, json_t *o, uint32_t id)
 {
     set_path(r, "nodes[%u]%s", id, NULL);
@@ -675,7 +659,7 @@ static int r_node(reader *r, json_t *o, uint32_t id)
     if (r_keys(r, o, "id kind op region dtype shape in in_dtype prim mm attn eclass enode origin"))
         return r->err->code;
     ll_node n;
-    node_empty(&n);
+    ll__node_empty(&n);
     int64_t x;
     if (r_int(r, o, "id", 0, (int64_t)UINT32_MAX - 1, &x)) return r->err->code;
     if ((uint32_t)x != id)

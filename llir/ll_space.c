@@ -7,8 +7,8 @@
  *              (Op, ICons, Expression and EList constructors, DTypes, Dim); a constructor
  *              of sort IR or OpKind the registry does not know is an error
  *   canon      the canonical node of every class that is not searchable: least tree size
- *              among the nodes llir reads (Bellman-Ford to a fixpoint, ties to the lowest
- *              index, as the hlir decoder does), so its choices never form a cycle
+ *              among the nodes llir reads (eg_serial_extract, which the hlir decoder uses
+ *              too: ties to the lowest index), so its choices never form a cycle
  *   dtypes     of DType classes (their canonical node) and IR classes (the `dtype`
  *              function, read from its table)
  *   dims       every Dim, in index order, then every MVar no Dim declares
@@ -24,11 +24,13 @@
  *              that gives a class its height is its `safe` choice; safe choices form no
  *              cycle (every child's height is lower), which genome repair falls back on.
  *   numbering  searchable classes in class order, choices in node order, children
- *   check      the e-graph dtype check, then the root
+ *   check      the e-graph dtype check (ll_space_dtype.c), then the root
  *
  * Everything iterates arrays in index order, so one engine gives one space.
  */
-#include "ll_int.h"
+#include "ll_kind.h"
+
+#include "eg_serial.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -39,14 +41,25 @@ typedef struct build {
     ll_space *s;
     lm_err *err;
     int sort_ir, sort_ilist, sort_opkind, sort_expr, sort_elist, sort_dtype, sort_dim;
-    uint32_t *cost;     /* per class: tree size of the canonical node (non-searchable) */
     uint32_t *id2cls;   /* engine e-class id -> class, or LM_NONE */
     uint32_t n_ids;
     uint8_t *cand;      /* per node: 1 when a candidate choice */
     uint32_t *height;   /* per class */
     uint32_t *kind_op;  /* per OpKind class: its one backend op, or LL_OP_NONE */
     bool skip_dtype_check; /* ll_space_opts: tests only */
+    double deadline;       /* ll_space_opts.deadline_s; 0: none */
 } build;
+
+/* LM_ELIMIT when the deadline has passed: at item i of n (classes or nodes, what) of
+ * step `step`. Checks the clock only every 4096 items (i % 4096 == 0). */
+static int over(build *b, const char *step, uint32_t i, uint32_t n, const char *what)
+{
+    if (b->deadline <= 0 || (i & 4095) != 0 || lm_now_s() <= b->deadline) return LM_OK;
+    return ll__fail(b->err, LM_ELIMIT, NULL,
+                    "the time limit ran out while building the search space (step '%s': %u of "
+                    "%u %s)",
+                    step, i, n, what);
+}
 
 /* ==================================================================================
  * Errors naming classes and nodes
@@ -192,35 +205,30 @@ static bool searchable_kind(uint8_t k)
     return k == LL__K_IR || k == LL__K_ILIST || k == LL__K_OPKIND;
 }
 
-static void choose_canonical(build *b)
+/* Serialized node n may be a canonical node: a node llir reads (or a literal) of a class
+ * that is not searchable. */
+static bool canon_usable(void *ctx, uint32_t n)
+{
+    const ll_space *s = ctx;
+    if (searchable_kind(s->ckind[s->ser.nodes[n].eclass])) return false;
+    return s->code[n] == LL__C_LITERAL || readable(s, n);
+}
+
+/* The canonical node of every class that is not searchable: least tree size, ties to
+ * the lowest index (eg_serial_extract, the extractor hlir's decoder uses too). */
+static int choose_canonical(build *b)
 {
     ll_space *s = b->s;
-    const eg_serialized *ser = &s->ser;
-    for (uint32_t c = 0; c < s->nc; c++) {
-        b->cost[c] = s->ckind[c] == LL__K_LIT ? 1 : INF;
-        s->canon[c] = LM_NONE;
-    }
-    for (uint32_t i = 0; i < s->nn; i++)
-        if (s->code[i] == LL__C_LITERAL) s->canon[ser->nodes[i].eclass] = i;
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (uint32_t i = 0; i < s->nn; i++) {
-            const eg_snode *n = &ser->nodes[i];
-            uint32_t c = n->eclass;
-            if (searchable_kind(s->ckind[c]) || !readable(s, i)) continue;
-            uint64_t sum = 1;
-            for (uint32_t k = 0; k < n->nchildren && sum != INF; k++) {
-                uint32_t cc = b->cost[ll__kid(s, i, k)];
-                sum = cc == INF || sum + cc >= INF ? INF : sum + cc;
-            }
-            if (sum == INF) continue;
-            if (sum < b->cost[c] || (sum == b->cost[c] && i < s->canon[c])) {
-                b->cost[c] = (uint32_t)sum;
-                s->canon[c] = i;
-                changed = true;
-            }
-        }
-    }
+    uint64_t *work = ll__alloc(eg_serial_extract_work(&s->ser), sizeof(uint64_t));
+    uint64_t *cost = ll__alloc(s->nc, sizeof(uint64_t));
+    int rc = LM_OK;
+    if (!work || !cost)
+        rc = ll__oom(b->err, "space");
+    else
+        eg_serial_extract(&s->ser, canon_usable, s, cost, s->canon, work);
+    ll__free(work);
+    ll__free(cost);
+    return rc;
 }
 
 /* ==================================================================================
@@ -254,16 +262,6 @@ static int read_dtypes(build *b)
     return LM_OK;
 }
 
-static int64_t lit_i64(const ll_space *s, uint32_t cls)
-{
-    return eg_value_as_i64(s->ser.class_value[cls]);
-}
-
-static bool lit_is(const ll_space *s, uint32_t cls, int sort)
-{
-    return cls < s->nc && (int)s->ser.class_sort[cls] == sort;
-}
-
 typedef struct idx_node {
     int64_t index;
     uint32_t node;
@@ -292,11 +290,11 @@ static int collect_indexed(build *b, uint16_t c, uint32_t field, const char *wha
     for (uint32_t i = 0; i < s->nn; i++) {
         if (s->code[i] != c) continue;
         uint32_t fc = ll__kid(s, i, field);
-        if (!lit_is(s, fc, s->sort_i64)) {
+        if (!ll__lit_is(s, fc, s->sort_i64)) {
             ll__free(v);
             return vfail(b, s->ser.nodes[i].eclass, i, "%s: the index is not an i64", what);
         }
-        v[k++] = (idx_node){lit_i64(s, fc), i};
+        v[k++] = (idx_node){ll__lit_i64(s, fc), i};
     }
     qsort(v, n, sizeof *v, idx_cmp);
     for (uint32_t i = 0; i < n; i++)
@@ -333,16 +331,16 @@ static int read_dims(build *b)
         uint32_t f[5];
         for (uint32_t k = 0; k < 5; k++)
             f[k] = ll__kid(s, node, k);
-        if (!lit_is(s, f[1], s->sort_str) || !lit_is(s, f[2], s->sort_i64) ||
-            !lit_is(s, f[3], s->sort_i64) || !lit_is(s, f[4], s->sort_i64)) {
+        if (!ll__lit_is(s, f[1], s->sort_str) || !ll__lit_is(s, f[2], s->sort_i64) ||
+            !ll__lit_is(s, f[3], s->sort_i64) || !ll__lit_is(s, f[4], s->sort_i64)) {
             rc = vfail(b, cls, node, "Dim is (Dim index name lo hi profile)");
             break;
         }
         ll__dim *d = &s->dims[s->n_dims];
         d->name = eg_value_as_string(s->e, s->ser.class_value[f[1]]);
-        d->lo = lit_i64(s, f[2]);
-        d->hi = lit_i64(s, f[3]);
-        d->profile = lit_i64(s, f[4]);
+        d->lo = ll__lit_i64(s, f[2]);
+        d->hi = ll__lit_i64(s, f[3]);
+        d->profile = ll__lit_i64(s, f[4]);
         d->declared = true;
         if (!hl_var_name_valid(d->name))
             rc = vfail(b, cls, node, "Dim '%s': not a valid dim name", d->name);
@@ -360,7 +358,7 @@ static int read_dims(build *b)
     for (uint32_t i = 0; i < s->nn && !rc; i++) {
         if (s->code[i] != LL__C_MVAR) continue;
         uint32_t fc = ll__kid(s, i, 0);
-        if (!lit_is(s, fc, s->sort_str))
+        if (!ll__lit_is(s, fc, s->sort_str))
             return vfail(b, s->ser.nodes[i].eclass, i, "MVar's name is not a String");
         const char *name = eg_value_as_string(s->e, s->ser.class_value[fc]);
         bool known = false;
@@ -551,17 +549,6 @@ static int list_info(build *b, uint8_t *state, uint32_t c)
     return LM_OK;
 }
 
-uint32_t ll__kind_inputs(const ll_space *s, uint32_t kind_node)
-{
-    ll_op op = s->code[kind_node];
-    const ll_op_info *o = ll_op_get(op);
-    if (o->dialect != LL_D_LIBRARY) return o->n_inputs;
-    uint32_t cb = ll__kid(s, kind_node, 12), ce = ll__kid(s, kind_node, 13);
-    double beta = lit_is(s, cb, s->sort_f64) ? eg_value_as_f64(s->ser.class_value[cb]) : 0;
-    int64_t epi = lit_is(s, ce, s->sort_i64) ? lit_i64(s, ce) : 0;
-    return ll_op_input_count(op, beta, epi);
-}
-
 static int list_contexts(build *b)
 {
     ll_space *s = b->s;
@@ -652,41 +639,6 @@ static bool candidate(build *b, uint32_t n)
     return true;
 }
 
-/* A binary min-heap of (height, node) keys packed in 64 bits. */
-static void heap_push(uint64_t *h, uint32_t *n, uint64_t key)
-{
-    uint32_t i = (*n)++;
-    h[i] = key;
-    while (i > 0) {
-        uint32_t p = (i - 1) / 2;
-        if (h[p] <= h[i]) break;
-        uint64_t t = h[p];
-        h[p] = h[i];
-        h[i] = t;
-        i = p;
-    }
-}
-
-static uint64_t heap_pop(uint64_t *h, uint32_t *n)
-{
-    uint64_t top = h[0];
-    h[0] = h[--(*n)];
-    for (uint32_t i = 0;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < *n && h[l] < h[m]) m = l;
-        if (r < *n && h[r] < h[m]) m = r;
-        if (m == i) break;
-        uint64_t t = h[m];
-        h[m] = h[i];
-        h[i] = t;
-        i = m;
-    }
-    return top;
-}
-
-/* Knuth's algorithm for height(node) = 1 + max(height of searchable children): classes
- * are finalised in increasing height; a node becomes ready when every searchable child
- * occurrence is final. */
 static int heights(build *b)
 {
     ll_space *s = b->s;
@@ -728,9 +680,10 @@ static int heights(build *b)
         s->canon[c] = searchable_kind(s->ckind[c]) ? LM_NONE : s->canon[c];
     }
     for (uint32_t n = 0; n < s->nn; n++)
-        if (b->cand[n] && pending[n] == 0) heap_push(heap, &nh, (uint64_t)1 << 32 | n);
-    while (nh) {
-        uint64_t key = heap_pop(heap, &nh);
+        if (b->cand[n] && pending[n] == 0) ll__heap_push(heap, &nh, (uint64_t)1 << 32 | n);
+    for (uint32_t done = 0; nh; done++) {
+        if ((rc = over(b, "heights", done, s->nn, "nodes"))) goto done;
+        uint64_t key = ll__heap_pop(heap, &nh);
         uint32_t n = (uint32_t)key, h = (uint32_t)(key >> 32);
         uint32_t c = ser->nodes[n].eclass;
         if (b->height[c] != INF) continue;
@@ -740,7 +693,7 @@ static int heights(build *b)
             uint32_t m = users[u];
             if (h > val[m]) val[m] = h;
             if (--pending[m] == 0 && val[m] + 1 < INF)
-                heap_push(heap, &nh, (uint64_t)(val[m] + 1) << 32 | m);
+                ll__heap_push(heap, &nh, (uint64_t)(val[m] + 1) << 32 | m);
         }
     }
     /* a candidate reading a class of no finite height is pruned (it could only be part of a
@@ -825,141 +778,6 @@ static int number(build *b)
     s->kstart[nch] = ki;
     for (uint32_t c = 0; c < s->nc; c++)
         if (searchable_kind(s->ckind[c])) s->canon[c] = LM_NONE;
-    return LM_OK;
-}
-
-/* ==================================================================================
- * The e-graph dtype check
- * ================================================================================== */
-
-/* The k-th entry class of IList class lc (by each class's first list node), or LM_NONE. */
-static uint32_t list_entry(const ll_space *s, uint32_t lc, uint32_t k)
-{
-    for (uint32_t depth = 0; depth <= k; depth++) {
-        uint32_t cons = LM_NONE;
-        for (uint32_t j = s->nstart[lc]; j < s->nstart[lc + 1] && cons == LM_NONE; j++)
-            if (s->code[s->nlist[j]] == LL__C_ICONS) cons = s->nlist[j];
-        if (cons == LM_NONE) return LM_NONE;
-        if (depth == k) return ll__kid(s, cons, 0);
-        lc = ll__kid(s, cons, 1);
-    }
-    return LM_NONE;
-}
-
-typedef struct dt_site {
-    uint32_t node;       /* the IR node */
-    uint32_t kind;       /* its kind node (Op), or the IR node itself (IO) */
-    const ll_op_info *o;
-    uint32_t n_in;
-    uint32_t in[LL_MAX_IN]; /* input classes */
-} dt_site;
-
-/* The dtype contract ct evaluated at a site: -1 when it says nothing (ANY, NONE) or the
- * field is unreadable; *what names where it comes from. */
-static int contract_dtype(const ll_space *s, const dt_site *st, ll_dt_contract ct, char *what,
-                          size_t cap)
-{
-    switch (ct.rule) {
-    case LL_DT_FIELD:
-        snprintf(what, cap, "its field '%s'", st->o->fields[ct.arg].name);
-        return ll__dtype_of(s, ll__kid(s, st->kind, ct.arg));
-    case LL_DT_FIXED:
-        snprintf(what, cap, "its op (always %s)", hl_dtype_name((hl_dtype)ct.arg));
-        return ct.arg;
-    case LL_DT_AS_INPUT:
-        snprintf(what, cap, "its input %u", ct.arg);
-        return ct.arg < st->n_in && st->in[ct.arg] != LM_NONE ? s->dtype[st->in[ct.arg]] : -1;
-    default:
-        return -1;
-    }
-}
-
-/* Which contract slot input k of a node uses (Blas: a, b, then c or bias). */
-static uint32_t input_slot(const ll_space *s, const dt_site *st, uint32_t k)
-{
-    if (st->o->dialect != LL_D_LIBRARY || k < 2) return k;
-    uint32_t cb = ll__kid(s, st->kind, 12);
-    double beta = lit_is(s, cb, s->sort_f64) ? eg_value_as_f64(s->ser.class_value[cb]) : 0;
-    return k == 2 && beta == 1.0 ? 2 : 3;
-}
-
-static int dtype_fail(build *b, const dt_site *st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static int dtype_fail(build *b, const dt_site *st, const char *fmt, ...)
-{
-    char msg[LM_ERR_MSG / 2], ob[64];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    const ll_space *s = b->s;
-    uint32_t origin = ll__eg_origin(s->e, &s->ser, st->node);
-    const char *otext = ll__eg_origin_text(s->e, origin, ob, sizeof ob);
-    lm_loc loc = {.node = st->o->name, .node_id = s->ser.nodes[st->node].eclass};
-    return ll__fail(b->err, LM_EVERIFY, &loc, "e-graph dtype check: class c%u, node n%u (%s%s): %s; %s",
-                    s->ser.nodes[st->node].eclass, st->node,
-                    st->kind != st->node ? "Op " : "", st->o->name, msg, otext);
-}
-
-static int check_site(build *b, const dt_site *st)
-{
-    const ll_space *s = b->s;
-    uint32_t cls = s->ser.nodes[st->node].eclass;
-    char what[96];
-    int want = s->dtype[cls];
-    if (st->o->out.rule != LL_DT_NONE && want < 0)
-        return dtype_fail(b, st,
-                          "the class has no dtype (the dtype function); a rule that adds an IR "
-                          "term must set its dtype");
-    int got = contract_dtype(s, st, st->o->out, what, sizeof what);
-    if (got >= 0 && want >= 0 && got != want)
-        return dtype_fail(b, st, "computes %s by %s, but the class is %s", hl_dtype_name((hl_dtype)got),
-                          what, hl_dtype_name((hl_dtype)want));
-    for (uint32_t k = 0; k < st->n_in; k++) {
-        uint32_t slot = input_slot(s, st, k);
-        if (slot >= LL_MAX_IN || st->in[k] == LM_NONE) continue;
-        int need = contract_dtype(s, st, st->o->in[slot], what, sizeof what);
-        int have = s->dtype[st->in[k]];
-        if (need >= 0 && have >= 0 && need != have)
-            return dtype_fail(b, st, "reads input %u (class c%u, %s) as %s by %s", k, st->in[k],
-                              hl_dtype_name((hl_dtype)have), hl_dtype_name((hl_dtype)need), what);
-    }
-    return LM_OK;
-}
-
-static int dtype_check(build *b)
-{
-    const ll_space *s = b->s;
-    for (uint32_t n = 0; n < s->nn; n++) {
-        uint16_t c = s->code[n];
-        dt_site st = {.node = n};
-        if (c == LL__C_OP) {
-            uint32_t kc = ll__kid(s, n, 0), lc = ll__kid(s, n, 1);
-            for (uint32_t j = s->nstart[kc]; j < s->nstart[kc + 1]; j++) {
-                uint32_t kn = s->nlist[j];
-                if (s->code[kn] >= ll_op_count()) continue;
-                st.kind = kn;
-                st.o = ll_op_get(s->code[kn]);
-                st.n_in = s->len[lc] < LL_MAX_IN ? s->len[lc] : LL_MAX_IN;
-                for (uint32_t k = 0; k < st.n_in; k++)
-                    st.in[k] = list_entry(s, lc, k);
-                int rc = check_site(b, &st);
-                if (rc) return rc;
-            }
-        } else if (c < ll_op_count() && ll_op_get(c)->dialect == LL_D_IO) {
-            st.kind = n;
-            st.o = ll_op_get(c);
-            st.n_in = st.o->n_inputs;
-            for (uint32_t k = 0; k < st.n_in; k++)
-                st.in[k] = ll__kid(s, n, k); /* the IR columns come first */
-            int rc = check_site(b, &st);
-            if (rc) return rc;
-        }
-    }
     return LM_OK;
 }
 
@@ -1065,27 +883,32 @@ static int build_space(build *b, eg_value root)
     s->nstart = ll__zalloc((size_t)s->nc + 1, sizeof(uint32_t));
     s->nlist = ll__alloc(s->nn, sizeof(uint32_t));
     s->op_counts = ll__zalloc(ll_op_count(), sizeof(uint32_t));
-    b->cost = ll__alloc(s->nc, sizeof(uint32_t));
     b->cand = ll__alloc(s->nn, 1);
     b->height = ll__alloc(s->nc, sizeof(uint32_t));
     b->kind_op = ll__alloc(s->nc, sizeof(uint32_t));
     if (!s->code || !s->ckind || !s->dtype || !s->ctx || !s->len || !s->canon || !s->sidx ||
-        !s->nstart || !s->nlist || !s->op_counts || !b->cost || !b->cand || !b->height ||
+        !s->nstart || !s->nlist || !s->op_counts || !b->cand || !b->height ||
         !b->kind_op)
         return ll__oom(b->err, "space");
+    if ((rc = over(b, "serialize", 0, s->nc, "classes"))) return rc;
     if ((rc = assign_codes(b))) return rc;
     if ((rc = index_classes(b))) return rc;
-    choose_canonical(b);
+    if ((rc = over(b, "canonical nodes", 0, s->nc, "classes"))) return rc;
+    if ((rc = choose_canonical(b))) return rc;
     if ((rc = read_dtypes(b))) return rc;
     if ((rc = read_dims(b))) return rc;
     if ((rc = read_inputs(b))) return rc;
+    if ((rc = over(b, "contexts", 0, s->nc, "classes"))) return rc;
     if ((rc = kind_contexts(b))) return rc;
     if ((rc = ir_contexts(b))) return rc;
     if ((rc = list_contexts(b))) return rc;
-    for (uint32_t n = 0; n < s->nn; n++)
+    for (uint32_t n = 0; n < s->nn; n++) {
+        if ((rc = over(b, "choices", n, s->nn, "nodes"))) return rc;
         b->cand[n] = searchable_kind(s->ckind[s->ser.nodes[n].eclass]) && candidate(b, n);
+    }
     if ((rc = heights(b))) return rc;
-    if (!b->skip_dtype_check && (rc = dtype_check(b))) return rc;
+    if (!b->skip_dtype_check && (rc = ll__space_dtype_check(s, b->deadline, b->err))) return rc;
+    if ((rc = over(b, "numbering", 0, s->nc, "classes"))) return rc;
     if (s->ctx[s->root_class] != LL__X_SINK)
         return vfail(b, s->root_class, LM_NONE,
                      "the root is not an Output or OutputJoin class (it is %s)",
@@ -1094,7 +917,8 @@ static int build_space(build *b, eg_value root)
     if ((rc = number(b))) return rc;
     s->root_s = s->sidx[s->root_class];
     reach_and_stats(b);
-    return ll__check_kinds(s, b->err);
+    if ((rc = over(b, "kinds' fields", 0, s->nc, "classes"))) return rc;
+    return ll__check_kinds(s, b->err, b->deadline);
 }
 
 ll_space *ll_space_new(eg_engine *e, eg_value root, lm_err *err)
@@ -1114,9 +938,11 @@ ll_space *ll_space_new_opts(eg_engine *e, eg_value root, const ll_space_opts *o,
         return NULL;
     }
     s->e = e;
-    build b = {.s = s, .err = err, .skip_dtype_check = o && o->skip_dtype_check};
+    build b = {.s = s,
+               .err = err,
+               .skip_dtype_check = o && o->skip_dtype_check,
+               .deadline = o ? o->deadline_s : 0};
     int rc = build_space(&b, root);
-    ll__free(b.cost);
     ll__free(b.id2cls);
     ll__free(b.cand);
     ll__free(b.height);
@@ -1153,72 +979,4 @@ void ll_space_free(ll_space *s)
     ll__free(s->input_node);
     ll__free(s->op_counts);
     ll__free(s);
-}
-
-/* ==================================================================================
- * Accessors
- * ================================================================================== */
-
-uint32_t ll_space_class_count(const ll_space *s)
-{
-    return s->ns;
-}
-
-uint32_t ll_space_choice_count(const ll_space *s, uint32_t cls)
-{
-    return cls < s->ns ? s->cstart[cls + 1] - s->cstart[cls] : 0;
-}
-
-ll_op ll_space_choice_op(const ll_space *s, uint32_t cls, uint32_t j)
-{
-    if (j >= ll_space_choice_count(s, cls)) return LL_OP_NONE;
-    return s->cop[s->cstart[cls] + j];
-}
-
-uint32_t ll_space_class_eclass(const ll_space *s, uint32_t cls)
-{
-    return cls < s->ns ? s->scls[cls] : LM_NONE;
-}
-
-uint32_t ll_space_choice_node(const ll_space *s, uint32_t cls, uint32_t j)
-{
-    if (j >= ll_space_choice_count(s, cls)) return LM_NONE;
-    return s->cnode[s->cstart[cls] + j];
-}
-
-uint32_t ll_space_choice_kids(const ll_space *s, uint32_t cls, uint32_t j, const uint32_t **kids)
-{
-    if (j >= ll_space_choice_count(s, cls)) {
-        if (kids) *kids = NULL;
-        return 0;
-    }
-    uint32_t c = s->cstart[cls] + j;
-    if (kids) *kids = s->kids + s->kstart[c];
-    return s->kstart[c + 1] - s->kstart[c];
-}
-
-uint32_t ll_space_root(const ll_space *s)
-{
-    return s->root_s;
-}
-
-bool ll_space_reachable(const ll_space *s, uint32_t cls)
-{
-    return cls < s->ns && s->reach[cls];
-}
-
-void ll_space_get_stats(const ll_space *s, ll_space_stats *out)
-{
-    *out = s->stats;
-}
-
-void ll_space_op_counts(const ll_space *s, uint32_t *counts)
-{
-    memcpy(counts, s->op_counts, ll_op_count() * sizeof(uint32_t));
-}
-
-ll_dialect ll__choice_dialect(const ll_space *s, uint32_t choice)
-{
-    ll_op op = s->cop[choice];
-    return op == LL_OP_NONE ? LL_D_COUNT : ll_op_get(op)->dialect;
 }

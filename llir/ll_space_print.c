@@ -1,11 +1,15 @@
 /* ll_space_print.c - what `luminal_search --emit space` and `--emit space-json` print:
  * the space's summary, and the whole e-graph as egraph-serialize JSON with the dtype of
- * every IR class added to its class data. */
+ * every IR class added to its class data; and the space's fingerprint, hashed from the
+ * serialization's arrays (no text). */
 #include "ll_int.h"
 
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack: no allocation */
+#include <xxhash.h>
 
 static const char *DIALECT[LL_D_COUNT] = {"io",     "hlir", "kernel",  "region",
                                           "fused",  "load", "inline",  "library"};
@@ -91,4 +95,51 @@ int ll_space_write_json(const ll_space *s, FILE *f, lm_err *err)
     if (!rc && fputc('\n', f) == EOF) rc = ll__fail(err, LM_EIO, NULL, "space json: writing failed");
     json_decref(root);
     return rc;
+}
+
+/* Feeds v to the hash as 8 little-endian bytes, so the fingerprint does not depend on the
+ * host's byte order. */
+static void feed(XXH3_state_t *h, uint64_t v)
+{
+    uint8_t b[8];
+    for (uint32_t i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    XXH3_128bits_update(h, b, sizeof b);
+}
+
+static void feed_str(XXH3_state_t *h, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    feed(h, n);
+    if (n) XXH3_128bits_update(h, s, n);
+}
+
+int ll_space_fingerprint(const ll_space *s, char out[33], lm_err *err)
+{
+    XXH3_state_t st, *h = &st;
+    if (!s || !out) return ll__fail(err, LM_EARG, NULL, "ll_space_fingerprint: no space given");
+    XXH3_128bits_reset(h);
+    const eg_serialized *ser = &s->ser;
+    feed(h, ser->n_classes);
+    for (uint32_t c = 0; c < ser->n_classes; c++) {
+        feed_str(h, eg_sort_name(s->e, (int)ser->class_sort[c]));
+        feed(h, (uint64_t)(int64_t)s->dtype[c]);
+    }
+    feed(h, ser->n_nodes);
+    for (uint32_t i = 0; i < ser->n_nodes; i++) {
+        const eg_snode *n = &ser->nodes[i];
+        feed_str(h, n->op);
+        feed(h, n->eclass);
+        feed(h, n->subsumed);
+        feed(h, n->table == UINT32_MAX ? n->literal : 0);
+        feed(h, n->nchildren);
+        for (uint32_t k = 0; k < n->nchildren; k++)
+            feed(h, ser->children[n->child_start + k]);
+    }
+    feed(h, ser->n_roots);
+    for (uint32_t r = 0; r < ser->n_roots; r++)
+        feed(h, ser->roots[r]);
+    XXH128_hash_t x = XXH3_128bits_digest(h);
+    snprintf(out, 33, "%016" PRIx64 "%016" PRIx64, (uint64_t)x.high64, (uint64_t)x.low64);
+    return LM_OK;
 }

@@ -320,6 +320,12 @@ typedef struct ll_space_opts {
      * the LLIR verifier and the CPU executor, which must catch it too. The compiler
      * never sets it. Every other check of ll_space_new still runs. */
     bool skip_dtype_check;
+    /* The wall-clock moment (lm_now_s) past which the build stops, 0 for none: checked
+     * between the build's steps and every 4096 nodes or classes inside them, so the build
+     * stops within about a step's slice of it (serializing the engine is one step that is
+     * not interrupted). Past it: LM_ELIMIT "the time limit ran out while building the
+     * search space (step S: N of M classes)" (or nodes, for a step over nodes). */
+    double deadline_s;
 } ll_space_opts;
 
 /* ll_space_new with options (o may be NULL: ll_space_new). */
@@ -336,6 +342,13 @@ void ll_space_fprint_summary(const ll_space *s, FILE *f);
  * "dtype" in the class data of every IR class that has one and the "origin" of every
  * node (the rule or command that inserted it). LM_EIO when writing fails. */
 int ll_space_write_json(const ll_space *s, FILE *f, lm_err *err);
+
+/* The fingerprint of the saturated e-graph the space was read from, as 32 hex digits and
+ * a NUL in out: XXH3-128 over the serialization's structure (every class's sort and
+ * dtype, every node's constructor, class, subsumption, literal payload and children, the
+ * root), hashed from the arrays directly, without writing any text: O(size of the
+ * e-graph). The same engine gives the same fingerprint. LM_EARG for a NULL space. */
+int ll_space_fingerprint(const ll_space *s, char out[33], lm_err *err);
 
 uint32_t ll_space_class_count(const ll_space *s);
 uint32_t ll_space_choice_count(const ll_space *s, uint32_t cls);
@@ -498,6 +511,14 @@ ll_graph *ll_graph_from_hlir(const hl_graph *g, lm_err *err);
 
 void ll_graph_free(ll_graph *g);
 
+/* A deep copy of g: its own expression pool (every expression the nodes refer to rebuilt
+ * once, structurally equal; ids may differ), names, origin table, dims and interface
+ * lists; nothing is shared with g, and no text is written or parsed. The copy writes the
+ * same LLIR file (ll_graph_write_json) and has the same fingerprint. It is not verified
+ * again (a copy of an unverified graph stays unverified). NULL with err set: LM_EARG for
+ * a NULL graph, LM_ENOMEM. */
+ll_graph *ll_graph_copy(const ll_graph *g, lm_err *err);
+
 /* The text of a node's origin (ll_node.origin): the rule ("rule 'fuse-add'") or command
  * that inserted its e-node; "origin unknown" for LM_NONE (a node from HLIR, or an e-graph
  * without provenance). The string lives as long as the graph. */
@@ -567,6 +588,34 @@ char *ll_graph_write_json(const ll_graph *g, lm_err *err);
  * LM_EUNSUPPORTED for another file version; LM_ENOMEM. Never crashes on any input; what
  * the nodes compute is checked when the graph is run (ll_run) or verified. */
 ll_graph *ll_graph_read_json(const char *text, size_t len, const char *source, lm_err *err);
+
+/* ==================================================================================
+ * Binary LLIR (llir/ll_pack.c)
+ * ==================================================================================
+ *
+ * A graph as bytes, for handing it to another process (the search's GPU worker): a
+ * header (the magic "LLIRbin\0", the format version, the payload's length and its XXH3-64
+ * checksum), then the dims, the origin table, the expressions the nodes refer to (as
+ * structure, operands first) and every node with the fields that mean something for it.
+ * The same graph gives the same bytes. ll_graph_unpack of ll_graph_pack's bytes gives a
+ * graph that writes the same LLIR file (ll_graph_write_json) and has the same
+ * fingerprint. */
+
+#define LL_PACK_VERSION 1
+
+/* Packs g into a buffer from llir's allocation door that the caller frees with free():
+ * *buf and *len. LM_EARG for a NULL graph, or a node holding an expression out of its
+ * pool or a variable that is not one of the graph's dims; LM_ENOMEM. */
+int ll_graph_pack(const ll_graph *g, void **buf, size_t *len, lm_err *err);
+
+/* Reads a graph from buf[0..len) and verifies it (ll_graph_verify). Every byte is
+ * checked before it is used: a buffer too short, of another magic, with a checksum that
+ * does not match, a count beyond what the buffer can hold, a value out of its range (a
+ * kind, an op, a dtype, a node, expression, dim or origin index), an expression that
+ * cannot be built, or bytes left over is LM_EPARSE naming the byte offset and the field;
+ * another version is LM_EUNSUPPORTED; a graph the verifier refuses is LM_EVERIFY;
+ * LM_ENOMEM. Never crashes on any input. */
+ll_graph *ll_graph_unpack(const void *buf, size_t len, lm_err *err);
 
 /* ==================================================================================
  * The CPU executor

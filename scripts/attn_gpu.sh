@@ -33,7 +33,19 @@ echo "== $(date -u '+%Y-%m-%d %H:%M UTC') $(nvidia-smi --query-gpu=name,driver_v
 .gpu/bin/attn_gpu --results "$out/ours.txt" ${ATTN_ARGS:-} >"$out/attn.log" 2>&1
 arc=$?
 grep -E "^(device|check|checks|FAIL|attn_gpu)" "$out/attn.log" | head -40
-PYTHONUNBUFFERED=1 python3 bench/codegen/attn_torch.py --ours "$out/ours.txt" --out "$out/table.md" \
+# another build of the template to compare in the same run: .gpu/bin/attn_gpu_TAG with its
+# CUBINs in .gpu/bin/kcache_TAG (built from another tree by hand)
+ours=(--ours "$out/ours.txt")
+for alt in .gpu/bin/attn_gpu_*; do
+  [ -x "$alt" ] || continue
+  tag=${alt##*/attn_gpu_}
+  LUMINAL_KERNEL_CACHE=$(pwd)/.gpu/bin/kcache_$tag "$alt" --results "$out/ours_$tag.txt" ${ATTN_ARGS:-} \
+    >"$out/attn_$tag.log" 2>&1
+  echo "attn_gpu_$tag: exit $?"
+  grep -E "^(checks|FAIL)" "$out/attn_$tag.log" | head -10
+  ours+=(--ours "$out/ours_$tag.txt")
+done
+PYTHONUNBUFFERED=1 python3 bench/codegen/attn_torch.py "${ours[@]}" --out "$out/table.md" \
   >"$out/torch.log" 2>&1
 trc=$?
 # profiler counters of one kernel (NCU="WORKLOAD BQ BK WARPS STAGES SPLITS")

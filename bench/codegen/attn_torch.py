@@ -2,7 +2,7 @@
 """attn_torch.py - torch's F.scaled_dot_product_attention on attn_gpu's workloads, and the
 table of ours against it (one run, one card).
 
-    attn_torch.py --ours RESULTS [--out FILE]
+    attn_torch.py --ours RESULTS [--ours RESULTS2 ...] [--out FILE]
 
 RESULTS holds attn_gpu's "RESULT workload tile single_ms b2b_ms tflops" lines. For each
 workload torch runs on identical shapes as 4-D (batch, heads, seq, dim) bf16 tensors, random
@@ -21,6 +21,7 @@ variant and against the best variant of all, and the ratios ours / torch.
 """
 
 import argparse
+import os
 import statistics
 import sys
 
@@ -93,15 +94,20 @@ def torch_times(w):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ours", required=True)
+    ap.add_argument("--ours", required=True, action="append",
+                    help="attn_gpu --results FILE; given more than once (two builds of the "
+                    "template), each gets its rows against the same torch times")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    ours = {}
-    with open(args.ours) as f:
-        for line in f:
-            p = line.split()
-            if len(p) == 6 and p[0] == "RESULT":
-                ours.setdefault(p[1], []).append((p[2], float(p[3]), float(p[4]), float(p[5])))
+    runs = {}  # label (the file's name) -> workload -> [(tile, single, b2b, tflops)]
+    for path in args.ours:
+        ours = runs.setdefault(os.path.basename(path), {})
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) == 6 and p[0] == "RESULT":
+                    ours.setdefault(p[1], []).append((p[2], float(p[3]), float(p[4]),
+                                                      float(p[5])))
     lines = [f"{torch.cuda.get_device_name()}; torch {torch.__version__}", "",
              "flash: the best of the variants that run SDPA's flash backend (flash, "
              "flash-compile, flash-graph); best: the best of every variant (cuDNN's included).",
@@ -112,7 +118,7 @@ def main():
              "|---|---|---|---|---|---|---|---|"]
     per_tile = []
     for name, w in WORKLOADS.items():
-        if name not in ours:
+        if not any(name in ours for ours in runs.values()):
             continue
         t = torch_times(w)
         if not t:
@@ -123,20 +129,24 @@ def main():
         fl = {k: v for k, v in t.items() if k.startswith("flash")}
         fb = min((v[1], k) for k, v in fl.items()) if fl else (float("nan"), "-")
         fs = min((v[0], k) for k, v in fl.items()) if fl else (float("nan"), "-")
-        ob = min(ours[name], key=lambda r: r[2])
-        os_ = min(ours[name], key=lambda r: r[1])
-        lines.append(f"| {name} | {ob[2]:.4f} ms ({ob[0]}) | {os_[1]:.4f} ms ({os_[0]}) | "
-                     f"{fb[0]:.4f} ({fb[1]}) / {fs[0]:.4f} ({fs[1]}) | "
-                     f"{ob[2] / fb[0]:.2f}; {os_[1] / fs[0]:.2f} | "
-                     f"{tb[0]:.4f} ({tb[1]}) / {ts[0]:.4f} ({ts[1]}) | "
-                     f"{ob[2] / tb[0]:.2f}; {os_[1] / ts[0]:.2f} | "
-                     f"{flops / ob[2] / 1e9:.0f}, {flops / fb[0] / 1e9:.0f}, "
-                     f"{flops / tb[0] / 1e9:.0f} |")
         per_tile.append(f"{name}: torch " + ", ".join(
             f"{k} {v[0]:.4f}/{v[1]:.4f}" for k, v in t.items()))
-        for r in sorted(ours[name], key=lambda r: r[2]):
-            per_tile.append(f"  ours {r[0]:<18} single {r[1]:.4f} b2b {r[2]:.4f} ms "
-                            f"({r[3]:.0f} TFLOP/s) b2b vs best torch {r[2] / tb[0]:.2f}")
+        for label, ours in runs.items():
+            if name not in ours:
+                continue
+            ob = min(ours[name], key=lambda r: r[2])
+            os_ = min(ours[name], key=lambda r: r[1])
+            tag = f" ({label})" if len(runs) > 1 else ""
+            lines.append(f"| {name}{tag} | {ob[2]:.4f} ms ({ob[0]}) | {os_[1]:.4f} ms ({os_[0]}) | "
+                         f"{fb[0]:.4f} ({fb[1]}) / {fs[0]:.4f} ({fs[1]}) | "
+                         f"{ob[2] / fb[0]:.2f}; {os_[1] / fs[0]:.2f} | "
+                         f"{tb[0]:.4f} ({tb[1]}) / {ts[0]:.4f} ({ts[1]}) | "
+                         f"{ob[2] / tb[0]:.2f}; {os_[1] / ts[0]:.2f} | "
+                         f"{flops / ob[2] / 1e9:.0f}, {flops / fb[0] / 1e9:.0f}, "
+                         f"{flops / tb[0] / 1e9:.0f} |")
+            for r in sorted(ours[name], key=lambda r: r[2]):
+                per_tile.append(f"  ours{tag} {r[0]:<18} single {r[1]:.4f} b2b {r[2]:.4f} ms "
+                                f"({r[3]:.0f} TFLOP/s) b2b vs best torch {r[2] / tb[0]:.2f}")
     text = "\n".join(per_tile + [""] + lines) + "\n"
     if args.out:
         with open(args.out, "w") as f:

@@ -30,7 +30,7 @@
 #include "egraph.h"
 #include "hlir.h"
 #include "llir.h"
-#include "ls_int.h"
+#include "session.h"
 #include "pg_gpu.h"
 #include "program.h"
 #include "rt_int.h"
@@ -66,40 +66,15 @@ static const char *const COPY_SRC =
 static int genome_llir(const hl_graph *g, bool least, ll_graph **out, lm_err *err)
 {
     *out = NULL;
-    ll_sat_opts so = {.node_limit = 200000000ull, .mem_limit = lm_mem_available() / 2};
-    eg_options eo;
-    eg_options_default(&eo);
-    ll_sat_engine_options(&so, &eo);
-    FILE *devnull = fopen("/dev/null", "w");
-    eo.log = devnull ? devnull : stderr;
-    eo.out = eo.log;
-    eg_engine *e = eg_engine_new(&eo, err);
-    if (!e) {
-        if (devnull) fclose(devnull);
-        return err->code ? err->code : lm_err_set(err, LM_ENOMEM, NULL, "no engine");
-    }
-    hl_encoding enc;
-    lm_err he = {0};
-    int rc = LM_OK;
-    bool have_enc = false;
-    ll_space *sp = NULL;
+    cs_session *cs = cs_session_new(g, NULL, err); /* the built-in rules, silent */
+    if (!cs) return err->code;
+    const ll_space *sp = cs_session_space(cs);
     ll_genome gn = {0};
-    ll_sat_report rep;
-    if (hl_graph_encode(g, e, &enc, &he) != 0) {
-        lm_err_copy(err, &he);
-        rc = he.code;
-    }
-    have_enc = !rc;
-    if (!rc) rc = ll_saturate(e, ls_rules_builtin(), ls_rules_builtin_name(), &so, &rep, err);
-    if (!rc && !(sp = ll_space_new(e, eg_find(e, enc.root), err))) rc = err->code;
-    if (!rc) rc = ll_genome_init(&gn, sp, err);
+    int rc = ll_genome_init(&gn, sp, err);
     if (!rc) rc = least ? ll_genome_least_fused(&gn, sp, err) : ll_genome_most_fused(&gn, sp, err);
     if (!rc && !(*out = ll_graph_from_genome(sp, &gn, err))) rc = err->code;
     ll_genome_fini(&gn);
-    ll_space_free(sp);
-    if (have_enc) hl_encoding_fini(&enc);
-    eg_engine_free(e);
-    if (devnull) fclose(devnull);
+    cs_session_free(cs);
     return rc;
 }
 

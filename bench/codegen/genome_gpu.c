@@ -1,8 +1,8 @@
 /* genome_gpu.c - the GPU genome checker: every genome drawn from an example's search space,
  * generated into CUDA, run on the GPU and compared with the reference runtime.
  *
- * For each graph file: the built-in rules (luminal_search's, ls_int.h) saturate its e-graph
- * and the search space is built; genomes are drawn as genome fuzzing begins (ls_fuzz.h):
+ * For each graph file: the built-in rules (session.h) saturate its e-graph
+ * and the search space is built; genomes are drawn as genome fuzzing begins (fuzz.h):
  * the most fused, the least fused, then random draws, canonicalized, each distinct one
  * taken; each is built into LLIR (ll_graph_from_genome, verified), planned by
  * codegen (cg_plan_new), opened as a program (pg_program_new, PG_BACKEND_GPU, or the CPU
@@ -10,7 +10,7 @@
  * every output compared with the reference runtime (hl_run on the CPU, once per setting)
  * by llir's comparison with magnitudes (ll_compare_outputs_scaled).
  *
- * Dim settings: "small", every dim at min(max(lo, 3), hi) (ls_fuzz_default_dims), and
+ * Dim settings: "small", every dim at min(max(lo, 3), hi) (fz_default_dims), and
  * "large": from the profile values, the largest dims halved until the graph's element work
  * (the sum over its nodes of their element counts, about what the reference computes) is at
  * most --work (default 2^26), never below the small value. One program runs both settings
@@ -39,8 +39,8 @@
 #include "hlir.h"
 #include "egraph.h"
 #include "llir.h"
-#include "ls_fuzz.h"
-#include "ls_int.h"
+#include "fuzz.h"
+#include "session.h"
 #include "program.h"
 
 #include <errno.h>
@@ -251,17 +251,17 @@ static void print_dims(const hl_graph *g, const int64_t *dims, FILE *f)
  * One genome on the GPU (or the CPU backend)
  * ================================================================================== */
 
-static void fail_line(gg_child *c, const ls_fuzz_case *k, const char *setting, const char *what,
+static void fail_line(gg_child *c, const fz_case *k, const char *setting, const char *what,
                       const char *msg)
 {
     printf("FAIL %s genome %016" PRIx64 " (%s, #%" PRIu64 ")%s%s: %s: %s\n", c->name, k->hash,
-           ls_origin_name(k->origin), k->index, setting ? " at " : "", setting ? setting : "",
+           fz_origin_name(k->origin), k->index, setting ? " at " : "", setting ? setting : "",
            what, msg);
     fflush(stdout);
 }
 
 /* Runs program p at setting s and compares its outputs; false (printed) on a failure. */
-static bool run_setting(gg_child *c, const ls_fuzz_case *k, pg_program *p, gg_setting *s)
+static bool run_setting(gg_child *c, const fz_case *k, pg_program *p, gg_setting *s)
 {
     const hl_graph *g = c->g;
     lm_err e = {0};
@@ -418,7 +418,7 @@ static bool srcset_has(const gg_srcset *s, const char *src)
 /* --compile-check: the plan's kernels through NVRTC when any source is new. After the
  * child's first genome, a genome whose new sources would take the graph past
  * --kernel-budget is skipped (*skipped), not compiled. */
-static bool compile_genome(gg_child *c, const ls_fuzz_case *k, const cg_plan *plan, bool *skipped)
+static bool compile_genome(gg_child *c, const fz_case *k, const cg_plan *plan, bool *skipped)
 {
     uint64_t fresh = 0;
     for (uint32_t i = 0; i < plan->n_kernels; i++)
@@ -446,7 +446,7 @@ static bool compile_genome(gg_child *c, const ls_fuzz_case *k, const cg_plan *pl
     return false;
 }
 
-static bool check_genome(gg_child *c, const ls_fuzz_case *k, const ll_graph *lg, bool *skipped)
+static bool check_genome(gg_child *c, const fz_case *k, const ll_graph *lg, bool *skipped)
 {
     bool ok = true;
     lm_err e = {0};
@@ -457,7 +457,7 @@ static bool check_genome(gg_child *c, const ls_fuzz_case *k, const ll_graph *lg,
     }
     if (c->o->dump) {
         printf("  %s genome %016" PRIx64 " (%s, #%" PRIu64 "):\n", c->name, k->hash,
-               ls_origin_name(k->origin), k->index);
+               fz_origin_name(k->origin), k->index);
         cg_plan_fprint(plan, true, stdout);
         fflush(stdout);
     }
@@ -483,7 +483,7 @@ static bool check_genome(gg_child *c, const ls_fuzz_case *k, const ll_graph *lg,
     if (c->o->verbose) {
         printf("  %s genome %016" PRIx64 " (%s, #%" PRIu64 "): %u kernels, %u library calls; %s; "
                "opened in %.2f s",
-               c->name, k->hash, ls_origin_name(k->origin), k->index, plan->n_kernels,
+               c->name, k->hash, fz_origin_name(k->origin), k->index, plan->n_kernels,
                plan->n_blas, pg_program_backend_note(p), t_open);
         fflush(stdout);
     }
@@ -502,7 +502,7 @@ static bool check_genome(gg_child *c, const ls_fuzz_case *k, const ll_graph *lg,
 }
 
 /* One canonical genome, new or not: built into LLIR (verified) and checked. */
-static int offer(gg_child *c, ll_space *sp, ll_genome *gn, ls_origin origin, uint64_t **seenp,
+static int offer(gg_child *c, const ll_space *sp, ll_genome *gn, fz_origin origin, uint64_t **seenp,
                  uint64_t *n_seen, bool *fresh, lm_err *err)
 {
     *fresh = false;
@@ -518,7 +518,7 @@ static int offer(gg_child *c, ll_space *sp, ll_genome *gn, ls_origin origin, uin
     }
     seen[(*n_seen)++] = gn->hash;
     *fresh = true;
-    ls_fuzz_case k = {.index = *n_seen - 1, .hash = gn->hash, .origin = origin, .msg = ""};
+    fz_case k = {.index = *n_seen - 1, .hash = gn->hash, .origin = origin, .msg = ""};
     if (c->poisoned || k.index < c->start || (c->only != UINT64_MAX && k.index != c->only))
         return LM_OK;
     c->r->genomes++;
@@ -526,7 +526,7 @@ static int offer(gg_child *c, ll_space *sp, ll_genome *gn, ls_origin origin, uin
     ll_graph *lg = ll_graph_from_genome(sp, gn, &ge);
     bool ok, skipped = false;
     if (!lg) {
-        k.stage = LS_BUILD;
+        k.stage = FZ_BUILD;
         fail_line(c, &k, NULL, "building the LLIR (ll_graph_from_genome)", ge.msg);
         ok = false;
     } else {
@@ -554,48 +554,26 @@ static int offer(gg_child *c, ll_space *sp, ll_genome *gn, ls_origin origin, uin
 static int draw_genomes(gg_child *c, uint64_t n, bool *exhausted, lm_err *err)
 {
     *exhausted = false;
-    ll_sat_opts so = {.node_limit = 200000000ull, .mem_limit = lm_mem_available() / 2};
-    eg_options eo;
-    eg_options_default(&eo);
-    ll_sat_engine_options(&so, &eo);
-    FILE *devnull = fopen("/dev/null", "w");
-    eo.log = devnull ? devnull : stderr;
-    eo.out = eo.log;
-    eg_engine *e = eg_engine_new(&eo, err);
-    if (!e) {
-        if (devnull) fclose(devnull);
-        return err->code ? err->code : lm_err_set(err, LM_ENOMEM, NULL, "no engine");
-    }
-    hl_encoding enc;
-    bool have_enc = false;
-    ll_space *sp = NULL;
+    cs_session *cs = cs_session_new(c->g, NULL, err); /* the built-in rules, silent */
+    if (!cs) return err->code;
+    const ll_space *sp = cs_session_space(cs);
     uint64_t *seen = calloc(64, sizeof *seen), n_seen = 0;
     ll_genome gn = {0};
-    ll_sat_report rep;
-    lm_err he = {0};
     int rc = seen ? LM_OK : lm_err_set(err, LM_ENOMEM, NULL, "out of memory");
-    if (!rc && hl_graph_encode(c->g, e, &enc, &he) != 0) {
-        lm_err_prefix(&he, "encoding the graph");
-        lm_err_copy(err, &he);
-        rc = he.code;
-    }
-    have_enc = !rc;
-    if (!rc) rc = ll_saturate(e, ls_rules_builtin(), ls_rules_builtin_name(), &so, &rep, err);
-    if (!rc && !(sp = ll_space_new(e, eg_find(e, enc.root), err))) rc = err->code;
     if (!rc) rc = ll_genome_init(&gn, sp, err);
     bool fresh;
     if (!rc) rc = ll_genome_most_fused(&gn, sp, err);
-    if (!rc) rc = offer(c, sp, &gn, LS_FROM_MOST_FUSED, &seen, &n_seen, &fresh, err);
+    if (!rc) rc = offer(c, sp, &gn, FZ_FROM_MOST_FUSED, &seen, &n_seen, &fresh, err);
     /* the search's other seeds (docs/search.md): what it measures first */
     if (!rc && n_seen < n) rc = ll_genome_library(&gn, sp, err);
-    if (!rc && n_seen < n) rc = offer(c, sp, &gn, LS_FROM_LIBRARY, &seen, &n_seen, &fresh, err);
+    if (!rc && n_seen < n) rc = offer(c, sp, &gn, FZ_FROM_LIBRARY, &seen, &n_seen, &fresh, err);
     if (!rc && n_seen < n) rc = ll_genome_fused_stored(&gn, sp, err);
-    if (!rc && n_seen < n) rc = offer(c, sp, &gn, LS_FROM_FUSED_STORED, &seen, &n_seen, &fresh, err);
+    if (!rc && n_seen < n) rc = offer(c, sp, &gn, FZ_FROM_FUSED_STORED, &seen, &n_seen, &fresh, err);
     /* --compile-check leaves the least fused genome out: it is the reference lowering's
      * standalone kernels, which test_program_codegen compiles */
     if (!rc && n_seen < n && !c->o->compile_check) rc = ll_genome_least_fused(&gn, sp, err);
     if (!rc && n_seen < n && !c->o->compile_check)
-        rc = offer(c, sp, &gn, LS_FROM_LEAST_FUSED, &seen, &n_seen, &fresh, err);
+        rc = offer(c, sp, &gn, FZ_FROM_LEAST_FUSED, &seen, &n_seen, &fresh, err);
     lm_pcg32 rng;
     lm_pcg_seed(&rng, c->o->seed, 0x67656e6f6d65ull);
     /* --compile-check's budget: random draws stop once that many sources are compiled */
@@ -608,7 +586,7 @@ static int draw_genomes(gg_child *c, uint64_t n, bool *exhausted, lm_err *err)
             break;
         }
         rc = ll_genome_random(&gn, sp, &rng, err);
-        if (!rc) rc = offer(c, sp, &gn, LS_FROM_RANDOM, &seen, &n_seen, &fresh, err);
+        if (!rc) rc = offer(c, sp, &gn, FZ_FROM_RANDOM, &seen, &n_seen, &fresh, err);
         stall = fresh ? 0 : stall + 1;
         if (c->o->compile_check && c->o->kernel_budget && stall > 32) break; /* over budget */
         if (stall > GG_STALL) {
@@ -618,10 +596,7 @@ static int draw_genomes(gg_child *c, uint64_t n, bool *exhausted, lm_err *err)
     }
     ll_genome_fini(&gn);
     free(seen);
-    ll_space_free(sp);
-    if (have_enc) hl_encoding_fini(&enc);
-    eg_engine_free(e);
-    if (devnull) fclose(devnull);
+    cs_session_free(cs);
     return rc;
 }
 
@@ -643,7 +618,7 @@ static int child_setup(gg_child *c, lm_err *err)
         return lm_err_set(err, LM_ELIMIT, NULL, "more than %d dims or %d inputs or outputs",
                           GG_MAX_DIMS, GG_MAX_IO);
     c->set[0].name = "small";
-    ls_fuzz_default_dims(c->g, c->set[0].dims);
+    fz_default_dims(c->g, c->set[0].dims);
     c->n_set = 1;
     if (c->o->large && !c->o->compile_check && c->nd) {
         c->set[1].name = "large";
@@ -828,7 +803,7 @@ static void print_settings(const gg_opts *o, const char *path)
     if (!g) return; /* the child reports it */
     int64_t small[GG_MAX_DIMS], large[GG_MAX_DIMS];
     if (hl_graph_dim_count(g) <= GG_MAX_DIMS) {
-        ls_fuzz_default_dims(g, small);
+        fz_default_dims(g, small);
         printf("dims %s: small", path);
         print_dims(g, small, stdout);
         if (o->large && !o->compile_check && hl_graph_dim_count(g)) {

@@ -45,7 +45,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-TORCH_VARIANTS = ["eager", "compile", "reduce-overhead", "sdpa"]
+TORCH_VARIANTS = ["eager", "compile", "reduce-overhead", "sdpa", "sdpa-graph", "sdpa-flash",
+                  "sdpa-flash-graph"]
+# the variants that call F.scaled_dot_product_attention (attention graphs only): the default
+# backend (torch picks it: on Hopper often cuDNN's), and the flash backend forced with
+# sdpa_kernel(FLASH_ATTENTION), each eager and captured in a CUDA graph (what
+# reduce-overhead gives a model, without torch.compile)
+SDPA_VARIANTS = ("sdpa", "sdpa-graph", "sdpa-flash", "sdpa-flash-graph")
+FLASH_VARIANTS = ("sdpa-flash", "sdpa-flash-graph")
 
 
 # ---------------------------------------------------------------------------------------
@@ -206,16 +213,19 @@ def run_ours(res, gpath, wdir, tools, args, deadline):
         return None
     if "search" not in ours:
         return None
+    # --dim: the program (searched at the profile values) runs at these dims
+    run_dims = [a for k, v in res.get("run_dims", {}).items() for a in ("--dim", f"{k}={v}")]
     try:
-        _, secs = run_tool([tools["luminal_run"], prog, "--write-inputs", inp, "--seed", "0"],
-                           args.run_timeout)
+        _, secs = run_tool([tools["luminal_run"], prog, "--write-inputs", inp, "--seed", "0"]
+                           + run_dims, args.run_timeout)
         ours["write_inputs_s"] = secs
     except ToolError as e:
         ours["error"] = f"write-inputs: {e}"
         return None
     try:
         bench, secs = run_tool([tools["luminal_run"], prog, "--inputs", inp, "--outputs", outp,
-                                "--bench", "--json"], args.run_timeout, want_json=True)
+                                "--bench", "--json"] + run_dims, args.run_timeout,
+                               want_json=True)
         ours["bench"] = bench
         ours["run_wall_s"] = secs
         for k in ("single_call_ms", "back_to_back_ms"):
@@ -297,13 +307,45 @@ def torch_generated_inputs(g, dims, wdir):
     return out
 
 
-def make_variant(g, dims, device, variant):
-    """(callable, compile_s or None) for a torch variant; cloning outputs is the caller's."""
+def cuda_graph_of(fn, ins):
+    """fn(*ins) captured in a CUDA graph (after two warm-up calls on a side stream, as
+    torch's documentation does it); the callable replays it and returns its outputs."""
     import torch
-    attention = "sdpa" if variant == "sdpa" else "explicit"
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn(*ins)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outs = fn(*ins)
+
+    def replay(*_):
+        graph.replay()
+        return outs
+    return replay
+
+
+def make_variant(g, dims, device, variant, ins=None):
+    """(callable, compile_s or None) for a torch variant; cloning outputs is the caller's.
+    The CUDA-graph variants are captured on ins (the inputs every timed call passes)."""
+    import torch
+    attention = "sdpa" if variant in SDPA_VARIANTS else "explicit"
     prog = g.prepare(dims, device=device, attention=attention)
     if variant in ("eager", "sdpa"):
         return prog, None
+    if variant in SDPA_VARIANTS:
+        fn = prog
+        if variant in FLASH_VARIANTS:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            def fn(*xs):
+                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                    return prog(*xs)
+        if variant.endswith("-graph"):
+            fn = cuda_graph_of(fn, ins)
+        return fn, None
     mode = "reduce-overhead" if variant == "reduce-overhead" else "default"
     compiled = torch.compile(prog, mode=mode, dynamic=False)
     if variant == "reduce-overhead" and hasattr(torch, "compiler") and hasattr(
@@ -313,6 +355,21 @@ def make_variant(g, dims, device, variant):
             return compiled(*xs)
         return fn, True
     return compiled, True
+
+
+def cuda_kernel_names(call):
+    """The names of the CUDA kernels one call launches (torch.profiler), shortened."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        call()
+        torch.cuda.synchronize()
+    names = []
+    for ev in prof.key_averages():
+        if getattr(ev, "device_type", None) is not None and "CUDA" in str(ev.device_type):
+            n = ev.key
+            names.append(n if len(n) <= 80 else n[:77] + "...")
+    return names
 
 
 def run_workload(gpath, args, tools, rates, device, deadline):
@@ -331,6 +388,7 @@ def run_workload(gpath, args, tools, rates, device, deadline):
     names = {d["name"] for d in g.dims}
     dims = g.dim_values({k: v for k, v in args.dim if k in names})
     res["dims"] = dims
+    res["run_dims"] = {k: v for k, v in args.dim if k in names}
     res["attention"] = g.is_attention()
     res["outputs"] = g.output_names
     dtypes = g.float_dtypes()
@@ -397,7 +455,9 @@ def run_workload(gpath, args, tools, rates, device, deadline):
         res["errors"].append(f"f64 truth: {type(e).__name__}: {e}")
 
     # (c): torch variants
-    variants = [v for v in TORCH_VARIANTS if v != "sdpa" or g.is_attention()]
+    variants = [v for v in TORCH_VARIANTS if v not in SDPA_VARIANTS or g.is_attention()]
+    if device.type != "cuda":  # CUDA graphs need the GPU
+        variants = [v for v in variants if not v.endswith("-graph")]
     variants = [v for v in variants if v in args.variants]
     res["torch"] = {}
     outs_by_variant = {}
@@ -425,7 +485,7 @@ def run_workload(gpath, args, tools, rates, device, deadline):
                             torch._dynamo.mark_static_address(x)
                         except Exception:  # noqa: BLE001 - an older torch: copies are timed
                             ent["static_inputs"] = False
-                fn_raw, compiled = make_variant(g, dims, device, v)
+                fn_raw, compiled = make_variant(g, dims, device, v, ins)
                 t0 = time.time()
                 outs = [o.clone() for o in fn_raw(*ins)]
                 sync()
@@ -439,6 +499,12 @@ def run_workload(gpath, args, tools, rates, device, deadline):
             for _ in range(3):  # warm-up (CUDA graphs record on the first calls)
                 fn_raw(*ins)
             sync()
+            if v == "sdpa" and device.type == "cuda":
+                # the kernels the default backend launches, by name (flash, cuDNN, ...)
+                try:
+                    ent["kernels"] = cuda_kernel_names(lambda: fn_raw(*ins))
+                except Exception as e:  # noqa: BLE001 - a profiler problem is only a note
+                    ent["kernels"] = [f"(the profiler failed: {type(e).__name__}: {e})"[:200]]
             outs = [o.clone() for o in fn_raw(*ins)]
             sync()
             outs_by_variant[v] = outs
@@ -524,8 +590,9 @@ def fmt_ms(x):
     return f"{x:.4f}" if x < 0.1 else f"{x:.3f}" if x < 10 else f"{x:.1f}"
 
 
-def best_torch(res, key):
-    vals = [(e[key], v) for v, e in res.get("torch", {}).items() if isinstance(e.get(key), float)]
+def best_torch(res, key, among=None):
+    vals = [(e[key], v) for v, e in res.get("torch", {}).items()
+            if isinstance(e.get(key), float) and (among is None or v in among)]
     return min(vals) if vals else (None, None)
 
 
@@ -539,12 +606,15 @@ def render(doc):
                  ", ".join(f"{k} {v:.0f} TFLOP/s" for k, v in m.get("matmul_tflops", {}).items()))
     lines.append("")
     lines.append("Times in ms: single call / back-to-back per call. ratio = ours / best torch "
-                 "(back-to-back; single call). floor = max(bandwidth, compute). correct: ours "
+                 "(back-to-back; single call); ratio to flash = ours / the best variant running "
+                 "SDPA's flash backend (forced). floor = max(bandwidth, compute). correct: ours "
                  "vs eager (relative max error; ! = eager itself is more than half the tolerance "
                  "from the f64 value: the data is ill-conditioned, see the notes).")
     lines.append("")
-    hdr = ["workload", "ours", "eager", "compile", "reduce-overhead", "sdpa", "ratio",
-           "floor", "ours/floor", "correct", "wall s"]
+    shown = [v for v in TORCH_VARIANTS
+             if v not in SDPA_VARIANTS or any(v in r.get("torch", {}) for r in doc["workloads"])]
+    hdr = ["workload", "ours"] + shown + ["ratio", "ratio to flash", "floor", "ours/floor",
+                                          "correct", "wall s"]
     lines.append("| " + " | ".join(hdr) + " |")
     lines.append("|" + "---|" * len(hdr))
     for r in doc["workloads"]:
@@ -552,7 +622,7 @@ def render(doc):
         cells = [r["name"]]
         cells.append(f"{fmt_ms(o.get('single_call_ms'))} / {fmt_ms(o.get('back_to_back_ms'))}"
                      if "back_to_back_ms" in o else "error")
-        for v in ("eager", "compile", "reduce-overhead", "sdpa"):
+        for v in shown:
             e = r.get("torch", {}).get(v)
             if e is None:
                 cells.append("")
@@ -565,6 +635,12 @@ def render(doc):
         bs, _ = best_torch(r, "single_call_ms")
         if "back_to_back_ms" in o and bt:
             cells.append(f"{o['back_to_back_ms'] / bt:.2f}; {o['single_call_ms'] / bs:.2f}")
+        else:
+            cells.append("–")
+        ft, _ = best_torch(r, "back_to_back_ms", FLASH_VARIANTS)
+        fs, _ = best_torch(r, "single_call_ms", FLASH_VARIANTS)
+        if "back_to_back_ms" in o and ft:
+            cells.append(f"{o['back_to_back_ms'] / ft:.2f}; {o['single_call_ms'] / fs:.2f}")
         else:
             cells.append("–")
         fl = r.get("floor", {})
@@ -608,6 +684,10 @@ def render(doc):
                          + "; ours " + ", ".join(f"{c['truth_rel_rms']:.1e} rms / "
                                                  f"{c['truth_rel_max']:.1e} max" for c in ec)
                          + f": {what}")
+        ks = r.get("torch", {}).get("sdpa", {}).get("kernels")
+        if ks:
+            notes.append(f"- {r['name']}: torch sdpa (default backend) launches: "
+                         + ", ".join(ks[:4]))
         comp = [f"{v} {e['compile_s']:.0f} s" for v, e in r.get("torch", {}).items()
                 if "compile_s" in e]
         if comp:
@@ -674,7 +754,8 @@ def main():
     ap.add_argument("--skip-ours", action="store_true")
     ap.add_argument("--device", default="cuda", help="cuda (default) or cpu for a dry run")
     ap.add_argument("--dim", action="append", default=[], type=lambda s: (
-        s.split("=")[0], int(s.split("=")[1])), help="NAME=V (the torch side only; a dry run)")
+        s.split("=")[0], int(s.split("=")[1])), help="NAME=V: both sides run at this value of dim NAME (the search still "
+        "measures at the profile value, and luminal_run runs its program with --dim)")
     ap.add_argument("--merge", nargs="+", help="result folders to merge into --out (no GPU)")
     args = ap.parse_args()
     args.variants = [v for v in args.variants.split(",") if v]

@@ -51,7 +51,7 @@ sys.path.insert(0, HERE)
 import torch_graph as tg  # noqa: E402
 
 EXAMPLES = os.path.join(ROOT, "examples", "graphs")
-N_EXAMPLES = 16  # examples/graphs/README.md lists sixteen
+N_EXAMPLES = 17  # examples/graphs/README.md lists seventeen
 N_GENERATED = 20
 
 torch.manual_seed(0)

@@ -378,9 +378,11 @@ def to_bhsd(x):
 
 
 def sdpa_backend(q, k, v, **kw):
-    """Which SDPA backend runs F.scaled_dot_product_attention(q, k, v, **kw): "flash" when
-    the call succeeds with only the flash backend allowed, else "efficient", else "math"
-    (the second value joins the refusals' first lines). Needs torch.nn.attention."""
+    """Which of SDPA's flash, memory-efficient and math backends accepts
+    F.scaled_dot_product_attention(q, k, v, **kw): "flash" when the call succeeds with only
+    the flash backend allowed, else "efficient", else "math" (the second value joins the
+    refusals' first lines). The default selection may still prefer another backend (cuDNN's
+    on Hopper): run_e2e names the kernels that ran. Needs torch.nn.attention."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     why = []
     for name, be in (("flash", SDPBackend.FLASH_ATTENTION),

@@ -1,6 +1,7 @@
 /* ll_bench.c - the speed of llir's genome loop on every example graph: genomes drawn and
  * repaired per second, and genomes drawn, repaired, built into LLIR and verified per
- * second (the search's inner loop before codegen), with the saturation and space times.
+ * second (the search's inner loop before codegen), with the saturation and space times
+ * (wall time, from the compile session's report: session.h).
  *
  *   ll_bench RULES.dsl [SECONDS] GRAPH.json...
  *
@@ -8,7 +9,7 @@
  * warm-up of 20 genomes, and given per CPU second (on a shared machine wall time
  * measures the other jobs too; the wall-time rate is printed beside it). Prints one row
  * per graph (docs/llir.md, "Speed"). */
-#include "llir.h"
+#include "session.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,8 +61,6 @@ int main(int argc, char **argv)
         return 2;
     }
     lm_err err = {0};
-    char *rules = lm_read_file(argv[1], 0, NULL, &err);
-    if (!rules) return die("rules", err.msg);
     int first = 2;
     double secs = 1.0;
     char *end;
@@ -73,15 +72,11 @@ int main(int argc, char **argv)
         lm_err he = {0};
         hl_graph *g = hl_graph_load_json(argv[i], &he);
         if (!g) return die(argv[i], he.msg);
-        eg_engine *e = eg_engine_new(NULL, NULL);
-        hl_encoding enc;
-        if (hl_graph_encode(g, e, &enc, &he) != HL_OK) return die("encode", he.msg);
-        double t0 = cpu_s();
-        if (ll_saturate(e, rules, argv[1], NULL, NULL, &err)) return die("saturate", err.msg);
-        double t1 = cpu_s();
-        ll_space *s = ll_space_new(e, eg_find(e, enc.root), &err);
-        if (!s) return die("space", err.msg);
-        double t2 = cpu_s();
+        cs_report rep;
+        cs_options co = {.rules_path = argv[1], .report = &rep};
+        cs_session *cs = cs_session_new(g, &co, &err);
+        if (!cs) return die(cs_stage_name(rep.stage), err.msg);
+        const ll_space *s = cs_session_space(cs);
         ll_genome gn;
         if (ll_genome_init(&gn, s, &err)) return die("genome", err.msg);
         uint32_t nodes = 0;
@@ -92,15 +87,12 @@ int main(int argc, char **argv)
         ll_space_get_stats(s, &st);
         const char *name = strrchr(argv[i], '/');
         printf("%-32s %5u %7u %7.1f %8.1f %11.0f %11.0f %11.0f %6u\n", name ? name + 1 : argv[i],
-               hl_graph_node_count(g), st.classes, (t1 - t0) * 1e3, (t2 - t1) * 1e3, r_repair,
+               hl_graph_node_count(g), st.classes, rep.sat_seconds * 1e3, rep.space_seconds * 1e3, r_repair,
                r_llir, w2, nodes);
         fflush(stdout);
         ll_genome_fini(&gn);
-        ll_space_free(s);
-        hl_encoding_fini(&enc);
-        eg_engine_free(e);
+        cs_session_free(cs);
         hl_graph_free(g);
     }
-    free(rules);
     return 0;
 }

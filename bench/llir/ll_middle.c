@@ -2,7 +2,7 @@
  * compiler's rules (time and the engine's peak memory per phase), the e-graph's size,
  * the search space's size, genomes extracted and verified per second (ll_genome_random,
  * then ll_graph_from_genome, which verifies), and genome fuzzing's throughput
- * (ls_fuzz_graph: genomes built, verified, run on the CPU executor and compared).
+ * (fz_run: genomes built, verified, run on the CPU executor and compared).
  *
  *   ll_middle [--rules FILE] [--secs S] [--phases] GRAPH.json...
  *
@@ -17,8 +17,8 @@
  * graph per process for a graph's own peak).
  * Prints one row per graph (docs/perf.md, "Compiler middle"). Saturation is run five times
  * and the median time kept. */
-#include "ls_fuzz.h"
-#include "ls_int.h"
+#include "fuzz.h"
+#include "session.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -86,36 +86,6 @@ static hl_graph *load_small(const char *path, lm_err *err)
     return g;
 }
 
-typedef struct sat {
-    eg_engine *e;
-    hl_encoding enc;
-    ll_space *s;
-    ll_sat_report rep;
-    double space_s;
-} sat;
-
-static void sat_fini(sat *x)
-{
-    ll_space_free(x->s);
-    hl_encoding_fini(&x->enc);
-    eg_engine_free(x->e);
-    memset(x, 0, sizeof *x);
-}
-
-static int saturate(const hl_graph *g, const char *rules, const char *name, sat *x, lm_err *err)
-{
-    memset(x, 0, sizeof *x);
-    x->e = eg_engine_new(NULL, err);
-    if (!x->e) return err->code;
-    int rc = hl_graph_encode(g, x->e, &x->enc, err);
-    if (!rc) rc = ll_saturate(x->e, rules, name, NULL, &x->rep, err);
-    if (rc) return rc;
-    double t = cpu_s();
-    x->s = ll_space_new(x->e, eg_find(x->e, x->enc.root), err);
-    x->space_s = cpu_s() - t;
-    return x->s ? 0 : err->code;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -146,14 +116,14 @@ static double extract_rate(const ll_space *s, double secs, double *wall, lm_err 
 }
 
 /* The CPU clock when a fuzz's genome loop starts (its ready hook). */
-static void at_ready(void *ctx, const ls_fuzz_result *r)
+static void at_ready(void *ctx, const fz_result *r)
 {
     (void)r;
     *(double *)ctx = cpu_s();
 }
 
 /* Fuzzing throughput: genomes checked (built, verified, run, compared) per CPU second of
- * the genome loop (and per wall second), over runs of ls_fuzz_graph (each its own
+ * the genome loop (and per wall second), over runs of fz_run (each its own
  * saturation and reference, not counted) until the loops took secs of CPU; a space smaller
  * than the run asks is fuzzed completely again and again. */
 static double fuzz_rate(const hl_graph *g, const char *rules, const char *name, double secs,
@@ -162,11 +132,11 @@ static double fuzz_rate(const hl_graph *g, const char *rules, const char *name, 
     uint64_t n = 16, total = 0, bad = 0;
     double cpu = 0, wsum = 0;
     while (cpu < secs) {
-        ls_fuzz_opts o = {.n = n, .seed = 1 + total, .rules = rules, .rules_name = name};
-        ls_fuzz_result r;
+        fz_options o = {.n = n, .seed = 1 + total, .rules = rules, .rules_name = name};
+        fz_result r;
         double start = 0;
-        ls_fuzz_hooks h = {.ctx = &start, .ready = at_ready};
-        if (ls_fuzz_graph(g, &o, &h, &r, err)) return -1;
+        fz_hooks h = {.ctx = &start, .ready = at_ready};
+        if (fz_run(g, &o, &h, &r, err)) return -1;
         cpu += cpu_s() - start;
         wsum += r.seconds;
         total += r.checked;
@@ -207,9 +177,9 @@ int main(int argc, char **argv)
     }
     lm_err err = {0};
     char *own = NULL;
-    const char *rules = ls_rules_builtin(), *name = ls_rules_builtin_name();
+    const char *rules = cs_rules_builtin(), *name = cs_rules_builtin_name();
     if (rules_file) {
-        own = lm_read_file(rules_file, 0, NULL, &err);
+        own = lm_read_text(rules_file, CS_RULES_MAX_BYTES, NULL, &err);
         if (!own) return die("rules", err.msg);
         rules = own;
         name = rules_file;
@@ -223,25 +193,31 @@ int main(int argc, char **argv)
         lm_err_clear(&err);
         hl_graph *g = hl_graph_load_json(argv[i], &err);
         if (!g) return die(argv[i], err.msg);
+        /* saturation timed alone (the engine made, the graph encoded, saturated: the
+         * compile session without the space), five times; then the whole session */
         double t[5];
-        sat x;
+        cs_options co = {.rules_text = rules, .rules_name = name, .no_space = true};
         for (int k = 0; k < 5; k++) {
             double c0 = cpu_s();
-            if (saturate(g, rules, name, &x, &err)) return die(base, err.msg);
-            t[k] = cpu_s() - c0 - x.space_s;
-            if (k < 4) sat_fini(&x);
+            cs_session *x = cs_session_new(g, &co, &err);
+            if (!x) return die(base, err.msg);
+            t[k] = cpu_s() - c0;
+            cs_session_free(x);
         }
         qsort(t, 5, sizeof t[0], cmp_double);
-        ll_space_stats st;
-        ll_space_get_stats(x.s, &st);
+        co.no_space = false;
+        cs_session *x = cs_session_new(g, &co, &err);
+        if (!x) return die(base, err.msg);
+        const ll_sat_report *rep = &cs_session_report(x)->sat;
+        const ll_space_stats st = cs_session_report(x)->stats;
         uint64_t peak = 0;
         char peak_at[LL_PHASE_NAME] = "";
-        for (uint32_t k = 0; k < x.rep.n_phases; k++)
-            if (x.rep.phase[k].peak > peak) {
-                peak = x.rep.phase[k].peak;
-                snprintf(peak_at, sizeof peak_at, "%s", x.rep.phase[k].name);
+        for (uint32_t k = 0; k < rep->n_phases; k++)
+            if (rep->phase[k].peak > peak) {
+                peak = rep->phase[k].peak;
+                snprintf(peak_at, sizeof peak_at, "%s", rep->phase[k].name);
             }
-        uint64_t rows = eg_node_count(x.e);
+        uint64_t rows = cs_session_report(x)->rows;
         if (sat_only) { /* the peak RSS then is the saturation's (and loading's) */
             struct rusage ru;
             getrusage(RUSAGE_SELF, &ru);
@@ -249,21 +225,21 @@ int main(int argc, char **argv)
                    "%s), %llu rows, %u classes; process peak RSS %ld KiB\n",
                    base, t[2] * 1e3, (double)peak / 1024.0, peak_at, (unsigned long long)rows,
                    st.classes, ru.ru_maxrss);
-            sat_fini(&x);
+            cs_session_free(x);
             hl_graph_free(g);
             continue;
         }
-        double xw, xr = extract_rate(x.s, secs, &xw, &err);
+        double xw, xr = extract_rate(cs_session_space(x), secs, &xw, &err);
         if (xr < 0) return die(base, err.msg);
         if (phases) {
-            for (uint32_t k = 0; k < x.rep.n_phases; k++) {
-                const ll_phase_report *p = &x.rep.phase[k];
+            for (uint32_t k = 0; k < rep->n_phases; k++) {
+                const ll_phase_report *p = &rep->phase[k];
                 fprintf(stderr, "  %s phase %2u %-22s %9.3f ms %6llu rows %8llu B %8llu B peak\n",
                         base, k + 1, p->name, p->seconds * 1e3, (unsigned long long)p->rows,
                         (unsigned long long)p->bytes, (unsigned long long)p->peak);
             }
         }
-        sat_fini(&x);
+        cs_session_free(x);
         uint64_t ck, fl, ck2, fl2;
         double fw, fr = fuzz_rate(g, rules, name, secs / 2, &ck, &fl, &fw, &err);
         if (fr < 0) return die(base, err.msg);

@@ -3,11 +3,11 @@
  * The inverse of hl_encode.c, over eg_serialized (dense classes, nodes with children).
  * Three phases:
  *
- *   choose   one node per class: the readable node of least tree size (a Bellman-Ford
- *            style fixpoint over the classes, ties to the lowest node index), unless the
- *            caller's choice names one. At the fixpoint a chosen node costs more than
- *            each of its children's classes, so default choices never form a cycle;
- *            caller choices may, and the walk below reports it.
+ *   choose   one node per class: the readable node of least tree size (egraph's
+ *            eg_serial_extract, ties to the lowest node index), unless the caller's
+ *            choice names one. A chosen node costs more than each of its children's
+ *            classes, so default choices never form a cycle; caller choices may, and
+ *            the walk below reports it.
  *   declare  dims (every Dim node), then inputs (every Input node), in index order.
  *   build    the compute nodes the outputs reach, in Kahn order with the lowest class
  *            first (which is the original order for a graph read straight back),
@@ -17,13 +17,13 @@
  * the e-graph's hash-consing made them.
  */
 #include "encode/hl_encode_int.h"
+#include "eg_serial.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 
-#define INF UINT64_MAX /* the cost of a class no readable node reaches */
 
 /* Where a class is in a walk of the chosen nodes (expressions, IR). */
 enum { NEW = 0, BUSY, DONE };
@@ -92,34 +92,29 @@ static bool readable(const dec *d, uint32_t n)
     return true;
 }
 
-static void choose(dec *d)
+/* A node choose may pick: a readable term, or a literal of sort i64, f64 or String. */
+static bool usable(void *ctx, uint32_t n)
+{
+    const dec *d = ctx;
+    const eg_snode *nd = &d->s->nodes[n];
+    if (nd->table == UINT32_MAX) return is_literal(d, nd->eclass);
+    return !nd->subsumed && readable(d, n);
+}
+
+/* One node per class: least tree size, ties to the lowest index (eg_serial_extract, the
+ * extractor llir's search space uses too); a literal class of another sort keeps its
+ * literal node as its pick, with no finite cost. */
+static hl_status choose(dec *d)
 {
     const eg_serialized *s = d->s;
-    for (uint32_t c = 0; c < s->n_classes; c++) {
-        d->cost[c] = is_literal(d, c) ? 1 : INF;
-        d->pick[c] = UINT32_MAX;
-    }
+    uint64_t *work = hl__alloc(eg_serial_extract_work(s), sizeof(uint64_t));
+    if (!work) return hl__fail(d->err, HL_ERR_NOMEM, NULL, "decode: out of memory");
+    eg_serial_extract(s, usable, d, d->cost, d->pick, work);
+    hl__free(work);
     for (uint32_t i = 0; i < s->n_nodes; i++)
-        if (s->nodes[i].table == UINT32_MAX) d->pick[s->nodes[i].eclass] = i;
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (uint32_t i = 0; i < s->n_nodes; i++) {
-            const eg_snode *n = &s->nodes[i];
-            if (n->table == UINT32_MAX || n->subsumed || !readable(d, i)) continue;
-            uint64_t sum = 1;
-            for (uint32_t k = 0; k < n->nchildren && sum != INF; k++) {
-                uint64_t cc = d->cost[s->children[n->child_start + k]];
-                sum = (cc == INF || sum + cc < sum) ? INF : sum + cc;
-            }
-            if (sum == INF) continue;
-            uint32_t c = n->eclass;
-            if (sum < d->cost[c] || (sum == d->cost[c] && i < d->pick[c])) {
-                d->cost[c] = sum;
-                d->pick[c] = i;
-                changed = true;
-            }
-        }
-    }
+        if (s->nodes[i].table == UINT32_MAX && d->pick[s->nodes[i].eclass] == UINT32_MAX)
+            d->pick[s->nodes[i].eclass] = i;
+    return HL_OK;
 }
 
 /* The chosen node of cls, which must build sort (and, for IR, be an Op or an Input: an
@@ -711,7 +706,7 @@ hl_graph *hl_graph_decode(const eg_engine *e, const eg_serialized *s, const uint
             c = HL_ENC_NONE; /* a function's row, or a table of that name with another arity */
         d.nctor[i] = (uint8_t)c;
     }
-    choose(&d);
+    st = choose(&d);
     for (uint32_t c = 0; choice && c < nc && !st; c++) {
         uint32_t n = choice[c];
         if (n == UINT32_MAX) continue;

@@ -12,6 +12,7 @@
  *   - what the template cannot take is refused with LM_EUNSUPPORTED: a head dim other than
  *     64 and 128, f32. */
 #include "cg_attn_glue.h"
+#include "session.h"
 #include "tcg.h"
 
 #include "lm_check.h"
@@ -20,22 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    ck_assert_int_ge(n, 0);
-    rewind(f);
-    char *s = malloc((size_t)n + 1);
-    ck_assert_ptr_nonnull(s);
-    ck_assert_uint_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = 0;
-    fclose(f);
-    return s;
-}
 
 static bool has_tile(uint32_t d, hl_dtype dt, cg_attn_tile t)
 {
@@ -49,10 +34,10 @@ static bool has_tile(uint32_t d, hl_dtype dt, cg_attn_tile t)
 
 START_TEST(every_tile_of_the_rules_is_one_the_template_has)
 {
-    char *rules = read_text(LUMINAL_SOURCE_DIR "/rules.dsl");
+    const char *rules = cs_rules_builtin(); /* rules.dsl with its includes */
     uint32_t tiles = 0, d64 = 0, splits = 0;
     static const hl_dtype dts[2] = {HL_BF16, HL_F16};
-    for (char *l = rules; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    for (const char *l = rules; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
         unsigned a, b, c, d;
         if (sscanf(l, "(attn-tile %u %u %u %u)", &a, &b, &c, &d) == 4) {
             for (int k = 0; k < 2; k++) {
@@ -78,32 +63,24 @@ START_TEST(every_tile_of_the_rules_is_one_the_template_has)
     ck_assert_uint_ge(tiles, 4);
     ck_assert_uint_ge(d64, 1);
     ck_assert_uint_ge(splits, 2);
-    free(rules);
 }
 END_TEST
 
 /* ---- a saturated example and the LLIR of its most fused genome ---- */
 
 typedef struct env {
-    eg_engine *e;
-    hl_encoding enc;
-    ll_space *s;
+    cs_session *cs;
+    const ll_space *s;
     ll_graph *lg;
 } env;
 
 static void env_init(env *t, const hl_graph *g)
 {
     memset(t, 0, sizeof *t);
-    char *rules = read_text(LUMINAL_SOURCE_DIR "/rules.dsl");
-    t->e = eg_engine_new(NULL, NULL);
-    ck_assert_ptr_nonnull(t->e);
     lm_err err = {0};
-    ck_assert_msg(hl_graph_encode(g, t->e, &t->enc, &err) == HL_OK, "%s", err.msg);
-    ll_sat_report rep;
-    ck_assert_msg(ll_saturate(t->e, rules, "rules.dsl", NULL, &rep, &err) == 0, "%s", err.msg);
-    free(rules);
-    t->s = ll_space_new(t->e, eg_find(t->e, t->enc.root), &err);
-    ck_assert_msg(t->s != NULL, "%s", err.msg);
+    t->cs = cs_session_new(g, NULL, &err); /* the built-in rules */
+    ck_assert_msg(t->cs != NULL, "%s", err.msg);
+    t->s = cs_session_space(t->cs);
     ll_genome gn;
     ck_assert_int_eq(ll_genome_init(&gn, t->s, &err), 0);
     ck_assert_msg(ll_genome_most_fused(&gn, t->s, &err) == 0, "%s", err.msg);
@@ -115,9 +92,7 @@ static void env_init(env *t, const hl_graph *g)
 static void env_fini(env *t)
 {
     ll_graph_free(t->lg);
-    ll_space_free(t->s);
-    hl_encoding_fini(&t->enc);
-    eg_engine_free(t->e);
+    cs_session_free(t->cs);
 }
 
 static uint32_t attn_node(const ll_graph *lg)

@@ -47,6 +47,31 @@ START_TEST(same_program_gives_same_serialized_bytes)
 }
 END_TEST
 
+/* The serialized e-graph's strings go through the engine's one JSON escaper: a String
+ * value with a quote, a backslash and a tab (printed as egglog prints it, then escaped as
+ * JSON) comes out escaped, and the JSON holds no raw control byte. */
+START_TEST(serialized_strings_are_escaped)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(datatype M (Var String))"
+             "(Var \"a\\\"b\\\\c\\td\")");
+    eg_serialized s;
+    ck_assert_int_eq(eg_serialize(e, NULL, &s, NULL), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_int_eq(eg_serialized_write_json(e, &s, f, NULL), 0);
+    fclose(f);
+    eg_serialized_free(&s);
+    const char *want = "\"\\\"a\\\\\\\"b\\\\\\\\c\\u0009d\\\"\"";
+    ck_assert_msg(strstr(buf, want) != NULL, "no %s in %s", want, buf);
+    for (size_t i = 0; i < len; i++)
+        ck_assert_msg((unsigned char)buf[i] >= 0x20 || buf[i] == '\n', "raw control byte at %zu", i);
+    free(buf);
+    eg_engine_free(e);
+}
+END_TEST
+
 START_TEST(two_engines_do_not_interfere)
 {
     eg_engine *a = t_engine(), *b = t_engine();
@@ -229,6 +254,7 @@ Suite *api_suite(void)
     TCase *tc = tcase_create("api");
     tcase_add_test(tc, same_program_gives_same_serialized_bytes);
     tcase_add_test(tc, two_engines_do_not_interfere);
+    tcase_add_test(tc, serialized_strings_are_escaped);
     tcase_add_test(tc, serialized_structure_has_dense_classes_and_children);
     tcase_add_test(tc, terms_added_from_c_are_matched_by_rules);
     tcase_add_test(tc, rows_are_readable_in_order);

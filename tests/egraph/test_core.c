@@ -80,6 +80,22 @@ START_TEST(merge_min_keeps_the_smallest_value)
 }
 END_TEST
 
+/* A primitive-valued function's :merge runs on every write to a key that has a value,
+ * equal values too (egglog 13.2: the program below prints 2, 3, 5): two top-level sets,
+ * a rule firing once, a rule firing twice in one iteration. */
+START_TEST(primitive_merge_runs_on_equal_values)
+{
+    eg_engine *e = t_engine();
+    T_RUN(e, "(function cnt () i64 :merge (+ old new))"
+             "(set (cnt) 1) (set (cnt) 1) (check (= (cnt) 2))"
+             "(relation go (i64)) (rule ((go x)) ((set (cnt) 1)))"
+             "(go 1) (run 1) (check (= (cnt) 3))"
+             "(go 2) (go 3) (run 1) (check (= (cnt) 5))");
+    invariants(e);
+    eg_engine_free(e);
+}
+END_TEST
+
 START_TEST(merge_runs_when_rebuild_merges_keys)
 {
     eg_engine *e = t_engine();
@@ -250,6 +266,7 @@ Suite *core_suite(void)
     tcase_add_test(tc, rebuild_restores_congruence_after_unions);
     tcase_add_test(tc, merge_min_keeps_the_smallest_value);
     tcase_add_test(tc, merge_runs_when_rebuild_merges_keys);
+    tcase_add_test(tc, primitive_merge_runs_on_equal_values);
     tcase_add_test(tc, no_merge_conflict_is_a_runtime_error);
     tcase_add_test(tc, subsumed_rows_are_not_matched_but_are_checked);
     tcase_add_test(tc, delete_removes_the_row);

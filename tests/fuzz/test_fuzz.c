@@ -41,13 +41,13 @@ static void fuzz_one(const char *what, const hl_graph *g, const char *rules, uin
                      uint64_t seed, const int64_t *dims, totals *t)
 {
     tf_log log = {.graph = what};
-    ls_fuzz_hooks h = {.ctx = &log, .each = tf_each};
-    ls_fuzz_opts o = {
+    fz_hooks h = {.ctx = &log, .each = tf_each};
+    fz_options o = {
         .n = n, .seed = seed, .dims = dims, .rules = rules, .rules_name = "rules.dsl"};
-    ls_fuzz_result r;
+    fz_result r;
     lm_err err = {0};
     double t0 = lm_now_s();
-    int rc = ls_fuzz_graph(g, &o, &h, &r, &err);
+    int rc = fz_run(g, &o, &h, &r, &err);
     ck_assert_msg(rc == 0, "%s: %s", what, err.msg);
     ck_assert_msg(r.checked == n || r.exhausted,
                   "%s: only %" PRIu64 " of %" PRIu64 " genomes found in %" PRIu64
@@ -55,7 +55,7 @@ static void fuzz_one(const char *what, const hl_graph *g, const char *rules, uin
                   what, r.checked, n, r.draws);
     ck_assert_uint_eq(r.passed + r.failed, r.checked);
     ck_assert_uint_eq(log.failed, r.failed); /* the hook saw every failure */
-    ck_assert_uint_ge(r.from[LS_FROM_MOST_FUSED], 1);
+    ck_assert_uint_ge(r.from[FZ_FROM_MOST_FUSED], 1);
     printf("%-32s %5" PRIu64 " genomes%s, %5" PRIu64 " programs, log2 %.1f, %" PRIu64
            " failed, %.2f s\n",
            what, r.checked, r.exhausted ? " (all)" : "", r.programs, r.stats.log2_programs,
@@ -146,15 +146,15 @@ START_TEST(the_regressions_pass)
         snprintf(path, sizeof path, "%s/regress/%s.json", TF_DATA, cases[i].file);
         hl_graph *g = tf_load(path);
         tf_log log = {.graph = cases[i].file};
-        ls_fuzz_hooks h = {.ctx = &log, .each = tf_each};
-        ls_fuzz_opts o = {.n = the_scale().per_generated * 2, .seed = 1, .rules = rules};
-        ls_fuzz_result r;
+        fz_hooks h = {.ctx = &log, .each = tf_each};
+        fz_options o = {.n = the_scale().per_generated * 2, .seed = 1, .rules = rules};
+        fz_result r;
         lm_err err = {0};
-        ck_assert_msg(ls_fuzz_graph(g, &o, &h, &r, &err) == 0, "%s: %s", cases[i].file, err.msg);
+        ck_assert_msg(fz_run(g, &o, &h, &r, &err) == 0, "%s: %s", cases[i].file, err.msg);
         ck_assert_msg(r.failed == 0, "%s: %s", cases[i].file, log.first);
         ck_assert(r.checked == o.n || r.exhausted);
         double spread = 0;
-        for (uint32_t k = 0; k < r.n_outputs && k < LS_FUZZ_MAX_TOL; k++)
+        for (uint32_t k = 0; k < r.n_outputs && k < FZ_MAX_TOL; k++)
             if (r.spread[k] > spread) spread = r.spread[k];
         if (cases[i].cancels)
             ck_assert_msg(spread > 10, "%s: the largest scale is %.3g times its output's RMS",
@@ -178,7 +178,7 @@ typedef struct attn_log {
     uint64_t fused; /* genomes whose program holds a KAttn or KAttnMask */
 } attn_log;
 
-static void attn_each(void *ctx, const ls_fuzz_case *c, const hl_graph *g, const ll_space *s,
+static void attn_each(void *ctx, const fz_case *c, const hl_graph *g, const ll_space *s,
                       const ll_genome *gn, const ll_graph *lg)
 {
     attn_log *a = ctx;
@@ -223,11 +223,11 @@ START_TEST(attention_genomes_agree_with_the_reference)
                 dims[k] = x < d->lo ? d->lo : x > d->hi ? d->hi : x;
             }
             attn_log a = {.log = {.graph = cases[i].file}};
-            ls_fuzz_hooks h = {.ctx = &a, .each = attn_each};
-            ls_fuzz_opts o = {.n = n, .seed = 7 + (uint64_t)v, .dims = dims, .rules = rules};
-            ls_fuzz_result r;
+            fz_hooks h = {.ctx = &a, .each = attn_each};
+            fz_options o = {.n = n, .seed = 7 + (uint64_t)v, .dims = dims, .rules = rules};
+            fz_result r;
             lm_err err = {0};
-            ck_assert_msg(ls_fuzz_graph(g, &o, &h, &r, &err) == 0, "%s: %s", cases[i].file,
+            ck_assert_msg(fz_run(g, &o, &h, &r, &err) == 0, "%s: %s", cases[i].file,
                           err.msg);
             ck_assert_msg(r.failed == 0, "%s (setting %d): %s", cases[i].file, v, a.log.first);
             ck_assert(r.checked == o.n || r.exhausted);

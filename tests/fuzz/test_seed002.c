@@ -14,24 +14,40 @@
  *   b. the LLIR verifier: with the e-graph check skipped (ll_space_opts, tests only),
  *      ll_graph_from_genome refuses the graph of every genome that picks the bad Blas,
  *      naming the node, the operand, both dtypes and the rule;
- *   c. the fuzz: with both skipped (ls_fuzz_opts.unchecked), the CPU executor reads r's
+ *   c. the fuzz: with both skipped (fz_options.unchecked), the CPU executor reads r's
  *      bf16 bytes as f32 as the GPU would, and the comparison with the reference fails
  *      for exactly the genomes whose program holds the bad Blas, and for no other.
  * The rules files include rules.dsl by a path relative to the repository root, where the
  * engine resolves includes: the suite works from there. */
+#include "session.h"
 #include "tf.h"
 
 #include <unistd.h>
 
 #define GRAPH TF_DATA "/seed002_residual.json"
 
+/* The graph saturated with a rules file by the compile session, without its space (the
+ * tests build spaces of their own, with and without the dtype check). */
 typedef struct sat {
     hl_graph *g;
+    cs_session *cs;
     eg_engine *e;
-    hl_encoding enc;
+    eg_value root;
 } sat;
 
-static int saturate_rep(sat *x, const char *rules_file, ll_sat_report *rep, lm_err *err);
+static int saturate_rep(sat *x, const char *rules_file, ll_sat_report *rep, lm_err *err)
+{
+    memset(x, 0, sizeof *x);
+    x->g = tf_load(GRAPH);
+    cs_report r;
+    cs_options o = {.rules_path = rules_file, .no_space = true, .report = &r};
+    x->cs = cs_session_new(x->g, &o, err);
+    *rep = r.sat;
+    if (!x->cs) return err->code;
+    x->e = cs_session_engine(x->cs);
+    x->root = cs_session_root(x->cs);
+    return LM_OK;
+}
 
 static int saturate(sat *x, const char *rules_file, lm_err *err)
 {
@@ -39,23 +55,9 @@ static int saturate(sat *x, const char *rules_file, lm_err *err)
     return saturate_rep(x, rules_file, &rep, err);
 }
 
-static int saturate_rep(sat *x, const char *rules_file, ll_sat_report *rep, lm_err *err)
-{
-    x->g = tf_load(GRAPH);
-    x->e = eg_engine_new(NULL, NULL);
-    ck_assert_ptr_nonnull(x->e);
-    lm_err he = {0};
-    ck_assert_msg(hl_graph_encode(x->g, x->e, &x->enc, &he) == 0, "%s", he.msg);
-    char *rules = tf_read(rules_file);
-    int rc = ll_saturate(x->e, rules, rules_file, NULL, rep, err);
-    free(rules);
-    return rc;
-}
-
 static void sat_fini(sat *x)
 {
-    hl_encoding_fini(&x->enc);
-    eg_engine_free(x->e);
+    cs_session_free(x->cs);
     hl_graph_free(x->g);
 }
 
@@ -84,7 +86,7 @@ START_TEST(the_rules_own_guard_stops_the_saturation)
     /* and the same graph with the compiler's rules alone is fine */
     lm_err ok = {0};
     ck_assert_msg(saturate(&x, LUMINAL_SOURCE_DIR "/rules.dsl", &ok) == 0, "%s", ok.msg);
-    ll_space *s = ll_space_new(x.e, eg_find(x.e, x.enc.root), &ok);
+    ll_space *s = ll_space_new(x.e, x.root, &ok);
     ck_assert_msg(s != NULL, "%s", ok.msg);
     ll_space_free(s);
     sat_fini(&x);
@@ -105,7 +107,7 @@ START_TEST(a_the_egraph_dtype_check_refuses_the_space)
         check |= strcmp(rep.phase[i].name, "dtype-check") == 0;
     }
     ck_assert(check);
-    ll_space *s = ll_space_new(x.e, eg_find(x.e, x.enc.root), &err);
+    ll_space *s = ll_space_new(x.e, x.root, &err);
     ck_assert_ptr_null(s);
     ck_assert_int_eq(err.code, LM_EVERIFY);
     ASSERT_HAS(err.msg, "e-graph dtype check");
@@ -125,7 +127,7 @@ START_TEST(b_the_llir_verifier_refuses_the_graph)
     lm_err err = {0};
     ck_assert_msg(saturate(&x, TF_DATA "/seed002_unguarded.dsl", &err) == 0, "%s", err.msg);
     ll_space_opts so = {.skip_dtype_check = true};
-    ll_space *s = ll_space_new_opts(x.e, eg_find(x.e, x.enc.root), &so, &err);
+    ll_space *s = ll_space_new_opts(x.e, x.root, &so, &err);
     ck_assert_msg(s != NULL, "%s", err.msg);
     /* the most fused genome takes the Blas for the output's class */
     ll_genome gn;
@@ -174,17 +176,17 @@ typedef struct seen {
     char first_good_failure[1024];
 } seen;
 
-static void on_case(void *ctx, const ls_fuzz_case *c, const hl_graph *g, const ll_space *s,
+static void on_case(void *ctx, const fz_case *c, const hl_graph *g, const ll_space *s,
                     const ll_genome *gn, const ll_graph *lg)
 {
     (void)g, (void)s, (void)gn;
     seen *k = ctx;
     ck_assert_msg(lg != NULL, "genome %" PRIu64 " built no graph: %s", c->index, c->msg);
     bool bad = has_bad_blas(lg);
-    bool failed = c->stage != LS_PASSED;
+    bool failed = c->stage != FZ_PASSED;
     if (bad && failed) {
         /* the comparison caught it, as a mismatch far outside the tolerance */
-        ck_assert_int_eq(c->stage, LS_COMPARE);
+        ck_assert_int_eq(c->stage, FZ_COMPARE);
         ck_assert_int_eq(c->code, LM_EMISMATCH);
         ck_assert_uint_eq(c->n_outputs, 1);
         ck_assert_uint_gt(c->cmp[0].n_bad, 0);
@@ -206,15 +208,15 @@ START_TEST(c_the_fuzz_catches_the_misread_residual)
     char *rules = tf_read(TF_DATA "/seed002_unguarded.dsl");
     hl_graph *g = tf_load(GRAPH);
     seen k = {0};
-    ls_fuzz_hooks h = {.ctx = &k, .each = on_case};
-    ls_fuzz_opts o = {.n = 10000,
+    fz_hooks h = {.ctx = &k, .each = on_case};
+    fz_options o = {.n = 10000,
                       .seed = 5,
                       .rules = rules,
                       .rules_name = "seed002_unguarded.dsl",
                       .unchecked = true};
-    ls_fuzz_result r;
+    fz_result r;
     lm_err err = {0};
-    ck_assert_msg(ls_fuzz_graph(g, &o, &h, &r, &err) == 0, "%s", err.msg);
+    ck_assert_msg(fz_run(g, &o, &h, &r, &err) == 0, "%s", err.msg);
     /* the space is small: every genome of it was checked */
     ck_assert(r.exhausted);
     ck_assert_uint_eq(r.checked, r.passed + r.failed);
@@ -227,7 +229,7 @@ START_TEST(c_the_fuzz_catches_the_misread_residual)
     /* checked (the default): the space is refused, by the e-graph dtype check */
     o.unchecked = false;
     lm_err e2 = {0};
-    ck_assert_int_ne(ls_fuzz_graph(g, &o, NULL, &r, &e2), 0);
+    ck_assert_int_ne(fz_run(g, &o, NULL, &r, &e2), 0);
     ASSERT_HAS(e2.msg, "e-graph dtype check");
     hl_graph_free(g);
     free(rules);

@@ -7,7 +7,7 @@
 
 #include "hl_fixtures.h"
 #include "lm_check.h"
-#include "ls_fuzz.h"
+#include "fuzz.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -118,7 +118,7 @@ static inline uint64_t tf_input_elements(const hl_graph *g)
 {
     int64_t dims[64];
     ck_assert_uint_le(hl_graph_dim_count(g), 64);
-    ls_fuzz_default_dims(g, dims);
+    fz_default_dims(g, dims);
     const hl_expr_pool *p = hl_graph_exprs_c(g);
     int64_t vals[64] = {0};
     bool bound[64] = {false};
@@ -150,16 +150,16 @@ typedef struct tf_log {
     char first[2048];
 } tf_log;
 
-static inline void tf_each(void *ctx, const ls_fuzz_case *c, const hl_graph *g, const ll_space *s,
+static inline void tf_each(void *ctx, const fz_case *c, const hl_graph *g, const ll_space *s,
                            const ll_genome *gn, const ll_graph *lg)
 {
     (void)s, (void)gn, (void)lg;
     tf_log *t = ctx;
-    if (c->stage == LS_PASSED) return;
+    if (c->stage == FZ_PASSED) return;
     char line[1024];
     int n = snprintf(line, sizeof line, "%s: genome %016" PRIx64 " (%s, #%" PRIu64 "): %s: %s",
-                     t->graph, c->hash, ls_origin_name(c->origin), c->index,
-                     ls_stage_name(c->stage), c->msg);
+                     t->graph, c->hash, fz_origin_name(c->origin), c->index,
+                     fz_stage_name(c->stage), c->msg);
     for (uint32_t i = 0; c->cmp && i < c->n_outputs && n < (int)sizeof line - 160; i++)
         if (c->cmp[i].n_bad)
             n += snprintf(line + n, sizeof line - (size_t)n,

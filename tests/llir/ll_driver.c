@@ -6,7 +6,7 @@
  *
  *   ll_driver GRAPH.json RULES.dsl SEED N
  */
-#include "llir.h"
+#include "session.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -45,27 +45,17 @@ int main(int argc, char **argv)
     hl_graph *g = hl_graph_load_json(argv[1], &he);
     if (!g) return die("graph", he.msg);
     lm_err err = {0};
-    char *rules = lm_read_file(argv[2], 0, NULL, &err);
-    if (!rules) return die("rules", err.msg);
-    eg_engine *e = eg_engine_new(NULL, NULL);
-    hl_encoding enc;
     int rc = 1;
-    ll_space *s = NULL;
     ll_genome gn = {0};
-    if (hl_graph_encode(g, e, &enc, &he) != HL_OK) {
-        die("encode", he.msg);
-        goto done;
+    cs_report rep;
+    cs_options o = {.rules_path = argv[2], .report = &rep};
+    cs_session *cs = cs_session_new(g, &o, &err);
+    if (!cs) {
+        die(cs_stage_name(rep.stage), err.msg);
+        hl_graph_free(g);
+        return 1;
     }
-    ll_sat_report rep;
-    if (ll_saturate(e, rules, argv[2], NULL, &rep, &err)) {
-        die("saturate", err.msg);
-        goto done;
-    }
-    s = ll_space_new(e, eg_find(e, enc.root), &err);
-    if (!s) {
-        die("space", err.msg);
-        goto done;
-    }
+    const ll_space *s = cs_session_space(cs);
     ll_space_fprint_summary(s, stdout);
     if (ll_genome_init(&gn, s, &err)) {
         die("genome", err.msg);
@@ -88,10 +78,7 @@ int main(int argc, char **argv)
 done:
     if (err.code) fprintf(stderr, "ll_driver: %s\n", err.msg);
     ll_genome_fini(&gn);
-    ll_space_free(s);
-    hl_encoding_fini(&enc);
-    eg_engine_free(e);
-    free(rules);
+    cs_session_free(cs);
     hl_graph_free(g);
     return rc;
 }

@@ -50,7 +50,7 @@ static void run_init(run *r, const char *name, const int64_t *dims)
     r->g = tl_load(path);
     char *rules = compiler_rules();
     lm_err err = {0};
-    ck_assert_msg(tl_try(&r->t, r->g, rules, NULL, &err) == LM_OK, "%s", err.msg);
+    ck_assert_msg(tl_try(&r->t, r->g, rules, &err) == LM_OK, "%s", err.msg);
     free(rules);
     ll_genome gn;
     ck_assert_int_eq(ll_genome_init(&gn, r->t.s, &err), 0);

@@ -175,7 +175,7 @@ START_TEST(an_unregistered_kind_is_named_by_the_space)
     hl_graph *g = tl_example("elementwise_chain_f32_16m");
     tl_env env;
     lm_err err = {0};
-    ck_assert_int_eq(tl_try(&env, g, r, NULL, &err), LM_EVERIFY);
+    ck_assert_int_eq(tl_try(&env, g, r, &err), LM_EVERIFY);
     ck_assert_str_eq(err.node, "KFoo");
     ck_assert_msg(strstr(err.msg, "KFoo of sort OpKind, which llir's registry does not know"), "%s",
                   err.msg);

@@ -38,6 +38,38 @@ START_TEST(the_space_json_is_the_same_bytes_twice)
 }
 END_TEST
 
+static void space_fp(const char *example, char out[33])
+{
+    hl_graph *g = tl_example(example);
+    tl_env t;
+    tl_build(&t, g, NULL);
+    lm_err err = {0};
+    ck_assert_msg(ll_space_fingerprint(t.s, out, &err) == LM_OK, "%s", err.msg);
+    tl_fini(&t);
+    hl_graph_free(g);
+}
+
+START_TEST(the_fingerprint_is_the_same_for_the_same_engine_and_tells_graphs_apart)
+{
+    static const char *ex[] = {"llama_block_bf16", "embedding_gather", "primitives_strided",
+                               "swiglu_mlp_bf16"};
+    char fp[4][33];
+    for (int i = 0; i < 4; i++) {
+        char again[33];
+        space_fp(ex[i], fp[i]);
+        space_fp(ex[i], again);
+        ck_assert_uint_eq(strlen(fp[i]), 32);
+        ck_assert_uint_eq(strspn(fp[i], "0123456789abcdef"), 32);
+        ck_assert_msg(strcmp(fp[i], again) == 0, "%s: %s then %s", ex[i], fp[i], again);
+        for (int j = 0; j < i; j++)
+            ck_assert_msg(strcmp(fp[i], fp[j]) != 0, "%s and %s", ex[i], ex[j]);
+    }
+    lm_err err = {0};
+    char out[33];
+    ck_assert_int_eq(ll_space_fingerprint(NULL, out, &err), LM_EARG);
+}
+END_TEST
+
 /* Statistics recomputed from the accessors; op counts against the graph's primitives. */
 START_TEST(stats_match_what_the_space_holds)
 {
@@ -207,7 +239,7 @@ START_TEST(the_root_must_survive)
     hl_graph *g = tl_example("rmsnorm_f32_8192x4096");
     tl_env env;
     lm_err err = {0};
-    ck_assert_int_eq(tl_try(&env, g, r, NULL, &err), LM_EVERIFY);
+    ck_assert_int_eq(tl_try(&env, g, r, &err), LM_EVERIFY);
     ck_assert_msg(strstr(err.msg, "the root has no program left") && strstr(err.msg, "Output"),
                   "%s", err.msg);
     ck_assert_uint_ne(err.node_id, LM_NONE);
@@ -226,7 +258,7 @@ static void expect_space_refused(const char *example, const char *extra, const c
     hl_graph *g = tl_example(example);
     tl_env env;
     lm_err err = {0};
-    ck_assert_int_eq(tl_try(&env, g, r, NULL, &err), LM_EVERIFY);
+    ck_assert_int_eq(tl_try(&env, g, r, &err), LM_EVERIFY);
     ck_assert_msg(strstr(err.msg, want1) && strstr(err.msg, want2), "wanted '%s' and '%s' in: %s",
                   want1, want2, err.msg);
     tl_fini(&env);
@@ -311,7 +343,7 @@ START_TEST(out_of_memory_is_an_error)
     hl_graph *g = tl_example("primitives_strided");
     tl_env t;
     tl_build(&t, g, NULL);
-    eg_value root = eg_find(t.e, t.enc.root);
+    eg_value root = cs_session_root(t.cs);
     uint32_t ok = 0, failed = 0;
     for (long i = 0; i < 100000; i++) {
         lm_err err = {0};
@@ -341,6 +373,7 @@ static Suite *make_suite(void)
     TCase *tc = tcase_create("space");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, the_space_json_is_the_same_bytes_twice);
+    tcase_add_test(tc, the_fingerprint_is_the_same_for_the_same_engine_and_tells_graphs_apart);
     tcase_add_test(tc, stats_match_what_the_space_holds);
     tcase_add_test(tc, the_summary_names_the_alternatives);
     tcase_add_test(tc, subsumed_nodes_are_not_choices);

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE /* open_memstream */
 #endif
 #include "ll_int.h"
+#include "session.h"
 
 #include "lm_check.h"
 #include <dirent.h>
@@ -103,44 +104,45 @@ static inline uint32_t tl_examples(char names[][256], uint32_t max)
 }
 
 /* An engine holding g encoded and saturated with rules (which may be NULL: the test
- * rules), and its space. */
+ * rules), made by the compile session (session.h) without its space, and the space built
+ * here (tests change it in place). */
 typedef struct tl_env {
+    cs_session *cs;
     eg_engine *e;
-    hl_encoding enc;
     ll_sat_report rep;
     ll_space *s;
 } tl_env;
 
 /* Builds the environment; returns the first failure's code with err filled (the
  * environment then holds what was built; free it with tl_fini). */
-static inline int tl_try(tl_env *t, const hl_graph *g, const char *rules, const eg_options *opt,
-                         lm_err *err)
+static inline int tl_try(tl_env *t, const hl_graph *g, const char *rules, lm_err *err)
 {
     memset(t, 0, sizeof *t);
-    t->e = eg_engine_new(opt, NULL);
-    ck_assert_ptr_nonnull(t->e);
-    lm_err he = {0};
-    ck_assert_msg(hl_graph_encode(g, t->e, &t->enc, &he) == HL_OK, "encode: %s", he.msg);
-    char *own = rules ? NULL : tl_rules(false);
-    int rc = ll_saturate(t->e, rules ? rules : own, "rules.dsl", NULL, &t->rep, err);
-    free(own);
-    if (rc) return rc;
-    t->s = ll_space_new(t->e, eg_find(t->e, t->enc.root), err);
+    cs_report rep;
+    cs_options o = {.rules_path = rules ? NULL : TL_DATA "/rules.dsl",
+                    .rules_text = rules,
+                    .rules_name = "rules.dsl",
+                    .no_space = true,
+                    .report = &rep};
+    t->cs = cs_session_new(g, &o, err);
+    t->rep = rep.sat;
+    if (!t->cs) return err->code;
+    t->e = cs_session_engine(t->cs);
+    t->s = ll_space_new(t->e, cs_session_root(t->cs), err);
     return t->s ? LM_OK : err->code;
 }
 
 static inline void tl_build(tl_env *t, const hl_graph *g, const char *rules)
 {
     lm_err err = {0};
-    int rc = tl_try(t, g, rules, NULL, &err);
+    int rc = tl_try(t, g, rules, &err);
     ck_assert_msg(rc == LM_OK, "%s", err.msg);
 }
 
 static inline void tl_fini(tl_env *t)
 {
     ll_space_free(t->s);
-    hl_encoding_fini(&t->enc);
-    eg_engine_free(t->e);
+    cs_session_free(t->cs);
     memset(t, 0, sizeof *t);
 }
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 /* The examples in examples/graphs/ (the README lists twelve). */
-#define N_EXAMPLES 16
+#define N_EXAMPLES 17
 
 static int cmp_str(const void *a, const void *b)
 {

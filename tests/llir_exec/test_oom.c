@@ -4,7 +4,7 @@
  * expression pools allocate through) is failed in turn. */
 #include "hl_int.h"
 #include "ll_lower.h"
-#include "ll_priv.h"
+#include "ll_int.h"
 #include "tx.h"
 
 /* x f32 [4, 6], w f32 [6, 3], idx Int [5]: h = exp2(x) * x in a region, m = h @ w as a

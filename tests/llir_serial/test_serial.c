@@ -5,7 +5,7 @@
 #include "../llir/tl.h"
 #include "ll_build.h"
 #include "ll_lower.h"
-#include "ll_priv.h"
+#include "ll_int.h"
 #include "llir.h"
 
 #include "../llir_exec/tx.h"

@@ -4,8 +4,8 @@
  * White-box (INTERNALS search): the fault-injection evaluator implements sr_eval.h's
  * sr_evaluator_ops and is handed to the search through sr_options.ev. */
 #include "lm_check.h"
-#include "ls_int.h"
 #include "search.h"
+#include "session.h"
 #include "sr_int.h"
 
 #include <jansson.h>
@@ -58,8 +58,8 @@ static void same_file(const char *a, const char *b, const char *file)
 static void opts(sr_options *o, const char *graph, const char *out, uint64_t seed, uint64_t limit)
 {
     sr_options_default(o);
-    o->rules = ls_rules_builtin();
-    o->rules_name = ls_rules_builtin_name();
+    o->rules = cs_rules_builtin();
+    o->rules_name = cs_rules_builtin_name();
     o->graph_path = graph;
     o->out_dir = out;
     o->seed = seed;
@@ -158,8 +158,8 @@ START_TEST(replaying_a_log_gives_the_same_plan)
     char log[1024];
     snprintf(log, sizeof log, "%s/search.jsonl", a);
     sr_options_default(&o);
-    o.rules = ls_rules_builtin();
-    o.rules_name = ls_rules_builtin_name(); /* origins name it: the e-graph's fingerprint */
+    o.rules = cs_rules_builtin();
+    o.rules_name = cs_rules_builtin_name(); /* origins name it: the e-graph's fingerprint */
     o.graph_path = GRAPH;
     o.out_dir = b;
     o.evaluator = SR_EVAL_REPLAY;

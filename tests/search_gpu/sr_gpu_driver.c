@@ -20,8 +20,8 @@
  * It is a test tool: the search (luminal_search) does this for real.
  */
 #include "egraph.h"
-#include "ls_int.h"
 #include "search.h"
+#include "session.h"
 #include "sr_gpu.h"
 
 #include <inttypes.h>
@@ -66,25 +66,11 @@ typedef struct cand {
 /* The candidates: N distinct canonical genomes that build, verify and plan. */
 static int make_candidates(const hl_graph *h, const opts *o, cand *cs, uint32_t *n, lm_err *err)
 {
-    eg_options eo;
-    eg_options_default(&eo);
-    ll_sat_opts so = {.node_limit = 200000000ull, .mem_limit = lm_mem_available() / 2};
-    ll_sat_engine_options(&so, &eo);
-    FILE *devnull = fopen("/dev/null", "w");
-    eo.log = eo.out = devnull;
-    eg_engine *e = eg_engine_new(&eo, err);
-    hl_encoding enc;
-    memset(&enc, 0, sizeof enc);
-    ll_space *s = NULL;
-    int rc = e ? 0 : (err->code ? err->code : LM_ENOMEM);
-    bool have_enc = false;
-    if (!rc) rc = hl_graph_encode(h, e, &enc, err), have_enc = rc == 0;
-    ll_sat_report rep;
-    if (!rc) rc = ll_saturate(e, ls_rules_builtin(), ls_rules_builtin_name(), &so, &rep, err);
-    if (!rc) s = ll_space_new(e, eg_find(e, enc.root), err);
-    if (!rc && !s) rc = err->code;
+    cs_session *x = cs_session_new(h, NULL, err); /* the built-in rules, silent */
+    if (!x) return err->code;
+    const ll_space *s = cs_session_space(x);
     ll_genome gn = {0};
-    if (!rc) rc = ll_genome_init(&gn, s, err);
+    int rc = ll_genome_init(&gn, s, err);
     lm_pcg32 rng;
     lm_pcg_seed(&rng, o->seed, 0x636e6473);
     uint32_t want = *n, got = 0, tries = 0;
@@ -114,10 +100,7 @@ static int make_candidates(const hl_graph *h, const opts *o, cand *cs, uint32_t 
     }
     *n = got;
     ll_genome_fini(&gn);
-    ll_space_free(s);
-    if (have_enc) hl_encoding_fini(&enc);
-    eg_engine_free(e);
-    if (devnull) fclose(devnull);
+    cs_session_free(x);
     return rc;
 }
 

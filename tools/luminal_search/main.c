@@ -1,6 +1,6 @@
 /* main.c - luminal_search: the command line of the tensor compiler.
  *
- * The main job is the search (--limit N and its options, search.c; docs/search.md):
+ * The main job is the search (--limit N and its options, ls_search.c; docs/search.md):
  * saturate, search the programs, measure them on the GPU (or rank them with the cost
  * model), save the fastest into --out DIR. The other modes: loading and checking a JSON
  * graph (docs/graph-json.md) and its summary, its canonical form and e-graph encoding

@@ -1,6 +1,7 @@
 /* reference.c - luminal_search --reference: the CPU reference runtime on random inputs.
  *
- * Inputs are filled by hl_graph_fill_input, from PCG32 streams: input i uses stream i of
+ * Inputs are made by fz_inputs (fuzz.h) as the fuzzer makes them, and filled by
+ * hl_graph_fill_input, from PCG32 streams: input i uses stream i of
  * the seed, so adding an input never changes the others' values. An input with an "init"
  * is uniform in its range; one without is filled as hl_tensor_fill_random does: floats
  * uniform in [-1, 1) (then rounded to the input's dtype), int and i64 in [0, 4) (valid as
@@ -8,6 +9,7 @@
  * shape, the sum and the largest magnitude of its elements (as f64, in element order) and the
  * XXH3-64 hash of its bytes in storage format, so two runs agree exactly when the outputs do.
  */
+#include "fuzz.h"
 #include "ls_int.h"
 
 #include <jansson.h>
@@ -17,30 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <xxhash.h>
-
-/* The value of each declared dim: its profile value unless --dim names it. */
-static int dim_values(const hl_graph *g, const ls_opts *o, int64_t *vals)
-{
-    for (uint32_t i = 0; i < hl_graph_dim_count(g); i++)
-        vals[i] = hl_graph_dim_at(g, i)->profile;
-    for (uint32_t k = 0; k < o->n_dims; k++) {
-        const hl_dim *d = hl_graph_dim_find(g, o->dim_name[k]);
-        if (!d) {
-            fprintf(stderr, "luminal_search: --dim %s: the graph declares no dim of that name\n",
-                    o->dim_name[k]);
-            return -1;
-        }
-        if (o->dim_value[k] < d->lo || o->dim_value[k] > d->hi) {
-            fprintf(stderr,
-                    "luminal_search: --dim %s=%lld: outside the declared range [%lld, %lld]\n",
-                    o->dim_name[k], (long long)o->dim_value[k], (long long)d->lo, (long long)d->hi);
-            return -1;
-        }
-        for (uint32_t i = 0; i < hl_graph_dim_count(g); i++)
-            if (hl_graph_dim_at(g, i) == d) vals[i] = o->dim_value[k];
-    }
-    return 0;
-}
 
 static json_t *number_or_string(double v)
 {
@@ -116,48 +94,17 @@ int ls_reference(const hl_graph *g, const ls_opts *o)
         fprintf(stderr, "luminal_search: --reference: out of memory\n");
         goto done;
     }
-    if (dim_values(g, o, vals) != 0) goto done;
+    if (ls_dims(g, o, false, vals) != 0) goto done;
     /* refuse a run the machine cannot hold before allocating its inputs */
     hl_run_opts ro = {.mem_limit = o->mem_limit};
     if (hl_run_check_memory(g, vals, &ro, NULL, &e) != HL_OK) {
         fprintf(stderr, "luminal_search: --reference: %s\n", e.msg);
         goto done;
     }
-    hl_env env = {vals, NULL, 0};
-    /* The env is indexed by pool variable; build it in that order. */
-    const hl_expr_pool *p = hl_graph_exprs_c(g);
-    uint32_t nvar = hl_var_count(p);
-    int64_t *byvar = calloc(nvar ? nvar : 1, sizeof *byvar);
-    bool *bound = calloc(nvar ? nvar : 1, sizeof *bound);
-    if (!byvar || !bound) {
-        free(byvar);
-        free(bound);
-        fprintf(stderr, "luminal_search: --reference: out of memory\n");
+    if (fz_inputs(g, vals, o->seed, ins, &e) != LM_OK) {
+        fprintf(stderr, "luminal_search: --reference: %s\n", e.msg);
         goto done;
     }
-    for (uint32_t i = 0; i < nd; i++) {
-        const hl_dim *d = hl_graph_dim_at(g, i);
-        if (d->var < nvar) {
-            byvar[d->var] = vals[i];
-            bound[d->var] = true;
-        }
-    }
-    env.values = byvar;
-    env.bound = bound;
-    env.n = nvar;
-    bool ok = true;
-    for (uint32_t i = 0; ok && i < ni; i++) {
-        const hl_node *in = hl_graph_node(g, hl_graph_input(g, i));
-        int64_t dims[HL_MAX_DIMS];
-        for (uint32_t d = 0; ok && d < in->ndim; d++)
-            ok = hl_e_eval(p, in->shape[d], &env, 0, &dims[d], &e) == HL_OK;
-        if (ok) ok = hl_tensor_init(&ins[i], in->dtype, in->ndim, dims, &e) == HL_OK;
-        if (ok) ok = hl_graph_fill_input(g, i, &ins[i], o->seed, &e) == HL_OK;
-        if (!ok) fprintf(stderr, "luminal_search: --reference: input '%s': %s\n", in->name, e.msg);
-    }
-    free(byvar);
-    free(bound);
-    if (!ok) goto done;
     if (!o->quiet && isatty(2))
         fprintf(stderr, "luminal_search: running the reference runtime (%u nodes)...\n",
                 hl_graph_node_count(g));

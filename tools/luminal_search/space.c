@@ -1,35 +1,16 @@
-/* space.c - `luminal_search --emit space` and `--emit space-json`: the graph encoded in an
- * engine, saturated with the rules (the built-in ones, or --rules FILE), and the search
- * space read from it (llir.h): its summary, or the e-graph as egraph-serialize JSON with
- * the dtype of every IR class. The saturation's phases are reported on stderr. */
+/* space.c - `luminal_search --emit space` and `--emit space-json`: the compile session
+ * (session.h: the graph encoded in an engine, saturated with the rules, the built-in ones
+ * or --rules FILE, and the search space read from it), then the space's summary, or the
+ * e-graph as egraph-serialize JSON with the dtype of every IR class. The saturation's
+ * phases are reported on stderr. */
 #include "ls_int.h"
 
-#include "llir.h"
+#include "session.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Limits the compiler always runs the engine with (docs/architecture.md, Out of memory):
- * half the memory this process may use, and a row count far beyond any graph's. */
-#define LS_NODE_LIMIT 200000000ull
-
-typedef struct built {
-    eg_engine *e;
-    hl_encoding enc;
-    ll_space *s;
-    ll_sat_report rep;
-    FILE *devnull;
-} built;
-
-static void built_fini(built *b)
-{
-    ll_space_free(b->s);
-    hl_encoding_fini(&b->enc);
-    eg_engine_free(b->e);
-    if (b->devnull) fclose(b->devnull);
-}
 
 static int fail(const char *what, const char *msg)
 {
@@ -37,42 +18,16 @@ static int fail(const char *what, const char *msg)
     return 1;
 }
 
-static int build(const hl_graph *g, const ls_opts *o, built *b)
+/* The compile session (session.h): the built-in rules or --rules FILE; the engine's
+ * diagnostics and the saturation report on stderr unless --quiet; the rules' own print
+ * commands on stderr, never mixed with what we emit. */
+static cs_session *build(const hl_graph *g, const ls_opts *o)
 {
-    memset(b, 0, sizeof *b);
     lm_err err = {0};
-    char *own = NULL;
-    const char *rules = ls_rules_builtin(), *name = ls_rules_builtin_name();
-    if (o->rules) {
-        own = lm_read_text(o->rules, LS_RULES_MAX_BYTES, NULL, &err);
-        if (!own) return fail(o->emit, err.msg);
-        rules = own;
-        name = o->rules;
-    }
-    ll_sat_opts so = {.node_limit = LS_NODE_LIMIT, .mem_limit = lm_mem_available() / 2};
-    eg_options eo;
-    eg_options_default(&eo);
-    ll_sat_engine_options(&so, &eo);
-    if (o->quiet) eo.log = b->devnull = fopen("/dev/null", "w");
-    eo.out = stderr; /* the rules' own print commands never mix with what we emit */
-    b->e = eg_engine_new(&eo, NULL);
-    lm_err he = {0};
-    int rc = 1;
-    if (hl_graph_encode(g, b->e, &b->enc, &he) != HL_OK) {
-        fail(o->emit, he.msg);
-    } else if (ll_saturate(b->e, rules, name, &so, &b->rep, &err) != LM_OK) {
-        if (!o->quiet) ll_sat_report_fprint(&b->rep, stderr);
-        fail(o->emit, err.msg);
-    } else {
-        if (!o->quiet) ll_sat_report_fprint(&b->rep, stderr);
-        b->s = ll_space_new(b->e, eg_find(b->e, b->enc.root), &err);
-        if (!b->s)
-            fail(o->emit, err.msg);
-        else
-            rc = 0;
-    }
-    free(own);
-    return rc;
+    cs_options co = {.rules_path = o->rules, .log = o->quiet ? NULL : stderr, .out = stderr};
+    cs_session *s = cs_session_new(g, &co, &err);
+    if (!s) fail(o->emit, err.msg);
+    return s;
 }
 
 static int emit_json_summary(const ll_space *s)
@@ -105,26 +60,25 @@ static int emit_json_summary(const ll_space *s)
 
 int ls_emit_space(const hl_graph *g, const ls_opts *o)
 {
-    built b;
-    int rc = build(g, o, &b);
-    if (!rc) {
-        if (o->json)
-            rc = emit_json_summary(b.s);
-        else
-            ll_space_fprint_summary(b.s, stdout);
-    }
-    built_fini(&b);
+    cs_session *s = build(g, o);
+    if (!s) return 1;
+    int rc = 0;
+    if (o->json)
+        rc = emit_json_summary(cs_session_space(s));
+    else
+        ll_space_fprint_summary(cs_session_space(s), stdout);
+    cs_session_free(s);
     return rc;
 }
 
 int ls_emit_space_json(const hl_graph *g, const ls_opts *o)
 {
-    built b;
-    int rc = build(g, o, &b);
-    if (!rc) {
-        lm_err err = {0};
-        if (ll_space_write_json(b.s, stdout, &err) != LM_OK) rc = fail("space-json", err.msg);
-    }
-    built_fini(&b);
+    cs_session *s = build(g, o);
+    if (!s) return 1;
+    int rc = 0;
+    lm_err err = {0};
+    if (ll_space_write_json(cs_session_space(s), stdout, &err) != LM_OK)
+        rc = fail("space-json", err.msg);
+    cs_session_free(s);
     return rc;
 }

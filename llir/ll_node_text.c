@@ -1,11 +1,9 @@
-/* ll_door.c - errors about LLIR nodes (ll__fail_node names the node and its provenance)
- * and the names of kinds for messages. The module's error door is ll__fail (ll_err.c),
- * its allocation door ll__alloc (ll_mem.c). */
-#include "ll_priv.h"
+/* ll_node_text.c - LLIR nodes in messages: the names of node kinds, a node's description
+ * with its provenance ("llir node 7 (KAdd kernel, f32, e-class 31, rule 'fuse-add')"),
+ * and ll__fail_node, which prefixes an error with it before the error door (ll__fail). */
+#include "ll_int.h"
 
-#include <stdlib.h>
-#include <string.h>
-
+#include <stdio.h>
 
 const char *ll__kind_name(ll_kind k)
 {
@@ -26,13 +24,6 @@ const char *ll__kind_name(ll_kind k)
         return "load";
     }
     return "?";
-}
-
-
-hl_op ll__op_prim(ll_op op)
-{
-    if (op == LL_OP_NONE || op >= ll_op_count()) return HL_OP_COUNT;
-    return ll_op_get(op)->prim;
 }
 
 void ll__node_desc(const ll_graph *g, uint32_t id, char *buf, size_t cap)

@@ -1,4 +1,4 @@
-/* search.c - `luminal_search --graph G --limit N [--out DIR] ...`: the search
+/* ls_search.c - `luminal_search --graph G --limit N [--out DIR] ...`: the search
  * (search.h, docs/search.md) from the command line.
  *
  * The options become an sr_options; the dims are the profile values unless --dim sets
@@ -7,46 +7,19 @@
  * --json one JSON object instead. */
 #include "ls_int.h"
 #include "search.h"
+#include "session.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The dims of the search: profile values, then --dim NAME=V. -1 on a bad --dim. */
-static int search_dims(const hl_graph *g, const ls_opts *o, int64_t *vals)
-{
-    const hl_expr_pool *p = hl_graph_exprs_c(g);
-    for (uint32_t i = 0; i < hl_graph_dim_count(g); i++)
-        vals[i] = hl_graph_dim_at(g, i)->profile;
-    for (uint32_t k = 0; k < o->n_dims; k++) {
-        uint32_t i = 0;
-        while (i < hl_graph_dim_count(g) &&
-               strcmp(hl_var_name(p, hl_graph_dim_at(g, i)->var), o->dim_name[k]) != 0)
-            i++;
-        if (i == hl_graph_dim_count(g)) {
-            fprintf(stderr, "luminal_search: --dim %s: the graph declares no dim of that name\n",
-                    o->dim_name[k]);
-            return -1;
-        }
-        const hl_dim *d = hl_graph_dim_at(g, i);
-        if (o->dim_value[k] < d->lo || o->dim_value[k] > d->hi) {
-            fprintf(stderr,
-                    "luminal_search: --dim %s=%lld: outside the declared range [%lld, %lld]\n",
-                    o->dim_name[k], (long long)o->dim_value[k], (long long)d->lo, (long long)d->hi);
-            return -1;
-        }
-        vals[i] = o->dim_value[k];
-    }
-    return 0;
-}
-
 int ls_search(const hl_graph *g, const ls_opts *o)
 {
     lm_err err = {0};
     char *own = NULL;
-    const char *rules = ls_rules_builtin(), *name = ls_rules_builtin_name();
+    const char *rules = cs_rules_builtin(), *name = cs_rules_builtin_name();
     if (o->rules) {
-        own = lm_read_text(o->rules, LS_RULES_MAX_BYTES, NULL, &err);
+        own = lm_read_text(o->rules, CS_RULES_MAX_BYTES, NULL, &err);
         if (!own) {
             fprintf(stderr, "luminal_search: --rules: %s\n", err.msg);
             return 1;
@@ -56,7 +29,7 @@ int ls_search(const hl_graph *g, const ls_opts *o)
     }
     uint32_t nd = hl_graph_dim_count(g);
     int64_t *dims = calloc(nd ? nd : 1, sizeof *dims);
-    if (!dims || search_dims(g, o, dims) != 0) {
+    if (!dims || ls_dims(g, o, false, dims) != 0) {
         if (!dims) fprintf(stderr, "luminal_search: out of memory\n");
         free(dims);
         free(own);

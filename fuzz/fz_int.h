@@ -1,0 +1,33 @@
+/* fz_int.h - the fuzz module's internals: its one error door and its one allocation door,
+ * thin over base's (docs/architecture.md, "Errors" and "Out of memory"). */
+#ifndef LUMINAL_FZ_INT_H
+#define LUMINAL_FZ_INT_H
+
+#include "fuzz.h"
+#include "session.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+/* The error door: lm_err_set (the first error wins; it ends in lm_err_setv). */
+#define fz__fail(err, code, loc, ...) lm_err_set((err), (code), (loc), __VA_ARGS__)
+
+/* The allocation door: n * size checked for overflow; NULL on failure. */
+static inline void *fz__alloc(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size) return NULL;
+    return malloc(n && size ? n * size : 1);
+}
+
+static inline void *fz__zalloc(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size) return NULL;
+    return calloc(n ? n : 1, size ? size : 1);
+}
+
+static inline void fz__free(void *p)
+{
+    free(p);
+}
+
+#endif /* LUMINAL_FZ_INT_H */
