@@ -166,7 +166,7 @@ typedef struct sr_report {
     uint64_t best_n;             /* the winner's number among the search candidates (1-based) */
     char best_genome[17];        /* its genome hash, hex */
     char best_fingerprint[33];   /* its LLIR fingerprint, hex (hi then lo) */
-    char egraph_fingerprint[33]; /* XXH3-128 of the saturated e-graph's serialization */
+    char egraph_fingerprint[33]; /* ll_space_fingerprint of the saturated e-graph */
     bool first_checked, winner_checked; /* compared with the reference runtime */
     uint32_t winner_kernels, winner_blas;
     uint32_t n_kernel_rows;

@@ -28,6 +28,8 @@
  */
 #include "sr_state.h"
 
+#include "session.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -119,7 +121,7 @@ int sr__prepare(srch *x, flight *f, bool *ok)
     ll_fingerprint fp = {0, 0};
     if (f->lg) fp = ll_graph_fingerprint(f->lg);
     if (f->lg && f->role == ROLE_SEARCH) {
-        int added = sr__keyset_add(&x->programs, fp.lo, fp.hi);
+        int added = lm_keyset_add(&x->programs, fp.lo, fp.hi);
         if (added < 0) return sr__oom(x->err, "search");
         if (!added) {
             x->r->dup_programs++;
@@ -197,7 +199,7 @@ static int next_candidate(srch *x)
             return rc;
         }
     }
-    int added = sr__keyset_add(&x->genomes, f->g.hash, 0);
+    int added = lm_keyset_add(&x->genomes, f->g.hash, 0);
     if (added <= 0) {
         sr__flight_clear(f);
         if (added < 0) return sr__oom(x->err, "search");
@@ -427,16 +429,13 @@ static void teardown(srch *x)
     sr__member_clear(x->hall, &x->hall_n);
     if (x->have_first) ll_genome_fini(&x->first_g);
     sr__built_release(x->first_b);
-    sr__keyset_fini(&x->genomes);
-    sr__keyset_fini(&x->programs);
+    lm_keyset_fini(&x->genomes);
+    lm_keyset_fini(&x->programs);
     free(x->order);
     free(x->mark);
     free(x->dims);
     free(x->curve);
-    ll_space_free(x->s);
-    if (x->have_enc) hl_encoding_fini(&x->enc);
-    eg_engine_free(x->e);
-    if (x->devnull) fclose(x->devnull);
+    cs_session_free(x->cs);
     if (x->log) {
         lm_err le = {0};
         if (sr__commit_tmp(x->log, x->log_tmp, x->log_path, LM_OK, &le))
