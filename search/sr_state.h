@@ -20,7 +20,6 @@
 #include "sr_int.h"
 
 #define SR_STREAM 0x736561726368ull /* "search" */
-#define SR_NODE_LIMIT 200000000ull  /* saturation rows: as --emit space */
 #define SR_HALL 8                   /* best candidates kept for the winner's check */
 #define SR_OVERTIME 5 /* past the time limit, with no time yet: the first genome and 4 seeds */
 
