@@ -362,14 +362,6 @@ static uint32_t ev_slots(sr_evaluator *ev)
     return ((gpu_ev *)ev)->n;
 }
 
-/* Status names for the log (sr_status_name lives with the search). */
-static const char *sr_status_word(sr_status s)
-{
-    static const char *w[] = {"ok",       "compile-failed", "fault", "nonfinite", "out-of-memory",
-                              "too-slow", "timeout",        "wrong", "error"};
-    return s < SR_STATUS_COUNT ? w[s] : "?";
-}
-
 /* w's candidate ends with status s (its process is gone already). */
 static void decide(gpu_ev *g, worker *w, sr_status s, const char *why)
 {
@@ -494,7 +486,7 @@ static bool take_answer(gpu_ev *g, worker *w)
                 logf_(g,
                       "worker %u: candidate %" PRIu64 " left its context unusable (%s); it "
                       "is started again for the next",
-                      w->index, w->cand, sr_status_word(r->status));
+                      w->index, w->cand, sr_status_name(r->status));
                 return true;
             }
         }
