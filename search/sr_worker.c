@@ -212,6 +212,14 @@ static int setup(wk_state *w, const char *t, size_t len, lm_err *err)
     }
     if (n != w->nd)
         return sr__fail(err, LM_EARG, NULL, "worker: %u dims given, the graph has %u", n, w->nd);
+    for (uint32_t i = 0; i < w->nd; i++) { /* as --dim is checked: the inputs are made at them */
+        const hl_dim *d = hl_graph_dim_at(w->g, i);
+        if (w->dims[i] < d->lo || w->dims[i] > d->hi)
+            return sr__fail(err, LM_EARG, NULL,
+                            "worker: dim '%s' = %" PRId64 " is outside the graph's range [%" PRId64
+                            ", %" PRId64 "]",
+                            hl_var_name(hl_graph_exprs_c(w->g), d->var), w->dims[i], d->lo, d->hi);
+    }
     w->seed = kv_u64(t, len, "seed", 0);
     if (!sr__kv(t, len, "backend", backend, sizeof backend)) strcpy(backend, "gpu");
     w->backend = strcmp(backend, "cpu") == 0 ? PG_BACKEND_CPU : PG_BACKEND_GPU;
