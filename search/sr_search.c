@@ -449,7 +449,7 @@ int sr_search_run(const hl_graph *g, const sr_options *o, sr_report *rep, lm_err
     rep->best_ms = rep->first_ms = rep->reference_ms = NAN;
     rep->best_modelled_ms = rep->reference_modelled_ms = NAN;
     snprintf(rep->reference_status, sizeof rep->reference_status, "not run");
-    if (!g || !o || !o->rules)
+    if (!g || !o || (!o->rules && !o->session))
         return sr__fail(err, LM_EARG, NULL, "sr_search_run: no graph or no rules");
     if (o->evaluator == SR_EVAL_REPLAY && !o->replay_path && !o->ev)
         return sr__fail(err, LM_EARG, NULL, "sr_search_run: a replay needs the log's path");

@@ -16,8 +16,42 @@
 #include "sr_gpu.h"
 #endif
 
+/* The space, its statistics and the e-graph's fingerprint into the report; the
+ * mutation's scratch arrays. */
+static int use_space(srch *x, const cs_report *rep)
+{
+    double t = lm_now_s();
+    x->r->classes = rep->stats.classes;
+    x->r->decisions = rep->stats.decisions;
+    x->r->log2_programs = rep->stats.log2_programs;
+    x->ns = ll_space_class_count(x->s);
+    x->order = sr__alloc(x->ns ? x->ns : 1, sizeof *x->order);
+    x->mark = sr__alloc(x->ns ? x->ns : 1, 1);
+    if (!x->order || !x->mark) return sr__oom(x->err, "search");
+    /* hashed from the space's arrays, no serialization written */
+    int rc = ll_space_fingerprint(x->s, x->r->egraph_fingerprint, x->err);
+    x->r->t.space += lm_now_s() - t;
+    if (rc) return rc;
+    sr__progress(x, "space: %u classes, %u decisions, log2 programs %.1f (%.3f s)",
+                 rep->stats.classes, rep->stats.decisions, rep->stats.log2_programs,
+                 x->r->t.space);
+    return LM_OK;
+}
+
 int sr__saturate(srch *x)
 {
+    if (x->o.session) { /* the caller's front half */
+        const cs_report *rep = cs_session_report(x->o.session);
+        x->s = cs_session_space(x->o.session);
+        if (!x->s || cs_session_graph(x->o.session) != x->g)
+            return sr__fail(x->err, LM_EARG, NULL,
+                            "search: the given compile session %s",
+                            x->s ? "is of another graph" : "has no space (no_space)");
+        x->r->rows = rep->rows;
+        sr__progress(x, "saturate: %" PRIu64 " rows (the caller's compile session)",
+                     x->r->rows);
+        return use_space(x, rep);
+    }
     /* --time-limit covers the front half: its deadline bounds saturation (before each
      * phase and inside each) and the space build (the session's deadline) */
     if (isfinite(sr__time_left(x)) && sr__time_left(x) <= 0) {
@@ -50,21 +84,7 @@ int sr__saturate(srch *x)
     sr__progress(x, "saturate: %" PRIu64 " rows after %u phases (%.3f s)", x->r->rows,
                  rep.sat.n_phases, x->r->t.saturate);
     x->s = cs_session_space(x->cs);
-    double t = lm_now_s();
-    x->r->classes = rep.stats.classes;
-    x->r->decisions = rep.stats.decisions;
-    x->r->log2_programs = rep.stats.log2_programs;
-    x->ns = ll_space_class_count(x->s);
-    x->order = sr__alloc(x->ns ? x->ns : 1, sizeof *x->order);
-    x->mark = sr__alloc(x->ns ? x->ns : 1, 1);
-    if (!x->order || !x->mark) return sr__oom(x->err, "search");
-    /* hashed from the space's arrays, no serialization written */
-    int rc = ll_space_fingerprint(x->s, x->r->egraph_fingerprint, x->err);
-    x->r->t.space += lm_now_s() - t;
-    if (rc) return rc;
-    sr__progress(x, "space: %u classes, %u decisions, log2 programs %.1f (%.3f s)",
-                 rep.stats.classes, rep.stats.decisions, rep.stats.log2_programs, x->r->t.space);
-    return LM_OK;
+    return use_space(x, &rep);
 }
 
 int sr__open_evaluator(srch *x)
