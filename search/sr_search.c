@@ -70,7 +70,8 @@ int sr__submit(srch *x, flight *f, bool check)
     if (f->role == ROLE_SEARCH && x->o.cutoff_factor > 0 && !isnan(x->r->best_ms))
         cutoff = x->r->best_ms * x->o.cutoff_factor;
     sr_candidate c = {
-        .id = f->id, .llir = f->lg, .plan = f->plan, .cutoff_ms = cutoff, .check = check};
+        .id = f->id, .llir = f->lg, .plan = f->plan, .cutoff_ms = cutoff, .check = check,
+        .costed = isfinite(f->modelled_ms), .modelled_ms = f->modelled_ms};
     double t = lm_now_s();
     int rc = x->ev->ops->submit(x->ev, &c, x->err);
     x->r->t.measure += lm_now_s() - t;

@@ -599,6 +599,47 @@ END_TEST
 
 /* ---- the cost model ---- */
 
+START_TEST(the_cost_model_answers_with_the_searchs_cost)
+{
+    /* a candidate the search costed already is not costed again: the evaluator answers
+     * with sr_candidate.modelled_ms (and applies the cutoff to it) */
+    hl_graph *g = load(GRAPH);
+    lm_err e = {0};
+    ll_graph *lg = ll_graph_from_hlir(g, &e);
+    ck_assert_msg(lg, "%s", e.msg);
+    cg_plan *plan = cg_plan_new(lg, NULL, &e);
+    ck_assert_msg(plan, "%s", e.msg);
+    sr_eval_setup s = {.graph = g};
+    sr_evaluator *ev = sr_cost_model_new(&s, &e);
+    ck_assert_ptr_nonnull(ev);
+    sr_candidate c = {.id = 7, .llir = lg, .plan = plan, .costed = true, .modelled_ms = 123.5};
+    sr_result r;
+    ck_assert_int_eq(ev->ops->submit(ev, &c, &e), 0);
+    ck_assert_int_eq(ev->ops->next(ev, &r, &e), 0);
+    ck_assert_int_eq(r.status, SR_OK);
+    ck_assert(r.ms == 123.5);
+    c.cutoff_ms = 100;
+    ck_assert_int_eq(ev->ops->submit(ev, &c, &e), 0);
+    ck_assert_int_eq(ev->ops->next(ev, &r, &e), 0);
+    ck_assert_int_eq(r.status, SR_TOO_SLOW);
+    /* not costed: the evaluator costs the plan itself, as sr_cost_plan does */
+    double ms;
+    int64_t dims[8];
+    ck_assert_uint_le(hl_graph_dim_count(g), 8);
+    for (uint32_t i = 0; i < hl_graph_dim_count(g); i++)
+        dims[i] = hl_graph_dim_at(g, i)->profile;
+    ck_assert_int_eq(sr_cost_plan(plan, lg, g, dims, &ms, NULL, NULL, &e), 0);
+    c = (sr_candidate){.id = 8, .llir = lg, .plan = plan};
+    ck_assert_int_eq(ev->ops->submit(ev, &c, &e), 0);
+    ck_assert_int_eq(ev->ops->next(ev, &r, &e), 0);
+    ck_assert(r.ms == ms && ms > 0);
+    ev->ops->free(ev);
+    cg_plan_free(plan);
+    ll_graph_free(lg);
+    hl_graph_free(g);
+}
+END_TEST
+
 START_TEST(the_cost_model_orders_obvious_cases)
 {
     /* the reference lowering (a kernel per primitive) costs more than the winner, and a
@@ -718,6 +759,7 @@ static Suite *search_suite(void)
     tcase_add_test(t, a_program_is_measured_once);
     tcase_add_test(t, the_model_screens_out_hopeless_candidates);
     tcase_add_test(t, the_cost_model_orders_obvious_cases);
+    tcase_add_test(t, the_cost_model_answers_with_the_searchs_cost);
     tcase_add_test(t, the_search_finds_the_fused_attention);
     tcase_add_test(t, the_cost_model_counts_loops_and_scattered_loads);
     suite_add_tcase(s, t);

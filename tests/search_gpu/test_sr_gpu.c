@@ -94,7 +94,7 @@ static sr_evaluator *pool(fx *f, uint32_t workers, void (*tune)(sr_gpu_opts *))
 /* One candidate through the pool, waited for. */
 static sr_result eval1(sr_evaluator *ev, uint64_t id, const ll_graph *g, double cutoff, bool check)
 {
-    sr_candidate c = {id, g, NULL, cutoff, check};
+    sr_candidate c = {.id = id, .llir = g, .plan = NULL, .cutoff_ms = cutoff, .check = check};
     lm_err e = {0};
     ck_assert_msg(ev->ops->submit(ev, &c, &e) == 0, "%s", e.msg);
     sr_result r;
@@ -338,7 +338,7 @@ START_TEST(killed_workers_are_restarted)
     sr_result r = eval1(ev, 1, f.ok, 0, false);
     ck_assert_msg(r.status == SR_OK, "%s", r.why);
     /* killed while running (hung by the hook): its candidate is a fault */
-    sr_candidate c = {2, f.ok, NULL, 0, false};
+    sr_candidate c = {.id = 2, .llir = f.ok, .plan = NULL, .cutoff_ms = 0, .check = false};
     lm_err e = {0};
     ck_assert_int_eq(ev->ops->submit(ev, &c, &e), 0);
     usleep(300 * 1000);
@@ -376,13 +376,17 @@ START_TEST(two_workers_measure_at_once)
     uint32_t sent = 0, got = 0;
     while (got < 8) {
         while (sent < 8 && sent - got < 2) {
-            sr_candidate c = {sent, sent == 5 ? f.nan : f.ok, NULL, 0, sent == 0};
+            sr_candidate c = {.id = sent,
+                              .llir = sent == 5 ? f.nan : f.ok,
+                              .plan = NULL,
+                              .cutoff_ms = 0,
+                              .check = sent == 0};
             ck_assert_msg(ev->ops->submit(ev, &c, &e) == 0, "%s", e.msg);
             sent++;
         }
         /* both slots are taken: a third is refused */
         if (sent - got == 2) {
-            sr_candidate c = {99, f.ok, NULL, 0, false};
+            sr_candidate c = {.id = 99, .llir = f.ok, .plan = NULL, .cutoff_ms = 0, .check = false};
             ck_assert_int_eq(ev->ops->submit(ev, &c, &e), LM_EARG);
             lm_err_clear(&e);
         }
