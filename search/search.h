@@ -37,6 +37,7 @@ extern "C" {
 
 struct hl_graph;
 struct sr_evaluator;
+struct cs_session;
 
 /* The GPU evaluator's worker process: `luminal_search --worker ...` enters here before
  * anything else is parsed (sr_worker.c says what the arguments and the pipe protocol are).
@@ -66,7 +67,12 @@ const char *sr_reason_name(uint32_t i);
 
 /* Options. sr_options_default fills the documented defaults (docs/search.md). */
 typedef struct sr_options {
-    const char *rules;       /* the rules text to saturate with (required) */
+    const char *rules;       /* the rules text to saturate with (required unless session) */
+    const struct cs_session *session; /* the front half made already: a compile session
+                                of the same graph (session.h; borrowed, outlives the
+                                search), whose engine and space the search uses instead
+                                of saturating (rules is then not read); NULL: the search
+                                makes its own from rules */
     const char *rules_name;  /* names it in messages (NULL: "<rules>") */
     const char *graph_path;  /* the graph's JSON file: copied into out_dir, read again by
                                 GPU workers (NULL or "-": written canonically, no workers) */
@@ -166,7 +172,7 @@ typedef struct sr_report {
     uint64_t best_n;             /* the winner's number among the search candidates (1-based) */
     char best_genome[17];        /* its genome hash, hex */
     char best_fingerprint[33];   /* its LLIR fingerprint, hex (hi then lo) */
-    char egraph_fingerprint[33]; /* XXH3-128 of the saturated e-graph's serialization */
+    char egraph_fingerprint[33]; /* ll_space_fingerprint of the saturated e-graph */
     bool first_checked, winner_checked; /* compared with the reference runtime */
     uint32_t winner_kernels, winner_blas;
     uint32_t n_kernel_rows;

@@ -356,11 +356,12 @@ static int cost_submit(sr_evaluator *ev, const sr_candidate *c, lm_err *err)
     r->id = c->id;
     r->gpu = -1;
     lm_err e = {0};
-    double ms = 0;
+    double ms = c->costed ? c->modelled_ms : 0; /* costed by the search (sr__prepare) */
     if (!c->plan || !c->llir) {
         r->status = SR_ERROR;
         snprintf(r->why, sizeof r->why, "no plan to cost");
-    } else if (sr_cost_plan(c->plan, c->llir, ce->g, ce->dims, &ms, NULL, NULL, &e) != 0) {
+    } else if (!c->costed &&
+               sr_cost_plan(c->plan, c->llir, ce->g, ce->dims, &ms, NULL, NULL, &e) != 0) {
         if (e.code == LM_ENOMEM) { /* the evaluator's own failure, not the candidate's */
             ce->busy = false;
             lm_err_copy(err, &e);

@@ -49,6 +49,10 @@ typedef struct sr_candidate {
     const ll_graph *llir; /* borrowed until its result comes back */
     const cg_plan *plan;  /* borrowed likewise: codegen's plan of llir */
     double cutoff_ms;     /* stop early once it is slower than this (0: never) */
+    bool costed;          /* modelled_ms is the cost model's time of plan at the
+                             evaluator's dims (the search costed it already: the cost
+                             model answers with it instead of costing the plan again) */
+    double modelled_ms;
     bool check;           /* also compare its outputs with the reference runtime at the
                              evaluator's dims and seed (the first candidate and the winner) */
 } sr_candidate;
@@ -88,7 +92,8 @@ struct sr_evaluator {
  * (hl_graph_fill_input). */
 typedef struct sr_eval_setup {
     const hl_graph *graph;
-    const char *graph_path; /* the graph's JSON file (workers read it again) */
+    const char *graph_path; /* the graph's file, for messages (NULL or "-": none); the GPU
+                               workers get the graph itself in their setup */
     const int64_t *dims;
     uint64_t seed;
 } sr_eval_setup;

@@ -132,8 +132,9 @@ typedef struct worker {
 typedef struct gpu_ev {
     sr_evaluator base;
     sr_gpu_opts o;
-    char *exe, *graph_path, *cache_dir;
-    char *setup; /* the SETU payload */
+    char *exe, *cache_dir;
+    char *setup;      /* the SETU payload's header ("key=value" lines, a blank line) */
+    char *graph_text; /* and its body: the graph, written once (hl_graph_write_json) */
     uint32_t n;
     worker w[SR_GPU_MAX_WORKERS];
     uint32_t inflight;
@@ -293,7 +294,8 @@ static int spawn_worker(gpu_ev *g, worker *w, lm_err *err)
     if (w->started_once) g->st.restarts++;
     w->started_once = true;
     double deadline = lm_now_s() + g->o.start_timeout_s;
-    if (sr__msg_write(w->to, "SETU", g->setup, strlen(g->setup), NULL, 0, deadline) != 0) {
+    if (sr__msg_write(w->to, "SETU", g->setup, strlen(g->setup), g->graph_text,
+                      strlen(g->graph_text), deadline) != 0) {
         int e = errno, st;
         reap(w, 0, &st);
         return sr__fail(err, LM_EIO, NULL, "gpu worker %u: sending the setup: %s", w->index,
@@ -360,14 +362,6 @@ static uint32_t ev_slots(sr_evaluator *ev)
     return ((gpu_ev *)ev)->n;
 }
 
-/* Status names for the log (sr_status_name lives with the search). */
-static const char *sr_status_word(sr_status s)
-{
-    static const char *w[] = {"ok",       "compile-failed", "fault", "nonfinite", "out-of-memory",
-                              "too-slow", "timeout",        "wrong", "error"};
-    return s < SR_STATUS_COUNT ? w[s] : "?";
-}
-
 /* w's candidate ends with status s (its process is gone already). */
 static void decide(gpu_ev *g, worker *w, sr_status s, const char *why)
 {
@@ -424,8 +418,10 @@ static int ev_submit(sr_evaluator *ev, const sr_candidate *c, lm_err *err)
         if (!rc) rc = await_ready(g, w, err);
         if (rc) return rc;
     }
-    char *json = ll_graph_write_json(c->llir, err);
-    if (!json) return err->code;
+    /* binary LLIR (ll_graph_pack): no JSON between the genome and the measurement */
+    void *bin = NULL;
+    size_t blen = 0;
+    if (ll_graph_pack(c->llir, &bin, &blen, err)) return err->code;
     g->st.submitted++;
     const char *hook = g->st.submitted == g->crash_at  ? "abort"
                        : g->st.submitted == g->hang_at ? "hang"
@@ -440,7 +436,7 @@ static int ev_submit(sr_evaluator *ev, const sr_candidate *c, lm_err *err)
     w->timeout = g->o.timeout_s + (c->check ? g->o.check_timeout_s : 0);
     w->deadline = lm_now_s() + w->timeout;
     g->inflight++;
-    if (sr__msg_write(w->to, "CAND", head, strlen(head), json, strlen(json), w->deadline) != 0) {
+    if (sr__msg_write(w->to, "CAND", head, strlen(head), bin, blen, w->deadline) != 0) {
         if (errno == ETIMEDOUT) {
             kill(w->pid, SIGKILL);
             int st;
@@ -451,7 +447,7 @@ static int ev_submit(sr_evaluator *ev, const sr_candidate *c, lm_err *err)
             died(g, w);
         }
     }
-    free(json);
+    free(bin);
     return LM_OK;
 }
 
@@ -490,7 +486,7 @@ static bool take_answer(gpu_ev *g, worker *w)
                 logf_(g,
                       "worker %u: candidate %" PRIu64 " left its context unusable (%s); it "
                       "is started again for the next",
-                      w->index, w->cand, sr_status_word(r->status));
+                      w->index, w->cand, sr_status_name(r->status));
                 return true;
             }
         }
@@ -590,9 +586,9 @@ static void ev_free(sr_evaluator *ev)
         sr__msgbuf_fini(&g->w[i].rd);
     }
     free(g->exe);
-    free(g->graph_path);
     free(g->cache_dir);
     free(g->setup);
+    free(g->graph_text);
     free(g);
 }
 
@@ -639,8 +635,8 @@ static uint64_t env_k(const char *name)
 sr_evaluator *sr_gpu_new(const sr_eval_setup *s, const sr_gpu_opts *o, lm_err *err)
 {
     if (lm_err_is_set(err)) return NULL;
-    if (!s || !s->graph || !s->graph_path) {
-        sr__fail(err, LM_EARG, NULL, "gpu evaluator: no graph or graph path");
+    if (!s || !s->graph) {
+        sr__fail(err, LM_EARG, NULL, "gpu evaluator: no graph");
         return NULL;
     }
     sr_gpu_opts d;
@@ -697,23 +693,25 @@ sr_evaluator *sr_gpu_new(const sr_eval_setup *s, const sr_gpu_opts *o, lm_err *e
     }
 
     g->exe = sr__strdup(o->worker_exe ? o->worker_exe : "/proc/self/exe");
-    g->graph_path = sr__strdup(s->graph_path);
     g->cache_dir = o->cache_dir ? sr__strdup(o->cache_dir) : default_cache_dir();
     uint32_t nd = hl_graph_dim_count(s->graph);
-    size_t cap =
-        strlen(s->graph_path) + (g->cache_dir ? strlen(g->cache_dir) : 0) + 512 + (size_t)nd * 24;
+    size_t cap = (g->cache_dir ? strlen(g->cache_dir) : 0) + 512 + (size_t)nd * 24;
     g->setup = sr__alloc(cap, 1);
-    if (!g->exe || !g->graph_path || !g->cache_dir || !g->setup) {
+    if (!g->exe || !g->cache_dir || !g->setup) {
         sr__oom(err, "gpu evaluator");
         goto fail;
     }
-    size_t at = (size_t)snprintf(g->setup, cap, "graph=%s\ndims=", s->graph_path);
+    /* the graph goes to each worker in its setup, written once here: the workers read
+     * no file, so a graph from standard input is measured like any other */
+    g->graph_text = hl_graph_write_json(s->graph, err);
+    if (!g->graph_text) goto fail;
+    size_t at = (size_t)snprintf(g->setup, cap, "dims=");
     for (uint32_t i = 0; i < nd; i++)
         at += (size_t)snprintf(g->setup + at, cap - at, "%s%" PRId64, i ? "," : "",
                                s->dims ? s->dims[i] : hl_graph_dim_at(s->graph, i)->profile);
     snprintf(g->setup + at, cap - at,
              "\nseed=%" PRIu64 "\nbackend=%s\nwarmup=%u\ntrials=%u\ntimeout_ms=%.0f\n"
-             "mem_budget=%" PRIu64 "\ncompile_threads=%u\ncache_dir=%s\n",
+             "mem_budget=%" PRIu64 "\ncompile_threads=%u\ncache_dir=%s\n\n",
              s->seed, o->backend_cpu ? "cpu" : "gpu", g->o.warmup, g->o.trials,
              g->o.timeout_s * 1000, o->mem_budget, o->compile_threads, g->cache_dir);
     /* every worker's gpu= differs: appended per worker below would need a copy each; the

@@ -2,8 +2,9 @@
  *
  *   sr_cost.c     the analytic cost model: the time of a plan at given dims, per step
  *   sr_replay.c   the replay evaluator: answers from a previous search's log
- *   sr_search.c   the search loop (with sr_setup.c, sr_pop.c, sr_winner.c, sr_log.c,
- *                 sr_keyset.c; their shared state is sr_state.h)
+ *   sr_search.c   the search loop (with sr_setup.c, sr_pop.c, sr_winner.c, sr_log.c;
+ *                 their shared state is sr_state.h)
+ *   sr_door.c     the error door (sr_door.h: the allocation and error doors)
  *   sr_report.c   the summary: the table and --json
  *   sr_save.c     the output directory: program/, graph.json, report.html
  */

@@ -171,7 +171,7 @@ int sr__propose(srch *x, flight *best, bool *have)
             sr__flight_clear(&c);
             return rc;
         }
-        bool skip = sr__keyset_has(&x->genomes, c.g.hash, 0) || (*have && c.g.hash == best->g.hash);
+        bool skip = lm_keyset_has(&x->genomes, c.g.hash, 0) || (*have && c.g.hash == best->g.hash);
         if (skip) x->r->dup_genomes++;
         lm_err e = {0};
         if (!skip) skip = !(c.lg = ll_graph_from_genome(x->s, &c.g, &e));
@@ -179,7 +179,7 @@ int sr__propose(srch *x, flight *best, bool *have)
         if (!skip) {
             fp = ll_graph_fingerprint(c.lg);
             if (*have) bp = ll_graph_fingerprint(best->lg);
-            skip = sr__keyset_has(&x->programs, fp.lo, fp.hi) || (*have && fp.lo == bp.lo && fp.hi == bp.hi);
+            skip = lm_keyset_has(&x->programs, fp.lo, fp.hi) || (*have && fp.lo == bp.lo && fp.hi == bp.hi);
             if (skip) x->r->dup_programs++;
         }
         x->r->t.search += lm_now_s() - t;

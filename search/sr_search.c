@@ -28,6 +28,8 @@
  */
 #include "sr_state.h"
 
+#include "session.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -68,7 +70,8 @@ int sr__submit(srch *x, flight *f, bool check)
     if (f->role == ROLE_SEARCH && x->o.cutoff_factor > 0 && !isnan(x->r->best_ms))
         cutoff = x->r->best_ms * x->o.cutoff_factor;
     sr_candidate c = {
-        .id = f->id, .llir = f->lg, .plan = f->plan, .cutoff_ms = cutoff, .check = check};
+        .id = f->id, .llir = f->lg, .plan = f->plan, .cutoff_ms = cutoff, .check = check,
+        .costed = isfinite(f->modelled_ms), .modelled_ms = f->modelled_ms};
     double t = lm_now_s();
     int rc = x->ev->ops->submit(x->ev, &c, x->err);
     x->r->t.measure += lm_now_s() - t;
@@ -119,7 +122,7 @@ int sr__prepare(srch *x, flight *f, bool *ok)
     ll_fingerprint fp = {0, 0};
     if (f->lg) fp = ll_graph_fingerprint(f->lg);
     if (f->lg && f->role == ROLE_SEARCH) {
-        int added = sr__keyset_add(&x->programs, fp.lo, fp.hi);
+        int added = lm_keyset_add(&x->programs, fp.lo, fp.hi);
         if (added < 0) return sr__oom(x->err, "search");
         if (!added) {
             x->r->dup_programs++;
@@ -197,7 +200,7 @@ static int next_candidate(srch *x)
             return rc;
         }
     }
-    int added = sr__keyset_add(&x->genomes, f->g.hash, 0);
+    int added = lm_keyset_add(&x->genomes, f->g.hash, 0);
     if (added <= 0) {
         sr__flight_clear(f);
         if (added < 0) return sr__oom(x->err, "search");
@@ -427,16 +430,13 @@ static void teardown(srch *x)
     sr__member_clear(x->hall, &x->hall_n);
     if (x->have_first) ll_genome_fini(&x->first_g);
     sr__built_release(x->first_b);
-    sr__keyset_fini(&x->genomes);
-    sr__keyset_fini(&x->programs);
+    lm_keyset_fini(&x->genomes);
+    lm_keyset_fini(&x->programs);
     free(x->order);
     free(x->mark);
     free(x->dims);
     free(x->curve);
-    ll_space_free(x->s);
-    if (x->have_enc) hl_encoding_fini(&x->enc);
-    eg_engine_free(x->e);
-    if (x->devnull) fclose(x->devnull);
+    cs_session_free(x->cs);
     if (x->log) {
         lm_err le = {0};
         if (sr__commit_tmp(x->log, x->log_tmp, x->log_path, LM_OK, &le))
@@ -450,7 +450,7 @@ int sr_search_run(const hl_graph *g, const sr_options *o, sr_report *rep, lm_err
     rep->best_ms = rep->first_ms = rep->reference_ms = NAN;
     rep->best_modelled_ms = rep->reference_modelled_ms = NAN;
     snprintf(rep->reference_status, sizeof rep->reference_status, "not run");
-    if (!g || !o || !o->rules)
+    if (!g || !o || (!o->rules && !o->session))
         return sr__fail(err, LM_EARG, NULL, "sr_search_run: no graph or no rules");
     if (o->evaluator == SR_EVAL_REPLAY && !o->replay_path && !o->ev)
         return sr__fail(err, LM_EARG, NULL, "sr_search_run: a replay needs the log's path");

@@ -4,106 +4,87 @@
  * caller's), and a replayed log's header applied to the options. */
 #include "sr_state.h"
 
+#include "session.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #ifdef LUMINAL_HAVE_SR_GPU
 #include "sr_gpu.h"
 #endif
 
-static int hx(lm_err *he, lm_err *err, const char *what)
-{
-    lm_err_prefix(he, "%s", what);
-    lm_err_copy(err, he);
-    return he->code;
-}
-
-static int egraph_fingerprint(srch *x)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    if (!m) return sr__oom(x->err, "search");
-    int rc = ll_space_write_json(x->s, m, x->err);
-    fclose(m);
-    if (!rc) {
-        XXH128_hash_t h = XXH3_128bits(buf, len);
-        snprintf(x->r->egraph_fingerprint, sizeof x->r->egraph_fingerprint,
-                 "%016" PRIx64 "%016" PRIx64, (uint64_t)h.high64, (uint64_t)h.low64);
-    }
-    free(buf);
-    return rc;
-}
-
-int sr__saturate(srch *x)
+/* The space, its statistics and the e-graph's fingerprint into the report; the
+ * mutation's scratch arrays. */
+static int use_space(srch *x, const cs_report *rep)
 {
     double t = lm_now_s();
-    uint64_t avail = lm_mem_available();
-    ll_sat_opts so = {.node_limit = SR_NODE_LIMIT,
-                      .mem_limit = x->o.sat_mem_limit ? x->o.sat_mem_limit : avail / 2};
-    /* --time-limit covers saturation: what is left of it bounds the whole saturation (the
-     * driver checks it before each phase) and each phase's run (the engine's checks) */
-    double left = sr__time_left(x);
-    if (isfinite(left)) {
-        if (left <= 0) {
-            x->r->time_up = true;
-            return sr__fail(x->err, LM_ELIMIT, NULL,
-                              "search: the time limit (%g s) passed before saturation began",
-                              x->o.time_limit_s);
-        }
-        so.time_limit_s = left;
-    }
-    eg_options eo;
-    eg_options_default(&eo);
-    ll_sat_engine_options(&so, &eo);
-    x->devnull = fopen("/dev/null", "w");
-    eo.log = x->devnull;
-    eo.out = x->devnull;
-    x->e = eg_engine_new(&eo, x->err);
-    if (!x->e)
-        return x->err->code ? x->err->code
-                            : sr__fail(x->err, LM_ENOMEM, NULL, "search: no e-graph engine");
-    lm_err he = {0};
-    if (hl_graph_encode(x->g, x->e, &x->enc, &he) != 0)
-        return hx(&he, x->err, "search: encoding the graph");
-    x->have_enc = true;
-    ll_sat_report rep;
-    int rc = ll_saturate(x->e, x->o.rules, x->o.rules_name, &so, &rep, x->err);
-    x->r->t.saturate = lm_now_s() - t;
-    x->r->rows = eg_node_count(x->e);
-    if (rc && so.time_limit_s > 0 && sr__time_left(x) <= 0) {
-        x->r->time_up = true;
-        lm_err_prefix(x->err, "search: --time-limit %g s passed during saturation (%.3f s)",
-                      x->o.time_limit_s, x->r->t.saturate);
-    }
-    if (rc) return rc;
-    sr__progress(x, "saturate: %" PRIu64 " rows after %u phases (%.3f s)", x->r->rows, rep.n_phases,
-             x->r->t.saturate);
-    t = lm_now_s();
-    x->s = ll_space_new(x->e, eg_find(x->e, x->enc.root), x->err);
-    if (!x->s) {
-        x->r->t.space = lm_now_s() - t;
-        return x->err->code;
-    }
-    ll_space_stats st;
-    ll_space_get_stats(x->s, &st);
-    x->r->classes = st.classes;
-    x->r->decisions = st.decisions;
-    x->r->log2_programs = st.log2_programs;
+    x->r->classes = rep->stats.classes;
+    x->r->decisions = rep->stats.decisions;
+    x->r->log2_programs = rep->stats.log2_programs;
     x->ns = ll_space_class_count(x->s);
     x->order = sr__alloc(x->ns ? x->ns : 1, sizeof *x->order);
     x->mark = sr__alloc(x->ns ? x->ns : 1, 1);
     if (!x->order || !x->mark) return sr__oom(x->err, "search");
-    rc = egraph_fingerprint(x);
-    x->r->t.space = lm_now_s() - t;
+    /* hashed from the space's arrays, no serialization written */
+    int rc = ll_space_fingerprint(x->s, x->r->egraph_fingerprint, x->err);
+    x->r->t.space += lm_now_s() - t;
     if (rc) return rc;
-    sr__progress(x, "space: %u classes, %u decisions, log2 programs %.1f (%.3f s)", st.classes,
-             st.decisions, st.log2_programs, x->r->t.space);
+    sr__progress(x, "space: %u classes, %u decisions, log2 programs %.1f (%.3f s)",
+                 rep->stats.classes, rep->stats.decisions, rep->stats.log2_programs,
+                 x->r->t.space);
     return LM_OK;
+}
+
+int sr__saturate(srch *x)
+{
+    if (x->o.session) { /* the caller's front half */
+        const cs_report *rep = cs_session_report(x->o.session);
+        x->s = cs_session_space(x->o.session);
+        if (!x->s || cs_session_graph(x->o.session) != x->g)
+            return sr__fail(x->err, LM_EARG, NULL,
+                            "search: the given compile session %s",
+                            x->s ? "is of another graph" : "has no space (no_space)");
+        x->r->rows = rep->rows;
+        sr__progress(x, "saturate: %" PRIu64 " rows (the caller's compile session)",
+                     x->r->rows);
+        return use_space(x, rep);
+    }
+    /* --time-limit covers the front half: its deadline bounds saturation (before each
+     * phase and inside each) and the space build (the session's deadline) */
+    if (isfinite(sr__time_left(x)) && sr__time_left(x) <= 0) {
+        x->r->time_up = true;
+        return sr__fail(x->err, LM_ELIMIT, NULL,
+                        "search: the time limit (%g s) passed before saturation began",
+                        x->o.time_limit_s);
+    }
+    cs_report rep;
+    cs_options co = {.rules_text = x->o.rules,
+                     .rules_name = x->o.rules_name,
+                     .deadline_s = x->deadline,
+                     .mem_limit = x->o.sat_mem_limit,
+                     .report = &rep};
+    memset(&rep, 0, sizeof rep);
+    x->cs = cs_session_new(x->g, &co, x->err);
+    x->r->t.saturate = rep.encode_seconds + rep.sat_seconds;
+    x->r->t.space = rep.space_seconds;
+    x->r->rows = rep.rows;
+    if (!x->cs) {
+        if (rep.time_up) {
+            x->r->time_up = true;
+            lm_err_prefix(x->err, "search: --time-limit %g s passed during %s (%.3f s)",
+                          x->o.time_limit_s,
+                          rep.stage == CS_STAGE_SPACE ? "the space build" : "saturation",
+                          x->r->t.saturate + x->r->t.space);
+        }
+        return x->err->code ? x->err->code : sr__fail(x->err, LM_ERUNTIME, NULL, "search: no session");
+    }
+    sr__progress(x, "saturate: %" PRIu64 " rows after %u phases (%.3f s)", x->r->rows,
+                 rep.sat.n_phases, x->r->t.saturate);
+    x->s = cs_session_space(x->cs);
+    return use_space(x, &rep);
 }
 
 int sr__open_evaluator(srch *x)
@@ -121,22 +102,15 @@ int sr__open_evaluator(srch *x)
 #ifdef LUMINAL_HAVE_SR_GPU
         if (k == SR_EVAL_AUTO) {
             lm_err pe = {0};
-            int n = (x->o.graph_path && strcmp(x->o.graph_path, "-") != 0) ? sr_gpu_count(&pe) : 0;
+            int n = sr_gpu_count(&pe);
             k = n > 0 ? SR_EVAL_GPU : SR_EVAL_COST_MODEL;
             if (n > 0)
                 snprintf(x->r->note, sizeof x->r->note, "%d GPU%s visible", n, n == 1 ? "" : "s");
-            else if (!x->o.graph_path || strcmp(x->o.graph_path, "-") == 0)
-                snprintf(x->r->note, sizeof x->r->note,
-                         "the graph came from standard input: the GPU workers need a file");
             else
                 snprintf(x->r->note, sizeof x->r->note, "no GPU visible%s%.100s",
                          pe.code ? ": " : "", pe.code ? pe.msg : "");
         }
         if (k == SR_EVAL_GPU) {
-            if (!x->o.graph_path || strcmp(x->o.graph_path, "-") == 0)
-                return sr__fail(x->err, LM_EARG, NULL,
-                                  "search: the GPU evaluator needs the graph as a file (its "
-                                  "workers read it), not standard input");
             sr_gpu_opts go;
             sr_gpu_opts_default(&go);
             go.workers = x->o.gpu_workers;

@@ -7,7 +7,6 @@
  *                 genomes, the model's proposals
  *   sr_winner.c   the checks of the first candidate and the winner, the winner saved
  *   sr_log.c      search.jsonl (one JSON object a line) and the progress lines
- *   sr_keyset.c   the sets of seen genome hashes and LLIR fingerprints
  *
  * One srch lives for one sr_search_run. It owns everything it points to except g, the
  * options' strings, r (the caller's report) and err.
@@ -17,25 +16,12 @@
 
 #include <jansson.h>
 
+#include "lm_keyset.h"
 #include "sr_int.h"
 
 #define SR_STREAM 0x736561726368ull /* "search" */
-#define SR_NODE_LIMIT 200000000ull  /* saturation rows: as --emit space */
 #define SR_HALL 8                   /* best candidates kept for the winner's check */
 #define SR_OVERTIME 5 /* past the time limit, with no time yet: the first genome and 4 seeds */
-
-/* ---- a set of 64- or 128-bit keys (open addressing; the keys are hashes already) ---- */
-
-typedef struct sr_keyset {
-    uint64_t *lo, *hi;
-    uint8_t *used;
-    size_t cap, n;
-} sr_keyset;
-
-void sr__keyset_fini(sr_keyset *k);
-bool sr__keyset_has(const sr_keyset *k, uint64_t lo, uint64_t hi);
-/* 1 inserted, 0 present, -1 out of memory (the set unchanged). */
-int sr__keyset_add(sr_keyset *k, uint64_t lo, uint64_t hi);
 
 /* ---- the state ---- */
 
@@ -87,11 +73,8 @@ typedef struct srch {
     double t0, deadline;
     char log_path[4096], log_tmp[4200]; /* the log, and its name while it is written */
 
-    eg_engine *e;
-    hl_encoding enc;
-    bool have_enc;
-    FILE *devnull;
-    ll_space *s;
+    struct cs_session *cs; /* the compile session: engine, encoding, space */
+    const ll_space *s;     /* cs's space */
     uint32_t ns;
     int64_t *dims; /* hlir order */
     uint32_t nd;
@@ -102,7 +85,7 @@ typedef struct srch {
     uint32_t inflight;
 
     lm_pcg32 rng;
-    sr_keyset genomes, programs;
+    lm_keyset genomes, programs; /* genome hashes (hash, 0); LLIR fingerprints */
     member pop[64];
     uint32_t pop_n;
     member hall[SR_HALL];

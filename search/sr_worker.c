@@ -11,26 +11,29 @@
  *
  * The protocol. Every message is framed as a 4-byte tag, a 4-byte payload length (host
  * order) and the payload (sr__msg_write / sr__msg_read). Payloads are "key=value" lines;
+ * the setup's header is followed by a blank line and the graph,
  * a candidate's header is followed by a blank line and its LLIR.
  *
  *   driver -> worker
- *     SETU  once, first:      graph=PATH (the graph's JSON, read again here)
- *                             dims=V0,V1,...   (hl_graph_dim_at order; "" for none)
+ *     SETU  once, first:      dims=V0,V1,...   (hl_graph_dim_at order; "" for none)
  *                             seed=S  backend=gpu|cpu  warmup=W  trials=T
  *                             timeout_ms=MS (pg_program_time's limit)
  *                             mem_budget=BYTES (0: none)  compile_threads=N
  *                             cache_dir=DIR ("": no on-disk cache)
+ *                             <blank line> the graph (hl_graph_write_json, written once by
+ *                             the driver: the worker reads no file)
  *     CAND  per candidate:    id=N  cutoff_ms=X (0: none)  check=0|1
  *                             hook=none|abort|hang (test hooks: abort() or hang after
  *                             compiling; the driver sets them from
  *                             LUMINAL_WORKER_TEST_CRASH / _HANG)
- *                             <blank line> the LLIR (ll_graph_write_json)
+ *                             <blank line> the LLIR as binary (ll_graph_pack; the worker
+ *                             unpacks and verifies it, ll_graph_unpack)
  *     QUIT  (or end of file)  the worker frees everything and exits 0
  *
  *   worker -> driver
  *     REDY  after SETU:       pid=P  cvd=<its CUDA_VISIBLE_DEVICES>  inputs=N
  *     FAIL  instead of REDY:  msg=why (the worker then exits 2)
- *     STAG  while a candidate runs: stage=parse|plan|compile|run|check|time (the driver
+ *     STAG  while a candidate runs: stage=unpack|plan|compile|run|check|time (the driver
  *                             names the last one when the worker dies or times out)
  *     RSLT  per candidate:    id  status (sr_status's value)  ms  compile_s  trials
  *                             checked=0|1  compiled (CUBINs compiled by NVRTC for it)
@@ -38,7 +41,9 @@
  *                             exiting=1 when its context is unusable (a fault, a timeout
  *                             inside the driver): it exits after this answer
  *
- * Per candidate: the LLIR is read (ll_graph_read_json) and planned (cg_plan_new); the
+ * Per candidate: the LLIR is unpacked (ll_graph_unpack) and planned (cg_plan_new: the
+ * search planned it too, for the cost model; codegen depends on nothing but the LLIR, so
+ * both plans are the same byte for byte, and the search saves its own); the
  * plan's memory (the most bytes live at one step) is held against the budget; the
  * program is opened on the backend (pg_program_new: the GPU context, NVRTC on
  * compile_threads threads through cuda_rt's on-disk cache; compile_s is this, outside the
@@ -185,10 +190,11 @@ static int make_inputs(wk_state *w, lm_err *err)
 
 static int setup(wk_state *w, const char *t, size_t len, lm_err *err)
 {
-    char path[4096], dims[4096], backend[16], cache[4096];
-    if (!sr__kv(t, len, "graph", path, sizeof path))
-        return sr__fail(err, LM_EARG, NULL, "worker: the setup names no graph");
-    w->g = hl_graph_load_json(path, err);
+    char dims[4096], backend[16], cache[4096];
+    const char *body = sr__kv_body(t, len);
+    if (!body || body == t + len)
+        return sr__fail(err, LM_EARG, NULL, "worker: the setup holds no graph");
+    w->g = hl_graph_read_json(body, len - (size_t)(body - t), "the search's graph", err);
     if (!w->g) return err->code;
     w->nd = hl_graph_dim_count(w->g);
     w->ni = hl_graph_input_count(w->g);
@@ -206,6 +212,14 @@ static int setup(wk_state *w, const char *t, size_t len, lm_err *err)
     }
     if (n != w->nd)
         return sr__fail(err, LM_EARG, NULL, "worker: %u dims given, the graph has %u", n, w->nd);
+    for (uint32_t i = 0; i < w->nd; i++) { /* as --dim is checked: the inputs are made at them */
+        const hl_dim *d = hl_graph_dim_at(w->g, i);
+        if (w->dims[i] < d->lo || w->dims[i] > d->hi)
+            return sr__fail(err, LM_EARG, NULL,
+                            "worker: dim '%s' = %" PRId64 " is outside the graph's range [%" PRId64
+                            ", %" PRId64 "]",
+                            hl_var_name(hl_graph_exprs_c(w->g), d->var), w->dims[i], d->lo, d->hi);
+    }
     w->seed = kv_u64(t, len, "seed", 0);
     if (!sr__kv(t, len, "backend", backend, sizeof backend)) strcpy(backend, "gpu");
     w->backend = strcmp(backend, "cpu") == 0 ? PG_BACKEND_CPU : PG_BACKEND_GPU;
@@ -545,11 +559,10 @@ static void candidate(wk_state *w, const char *t, size_t len)
         _exit(5);
     }
     o->status = SR_ERROR;
-    stage(w, "parse");
+    stage(w, "unpack");
     const char *body = sr__kv_body(t, len);
     lm_err e = {0};
-    ll_graph *lg =
-        body ? ll_graph_read_json(body, len - (size_t)(body - t), "candidate", &e) : NULL;
+    ll_graph *lg = body ? ll_graph_unpack(body, len - (size_t)(body - t), &e) : NULL;
     if (!lg)
         fail(o, SR_ERROR, "the candidate's LLIR: ", body ? e.msg : "missing");
     else

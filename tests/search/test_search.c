@@ -3,6 +3,7 @@
  *
  * White-box (INTERNALS search): the fault-injection evaluator implements sr_eval.h's
  * sr_evaluator_ops and is handed to the search through sr_options.ev. */
+#define _GNU_SOURCE /* fopencookie, memmem: a progress stream that stalls */
 #include "lm_check.h"
 #include "search.h"
 #include "session.h"
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GRAPH LUMINAL_SOURCE_DIR "/examples/graphs/decode_mlp_bf16.json"
@@ -427,6 +429,57 @@ END_TEST
 
 /* --time-limit covers saturation (issue 21, fault 2): a limit that passes before or
  * during saturation stops the search there, saying so, instead of saturating on. */
+/* A progress stream that sleeps when a line names the space, so that the time limit
+ * passes right after the space is built: before the reference lowering. */
+static ssize_t stall_write(void *cookie, const char *buf, size_t n)
+{
+    double *stall = cookie;
+    if (memmem(buf, n, "space:", 6)) {
+        struct timespec ts = {(time_t)*stall, (long)((*stall - (time_t)*stall) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    return (ssize_t)n;
+}
+
+START_TEST(past_the_time_limit_the_reference_is_not_run)
+{
+    /* the limit passes after the space: the reference lowering (not needed for a
+     * program, and its codegen takes seconds on a long graph) is skipped, the first
+     * genome alone is evaluated and saved */
+    hl_graph *g = load(GRAPH);
+    double stall = 1.0;
+    cookie_io_functions_t io = {.write = stall_write};
+    FILE *pr = fopencookie(&stall, "w", io);
+    ck_assert_ptr_nonnull(pr);
+    setvbuf(pr, NULL, _IONBF, 0);
+    sr_options o;
+    sr_report r;
+    char *d = tmpdir();
+    opts(&o, GRAPH, d, 0, 20);
+    o.progress = pr;
+    run_ok(g, &o, &r); /* unlimited, to know how long the front half takes */
+    double front = r.t.saturate + r.t.space;
+    sr_report_fini(&r);
+    stall = 2 * front + 0.5;
+    o.time_limit_s = 2 * front + 0.2; /* passes during the stall */
+    run_ok(g, &o, &r);
+    ck_assert(r.time_up);
+    ck_assert_str_eq(r.reference_status, "not run");
+    ck_assert(isnan(r.reference_ms));
+    ck_assert_uint_eq(r.evaluated, 1);
+    ck_assert(isfinite(r.best_ms));
+    size_t len;
+    char *plan = slurp(d, "program/plan.json", &len);
+    ck_assert_uint_gt(len, 0);
+    free(plan);
+    sr_report_fini(&r);
+    fclose(pr);
+    rmtree(d);
+    free(d);
+    hl_graph_free(g);
+}
+END_TEST
+
 START_TEST(the_time_limit_covers_saturation)
 {
     hl_graph *g = load(GRAPH);
@@ -546,6 +599,47 @@ END_TEST
 
 /* ---- the cost model ---- */
 
+START_TEST(the_cost_model_answers_with_the_searchs_cost)
+{
+    /* a candidate the search costed already is not costed again: the evaluator answers
+     * with sr_candidate.modelled_ms (and applies the cutoff to it) */
+    hl_graph *g = load(GRAPH);
+    lm_err e = {0};
+    ll_graph *lg = ll_graph_from_hlir(g, &e);
+    ck_assert_msg(lg, "%s", e.msg);
+    cg_plan *plan = cg_plan_new(lg, NULL, &e);
+    ck_assert_msg(plan, "%s", e.msg);
+    sr_eval_setup s = {.graph = g};
+    sr_evaluator *ev = sr_cost_model_new(&s, &e);
+    ck_assert_ptr_nonnull(ev);
+    sr_candidate c = {.id = 7, .llir = lg, .plan = plan, .costed = true, .modelled_ms = 123.5};
+    sr_result r;
+    ck_assert_int_eq(ev->ops->submit(ev, &c, &e), 0);
+    ck_assert_int_eq(ev->ops->next(ev, &r, &e), 0);
+    ck_assert_int_eq(r.status, SR_OK);
+    ck_assert(r.ms == 123.5);
+    c.cutoff_ms = 100;
+    ck_assert_int_eq(ev->ops->submit(ev, &c, &e), 0);
+    ck_assert_int_eq(ev->ops->next(ev, &r, &e), 0);
+    ck_assert_int_eq(r.status, SR_TOO_SLOW);
+    /* not costed: the evaluator costs the plan itself, as sr_cost_plan does */
+    double ms;
+    int64_t dims[8];
+    ck_assert_uint_le(hl_graph_dim_count(g), 8);
+    for (uint32_t i = 0; i < hl_graph_dim_count(g); i++)
+        dims[i] = hl_graph_dim_at(g, i)->profile;
+    ck_assert_int_eq(sr_cost_plan(plan, lg, g, dims, &ms, NULL, NULL, &e), 0);
+    c = (sr_candidate){.id = 8, .llir = lg, .plan = plan};
+    ck_assert_int_eq(ev->ops->submit(ev, &c, &e), 0);
+    ck_assert_int_eq(ev->ops->next(ev, &r, &e), 0);
+    ck_assert(r.ms == ms && ms > 0);
+    ev->ops->free(ev);
+    cg_plan_free(plan);
+    ll_graph_free(lg);
+    hl_graph_free(g);
+}
+END_TEST
+
 START_TEST(the_cost_model_orders_obvious_cases)
 {
     /* the reference lowering (a kernel per primitive) costs more than the winner, and a
@@ -657,6 +751,7 @@ static Suite *search_suite(void)
     tcase_add_test(t, same_seed_same_plan_byte_for_byte);
     tcase_add_test(t, a_search_out_of_time_still_measures_a_candidate);
     tcase_add_test(t, the_time_limit_covers_saturation);
+    tcase_add_test(t, past_the_time_limit_the_reference_is_not_run);
     tcase_add_test(t, replaying_a_log_gives_the_same_plan);
     tcase_add_test(t, a_replay_of_another_graph_diverges);
     tcase_add_test(t, failures_are_recorded_and_the_search_finishes);
@@ -664,6 +759,7 @@ static Suite *search_suite(void)
     tcase_add_test(t, a_program_is_measured_once);
     tcase_add_test(t, the_model_screens_out_hopeless_candidates);
     tcase_add_test(t, the_cost_model_orders_obvious_cases);
+    tcase_add_test(t, the_cost_model_answers_with_the_searchs_cost);
     tcase_add_test(t, the_search_finds_the_fused_attention);
     tcase_add_test(t, the_cost_model_counts_loops_and_scattered_loads);
     suite_add_tcase(s, t);

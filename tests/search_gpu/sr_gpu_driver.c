@@ -167,7 +167,11 @@ static int measure(const opts *o)
     t0 = lm_now_s();
     while (done_n < n) {
         while (next < n && next - done_n < slots) {
-            sr_candidate c = {next, cs[next].g, cs[next].plan, 0, next == 0};
+            sr_candidate c = {.id = next,
+                              .llir = cs[next].g,
+                              .plan = cs[next].plan,
+                              .cutoff_ms = 0,
+                              .check = next == 0};
             if (ev->ops->submit(ev, &c, &err)) goto fail;
             next++;
         }
@@ -184,7 +188,11 @@ static int measure(const opts *o)
     double rep_min = INFINITY, rep_max = 0;
     if (best_i != UINT32_MAX) {
         for (uint32_t k = 0; k <= o->repeat; k++) {
-            sr_candidate c = {best_i, cs[best_i].g, cs[best_i].plan, 0, k == o->repeat};
+            sr_candidate c = {.id = best_i,
+                              .llir = cs[best_i].g,
+                              .plan = cs[best_i].plan,
+                              .cutoff_ms = 0,
+                              .check = k == o->repeat};
             sr_result r;
             if (ev->ops->submit(ev, &c, &err) || ev->ops->next(ev, &r, &err)) goto fail;
             print_result(k == o->repeat ? "winner" : "again", &r);

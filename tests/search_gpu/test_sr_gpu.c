@@ -49,7 +49,8 @@ static void fx_init(fx *f)
     f->h = hl_graph_load_json(DATA "sqrt.json", &e);
     ck_assert_msg(f->h, "%s", e.msg);
     f->dims[0] = 37;
-    f->setup = (sr_eval_setup){f->h, DATA "sqrt.json", f->dims, 5};
+    /* no path: the workers get the graph itself in their setup, never read a file */
+    f->setup = (sr_eval_setup){f->h, NULL, f->dims, 5};
     f->ok = lower(DATA "sqrt.json");
     f->nan = lower(DATA "nan.json");
     f->wrong = lower(DATA "wrong.json");
@@ -93,7 +94,7 @@ static sr_evaluator *pool(fx *f, uint32_t workers, void (*tune)(sr_gpu_opts *))
 /* One candidate through the pool, waited for. */
 static sr_result eval1(sr_evaluator *ev, uint64_t id, const ll_graph *g, double cutoff, bool check)
 {
-    sr_candidate c = {id, g, NULL, cutoff, check};
+    sr_candidate c = {.id = id, .llir = g, .plan = NULL, .cutoff_ms = cutoff, .check = check};
     lm_err e = {0};
     ck_assert_msg(ev->ops->submit(ev, &c, &e) == 0, "%s", e.msg);
     sr_result r;
@@ -337,7 +338,7 @@ START_TEST(killed_workers_are_restarted)
     sr_result r = eval1(ev, 1, f.ok, 0, false);
     ck_assert_msg(r.status == SR_OK, "%s", r.why);
     /* killed while running (hung by the hook): its candidate is a fault */
-    sr_candidate c = {2, f.ok, NULL, 0, false};
+    sr_candidate c = {.id = 2, .llir = f.ok, .plan = NULL, .cutoff_ms = 0, .check = false};
     lm_err e = {0};
     ck_assert_int_eq(ev->ops->submit(ev, &c, &e), 0);
     usleep(300 * 1000);
@@ -375,13 +376,17 @@ START_TEST(two_workers_measure_at_once)
     uint32_t sent = 0, got = 0;
     while (got < 8) {
         while (sent < 8 && sent - got < 2) {
-            sr_candidate c = {sent, sent == 5 ? f.nan : f.ok, NULL, 0, sent == 0};
+            sr_candidate c = {.id = sent,
+                              .llir = sent == 5 ? f.nan : f.ok,
+                              .plan = NULL,
+                              .cutoff_ms = 0,
+                              .check = sent == 0};
             ck_assert_msg(ev->ops->submit(ev, &c, &e) == 0, "%s", e.msg);
             sent++;
         }
         /* both slots are taken: a third is refused */
         if (sent - got == 2) {
-            sr_candidate c = {99, f.ok, NULL, 0, false};
+            sr_candidate c = {.id = 99, .llir = f.ok, .plan = NULL, .cutoff_ms = 0, .check = false};
             ck_assert_int_eq(ev->ops->submit(ev, &c, &e), LM_EARG);
             lm_err_clear(&e);
         }
@@ -433,11 +438,13 @@ START_TEST(setup_failures_are_errors)
     o.backend_cpu = true;
     o.cache_dir = "";
     lm_err e = {0};
+    /* a dim outside the graph's range [1, 100000] */
     sr_eval_setup bad = f.setup;
-    bad.graph_path = DATA "no_such_graph.json";
+    int64_t over[1] = {100001};
+    bad.dims = over;
     ck_assert_ptr_null(sr_gpu_new(&bad, &o, &e));
-    ck_assert_msg(strstr(e.msg, "refused the setup") && strstr(e.msg, "no_such_graph"), "%s",
-                  e.msg);
+    ck_assert_msg(strstr(e.msg, "refused the setup") && strstr(e.msg, "dim 'n' = 100001"),
+                  "%s", e.msg);
     no_children();
     lm_err_clear(&e);
     o.worker_exe = DATA "no_such_program";

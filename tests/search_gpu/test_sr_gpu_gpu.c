@@ -79,7 +79,7 @@ static sr_evaluator *pool(fx *f, uint32_t workers, const char *cache)
 
 static sr_result eval1(sr_evaluator *ev, uint64_t id, const ll_graph *g, double cutoff, bool check)
 {
-    sr_candidate c = {id, g, NULL, cutoff, check};
+    sr_candidate c = {.id = id, .llir = g, .plan = NULL, .cutoff_ms = cutoff, .check = check};
     lm_err e = {0};
     ck_assert_msg(ev->ops->submit(ev, &c, &e) == 0, "%s", e.msg);
     sr_result r;
@@ -201,7 +201,8 @@ START_TEST(one_visible_device_one_worker_and_all_gpus_used)
     uint32_t sent = 0, got = 0, total = 3 * slots;
     while (got < total) {
         while (sent < total && sent - got < slots) {
-            sr_candidate c = {sent, f.ok, NULL, 0, false};
+            sr_candidate c = {
+                .id = sent, .llir = f.ok, .plan = NULL, .cutoff_ms = 0, .check = false};
             ck_assert_msg(ev->ops->submit(ev, &c, &e) == 0, "%s", e.msg);
             sent++;
         }
