@@ -49,7 +49,7 @@ static void time_chain(tl_env *t, double *space_s, double *graph_s, uint32_t *no
     for (int rep = 0; rep < 3; rep++) {
         lm_err e = {0};
         double t0 = lm_now_s();
-        ll_space *s = ll_space_new(t->e, eg_find(t->e, t->enc.root), &e);
+        ll_space *s = ll_space_new(t->e, cs_session_root(t->cs), &e);
         ck_assert_msg(s != NULL, "%s", e.msg);
         char fp[33];
         ck_assert_msg(ll_space_fingerprint(s, fp, &e) == LM_OK, "%s", e.msg);
@@ -105,7 +105,7 @@ START_TEST(the_space_build_stops_at_its_deadline_with_a_true_message)
     hl_graph *h = relu_chain(2000);
     tl_env t;
     tl_build(&t, h, NULL);
-    eg_value root = eg_find(t.e, t.enc.root);
+    eg_value root = cs_session_root(t.cs);
     /* a deadline already past: stopped at the first check, naming the step */
     ll_space_opts o = {.deadline_s = lm_now_s() - 1};
     lm_err e = {0};

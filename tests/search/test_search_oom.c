@@ -5,7 +5,7 @@
  * candidates and an output directory, so that saturation, the space, the evaluator, the
  * loop, the log, the winner and the save are all on the path. */
 #include "lm_check.h"
-#include "ls_int.h"
+#include "session.h"
 #include "search.h"
 
 #include <stdio.h>
@@ -41,8 +41,8 @@ START_TEST(each_allocation_failure_of_a_search_is_a_clean_error)
     snprintf(out, sizeof out, "%s/out", dir);
     sr_options o;
     sr_options_default(&o);
-    o.rules = ls_rules_builtin();
-    o.rules_name = ls_rules_builtin_name();
+    o.rules = cs_rules_builtin();
+    o.rules_name = cs_rules_builtin_name();
     o.out_dir = out;
     o.limit = 3;
     o.evaluator = SR_EVAL_COST_MODEL;
