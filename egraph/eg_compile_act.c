@@ -51,6 +51,31 @@ static void expect_sort(eg_engine *e, const sx *at, uint32_t want, uint32_t got)
 /* A container primitive in an action: its container sort comes from the sort wanted
  * of it, or from its arguments; an argument that is itself a container call (such as
  * (vec-empty), which names no sort) is compiled last, once the others fixed the sort. */
+/* The end of compiling a function value (fn) or container primitive call named name: the
+ * primitive p that resolution found, or a type error saying why none (amb: several fit). */
+static aexpr *call_resolved(eg_engine *e, const sx *s, aexpr *a, const eg_prim *p, uint32_t want,
+                            bool amb, bool fn, const char *name)
+{
+    if (!p && fn)
+        eg__throw(e, LM_ETYPE, EG_LOC(s),
+                  amb ? "unstable-fn \"%s\": several function sorts fit; give the result a "
+                        "known sort"
+                      : "unstable-fn \"%s\": no function sort (UnstableFn) fits this target "
+                        "with these partial arguments (wrong name, arity, input or output sorts)",
+                  name);
+    if (!p)
+        eg__throw(e, LM_ETYPE, EG_LOC(s),
+                  amb ? "cannot tell which container sort '%s' makes here: several fit; "
+                        "give an argument or the result a known sort"
+                      : "no primitive '%s' takes these arguments (wrong arity or argument "
+                        "sorts, or no container sort declared for them)",
+                  name);
+    a->prim = p;
+    a->sort = eg__cont_ret(e, p);
+    expect_sort(e, s, want, a->sort);
+    return a;
+}
+
 /* (unstable-fn "name" partial...) in an action: the function sort is the one wanted, or
  * the one whose signature the target fits; a partial argument that is itself a container
  * call gets the target's input sort. */
@@ -87,17 +112,7 @@ static aexpr *fn_expr(eg_engine *e, cc *c, const sx *s, uint32_t nargs, uint32_t
         }
         if (again) p = eg__fn_resolve(e, name, ps, np, want, want_ps, &amb);
     }
-    if (!p)
-        eg__throw(e, LM_ETYPE, EG_LOC(s),
-                  amb ? "unstable-fn \"%s\": several function sorts fit; give the result a "
-                        "known sort"
-                      : "unstable-fn \"%s\": no function sort (UnstableFn) fits this target "
-                        "with these partial arguments (wrong name, arity, input or output sorts)",
-                  name);
-    a->prim = p;
-    a->sort = eg__cont_ret(e, p);
-    expect_sort(e, s, want, a->sort);
-    return a;
+    return call_resolved(e, s, a, p, want, amb, true, name);
 }
 
 static aexpr *cont_expr(eg_engine *e, cc *c, const sx *s, const char *h, uint32_t nargs,
@@ -142,17 +157,7 @@ static aexpr *cont_expr(eg_engine *e, cc *c, const sx *s, const char *h, uint32_
         }
         p = eg__cont_resolve(e, h, sorts, nargs, want, &known, &amb);
     }
-    if (!p)
-        eg__throw(e, LM_ETYPE, EG_LOC(s),
-                  amb ? "cannot tell which container sort '%s' makes here: several fit; "
-                        "give an argument or the result a known sort"
-                      : "no primitive '%s' takes these arguments (wrong arity or argument "
-                        "sorts, or no container sort declared for them)",
-                  h);
-    a->prim = p;
-    a->sort = eg__cont_ret(e, p);
-    expect_sort(e, s, want, a->sort);
-    return a;
+    return call_resolved(e, s, a, p, want, amb, false, h);
 }
 
 aexpr *eg__cc_expr(eg_engine *e, cc *c, const sx *s, uint32_t want, aexpr **holder)
