@@ -16,7 +16,8 @@
 #
 # STEPS (default 1,2,3), ONLY (workload names, default the six attention examples), DIMS,
 # STL (the search's --time-limit, default 20), BUDGET (seconds for step 2, default 400),
-# GENOMES (genomes per graph in step 1, default 24). Logs and tables in $OUT (.gpu/out).
+# GENOMES (genomes per graph in step 1, default 24), VARIANTS (the torch variants, run_e2e.py
+# --variants). Logs and tables in $OUT (.gpu/out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$(pwd)/.gpu/out}
@@ -46,7 +47,8 @@ if [[ $steps == *2* ]]; then
   dimargs=""
   for d in ${DIMS:-}; do dimargs="$dimargs --dim $d"; done
   PYTHONUNBUFFERED=1 python3 bench/e2e/run_e2e.py --bin .gpu/bin --out "$work" --only "$only" \
-    --search-time-limit "${STL:-20}" --budget "${BUDGET:-400}" $dimargs >"$out/e2e.log" 2>&1
+    --search-time-limit "${STL:-20}" --budget "${BUDGET:-400}" $dimargs ${VARIANTS:+--variants "$VARIANTS"} \
+    >"$out/e2e.log" 2>&1
   e=$?
   cp "$work"/results.* "$out/" 2>/dev/null
   (cd "$work" && find . -name search.jsonl -o -name search.log | tar czf "$out/e2e.tgz" -T - 2>/dev/null)
