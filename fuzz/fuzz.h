@@ -29,6 +29,7 @@
 #define LUMINAL_FUZZ_H
 
 #include "llir.h"
+#include "session.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -71,6 +72,10 @@ typedef struct fz_options {
     uint64_t mem_limit;     /* the most bytes a reference or executor run may hold; 0:
                                half of this machine's memory */
     FILE *log;              /* the saturation report and progress; NULL: nothing */
+    cs_session *session;    /* a compile session of this graph made by the caller (with
+                               its space), used instead of making one (the rules and
+                               unchecked's dtype check are then the session's); NULL: made
+                               and freed by fz_run */
 } fz_options;
 
 /* One genome checked, as the callback sees it. Pointers are valid during the call. */

@@ -75,7 +75,8 @@ typedef struct fz {
     fz_result *r;
     lm_err *err;
 
-    cs_session *cs;
+    cs_session *cs; /* made here (freed here), or the caller's (fz_options.session) */
+    bool own_cs;
     cs_report cs_rep;
     const ll_space *s;
     uint32_t ns;
@@ -419,7 +420,16 @@ static int setup(fz *f)
                      .log = o->log,
                      .skip_dtype_check = o->unchecked,
                      .report = &f->cs_rep};
-    f->cs = cs_session_new(f->g, &co, f->err);
+    if (o->session) {
+        if (cs_session_graph(o->session) != f->g || !cs_session_space(o->session))
+            return fz__fail(f->err, LM_EARG, NULL,
+                            "fz_run: the session given is not of this graph or has no space");
+        f->cs = o->session;
+        f->cs_rep = *cs_session_report(o->session);
+    } else {
+        f->cs = cs_session_new(f->g, &co, f->err);
+        f->own_cs = true;
+    }
     r->sat = f->cs_rep.sat;
     r->sat_seconds = f->cs_rep.sat_seconds;
     r->space_seconds = f->cs_rep.space_seconds;
@@ -474,7 +484,7 @@ static void teardown(fz *f)
     fz__free(f->ldims);
     fz__free(f->order);
     fz__free(f->mark);
-    cs_session_free(f->cs);
+    if (f->own_cs) cs_session_free(f->cs);
 }
 
 int fz_run(const hl_graph *g, const fz_options *o, const fz_hooks *h,

@@ -117,19 +117,24 @@ START_TEST(inputs_are_seeded_by_stream)
 }
 END_TEST
 
-/* Every request a small fuzz makes of the counted door failed in turn: a clean LM_ENOMEM
- * each time (or the failure absorbed and the fuzz whole), nothing left behind. */
+/* Every request the fuzz makes of the counted door failed in turn, with the compile
+ * session made beforehand (fz_options.session; the session's own requests are failed in
+ * turn by tests/session): a clean LM_ENOMEM each time (or the failure absorbed and the
+ * fuzz whole, never as a failed genome), nothing left behind. */
 START_TEST(each_allocation_failed_in_turn)
 {
     hl_graph *g = tf_load(SOFTMAX);
-    fz_options o = {.n = 3, .seed = 1};
-    fz_result r;
     lm_err e0 = {0};
+    cs_session *cs = cs_session_new(g, NULL, &e0);
+    ck_assert_msg(cs != NULL, "%s", e0.msg);
+    fz_options o = {.n = 3, .seed = 1, .session = cs};
+    fz_result r;
     lm_mem_stats_reset();
     ck_assert_msg(fz_run(g, &o, NULL, &r, &e0) == 0, "%s", e0.msg);
     uint64_t calls = 0;
     lm_mem_stats(&calls, NULL);
     ck_assert_uint_eq(r.checked, 3);
+    ck_assert_uint_ge(calls, 10);
     uint64_t failed = 0, absorbed = 0;
     long i = 0;
     for (;; i++) {
@@ -155,6 +160,12 @@ START_TEST(each_allocation_failed_in_turn)
     ck_assert_uint_eq((uint64_t)i, calls);
     ck_assert_uint_eq(failed + absorbed, calls);
     ck_assert_uint_ge(failed, 1);
+    /* a session of another graph is refused */
+    hl_graph *other = tf_load(LUMINAL_SOURCE_DIR "/examples/graphs/decode_mlp_bf16.json");
+    lm_err e1 = {0};
+    ck_assert_int_eq(fz_run(other, &o, NULL, &r, &e1), LM_EARG);
+    hl_graph_free(other);
+    cs_session_free(cs);
     hl_graph_free(g);
 }
 END_TEST
