@@ -3,6 +3,8 @@
 
 #include <stdarg.h>
 
+#include "llir.h"
+
 int sr__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
 {
     va_list ap;
@@ -15,4 +17,11 @@ int sr__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
 int sr__oom(lm_err *err, const char *who)
 {
     return sr__fail(err, LM_ENOMEM, NULL, "%s: out of memory", who);
+}
+
+int sr__fingerprint(const ll_graph *g, ll_fingerprint *fp, lm_err *err, const char *who)
+{
+    *fp = ll_graph_fingerprint(g);
+    if (fp->lo == UINT64_MAX && fp->hi == UINT64_MAX) return sr__oom(err, who);
+    return LM_OK;
 }

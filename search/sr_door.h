@@ -40,6 +40,13 @@ static inline void sr__free(void *p)
  * them all). loc (may be NULL) says where in an input the error is. Returns code. */
 int sr__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* ll_graph_fingerprint of g into *fp; LM_ENOMEM (sr__oom) when it could not be computed:
+ * llir returns the sentinel all-ones fingerprint, "a fingerprint nothing else can have",
+ * when its scratch cannot be allocated. */
+struct ll_graph;
+struct ll_fingerprint;
+int sr__fingerprint(const struct ll_graph *g, struct ll_fingerprint *fp, lm_err *err,
+                    const char *who);
 /* LM_ENOMEM: "WHO: out of memory" (who: "search", "gpu evaluator", "worker", ...). */
 int sr__oom(lm_err *err, const char *who);
 

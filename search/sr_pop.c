@@ -9,11 +9,11 @@
 #include <string.h>
 
 /* Inserts (g, ms, id) into a list sorted by (ms, id), keeping at most cap. */
-sr_built *sr__built_new(ll_graph *lg, cg_plan *plan, double modelled_ms)
+sr_built *sr__built_new(ll_graph *lg, cg_plan *plan, double modelled_ms, ll_fingerprint fp)
 {
     sr_built *b = sr__alloc(1, sizeof *b);
     if (!b) return NULL;
-    *b = (sr_built){.refs = 1, .lg = lg, .plan = plan, .modelled_ms = modelled_ms};
+    *b = (sr_built){.refs = 1, .lg = lg, .plan = plan, .modelled_ms = modelled_ms, .fp = fp};
     return b;
 }
 
@@ -175,11 +175,14 @@ int sr__propose(srch *x, flight *best, bool *have)
         if (skip) x->r->dup_genomes++;
         lm_err e = {0};
         if (!skip) skip = !(c.lg = ll_graph_from_genome(x->s, &c.g, &e));
-        ll_fingerprint fp = {0, 0}, bp = {0, 0};
         if (!skip) {
-            fp = ll_graph_fingerprint(c.lg);
-            if (*have) bp = ll_graph_fingerprint(best->lg);
-            skip = lm_keyset_has(&x->programs, fp.lo, fp.hi) || (*have && fp.lo == bp.lo && fp.hi == bp.hi);
+            if ((rc = sr__fingerprint(c.lg, &c.fp, x->err, "search"))) {
+                sr__flight_clear(&c);
+                return rc;
+            }
+            ll_fingerprint fp = c.fp, bp = *have ? best->fp : (ll_fingerprint){0, 0};
+            skip = lm_keyset_has(&x->programs, fp.lo, fp.hi) ||
+                   (*have && fp.lo == bp.lo && fp.hi == bp.hi);
             if (skip) x->r->dup_programs++;
         }
         x->r->t.search += lm_now_s() - t;

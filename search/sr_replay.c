@@ -66,7 +66,8 @@ static int rp_submit(sr_evaluator *ev, const sr_candidate *c, lm_err *err)
     replay_ev *r = (replay_ev *)ev;
     if (r->inflight >= r->slots)
         return sr__fail(err, LM_EARG, NULL, "replay: more candidates in flight than slots");
-    ll_fingerprint fp = ll_graph_fingerprint(c->llir);
+    ll_fingerprint fp;
+    if (sr__fingerprint(c->llir, &fp, err, "replay")) return err->code;
     int64_t at = -1;
     for (size_t i = 0; i < r->n && at < 0; i++)
         if (!r->e[i].used && r->e[i].lo == fp.lo && r->e[i].hi == fp.hi &&

@@ -101,10 +101,11 @@ int sr_save_program(const char *out_dir, const cg_plan *plan, const ll_graph *lg
     FILE *f = sr__open_tmp(path, tmp, sizeof tmp, err);
     if (!f) return err->code;
     lm_err he = {0};
-    rc = hl_graph_fwrite_json(g, f, &he) != 0 ? LM_EIO : LM_OK;
+    rc = hl_graph_fwrite_json(g, f, &he) != 0 ? (he.code ? he.code : LM_EIO) : LM_OK;
     if (rc) {
-        lm_err_copy(err, &he);
+        lm_err_copy(err, &he); /* out of memory stays LM_ENOMEM */
         if (!err->code) sr__fail(err, LM_EIO, NULL, "search: writing '%s' failed", tmp);
+        rc = err->code;
     }
     return sr__commit_tmp(f, tmp, path, rc, err);
 }

@@ -119,8 +119,9 @@ int sr__prepare(srch *x, flight *f, bool *ok)
     if (!f->lg) f->lg = ll_graph_from_genome(x->s, &f->g, &e);
     x->r->t.search += lm_now_s() - t;
     if (sr__fatal(x, &e)) return x->err->code;
-    ll_fingerprint fp = {0, 0};
-    if (f->lg) fp = ll_graph_fingerprint(f->lg);
+    if (f->lg && !f->borrowed && sr__fingerprint(f->lg, &f->fp, x->err, "search"))
+        return x->err->code;
+    ll_fingerprint fp = f->fp;
     if (f->lg && f->role == ROLE_SEARCH) {
         int added = lm_keyset_add(&x->programs, fp.lo, fp.hi);
         if (added < 0) return sr__oom(x->err, "search");
@@ -260,7 +261,7 @@ int sr__take_result(srch *x)
     if ((unsigned)res.status >= SR_STATUS_COUNT) res.status = SR_ERROR;
     res.why[sizeof res.why - 1] = 0;
     x->r->t.compile += res.compile_s;
-    ll_fingerprint fp = ll_graph_fingerprint(f->lg);
+    ll_fingerprint fp = f->fp;
     char buf[32], bbuf[32];
     if (f->role == ROLE_REFERENCE) {
         x->r->reference_ms = res.status == SR_OK ? res.ms : NAN;
@@ -306,7 +307,7 @@ int sr__take_result(srch *x)
             }
             /* its LLIR and plan are kept (the hall's and the first's) for its check
              * and, if it wins, for saving: the program evaluated is the one saved */
-            sr_built *b = sr__built_new(f->lg, f->plan, f->modelled_ms);
+            sr_built *b = sr__built_new(f->lg, f->plan, f->modelled_ms, f->fp);
             if (!b) return sr__oom(x->err, "search");
             f->lg = NULL;
             f->plan = NULL;

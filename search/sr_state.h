@@ -37,6 +37,7 @@ typedef struct sr_built {
     ll_graph *lg;
     cg_plan *plan;
     double modelled_ms;
+    ll_fingerprint fp; /* lg's */
 } sr_built;
 
 typedef struct member { /* a parent, or one of the hall of the best */
@@ -52,6 +53,7 @@ typedef struct flight { /* a candidate handed to the evaluator */
     role role;
     ll_graph *lg;
     cg_plan *plan;
+    ll_fingerprint fp; /* lg's (when lg is built) */
     ll_genome g;
     bool have_genome;
     const char *origin;
@@ -145,7 +147,7 @@ int sr__member_insert(member *list, uint32_t *n, uint32_t cap, const ll_genome *
 void sr__member_remove(member *list, uint32_t *n, uint32_t i);
 /* A new sr_built (one reference) that takes lg and plan; NULL (they untouched) when out
  * of memory. */
-sr_built *sr__built_new(ll_graph *lg, cg_plan *plan, double modelled_ms);
+sr_built *sr__built_new(ll_graph *lg, cg_plan *plan, double modelled_ms, ll_fingerprint fp);
 void sr__built_release(sr_built *b); /* accepts NULL */
 void sr__member_clear(member *list, uint32_t *n);
 /* Draws a genome into f (a search candidate); canonicalized. */

@@ -28,6 +28,7 @@ static int check_one(srch *x, const ll_genome *g, sr_built *b, uint64_t parent, 
     f->borrowed = true;
     f->costed = true;
     f->modelled_ms = b->modelled_ms;
+    f->fp = b->fp;
     bool ok;
     if ((rc = sr__prepare(x, f, &ok))) return rc;
     if (!ok) return sr__fail(x->err, LM_ERUNTIME, NULL, "search: a checked candidate was refused");
@@ -83,7 +84,7 @@ int sr__winner(srch *x)
     /* the LLIR and the plan that were evaluated, not built again */
     const ll_graph *lg = w->b->lg;
     const cg_plan *plan = w->b->plan;
-    sr__hexfp(ll_graph_fingerprint(lg), x->r->best_fingerprint);
+    sr__hexfp(w->b->fp, x->r->best_fingerprint);
     x->r->winner_kernels = plan->n_kernels;
     x->r->winner_blas = plan->n_blas;
     double ms;
