@@ -48,9 +48,6 @@ static void expect_sort(eg_engine *e, const sx *at, uint32_t want, uint32_t got)
     }
 }
 
-/* A container primitive in an action: its container sort comes from the sort wanted
- * of it, or from its arguments; an argument that is itself a container call (such as
- * (vec-empty), which names no sort) is compiled last, once the others fixed the sort. */
 /* The end of compiling a function value (fn) or container primitive call named name: the
  * primitive p that resolution found, or a type error saying why none (amb: several fit). */
 static aexpr *call_resolved(eg_engine *e, const sx *s, aexpr *a, const eg_prim *p, uint32_t want,
@@ -115,6 +112,9 @@ static aexpr *fn_expr(eg_engine *e, cc *c, const sx *s, uint32_t nargs, uint32_t
     return call_resolved(e, s, a, p, want, amb, true, name);
 }
 
+/* A container primitive in an action: its container sort comes from the sort wanted
+ * of it, or from its arguments; an argument that is itself a container call (such as
+ * (vec-empty), which names no sort) is compiled last, once the others fixed the sort. */
 static aexpr *cont_expr(eg_engine *e, cc *c, const sx *s, const char *h, uint32_t nargs,
                         uint32_t want, aexpr **holder)
 {
