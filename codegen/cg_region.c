@@ -49,6 +49,13 @@ static int emit(cg_ctx *c, cg_vg *vg, bool row, uint32_t node, uint32_t out_buf,
     return rc;
 }
 
+/* A failed cg__vg_build leaves what it had allocated in vg: free it, pass rc on. */
+static int unbuilt(cg_vg *vg, int rc)
+{
+    cg__vg_fini(vg);
+    return rc;
+}
+
 int cg__region_kernel(cg_ctx *c, uint32_t node, uint32_t out_buf, cg_kernel *k)
 {
     const ll_node *n = ll_graph_node(c->g, node);
@@ -64,18 +71,18 @@ int cg__region_kernel(cg_ctx *c, uint32_t node, uint32_t out_buf, cg_kernel *k)
     hl_expr last = cand[nc - 1], one = hl_e_num(p, 1);
     cg_vg vg;
     int rc = cg__vg_build(&vg, c, node, last, true);
-    if (rc) return rc;
+    if (rc) return unbuilt(&vg, rc);
     if (count_reduce(&vg) > 0) {
         if (cg__row_eligible(&vg) > 0) return emit(c, &vg, true, node, out_buf, k);
         cg__vg_fini(&vg);
         if (last != one) {
             rc = cg__vg_build(&vg, c, node, one, true);
-            if (rc) return rc;
+            if (rc) return unbuilt(&vg, rc);
             if (cg__row_eligible(&vg) > 0) return emit(c, &vg, true, node, out_buf, k);
             cg__vg_fini(&vg);
         }
         rc = cg__vg_build(&vg, c, node, last, false);
-        if (rc) return rc;
+        if (rc) return unbuilt(&vg, rc);
         return emit(c, &vg, false, node, out_buf, k);
     }
     cg__vg_fini(&vg);
@@ -85,7 +92,7 @@ int cg__region_kernel(cg_ctx *c, uint32_t node, uint32_t out_buf, cg_kernel *k)
     uint32_t bi = 0;
     for (uint32_t i = 0; i < nc; i++) {
         rc = cg__vg_build(&vg, c, node, cand[i], false);
-        if (rc) return rc;
+        if (rc) return unbuilt(&vg, rc);
         int s = cg__elem_score(&vg);
         int64_t lv;
         if (i > 0 && hl_e_is_num(p, cand[i], &lv) && lv % 2) s = -1; /* no vector path */
@@ -96,7 +103,7 @@ int cg__region_kernel(cg_ctx *c, uint32_t node, uint32_t out_buf, cg_kernel *k)
         }
     }
     rc = cg__vg_build(&vg, c, node, cand[bi], false);
-    if (rc) return rc;
+    if (rc) return unbuilt(&vg, rc);
     return emit(c, &vg, false, node, out_buf, k);
 }
 

@@ -96,7 +96,10 @@ bool cg__pos_unit(hl_expr_pool *p, hl_expr e, hl_expr L)
 static uint32_t new_scope(cg_vg *vg, uint32_t parent, hl_expr pos, hl_expr len, hl_expr inner,
                           int64_t zmax)
 {
-    if (!cg__grow((void **)&vg->s, &vg->scap, vg->ns + 1, sizeof *vg->s)) return LM_NONE;
+    if (!cg__grow((void **)&vg->s, &vg->scap, vg->ns + 1, sizeof *vg->s)) {
+        fail(vg, LM_ENOMEM, "out of memory");
+        return LM_NONE;
+    }
     hl_expr_pool *p = vg->p;
     hl_expr z = hl_e_z(p);
     hl_expr ri = hl_e_mul(p, len, inner);
