@@ -199,6 +199,24 @@ char *lm_strndup(const char *s, size_t n);
  * elements are not initialised. */
 int lm_grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
 
+/* A module's door over these, for a module with nothing to add: LM_MEM_DOOR(hl) defines
+ * hl__alloc, hl__zalloc, hl__realloc, hl__free, hl__strdup and hl__grow as static inline
+ * forwards, in the module's private header, so the door stays the module's own name
+ * (one place to break on, one to change) without a file of one-line functions. */
+#define LM_MEM_DOOR(p)                                                                       \
+    static inline void *p##__alloc(size_t n, size_t size) { return lm_alloc(n, size); }     \
+    static inline void *p##__zalloc(size_t n, size_t size) { return lm_zalloc(n, size); }   \
+    static inline void *p##__realloc(void *q, size_t n, size_t size)                         \
+    {                                                                                        \
+        return lm_realloc(q, n, size);                                                       \
+    }                                                                                        \
+    static inline void p##__free(void *q) { lm_free(q); }                                    \
+    static inline char *p##__strdup(const char *s) { return lm_strdup(s); }                  \
+    static inline int p##__grow(void **arr, uint32_t *cap, uint32_t need, size_t size)       \
+    {                                                                                        \
+        return lm_grow(arr, cap, need, size);                                                \
+    }
+
 /* Counts a request of n * size bytes and decides whether it may go ahead: false when the
  * size overflows or the test hook fails this request. For a door that must use another
  * allocator (the engine's, which accounts for blocks by their usable size) but still

@@ -40,19 +40,12 @@ hl_status hl__fail_node(const hl_graph *g, lm_err *err, int code, uint32_t id, h
 #endif
     ;
 
-/* The one allocation door (hl_mem.c), a thin door over base's (base.h, "Memory"): n *
- * size bytes, NULL on overflow or failure. Never returns NULL for n == 0. Tests fail the
- * n-th allocation with lm_mem_fail_after and count them with lm_mem_stats. */
-void *hl__alloc(size_t n, size_t size);
-/* As hl__alloc, zero-filled. */
-void *hl__zalloc(size_t n, size_t size);
-/* Resizes p to n * size bytes; on failure returns NULL and p is untouched. */
-void *hl__realloc(void *p, size_t n, size_t size);
-void hl__free(void *p);
-char *hl__strdup(const char *s);
-/* Grows *arr (elements of size) so it holds at least need elements (lm_grow); *cap is
- * updated. Returns 0, or -1 on failure with *arr and *cap untouched. */
-int hl__grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
+/* The one allocation door, over base's (base.h, "Memory"): hl__alloc(n, size) gives n *
+ * size bytes, NULL on overflow or failure, never NULL for n == 0; hl__zalloc zero-fills;
+ * hl__realloc leaves p untouched on failure; hl__grow returns 0, or -1 with *arr and *cap
+ * untouched. Tests fail the n-th allocation with lm_mem_fail_after and count them with
+ * lm_mem_stats. */
+LM_MEM_DOOR(hl)
 
 /* The largest finite value of float dtype t (FLT_MAX, 65504, ...); 0 for a dtype that is
  * not a float. */

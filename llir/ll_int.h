@@ -25,18 +25,11 @@
  * Memory and errors
  * ================================================================================== */
 
-/* The one allocation door (ll_mem.c), a thin door over base's (base.h, "Memory"): n *
- * size bytes, NULL on overflow or failure. Never returns NULL for n == 0. Tests fail the
- * n-th allocation with lm_mem_fail_after. */
-void *ll__alloc(size_t n, size_t size);
-void *ll__zalloc(size_t n, size_t size);
-/* Resizes p to n * size bytes; on failure returns NULL and p is untouched. */
-void *ll__realloc(void *p, size_t n, size_t size);
-void ll__free(void *p);
-char *ll__strdup(const char *s);
-/* Grows *arr (of *cap elements of size bytes) to hold at least need elements, doubling
- * (lm_grow). 0, or -1 with *arr and *cap untouched. */
-int ll__grow(void **arr, uint32_t *cap, uint32_t need, size_t size);
+/* The one allocation door, over base's (base.h, "Memory"): ll__alloc(n, size) gives n *
+ * size bytes, NULL on overflow or failure, never NULL for n == 0; ll__realloc leaves p
+ * untouched on failure; ll__grow doubles (lm_grow), 0 or -1 with *arr and *cap untouched.
+ * Tests fail the n-th allocation with lm_mem_fail_after. */
+LM_MEM_DOOR(ll)
 
 /* The door every llir error goes through: lm_err_setv with the location. */
 int ll__fail(lm_err *err, int code, const lm_loc *loc, const char *fmt, ...)
