@@ -171,18 +171,6 @@ static int copy_matmul(build *b, const ll_matmul *src, ll_matmul *dst)
 
 /* ---- the fused attention (KAttn, KAttnMask): the spec of codegen/cg_attn.h ---- */
 
-/* The z-coefficient of stride s over a dim of size n (s = c*z, c free of z), or HL_NONE;
- * a stride is first simplified with z < n when n is a number. In the plan's pool. */
-static hl_expr attn_coef(hl_expr_pool *p, hl_expr s, hl_expr n)
-{
-    int64_t nv;
-    if (hl_e_is_num(p, n, &nv) && nv > 0) s = hl_e_subst_z(p, s, hl_e_z(p), nv);
-    if (s == HL_NONE) return HL_NONE;
-    hl_expr c = hl_e_subst_z(p, s, hl_e_num(p, 1), 0);
-    if (c == HL_NONE || hl_e_has_z(p, c)) return HL_NONE;
-    return hl_e_mul(p, c, hl_e_z(p)) == s ? c : HL_NONE;
-}
-
 /* The base of a view (LLIR pool) at leading index z = bh, flattened over the leading dims
  * lead[0 .. nl) (plan pool), and its row and column strides' coefficients. */
 static int attn_view(build *b, uint32_t id, const char *name, const hl_view *v, uint32_t nl,
@@ -209,8 +197,8 @@ static int attn_view(build *b, uint32_t id, const char *name, const hl_view *v, 
     hl_expr cs = hl_expr_copy(p, lp, v->strides[nl + 1], b->c.memo, 0);
     hl_expr rn = hl_expr_copy(p, lp, v->dims[nl], b->c.memo, 0);
     hl_expr cn = hl_expr_copy(p, lp, v->dims[nl + 1], b->c.memo, 0);
-    *row = attn_coef(p, rs, rn);
-    *col = attn_coef(p, cs, cn);
+    *row = hl_stride_coef(p, rs, rn);
+    *col = hl_stride_coef(p, cs, cn);
     if (*row == HL_NONE || *col == HL_NONE)
         return cg__fail(b->err, LM_EUNSUPPORTED, cg__at(id),
                         "attention: %s's row or column stride is not linear in z (the fused "

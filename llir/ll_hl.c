@@ -54,12 +54,5 @@ hl_expr ll__expr_copy(hl_expr_pool *dst, const hl_expr_pool *src, hl_expr e, hl_
 
 bool ll__numel(uint32_t ndim, const int64_t *dims, size_t *out)
 {
-    size_t n = 1;
-    for (uint32_t i = 0; i < ndim; i++) {
-        if (dims[i] < 0) return false;
-        if (dims[i] && n > SIZE_MAX / (size_t)dims[i]) return false;
-        n *= (size_t)dims[i];
-    }
-    *out = n;
-    return true;
+    return hl_numel_of(ndim, dims, out);
 }

@@ -213,19 +213,6 @@ static int decode_prim(ll__kd *b, uint32_t cls, uint32_t kn, const ll_op_info *o
     return LM_OK;
 }
 
-/* The z-coefficient c of a stride s = c*z (c free of z; 0 for a broadcast) over a dim
- * of size n, or HL_NONE when s is not of that form. A stride is first simplified with
- * z < n when n is a number: a merged stride such as 64*S*(z/64) + z%64 is z over 64. */
-static hl_expr coefficient(hl_expr_pool *p, hl_expr s, hl_expr n)
-{
-    int64_t nv;
-    if (hl_e_is_num(p, n, &nv) && nv > 0) s = hl_e_subst_z(p, s, hl_e_z(p), nv);
-    if (s == HL_NONE) return HL_NONE;
-    hl_expr c = hl_e_subst_z(p, s, hl_e_num(p, 1), 0);
-    if (c == HL_NONE || hl_e_has_z(p, c)) return HL_NONE;
-    return hl_e_mul(p, c, hl_e_z(p)) == s ? c : HL_NONE;
-}
-
 static bool is_num(const hl_expr_pool *p, hl_expr e, int64_t v)
 {
     int64_t x;
@@ -239,8 +226,8 @@ static int matmul_operand(ll__kd *b, uint32_t cls, uint32_t kn, const char *name
                           hl_expr *ld)
 {
     hl_expr_pool *p = b->xd.p;
-    hl_expr cr = coefficient(p, sr, rows), cc = coefficient(p, sc, cols);
-    hl_expr cb = coefficient(p, sbc, hl_e_num(p, 2)); /* only 0 is accepted */
+    hl_expr cr = hl_stride_coef(p, sr, rows), cc = hl_stride_coef(p, sc, cols);
+    hl_expr cb = hl_stride_coef(p, sbc, hl_e_num(p, 2)); /* only 0 is accepted */
     if (cr == HL_NONE || cc == HL_NONE || cb == HL_NONE) {
         char t[3][96];
         hl_e_print(p, sr, t[0], sizeof t[0]);
@@ -287,7 +274,7 @@ static int batch_stride(ll__kd *b, uint32_t cls, uint32_t kn, const char *name, 
     *out = hl_e_num(p, 0);
     for (uint32_t i = nb; i-- > 0;) {
         if (is_num(p, sh[i], 1)) continue;
-        hl_expr c = coefficient(p, st[i], sh[i]);
+        hl_expr c = hl_stride_coef(p, st[i], sh[i]);
         if (c == HL_NONE)
             return ll__space_fail(b->s, b->err, b->what, cls, kn,
                                   "KMatmul: %s's batch stride %u is not linear in z", name, i);

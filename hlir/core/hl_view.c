@@ -312,3 +312,25 @@ void hl_view_fprint(const hl_expr_pool *p, const hl_view *v, FILE *f)
     fputc(':', f);
     hl__dims_fprint(p, v->ndim, v->strides, f);
 }
+
+hl_expr hl_stride_coef(hl_expr_pool *p, hl_expr s, hl_expr n)
+{
+    int64_t nv;
+    if (hl_e_is_num(p, n, &nv) && nv > 0) s = hl_e_subst_z(p, s, hl_e_z(p), nv);
+    if (s == HL_NONE) return HL_NONE;
+    hl_expr c = hl_e_subst_z(p, s, hl_e_num(p, 1), 0);
+    if (c == HL_NONE || hl_e_has_z(p, c)) return HL_NONE;
+    return hl_e_mul(p, c, hl_e_z(p)) == s ? c : HL_NONE;
+}
+
+bool hl_numel_of(uint32_t ndim, const int64_t *dims, size_t *out)
+{
+    size_t n = 1;
+    for (uint32_t i = 0; i < ndim; i++) {
+        if (dims[i] < 0) return false;
+        if (dims[i] && n > SIZE_MAX / (size_t)dims[i]) return false;
+        n *= (size_t)dims[i];
+    }
+    *out = n;
+    return true;
+}

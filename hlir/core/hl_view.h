@@ -32,6 +32,15 @@ typedef struct hl_view {
     hl_expr strides[HL_MAX_DIMS]; /* expressions in z */
 } hl_view;
 
+/* The z-coefficient c of a stride s = c*z (c free of z; 0 for a broadcast) over a dim of
+ * size n, or HL_NONE when s is not of that form. The stride is first simplified with
+ * z < n when n is a number: a merged stride such as 64*S*(z/64) + z%64 is z over 64. */
+hl_expr hl_stride_coef(hl_expr_pool *p, hl_expr s, hl_expr n);
+
+/* Row-major element count of dims[0..ndim) into *out; false for a negative dim or a
+ * size_t overflow. */
+bool hl_numel_of(uint32_t ndim, const int64_t *dims, size_t *out);
+
 /* The contiguous (row-major) view of dims[0..ndim). ndim 0 is a scalar. */
 hl_status hl_view_contiguous(hl_expr_pool *p, uint32_t ndim, const hl_expr *dims, hl_view *out,
                              lm_err *err);

@@ -85,14 +85,7 @@ uint32_t hl__ref_fused_threads(uint32_t threads, uint64_t rows, uint64_t n, uint
 /* Row-major element count of dims; false for a negative dim or size_t overflow. */
 static inline bool hl__ref_numel_of(uint32_t ndim, const int64_t *dims, size_t *out)
 {
-    size_t n = 1;
-    for (uint32_t i = 0; i < ndim; i++) {
-        if (dims[i] < 0) return false;
-        if (dims[i] && n > SIZE_MAX / (size_t)dims[i]) return false;
-        n *= (size_t)dims[i];
-    }
-    *out = n;
-    return true;
+    return hl_numel_of(ndim, dims, out);
 }
 
 /* ---- element access: load as f32 / int64, store converting as a Cast does ---- */
