@@ -178,6 +178,8 @@ typedef struct cg_vg {
     uint32_t n, cap;
     cg_val *v;
     uint32_t *ht, hcap;       /* the values by content (cg_val.c): ids, LM_NONE empty */
+    struct cg_built *bt;      /* the region nodes built, by (node, position, scope) */
+    uint32_t bcap, bn;
     uint32_t ns, scap;
     cg_scope *s;
     uint32_t root;            /* the root value */

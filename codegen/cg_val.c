@@ -313,7 +313,57 @@ typedef struct bframe {
     uint32_t scope;        /* the scope the inputs are read in */
     bool top;              /* the inputs are stored (a top-level kernel) */
     cg_val v;              /* the value; a reduction's body goes to v.body */
+    hl_expr kpos;          /* the node's own position and scope (cg_built), when not top */
+    uint32_t kscope;
+    bool key;
 } bframe;
+
+/* A region node built at a position in a scope (its consumers' inputs are not stored):
+ * building it again gives the same value and changes nothing, so a producer read twice
+ * (a DAG, x * (x > 0)) is walked once, not once per path to it. */
+typedef struct cg_built {
+    uint32_t nid, scope;
+    hl_expr pos;
+    uint32_t id; /* LM_NONE: an empty slot */
+} cg_built;
+
+static uint32_t built_slot(const cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope)
+{
+    uint64_t w[2] = {(uint64_t)nid | (uint64_t)scope << 32, (uint64_t)pos};
+    uint32_t mask = vg->bcap - 1, h = (uint32_t)XXH3_64bits(w, sizeof w) & mask;
+    while (vg->bt[h].id != LM_NONE &&
+           (vg->bt[h].nid != nid || vg->bt[h].pos != pos || vg->bt[h].scope != scope))
+        h = (h + 1) & mask;
+    return h;
+}
+
+/* The value of region node nid built at pos in scope, or LM_NONE. */
+static uint32_t built_find(const cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope)
+{
+    return vg->bcap ? vg->bt[built_slot(vg, nid, pos, scope)].id : LM_NONE;
+}
+
+/* Records that region node nid at pos in scope is value id; false on OOM. */
+static bool built_add(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope, uint32_t id)
+{
+    if (vg->bn + 1 > vg->bcap / 2) {
+        uint32_t cap = vg->bcap ? vg->bcap * 2 : 64, old = vg->bcap;
+        if (cap < old) return false;
+        cg_built *bt = cg__alloc(cap, sizeof *bt), *ob = vg->bt;
+        if (!bt) return false;
+        for (uint32_t i = 0; i < cap; i++)
+            bt[i].id = LM_NONE;
+        vg->bt = bt;
+        vg->bcap = cap;
+        for (uint32_t i = 0; i < old; i++)
+            if (ob[i].id != LM_NONE) vg->bt[built_slot(vg, ob[i].nid, ob[i].pos, ob[i].scope)] = ob[i];
+        cg__free(ob);
+    }
+    uint32_t h = built_slot(vg, nid, pos, scope);
+    if (vg->bt[h].id == LM_NONE) vg->bn++;
+    vg->bt[h] = (cg_built){.nid = nid, .scope = scope, .pos = pos, .id = id};
+    return true;
+}
 
 static uint32_t build_node(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope, bool top);
 
@@ -526,6 +576,7 @@ static uint32_t build_node(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope,
         return LM_NONE;
     }
     if (!begin_node(vg, nid, pos, scope, top, &st[0], &id)) goto fail;
+    st[0].key = false;
     if (id != LM_NONE) goto done;
     n = 1;
     while (n > 0) {
@@ -533,17 +584,24 @@ static uint32_t build_node(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope,
         if (f->i == f->nin) {
             id = finish_node(vg, f);
             if (id == LM_NONE) goto fail;
+            if (f->key && !built_add(vg, f->nid, f->kpos, f->kscope, id)) {
+                fail(vg, LM_ENOMEM, "out of memory");
+                goto fail;
+            }
         } else {
             uint32_t src;
             hl_expr ip;
             if (!input_at(vg, f->nid, f->i, f->pos, f->scope, f->top, &id, &src, &ip)) goto fail;
-            if (src != LM_NONE) {
+            if (src != LM_NONE && (id = built_find(vg, src, ip, f->scope)) == LM_NONE) {
                 if (!cg__grow((void **)&st, &cap, n + 1, sizeof *st)) {
                     fail(vg, LM_ENOMEM, "out of memory");
                     goto fail;
                 }
                 f = &st[n - 1];
                 if (!begin_node(vg, src, ip, f->scope, false, &st[n], &id)) goto fail;
+                st[n].kpos = ip;
+                st[n].kscope = f->scope;
+                st[n].key = true;
                 if (id == LM_NONE) {
                     n++; /* built when its inputs are */
                     continue;
@@ -636,6 +694,7 @@ void cg__vg_fini(cg_vg *vg)
 {
     cg__free(vg->v);
     cg__free(vg->ht);
+    cg__free(vg->bt);
     cg__free(vg->s);
     memset(vg, 0, sizeof *vg);
 }
