@@ -177,6 +177,9 @@ typedef struct cg_vg {
     hl_expr *memo;            /* LLIR expression -> plan expression (borrowed) */
     uint32_t n, cap;
     cg_val *v;
+    uint32_t *ht, hcap;       /* the values by content (cg_val.c): ids, LM_NONE empty */
+    struct cg_built *bt;      /* the region nodes built, by (node, position, scope) */
+    uint32_t bcap, bn;
     uint32_t ns, scap;
     cg_scope *s;
     uint32_t root;            /* the root value */

@@ -31,6 +31,9 @@
 
 #include <math.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 static const hl_expr_pool *llpool(const cg_vg *vg)
 {
     return ll_graph_exprs(vg->g);
@@ -170,16 +173,83 @@ static bool same(const cg_val *a, const cg_val *b)
     return false;
 }
 
-/* The id of a value equal to *v, adding it when new; LM_NONE on OOM (error set). */
+/* The content hash of *v: the fields same() compares, and no others. */
+static uint64_t val_hash(const cg_val *v)
+{
+    uint64_t w[4 + HL_MAX_INPUTS];
+    uint32_t n = 0;
+    w[n++] = (uint64_t)v->kind | (uint64_t)v->dt << 8 | (uint64_t)v->scope << 32;
+    switch (v->kind) {
+    case CG_V_CONST: {
+        uint32_t x;
+        memcpy(&x, &v->c, 4);
+        w[n++] = x;
+        break;
+    }
+    case CG_V_IOTA:
+    case CG_V_LOAD:
+        w[n++] = (uint64_t)v->node | (uint64_t)v->pos << 32;
+        break;
+    case CG_V_REDUCE:
+        w[n++] = (uint64_t)v->node | (uint64_t)v->pos << 32;
+        w[n++] = (uint64_t)v->op;
+        break;
+    case CG_V_OP:
+        w[n++] = (uint64_t)v->op | (uint64_t)v->from << 16 | (uint64_t)v->na << 32;
+        for (uint32_t i = 0; i < v->na && i < HL_MAX_INPUTS; i++)
+            w[n++] = v->a[i];
+        break;
+    }
+    return XXH3_64bits(w, n * sizeof *w);
+}
+
+/* The slot of the table holding a value equal to *v, or the empty slot where it goes.
+ * The table is never empty here (hcap > 0). */
+static uint32_t slot_of(const cg_vg *vg, const cg_val *v)
+{
+    uint32_t mask = vg->hcap - 1;
+    uint32_t h = (uint32_t)val_hash(v) & mask;
+    while (vg->ht[h] != LM_NONE && !same(&vg->v[vg->ht[h]], v))
+        h = (h + 1) & mask;
+    return h;
+}
+
+/* The id of a value equal to *v, or LM_NONE. */
+static uint32_t find(const cg_vg *vg, const cg_val *v)
+{
+    return vg->hcap ? vg->ht[slot_of(vg, v)] : LM_NONE;
+}
+
+/* Doubles the table (kept at most half full) and places every value again; false on
+ * OOM (the table is then as it was). */
+static bool rehash(cg_vg *vg)
+{
+    uint32_t cap = vg->hcap ? vg->hcap * 2 : 64;
+    if (cap < vg->hcap) return false;
+    uint32_t *ht = cg__alloc(cap, sizeof *ht);
+    if (!ht) return false;
+    memset(ht, 0xff, (size_t)cap * sizeof *ht); /* LM_NONE */
+    cg__free(vg->ht);
+    vg->ht = ht;
+    vg->hcap = cap;
+    for (uint32_t i = 0; i < vg->n; i++)
+        vg->ht[slot_of(vg, &vg->v[i])] = i;
+    return true;
+}
+
+/* The id of a value equal to *v, adding it when new; LM_NONE on OOM (error set). Ids are
+ * in creation order: the table only finds them. */
 static uint32_t intern(cg_vg *vg, const cg_val *v)
 {
-    for (uint32_t i = vg->n; i-- > 0;)
-        if (same(&vg->v[i], v)) return i;
-    if (!cg__grow((void **)&vg->v, &vg->cap, vg->n + 1, sizeof *vg->v)) {
+    uint32_t id = find(vg, v);
+    if (id != LM_NONE) return id;
+    if ((vg->n + 1 > vg->hcap / 2 && !rehash(vg)) ||
+        !cg__grow((void **)&vg->v, &vg->cap, vg->n + 1, sizeof *vg->v)) {
         fail(vg, LM_ENOMEM, "out of memory");
         return LM_NONE;
     }
     vg->v[vg->n] = *v;
+    vg->ht[slot_of(vg, v)] = vg->n;
     return vg->n++;
 }
 
@@ -234,26 +304,110 @@ static hl_expr view_index(cg_vg *vg, const hl_view *lv)
     return hl_view_index(vg->p, &v);
 }
 
+/* Building a value is a post-order walk of the region from its root: a node's value is
+ * made after its inputs' values. The walk keeps its own stack of frames (a chain of
+ * thousands of fused nodes is as deep), and does every step in the order a recursive
+ * walk would: input i's position is composed only after input i-1 is built, so the
+ * values, scopes and expressions come out in the same creation order. */
+typedef struct bframe {
+    uint32_t nid;          /* the node being built */
+    uint32_t nin, i;       /* inputs to build, and the next one */
+    hl_expr pos;           /* where the inputs are read (their consumer's position) */
+    uint32_t scope;        /* the scope the inputs are read in */
+    bool top;              /* the inputs are stored (a top-level kernel) */
+    cg_val v;              /* the value; a reduction's body goes to v.body */
+    hl_expr kpos;          /* the node's own position and scope (cg_built), when not top */
+    uint32_t kscope;
+    bool key;
+} bframe;
+
+/* A region node built at a position in a scope (its consumers' inputs are not stored):
+ * building it again gives the same value and changes nothing, so a producer read twice
+ * (a DAG, x * (x > 0)) is walked once, not once per path to it. */
+typedef struct cg_built {
+    uint32_t nid, scope;
+    hl_expr pos;
+    uint32_t id; /* LM_NONE: an empty slot */
+} cg_built;
+
+static uint32_t built_slot(const cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope)
+{
+    uint64_t w[2] = {(uint64_t)nid | (uint64_t)scope << 32, (uint64_t)pos};
+    uint32_t mask = vg->bcap - 1, h = (uint32_t)XXH3_64bits(w, sizeof w) & mask;
+    while (vg->bt[h].id != LM_NONE &&
+           (vg->bt[h].nid != nid || vg->bt[h].pos != pos || vg->bt[h].scope != scope))
+        h = (h + 1) & mask;
+    return h;
+}
+
+/* The value of region node nid built at pos in scope, or LM_NONE. */
+static uint32_t built_find(const cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope)
+{
+    return vg->bcap ? vg->bt[built_slot(vg, nid, pos, scope)].id : LM_NONE;
+}
+
+/* Records that region node nid at pos in scope is value id; false on OOM. */
+static bool built_add(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope, uint32_t id)
+{
+    if (vg->bn + 1 > vg->bcap / 2) {
+        uint32_t cap = vg->bcap ? vg->bcap * 2 : 64, old = vg->bcap;
+        if (cap < old) return false;
+        cg_built *bt = cg__alloc(cap, sizeof *bt), *ob = vg->bt;
+        if (!bt) return false;
+        for (uint32_t i = 0; i < cap; i++)
+            bt[i].id = LM_NONE;
+        vg->bt = bt;
+        vg->bcap = cap;
+        for (uint32_t i = 0; i < old; i++)
+            if (ob[i].id != LM_NONE) vg->bt[built_slot(vg, ob[i].nid, ob[i].pos, ob[i].scope)] = ob[i];
+        cg__free(ob);
+    }
+    uint32_t h = built_slot(vg, nid, pos, scope);
+    if (vg->bt[h].id == LM_NONE) vg->bn++;
+    vg->bt[h] = (cg_built){.nid = nid, .scope = scope, .pos = pos, .id = id};
+    return true;
+}
+
 static uint32_t build_node(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope, bool top);
 
-/* Input i of node nid (top: a top-level kernel whose inputs are stored) at position pos. */
-static uint32_t build_input(cg_vg *vg, uint32_t nid, uint32_t i, hl_expr pos, uint32_t scope,
-                            bool top)
+/* Input i of node nid (top: a top-level kernel whose inputs are stored) at position pos:
+ * a load's id (*id), or the region node to build (*src) at position *ip (*id LM_NONE).
+ * false on error (set). */
+static bool input_at(cg_vg *vg, uint32_t nid, uint32_t i, hl_expr pos, uint32_t scope, bool top,
+                     uint32_t *id, uint32_t *src, hl_expr *ip)
 {
     const ll_node *n = ll_graph_node(vg->g, nid);
     hl_expr vi = view_index(vg, &n->prim.in[i].view);
     if (vi == HL_NONE) {
         oom(vg);
-        return LM_NONE;
+        return false;
     }
     int64_t zb = vg->s[scope].zmax;
-    hl_expr ip = hl_e_subst_z(vg->p, vi, pos, zb >= 0 && zb < INT64_MAX ? zb + 1 : 0);
-    ip = cg__expr_tidy(vg->p, vg->d, ip, zb);
-    uint32_t src = n->in[i];
-    const ll_node *s = ll_graph_node(vg->g, src);
-    if (top || s->region == LM_NONE) return load(vg, src, ip, scope);
-    if (s->kind == LL_LOAD) return load(vg, s->in[0], ip, scope);
-    return build_node(vg, src, ip, scope, false);
+    hl_expr e = hl_e_subst_z(vg->p, vi, pos, zb >= 0 && zb < INT64_MAX ? zb + 1 : 0);
+    e = cg__expr_tidy(vg->p, vg->d, e, zb);
+    uint32_t in = n->in[i];
+    const ll_node *s = ll_graph_node(vg->g, in);
+    *id = *src = LM_NONE;
+    *ip = e;
+    if (top || s->region == LM_NONE)
+        *id = load(vg, in, e, scope);
+    else if (s->kind == LL_LOAD)
+        *id = load(vg, s->in[0], e, scope);
+    else {
+        *src = in;
+        return true;
+    }
+    return *id != LM_NONE;
+}
+
+/* Input i of node nid (top: a top-level kernel whose inputs are stored) at position pos. */
+static uint32_t build_input(cg_vg *vg, uint32_t nid, uint32_t i, hl_expr pos, uint32_t scope,
+                            bool top)
+{
+    uint32_t id, src;
+    hl_expr ip;
+    if (!input_at(vg, nid, i, pos, scope, top, &id, &src, &ip)) return LM_NONE;
+    return src == LM_NONE ? id : build_node(vg, src, ip, scope, false);
 }
 
 static uint32_t deepest(const cg_vg *vg, const uint32_t *ops, uint32_t n)
@@ -269,7 +423,11 @@ static uint32_t deepest(const cg_vg *vg, const uint32_t *ops, uint32_t n)
     return best;
 }
 
-static uint32_t build_reduce(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope)
+/* Starts a reduction of LLIR node nid at position pos: its id (*id) when it is built
+ * already, else its frame *f, whose one input (the body) is read at z in a new loop
+ * scope (or the element scope, for an aligned row reduction). false on error (set). */
+static bool begin_reduce(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope, bframe *f,
+                         uint32_t *id)
 {
     const ll_node *n = ll_graph_node(vg->g, nid);
     const hl_view *lv = &n->prim.in[0].view;
@@ -277,7 +435,7 @@ static uint32_t build_reduce(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scop
     if (axis >= lv->ndim) {
         cg__fail(vg->err, LM_EVERIFY, cg__at(nid), "reduction axis %u outside its input's %u dims", axis,
                  lv->ndim);
-        return LM_NONE;
+        return false;
     }
     hl_expr_pool *p = vg->p;
     hl_expr len = cg__x(vg, lv->dims[axis]);
@@ -289,22 +447,22 @@ static uint32_t build_reduce(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scop
     }
     if (len == HL_NONE || inner == HL_NONE || numel == HL_NONE) {
         oom(vg);
-        return LM_NONE;
+        return false;
     }
     uint32_t sc = scope;
     hl_expr e = hoist(vg, &sc, pos);
     if (e == HL_NONE) {
         oom(vg);
-        return LM_NONE;
+        return false;
     }
-    cg_val v;
-    val_init(&v, CG_V_REDUCE, n->prim.dtype);
-    v.op = n->prim.op;
-    v.node = nid;
-    v.pos = e;
-    v.scope = sc;
-    for (uint32_t i = vg->n; i-- > 0;)
-        if (same(&vg->v[i], &v)) return i;
+    cg_val *v = &f->v;
+    val_init(v, CG_V_REDUCE, n->prim.dtype);
+    v->op = n->prim.op;
+    v->node = nid;
+    v->pos = e;
+    v->scope = sc;
+    *id = find(vg, v);
+    if (*id != LM_NONE) return true;
     uint32_t body_scope;
     hl_expr one = hl_e_num(p, 1), z = hl_e_z(p);
     if (vg->share_elem && vg->row != LM_NONE && sc == vg->row && e == z && len == vg->L &&
@@ -315,53 +473,54 @@ static uint32_t build_reduce(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scop
         body_scope = new_scope(vg, sc, e, len, inner, m == INT64_MAX ? INT64_MAX : m - 1);
         if (body_scope == LM_NONE) {
             oom(vg);
-            return LM_NONE;
+            return false;
         }
     }
-    uint32_t body = build_input(vg, nid, 0, z, body_scope, n->region == LM_NONE);
-    if (body == LM_NONE) return LM_NONE;
-    v.body = body;
-    v.body_scope = body_scope;
-    uint32_t id = intern(vg, &v);
-    if (id != LM_NONE && body_scope != vg->elem) vg->s[body_scope].red = id;
-    return id;
+    v->body_scope = body_scope;
+    f->nid = nid;
+    f->nin = 1;
+    f->i = 0;
+    f->pos = z;
+    f->scope = body_scope;
+    f->top = n->region == LM_NONE;
+    return true;
 }
 
-/* An elementwise op (hl_op_is_elementwise) of LLIR node nid: one value of its inputs. */
-static uint32_t build_elementwise(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope, bool top)
+/* Starts LLIR node nid at position pos: its id (*id) when it needs no input built (a
+ * constant, an iota, a reduction built already), else its frame *f. false on error. */
+static bool begin_node(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope, bool top, bframe *f,
+                       uint32_t *id)
 {
     const ll_node *n = ll_graph_node(vg->g, nid);
     const hl_node *pr = &n->prim;
-    cg_val v;
-    uint32_t ar = hl_op_arity(pr->op);
-    if (n->n_in < ar || pr->n_in < ar) {
-        cg__fail(vg->err, LM_EVERIFY, cg__at(nid), "%s with %u inputs", hl_op_name(pr->op), n->n_in);
-        return LM_NONE;
+    cg_val *v = &f->v;
+    *id = LM_NONE;
+    if (hl_op_is_elementwise(pr->op)) {
+        /* an elementwise op (hl_op_is_elementwise): one value of its inputs */
+        uint32_t ar = hl_op_arity(pr->op);
+        if (n->n_in < ar || pr->n_in < ar) {
+            cg__fail(vg->err, LM_EVERIFY, cg__at(nid), "%s with %u inputs", hl_op_name(pr->op), n->n_in);
+            return false;
+        }
+        val_init(v, CG_V_OP, pr->dtype);
+        v->op = pr->op;
+        v->na = ar;
+        f->nid = nid;
+        f->nin = ar;
+        f->i = 0;
+        f->pos = pos;
+        f->scope = scope;
+        f->top = top;
+        return true;
     }
-    val_init(&v, CG_V_OP, pr->dtype);
-    v.op = pr->op;
-    v.na = ar;
-    for (uint32_t i = 0; i < ar; i++) {
-        v.a[i] = build_input(vg, nid, i, pos, scope, top);
-        if (v.a[i] == LM_NONE) return LM_NONE;
-    }
-    v.from = vg->v[v.a[0]].dt;
-    v.scope = deepest(vg, v.a, ar);
-    return intern(vg, &v);
-}
-
-static uint32_t build_node(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope, bool top)
-{
-    const ll_node *n = ll_graph_node(vg->g, nid);
-    const hl_node *pr = &n->prim;
-    if (hl_op_is_elementwise(pr->op)) return build_elementwise(vg, nid, pos, scope, top);
-    cg_val v;
+    cg_val c;
     switch (pr->op) {
     case HL_OP_CONSTANT:
-        val_init(&v, CG_V_CONST, HL_F32);
-        v.c = pr->constant;
-        v.scope = 0;
-        return intern(vg, &v);
+        val_init(&c, CG_V_CONST, HL_F32);
+        c.c = pr->constant;
+        c.scope = 0;
+        *id = intern(vg, &c);
+        return *id != LM_NONE;
     case HL_OP_IOTA: {
         uint32_t sc = scope;
         hl_expr e = hoist(vg, &sc, pos);
@@ -369,29 +528,113 @@ static uint32_t build_node(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope,
         hl_expr iv = (e == HL_NONE || ie == HL_NONE) ? HL_NONE : hl_e_subst_z(vg->p, ie, e, 0);
         if (iv == HL_NONE) {
             oom(vg);
-            return LM_NONE;
+            return false;
         }
-        val_init(&v, CG_V_IOTA, HL_INT);
-        v.node = nid;
-        v.pos = e;
-        v.iota = iv;
-        v.scope = sc;
-        return intern(vg, &v);
+        val_init(&c, CG_V_IOTA, HL_INT);
+        c.node = nid;
+        c.pos = e;
+        c.iota = iv;
+        c.scope = sc;
+        *id = intern(vg, &c);
+        return *id != LM_NONE;
     }
     case HL_OP_SUM_REDUCE:
     case HL_OP_MAX_REDUCE:
         if (pr->dtype == HL_BOOL) {
             cg__fail(vg->err, LM_EUNSUPPORTED, cg__at(nid), "%s of bool", hl_op_name(pr->op));
-            return LM_NONE;
+            return false;
         }
-        return build_reduce(vg, nid, pos, scope);
+        return begin_reduce(vg, nid, pos, scope, f, id);
     default:
         cg__fail(vg->err, LM_EUNSUPPORTED, cg__at(nid),
                  "%s cannot be evaluated inside a fused region (no template covers it); "
                  "fix: store it with its own kernel",
                  hl_op_name(pr->op));
+        return false;
+    }
+}
+
+/* The value of frame f, whose inputs are built. */
+static uint32_t finish_node(cg_vg *vg, bframe *f)
+{
+    cg_val *v = &f->v;
+    if (v->kind == CG_V_OP) {
+        v->from = vg->v[v->a[0]].dt;
+        v->scope = deepest(vg, v->a, v->na);
+        return intern(vg, v);
+    }
+    uint32_t id = intern(vg, v);
+    if (id != LM_NONE && v->body_scope != vg->elem) vg->s[v->body_scope].red = id;
+    return id;
+}
+
+/* LLIR node nid (top: a top-level kernel whose inputs are stored) at position pos, walked
+ * with an explicit stack (see bframe). */
+static uint32_t build_node(cg_vg *vg, uint32_t nid, hl_expr pos, uint32_t scope, bool top)
+{
+    bframe *st = NULL;
+    uint32_t n = 0, cap = 0, id = LM_NONE;
+    if (!cg__grow((void **)&st, &cap, 1, sizeof *st)) {
+        fail(vg, LM_ENOMEM, "out of memory");
         return LM_NONE;
     }
+    if (!begin_node(vg, nid, pos, scope, top, &st[0], &id)) goto fail;
+    st[0].key = false;
+    if (id != LM_NONE) goto done;
+    n = 1;
+    while (n > 0) {
+        bframe *f = &st[n - 1];
+        if (f->i == f->nin) {
+            id = finish_node(vg, f);
+            if (id == LM_NONE) goto fail;
+            if (f->key && !built_add(vg, f->nid, f->kpos, f->kscope, id)) {
+                fail(vg, LM_ENOMEM, "out of memory");
+                goto fail;
+            }
+        } else {
+            uint32_t src;
+            hl_expr ip;
+            if (!input_at(vg, f->nid, f->i, f->pos, f->scope, f->top, &id, &src, &ip)) goto fail;
+            if (src != LM_NONE && (id = built_find(vg, src, ip, f->scope)) == LM_NONE) {
+                if (!cg__grow((void **)&st, &cap, n + 1, sizeof *st)) {
+                    fail(vg, LM_ENOMEM, "out of memory");
+                    goto fail;
+                }
+                f = &st[n - 1];
+                if (!begin_node(vg, src, ip, f->scope, false, &st[n], &id)) goto fail;
+                st[n].kpos = ip;
+                st[n].kscope = f->scope;
+                st[n].key = true;
+                if (id == LM_NONE) {
+                    n++; /* built when its inputs are */
+                    continue;
+                }
+            }
+            /* input f->i is value id */
+            if (f->v.kind == CG_V_OP)
+                f->v.a[f->i] = id;
+            else
+                f->v.body = id;
+            f->i++;
+            continue;
+        }
+        /* frame n-1 is value id: give it to its consumer */
+        n--;
+        if (n > 0) {
+            bframe *c = &st[n - 1];
+            if (c->v.kind == CG_V_OP)
+                c->v.a[c->i] = id;
+            else
+                c->v.body = id;
+            c->i++;
+        }
+    }
+done:
+    cg__free(st);
+    return id;
+fail:
+    cg__free(st);
+    return LM_NONE;
 }
 
 int cg__vg_build(cg_vg *vg, cg_ctx *c, uint32_t node, hl_expr L, bool share_elem)
@@ -453,6 +696,8 @@ int cg__vg_build(cg_vg *vg, cg_ctx *c, uint32_t node, hl_expr L, bool share_elem
 void cg__vg_fini(cg_vg *vg)
 {
     cg__free(vg->v);
+    cg__free(vg->ht);
+    cg__free(vg->bt);
     cg__free(vg->s);
     memset(vg, 0, sizeof *vg);
 }
