@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 
 /* The chain of n relu nodes over one input x[L] (docs/perf.md, "Issue 21"). */
@@ -113,12 +114,57 @@ START_TEST(a_long_fused_chain_is_planned_in_near_linear_time)
 }
 END_TEST
 
+/* cg_plan_new on a graph, on a thread of its own with a small stack. */
+typedef struct {
+    ll_graph *g;
+    cg_plan *p;
+    lm_err e;
+} plan_job;
+
+static void *plan_thread(void *arg)
+{
+    plan_job *j = arg;
+    j->p = cg_plan_new(j->g, NULL, &j->e);
+    return NULL;
+}
+
+/* The emission of a fused chain used to recurse once per op of the chain: 4,000 relus
+ * overflowed the main thread's 8 MB stack (a crash of the whole search). Now the depth of
+ * the chain costs no C stack: the 1,000-relu chain (about 2,000 ops deep) plans in a
+ * thread of 1 MB, which the recursion overflowed. */
+START_TEST(a_long_fused_chain_needs_no_deep_stack)
+{
+    hl_graph *h = relu_chain(1000);
+    tl_env t;
+    tl_build(&t, h, NULL);
+    lm_err e = {0};
+    ll_genome gn;
+    ck_assert(ll_genome_init(&gn, t.s, &e) == LM_OK);
+    ck_assert_msg(ll_genome_most_fused(&gn, t.s, &e) == LM_OK, "%s", e.msg);
+    plan_job j = {.g = tl_graph(t.s, &gn)};
+    pthread_attr_t at;
+    pthread_t th;
+    ck_assert_int_eq(pthread_attr_init(&at), 0);
+    ck_assert_int_eq(pthread_attr_setstacksize(&at, (size_t)1 << 20), 0);
+    ck_assert_int_eq(pthread_create(&th, &at, plan_thread, &j), 0);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    pthread_attr_destroy(&at);
+    ck_assert_msg(j.p != NULL, "%s", j.e.msg);
+    cg_plan_free(j.p);
+    ll_graph_free(j.g);
+    ll_genome_fini(&gn);
+    tl_fini(&t);
+    hl_graph_free(h);
+}
+END_TEST
+
 static Suite *cg_chain_suite(void)
 {
     Suite *s = suite_create("cg_chain");
     TCase *tc = tcase_create("chain");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, a_long_fused_chain_is_planned_in_near_linear_time);
+    tcase_add_test(tc, a_long_fused_chain_needs_no_deep_stack);
     suite_add_tcase(s, tc);
     return s;
 }
