@@ -737,54 +737,37 @@ bool cg__em_space_loop(cg_em *e, uint32_t s, const char *base, uint32_t red, con
 
 /* ---- materialisation ----------------------------------------------------------------------- */
 
-/* Whether cg__em_val(e, v, lane) answers at once: v is named in this lane, or kept in
- * registers by an earlier loop over the row. */
-static bool ready(cg_em *e, uint32_t v, uint32_t lane)
-{
-    const cg_val *x = &e->vg->v[v];
-    if (find_name(e, v, key_lane(e, v, lane))) return true;
-    return e->cache_state && e->cache_state[v] == 2 && x->scope == e->vscope && e->in_cache_loop;
-}
-
-/* Emits the operands of op value v that are not ready yet, each before its user and the
- * operands left to right (the order the recursion would take), with a stack of its own
- * for the ops among them: a fused elementwise chain thousands of ops deep then costs no C stack, and
- * cg__em_val finds every operand of v named. False on an error (in e->c->err). */
+/* Emits the operands of op value v that have no name yet, each before its user and left
+ * to right (the recursion's order), with a stack of its own for the ops among them: a
+ * fused chain thousands of ops deep costs no C stack. False on an error (in e->c->err). */
 static bool emit_operands(cg_em *e, uint32_t v, uint32_t lane)
 {
-    typedef struct {
-        uint32_t v, i;
-    } frame;
-    frame *st = NULL;
+    struct frame { uint32_t v, i; } *st = NULL;
     uint32_t n = 0, cap = 0;
     bool ok = cg__grow((void **)&st, &cap, 1, sizeof *st);
-    if (ok) st[n++] = (frame){v, 0};
+    if (ok) st[n++] = (struct frame){v, 0};
     while (ok && n > 0) {
-        frame *f = &st[n - 1];
+        struct frame *f = &st[n - 1];
         const cg_val *x = &e->vg->v[f->v];
         if (f->i < x->na) {
             uint32_t a = x->a[f->i++];
-            if (ready(e, a, lane)) continue;
-            if (e->vg->v[a].kind != CG_V_OP) { /* a leaf or a reduction: no chain below */
-                if (!cg__em_val(e, a, lane)) {
-                    cg__free(st);
-                    return false;
-                }
-                continue;
+            const cg_val *y = &e->vg->v[a];
+            bool kept = e->cache_state && e->in_cache_loop && e->cache_state[a] == 2 &&
+                        y->scope == e->vscope; /* in registers from an earlier loop */
+            if (kept || find_name(e, a, key_lane(e, a, lane))) continue;
+            if (y->kind != CG_V_OP) { /* leaves and reductions have no chain below */
+                if (!cg__em_val(e, a, lane)) break;
+            } else if ((ok = cg__grow((void **)&st, &cap, n + 1, sizeof *st))) {
+                st[n++] = (struct frame){a, 0};
             }
-            ok = cg__grow((void **)&st, &cap, n + 1, sizeof *st);
-            if (ok) st[n++] = (frame){a, 0};
             continue;
         }
-        uint32_t done = st[--n].v;
-        if (n > 0 && !cg__em_val(e, done, lane)) {
-            cg__free(st);
-            return false;
-        }
+        if (--n > 0 && !cg__em_val(e, st[n].v, lane)) break;
     }
+    bool done = ok && n == 0;
     cg__free(st);
     if (!ok) cg__fail(e->c->err, LM_ENOMEM, cg__at(e->kw->llir_node), "out of memory");
-    return ok;
+    return done;
 }
 
 const char *cg__em_val(cg_em *e, uint32_t v, uint32_t lane)
