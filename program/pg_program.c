@@ -276,13 +276,11 @@ static int init_common(pg_program *p, const pg_options *opt, lm_err *err)
     return open_backend(p, err);
 }
 
-/* A deep copy of an LLIR graph, through the LLIR file. */
+/* A deep copy of an LLIR graph (ll_graph_copy: no text on the way). */
 static ll_graph *llir_copy(const ll_graph *g, const char *name, lm_err *err)
 {
     lm_err e = {0};
-    char *text = ll_graph_write_json(g, &e);
-    ll_graph *c = text ? ll_graph_read_json(text, strlen(text), "<llir copy>", &e) : NULL;
-    free(text);
+    ll_graph *c = ll_graph_copy(g, &e);
     if (!c) {
         lm_err_copy(err, &e);
         pg__wrap(err, name, "copying the LLIR");
