@@ -75,20 +75,15 @@ static void compile_all(batch *b, uint32_t threads)
     pthread_mutex_destroy(&b->lock);
 }
 
-/* uniq[k]: the first kernel with kernel k's source. Returns the distinct ones in todo. */
-static uint32_t distinct(const cg_plan *p, uint32_t *uniq, uint32_t *todo)
+/* uniq[k]: the first kernel with kernel k's source; the distinct ones into todo, their
+ * count into *n. -1 when out of memory. */
+static int distinct(const cg_plan *p, uint32_t *uniq, uint32_t *todo, uint32_t *n)
 {
-    uint32_t n = 0;
-    for (uint32_t k = 0; k < p->n_kernels; k++) {
-        uniq[k] = k;
-        for (uint32_t j = 0; j < k; j++)
-            if (uniq[j] == j && strcmp(p->kernels[j].source, p->kernels[k].source) == 0) {
-                uniq[k] = j;
-                break;
-            }
-        if (uniq[k] == k) todo[n++] = k;
-    }
-    return n;
+    if (pg__same_source(p, uniq)) return -1;
+    *n = 0;
+    for (uint32_t k = 0; k < p->n_kernels; k++)
+        if (uniq[k] == k) todo[(*n)++] = k;
+    return 0;
 }
 
 static void wrap_kernel(lm_err *err, const char *name, const cg_plan *p, uint32_t k)
@@ -110,7 +105,11 @@ int pg__compile_kernels(pg_program *p, rt_ctx *ctx, rt_kernel **kern, uint64_t *
         pg__free(uniq), pg__free(todo);
         return pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory compiling");
     }
-    uint32_t n = distinct(pl, uniq, todo);
+    uint32_t n = 0;
+    if (distinct(pl, uniq, todo, &n)) {
+        pg__free(uniq), pg__free(todo);
+        return pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory compiling");
+    }
     uint32_t threads = thread_count(p->compile_threads, n);
     int rc = 0;
     if (threads <= 1) {
@@ -189,8 +188,9 @@ int pg_compile_check(const struct cg_plan *plan, int arch, lm_err *err)
         rc = pg__fail(err, LM_ENOMEM, NULL, "compile check: out of memory");
     } else if ((rc = rt_nvrtc_new(NULL, &b.nv, &ne))) {
         lm_err_copy(err, &ne);
+    } else if (distinct(plan, uniq, todo, &b.n)) {
+        rc = pg__fail(err, LM_ENOMEM, NULL, "compile check: out of memory");
     } else {
-        b.n = distinct(plan, uniq, todo);
         compile_all(&b, thread_count(0, b.n));
         for (uint32_t i = 0; i < b.n && !rc; i++)
             if ((rc = b.errs[todo[i]].code)) {

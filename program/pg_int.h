@@ -214,5 +214,9 @@ int pg__io_info(const pg_program *p, const pg_io *io, pg_tensor_info *out, lm_er
 
 /* "kernel 3 (template 'elementwise', LLIR node 7)" */
 void pg__kernel_desc(const cg_plan *p, uint32_t k, char *buf, size_t cap);
+/* first[k]: the smallest kernel index whose source is kernel k's (k itself for the first
+ * of each text); by hashing, so a plan of many kernels costs n log n, not n^2 string
+ * comparisons. first holds n_kernels entries. 0, or -1 when out of memory. */
+int pg__same_source(const cg_plan *p, uint32_t *first);
 
 #endif /* LUMINAL_PG_INT_H */

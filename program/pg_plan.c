@@ -28,7 +28,9 @@
 
 #include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 void pg__kernel_desc(const cg_plan *p, uint32_t k, char *buf, size_t cap)
 {
@@ -388,5 +390,46 @@ int pg__plan_inplace(pg_program *p, lm_err *err)
     /* a copy that ran out of memory reads as "not contiguous": a different program */
     if (hl_expr_pool_failed(pl->exprs))
         return pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory planning in place");
+    return 0;
+}
+
+/* ---- kernels with the same source ---- */
+
+typedef struct {
+    uint64_t h;
+    uint32_t k;
+} src_key;
+
+static int by_hash_then_index(const void *a, const void *b)
+{
+    const src_key *x = a, *y = b;
+    if (x->h != y->h) return x->h < y->h ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+int pg__same_source(const cg_plan *p, uint32_t *first)
+{
+    uint32_t n = p->n_kernels;
+    src_key *ks = pg__alloc(n + 1, sizeof *ks);
+    if (!ks) return -1;
+    for (uint32_t k = 0; k < n; k++) {
+        const char *src = p->kernels[k].source;
+        ks[k] = (src_key){XXH3_64bits(src, strlen(src)), k};
+        first[k] = k;
+    }
+    qsort(ks, n, sizeof *ks, by_hash_then_index);
+    /* within a run of one hash (in kernel order), each takes the first earlier kernel of
+       the run with its text: equal texts always share a run, collisions only cost a strcmp */
+    for (uint32_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && ks[j].h == ks[i].h; j++)
+            for (uint32_t b = i; b < j; b++) {
+                uint32_t kb = ks[b].k, kj = ks[j].k;
+                if (first[kb] == kb && strcmp(p->kernels[kb].source, p->kernels[kj].source) == 0) {
+                    first[kj] = kb;
+                    break;
+                }
+            }
+    }
+    pg__free(ks);
     return 0;
 }

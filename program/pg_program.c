@@ -345,11 +345,13 @@ int pg_program_save(const pg_program *p, const char *dir, lm_err *err)
     if (!p || !dir || !dir[0])
         return pg__fail(err, LM_EARG, pg__at(p ? p->name : NULL), "save: no program or no directory");
     const cg_plan *pl = &p->plan;
-    char **files = pg__alloc(pl->n_kernels, sizeof *files);
+    char **files = pg__alloc(pl->n_kernels + 1, sizeof *files);
+    if (files) memset(files, 0, (pl->n_kernels + 1) * sizeof *files);
+    uint32_t *first = pg__alloc(pl->n_kernels + 1, sizeof *first);
     char *llir_text = NULL, *plan_text = NULL;
     size_t kn = strlen(dir) + 16;
     char *kdir = pg__alloc(kn, 1);
-    if (!files || !kdir) {
+    if (!files || !first || !kdir || pg__same_source(pl, first)) {
         pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory");
         goto done;
     }
@@ -359,10 +361,13 @@ int pg_program_save(const pg_program *p, const char *dir, lm_err *err)
         goto done;
     }
     for (uint32_t k = 0; k < pl->n_kernels; k++) {
-        for (uint32_t j = 0; j < k && !files[k]; j++)
-            if (strcmp(pl->kernels[j].source, pl->kernels[k].source) == 0)
-                files[k] = pg__strdup(files[j]); /* each distinct source once */
-        if (files[k]) continue;
+        if (first[k] != k) { /* each distinct source once */
+            if (!(files[k] = pg__strdup(files[first[k]]))) {
+                pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory");
+                goto done;
+            }
+            continue;
+        }
         files[k] = pg__alloc(32, 1);
         if (!files[k]) {
             pg__fail(err, LM_ENOMEM, pg__at(p->name), "out of memory");
@@ -393,6 +398,7 @@ done:
     for (uint32_t k = 0; files && k < pl->n_kernels; k++)
         pg__free(files[k]);
     pg__free(files);
+    pg__free(first);
     pg__free(kdir);
     free(llir_text);
     free(plan_text);
