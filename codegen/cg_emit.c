@@ -22,6 +22,7 @@
  */
 #include "cg_int.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -62,24 +63,29 @@ static cg_name *add_name(cg_em *e, uint32_t v, int32_t lane)
         cg__fail(e->c->err, LM_ENOMEM, cg__at(e->kw->llir_node), "out of memory");
         return NULL;
     }
-    cg_name *n = &e->names[e->nn++];
+    assert(v < e->vg->n); /* emission names values, it never makes new ones */
+    cg_name *n = &e->names[e->nn];
     memset(n, 0, sizeof *n);
     n->val = v;
     n->lane = lane;
+    n->prev = e->last[v];
+    e->last[v] = e->nn++;
     snprintf(n->text, sizeof n->text, "t%u", e->next_id++);
     return n;
 }
 
+/* The latest name of v in this lane: down v's own chain of names, never the whole stack. */
 static const char *find_name(cg_em *e, uint32_t v, int32_t lane)
 {
-    for (uint32_t i = e->nn; i-- > 0;)
-        if (e->names[i].val == v && e->names[i].lane == lane) return e->names[i].text;
+    for (uint32_t i = e->last[v]; i != LM_NONE; i = e->names[i].prev)
+        if (e->names[i].lane == lane) return e->names[i].text;
     return NULL;
 }
 
 void cg__em_pop(cg_em *e, uint32_t mark)
 {
-    if (mark < e->nn) e->nn = mark;
+    for (; e->nn > mark; e->nn--)
+        e->last[e->names[e->nn - 1].val] = e->names[e->nn - 1].prev;
 }
 
 static int32_t key_lane(const cg_em *e, uint32_t v, uint32_t lane)
@@ -278,37 +284,6 @@ static bool op_c(cg_em *e, const cg_val *v, const char *const *a, char *out, siz
     else
         snprintf(out, cap, "%s(%s, %s)", s, a[0], a[1]);
     return true;
-}
-
-const char *cg__em_red_init(const cg_val *r)
-{
-    bool sum = r->op == HL_OP_SUM_REDUCE;
-    switch (r->rt) {
-    case CG_R_I32:
-        return sum ? "0" : "(-2147483647 - 1)";
-    case CG_R_I64:
-        return sum ? "0ll" : "(-9223372036854775807ll - 1)";
-    default:
-        return sum ? "0.0f" : "__uint_as_float(0xff800000u)";
-    }
-}
-
-void cg__em_combine(cg_em *e, const cg_val *r, const char *acc, const char *x)
-{
-    bool sum = r->op == HL_OP_SUM_REDUCE;
-    const char *fn;
-    switch (r->rt) {
-    case CG_R_I32:
-        fn = sum ? "lm_addi" : "lm_maxi";
-        break;
-    case CG_R_I64:
-        fn = sum ? "lm_addl" : "lm_maxll";
-        break;
-    default:
-        fn = sum ? "__fadd_rn" : "lm_maxf";
-        break;
-    }
-    cg__em_line(e, "%s = %s(%s, %s);", acc, fn, acc, x);
 }
 
 /* ---- literal floats ------------------------------------------------------------------------ */
@@ -983,13 +958,17 @@ int cg__em_init(cg_em *e, cg_ctx *c, cg_vg *vg, cg_kw *kw, cg_str *b)
     e->v_elem = e->v_body = 1;
     e->out_param = -1;
     e->svar = cg__alloc(vg->ns, sizeof *e->svar);
-    if (!e->svar) return cg__fail(c->err, LM_ENOMEM, cg__at(kw->llir_node), "out of memory");
+    e->last = cg__alloc(vg->n + 1, sizeof *e->last);
+    if (!e->svar || !e->last)
+        return cg__fail(c->err, LM_ENOMEM, cg__at(kw->llir_node), "out of memory");
+    memset(e->last, 0xff, (vg->n + 1) * sizeof *e->last); /* LM_NONE everywhere */
     return 0;
 }
 
 void cg__em_fini(cg_em *e)
 {
     cg__free(e->names);
+    cg__free(e->last);
     cg__free(e->svar);
     cg__free(e->rowbase);
     memset(e, 0, sizeof *e);

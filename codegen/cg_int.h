@@ -295,7 +295,8 @@ hl_expr cg__grid_expr(hl_expr_pool *p, hl_expr x, int64_t cap);
 
 typedef struct cg_name {
     uint32_t val;
-    int32_t lane; /* -1 for values shared by the lanes */
+    int32_t lane;  /* -1 for values shared by the lanes */
+    uint32_t prev; /* the name given to val before this one (any lane), or LM_NONE */
     char text[96];
 } cg_name;
 
@@ -306,6 +307,7 @@ typedef struct cg_em {
     cg_str *b;
     uint32_t nn, ncap;
     cg_name *names;
+    uint32_t *last;           /* [vg->n]: each value's latest name in names, or LM_NONE */
     uint32_t next_id;
     int indent;
     char (*svar)[48];         /* [vg->ns] C name of each scope's variable */

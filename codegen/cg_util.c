@@ -119,3 +119,36 @@ char *cg__str_take(cg_str *b)
     memset(b, 0, sizeof *b);
     return s;
 }
+
+/* ---- reductions: an accumulator's first value and one step (cg_emit.c's loops) ---- */
+
+const char *cg__em_red_init(const cg_val *r)
+{
+    bool sum = r->op == HL_OP_SUM_REDUCE;
+    switch (r->rt) {
+    case CG_R_I32:
+        return sum ? "0" : "(-2147483647 - 1)";
+    case CG_R_I64:
+        return sum ? "0ll" : "(-9223372036854775807ll - 1)";
+    default:
+        return sum ? "0.0f" : "__uint_as_float(0xff800000u)";
+    }
+}
+
+void cg__em_combine(cg_em *e, const cg_val *r, const char *acc, const char *x)
+{
+    bool sum = r->op == HL_OP_SUM_REDUCE;
+    const char *fn;
+    switch (r->rt) {
+    case CG_R_I32:
+        fn = sum ? "lm_addi" : "lm_maxi";
+        break;
+    case CG_R_I64:
+        fn = sum ? "lm_addl" : "lm_maxll";
+        break;
+    default:
+        fn = sum ? "__fadd_rn" : "lm_maxf";
+        break;
+    }
+    cg__em_line(e, "%s = %s(%s, %s);", acc, fn, acc, x);
+}
