@@ -727,10 +727,10 @@ static bool emit_operands(cg_em *e, uint32_t v, uint32_t lane)
         if (f->i < x->na) {
             uint32_t a = x->a[f->i++];
             const cg_val *y = &e->vg->v[a];
+            if (find_name(e, a, key_lane(e, a, lane))) continue;
             bool kept = e->cache_state && e->in_cache_loop && e->cache_state[a] == 2 &&
                         y->scope == e->vscope; /* in registers from an earlier loop */
-            if (kept || find_name(e, a, key_lane(e, a, lane))) continue;
-            if (y->kind != CG_V_OP) { /* leaves and reductions have no chain below */
+            if (kept || y->kind != CG_V_OP) { /* no chain below: named in its turn */
                 if (!cg__em_val(e, a, lane)) break;
             } else if ((ok = cg__grow((void **)&st, &cap, n + 1, sizeof *st))) {
                 st[n++] = (struct frame){a, 0};

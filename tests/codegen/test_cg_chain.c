@@ -11,42 +11,13 @@
 #include <pthread.h>
 #include <string.h>
 
-/* The chain of n relu nodes over one input x[L] (docs/perf.md, "Issue 21"). */
-static hl_graph *relu_chain(uint32_t n)
-{
-    size_t cap = 256 + (size_t)n * 80, len = 0;
-    char *t = malloc(cap);
-    ck_assert_ptr_nonnull(t);
-    len += (size_t)snprintf(t + len, cap - len,
-                            "{\"format\": \"luminal-graph\", \"version\": 1, \"name\": \"chain\", "
-                            "\"dims\": [{\"name\": \"L\", \"min\": 1, \"max\": 4096, \"profile\": "
-                            "1024}], \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", "
-                            "\"shape\": [\"L\"]}], \"nodes\": [");
-    for (uint32_t i = 0; i < n; i++) {
-        char prev[16];
-        if (i)
-            snprintf(prev, sizeof prev, "r%u", i - 1);
-        else
-            snprintf(prev, sizeof prev, "x");
-        len += (size_t)snprintf(t + len, cap - len,
-                                "%s{\"name\": \"r%u\", \"op\": \"relu\", \"inputs\": [\"%s\"]}",
-                                i ? ", " : "", i, prev);
-    }
-    len += (size_t)snprintf(t + len, cap - len, "], \"outputs\": [\"r%u\"]}", n - 1);
-    ck_assert_uint_lt(len, cap);
-    lm_err e = {0};
-    hl_graph *g = hl_graph_read_json(t, len, "chain", &e);
-    ck_assert_msg(g != NULL, "%s", e.msg);
-    free(t);
-    return g;
-}
 
 /* The most fused genome's LLIR graph of an n-node relu chain (its node count into
  * *nodes), and the fastest of three cg_plan_new on it in seconds; the plan's listing
  * with sources into *listing (malloc'd). */
 static double plan_chain(uint32_t n, uint32_t *nodes, char **listing)
 {
-    hl_graph *h = relu_chain(n);
+    hl_graph *h = tl_relu_chain(n);
     tl_env t;
     tl_build(&t, h, NULL);
     lm_err e = {0};
@@ -134,7 +105,7 @@ static void *plan_thread(void *arg)
  * thread of 1 MB, which the recursion overflowed. */
 START_TEST(a_long_fused_chain_needs_no_deep_stack)
 {
-    hl_graph *h = relu_chain(1000);
+    hl_graph *h = tl_relu_chain(1000);
     tl_env t;
     tl_build(&t, h, NULL);
     lm_err e = {0};

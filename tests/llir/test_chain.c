@@ -10,35 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The chain of n relu nodes over one input x[L] (docs/perf.md, "Issue 21"). */
-static hl_graph *relu_chain(uint32_t n)
-{
-    size_t cap = 256 + (size_t)n * 80, len = 0;
-    char *t = malloc(cap);
-    ck_assert_ptr_nonnull(t);
-    len += (size_t)snprintf(t + len, cap - len,
-                            "{\"format\": \"luminal-graph\", \"version\": 1, \"name\": \"chain\", "
-                            "\"dims\": [{\"name\": \"L\", \"min\": 1, \"max\": 4096, \"profile\": "
-                            "1024}], \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", "
-                            "\"shape\": [\"L\"]}], \"nodes\": [");
-    for (uint32_t i = 0; i < n; i++) {
-        char prev[16];
-        if (i)
-            snprintf(prev, sizeof prev, "r%u", i - 1);
-        else
-            snprintf(prev, sizeof prev, "x");
-        len += (size_t)snprintf(t + len, cap - len,
-                                "%s{\"name\": \"r%u\", \"op\": \"relu\", \"inputs\": [\"%s\"]}",
-                                i ? ", " : "", i, prev);
-    }
-    len += (size_t)snprintf(t + len, cap - len, "], \"outputs\": [\"r%u\"]}", n - 1);
-    ck_assert_uint_lt(len, cap);
-    lm_err e = {0};
-    hl_graph *g = hl_graph_read_json(t, len, "chain", &e);
-    ck_assert_msg(g != NULL, "%s", e.msg);
-    free(t);
-    return g;
-}
 
 /* The fastest of three: seconds to build the space of env t's engine (and its
  * fingerprint, which the search takes with it), and to build and verify its most fused
@@ -76,7 +47,7 @@ START_TEST(a_long_chain_builds_its_space_and_most_fused_graph_in_near_linear_tim
     double space[2], graph[2];
     uint32_t nodes[2];
     for (int i = 0; i < 2; i++) {
-        hl_graph *h = relu_chain(n[i]);
+        hl_graph *h = tl_relu_chain(n[i]);
         tl_env t;
         tl_build(&t, h, NULL);
         time_chain(&t, &space[i], &graph[i], &nodes[i]);
@@ -102,7 +73,7 @@ END_TEST
 
 START_TEST(the_space_build_stops_at_its_deadline_with_a_true_message)
 {
-    hl_graph *h = relu_chain(2000);
+    hl_graph *h = tl_relu_chain(2000);
     tl_env t;
     tl_build(&t, h, NULL);
     eg_value root = cs_session_root(t.cs);

@@ -76,6 +76,36 @@ static inline hl_graph *tl_load(const char *path)
     return g;
 }
 
+/* The chain of n relu nodes over one input x[L] (docs/perf.md, "Issue 21"). */
+static inline hl_graph *tl_relu_chain(uint32_t n)
+{
+    size_t cap = 256 + (size_t)n * 80, len = 0;
+    char *t = malloc(cap);
+    ck_assert_ptr_nonnull(t);
+    len += (size_t)snprintf(t + len, cap - len,
+                            "{\"format\": \"luminal-graph\", \"version\": 1, \"name\": \"chain\", "
+                            "\"dims\": [{\"name\": \"L\", \"min\": 1, \"max\": 4096, \"profile\": "
+                            "1024}], \"inputs\": [{\"name\": \"x\", \"dtype\": \"f32\", "
+                            "\"shape\": [\"L\"]}], \"nodes\": [");
+    for (uint32_t i = 0; i < n; i++) {
+        char prev[16];
+        if (i)
+            snprintf(prev, sizeof prev, "r%u", i - 1);
+        else
+            snprintf(prev, sizeof prev, "x");
+        len += (size_t)snprintf(t + len, cap - len,
+                                "%s{\"name\": \"r%u\", \"op\": \"relu\", \"inputs\": [\"%s\"]}",
+                                i ? ", " : "", i, prev);
+    }
+    len += (size_t)snprintf(t + len, cap - len, "], \"outputs\": [\"r%u\"]}", n - 1);
+    ck_assert_uint_lt(len, cap);
+    lm_err e = {0};
+    hl_graph *g = hl_graph_read_json(t, len, "chain", &e);
+    ck_assert_msg(g != NULL, "%s", e.msg);
+    free(t);
+    return g;
+}
+
 static inline hl_graph *tl_example(const char *name)
 {
     char path[512];
