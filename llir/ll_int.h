@@ -2,7 +2,7 @@
  * adapter, the space's layout, the graph's layout, and what the executor, the HLIR
  * lowering and the comparison share (nodes in messages, the hlir adapters).
  *
- * Memory goes through ll__alloc and friends (ll_mem.c), which check sizes for overflow
+ * Memory goes through ll__alloc and friends (LM_MEM_DOOR below), which check sizes for overflow
  * and return NULL on failure; callers turn NULL into LM_ENOMEM and leave their
  * structure as it was. Errors go through ll__fail (ll_err.c), which ends in lm_err_setv.
  *
